@@ -1,0 +1,47 @@
+# The two commands of the README: `make demo` and `make test`.
+# Both create .venv/ from requirements.lock on first use.
+
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+SDC    := $(BIN)/sdc
+DBT    := $(BIN)/dbt
+# dbt reads profiles.yml from the project; no state in the home directory.
+export DBT_PROFILES_DIR := $(CURDIR)
+export DBT_SEND_ANONYMOUS_USAGE_STATS := False
+
+# The demo's perturbation table (documented in README.md; tests check the committed seed against it).
+PTABLE_ARGS := --D 5 --V 3 --js 2 --pstay 0.5
+
+.PHONY: demo test bench venv lock clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (set PYTHON=...)" >&2; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+demo: $(STAMP)
+	@mkdir -p warehouse
+	$(SDC) ptable $(PTABLE_ARGS) --out seeds/sdc_ptable.csv --plot warehouse/sdc_ptable.png
+	$(DBT) build --quiet --select sdc_ptable
+	@echo "dbt: seed sdc_ptable loaded into warehouse/sdc.duckdb and its data tests passed"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/ptable_bench.py
+
+# Re-resolve the pinned versions (needs the package index).
+lock:
+	rm -rf /tmp/sdc-lock-venv && $(PYTHON) -m venv /tmp/sdc-lock-venv
+	/tmp/sdc-lock-venv/bin/pip install --quiet "setuptools==80.9.0" "dbt-core~=1.11.0" "dbt-duckdb~=1.11.0" "duckdb~=2.0" numpy scipy matplotlib pytest hypothesis
+	{ head -2 requirements.lock; /tmp/sdc-lock-venv/bin/pip freeze; echo "setuptools==80.9.0"; } > requirements.lock.new && mv requirements.lock.new requirements.lock
+
+clean:
+	rm -rf $(VENV) target logs warehouse .pytest_cache

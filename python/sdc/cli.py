@@ -1,0 +1,142 @@
+"""Command line: a thin shell over the Python API. Errors become one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import SdcError
+from .ptable import PTableParams, create_ptable
+from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_ptable
+from .ptable.table import PTable
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except SdcError as exc:
+        print(f"sdc {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sdc", description="Statistical disclosure control in the data warehouse.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    pt = commands.add_parser(
+        "ptable",
+        help="build, import, check or export a perturbation table for the Cell Key Method",
+        description=(
+            "Build a count perturbation table by maximum entropy (--D, --V, ...), or import and check one "
+            "made elsewhere (--import). Prints mean, variance, stay probability and sum per row."
+        ),
+    )
+    build = pt.add_argument_group("build (as ptable::create_cnt_ptable)")
+    build.add_argument("--D", type=int, help="maximum absolute noise")
+    build.add_argument("--V", type=float, help="noise variance")
+    build.add_argument("--js", type=int, default=0, help="no perturbed value in 1..js (default 0)")
+    build.add_argument(
+        "--pstay", type=_floats, default=[0.0], help="lower bound of the stay probability; one value or one per row"
+    )
+    build.add_argument("--mono", type=_booleans, default=[True], help="true|false, or one per row (default true)")
+    build.add_argument("--optim", type=_ints, default=[1], help="1: variance <= V (default); 4: variance = V")
+    build.add_argument(
+        "--allow-lower-variance",
+        action="store_true",
+        help="lower the stay bound in 0.05 steps (up to 20 solves) and accept rows that miss V, with a warning",
+    )
+    pt.add_argument("--import", dest="import_file", metavar="FILE", help="read a ptable made elsewhere")
+    pt.add_argument(
+        "--import-format", default="auto", choices=("auto",) + IMPORT_FORMATS, help="format of --import (default: from the header)"
+    )
+    pt.add_argument("--out", metavar="FILE", help="write the table here (replaced only on success)")
+    pt.add_argument("--format", default="sdc", help=f"format of --out: {', '.join(EXPORT_FORMATS)} (default sdc)")
+    pt.add_argument("--plot", metavar="FILE.png", help="write a heatmap of the transition matrix")
+    pt.set_defaults(run=_run_ptable)
+    return parser
+
+
+def _run_ptable(args: argparse.Namespace) -> int:
+    if args.format not in EXPORT_FORMATS:
+        raise SdcError(f"unknown --format {args.format!r}; known: {', '.join(EXPORT_FORMATS)}")
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise SdcError(f"--plot writes a PNG file; {args.plot!r} does not end in .png")
+    if args.import_file:
+        given = [flag for flag, value in (("--D", args.D), ("--V", args.V)) if value is not None]
+        if given:
+            raise SdcError(f"--import reads a finished table; {', '.join(given)} cannot be combined with it")
+        table, fmt, notes = read_ptable(args.import_file, args.import_format)
+        print(f"imported {args.import_file} (format {fmt}): {len(table)} intervals, rows 0..{table.max_i}")
+        for note in notes:
+            print(f"note: {note}")
+        outcomes = None
+    else:
+        missing = [flag for flag, value in (("--D", args.D), ("--V", args.V)) if value is None]
+        if missing:
+            raise SdcError(f"{' and '.join(missing)} required to build a ptable (or give --import FILE)")
+        params = PTableParams(
+            D=args.D, V=args.V, js=args.js, pstay=_scalar(args.pstay), mono=_scalar(args.mono), optim=_scalar(args.optim)
+        )
+        built = create_ptable(params, allow_lower_variance=args.allow_lower_variance)
+        table, outcomes = built.table, {o.i: o for o in built.rows}
+        print(f"ptable D={params.D} V={params.V} js={params.js}: {len(table)} intervals, rows 0..{table.max_i}")
+        for warning in built.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    _print_check_table(table, outcomes)
+    if args.out:
+        write_ptable(table, args.out, args.format)
+        print(f"wrote {args.out} ({args.format})")
+    if args.plot:
+        from .ptable.plot import plot_transition_matrix
+
+        plot_transition_matrix(table, args.plot, title=Path(args.out or args.import_file or "ptable").name)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _print_check_table(table: PTable, outcomes: dict | None) -> None:
+    header = f"{'i':>5} {'mean':>11} {'variance':>10} {'p_stay':>10} {'sum':>10}"
+    print(header + ("  solves" if outcomes else ""))
+    for s in table.row_stats():
+        label = f">={s.i}" if s.i == table.max_i and s.i > 0 else str(s.i)
+        line = f"{label:>5} {s.mean:11.8f} {s.variance:10.6f} {s.p_stay:10.6f} {s.p_sum:10.8f}"
+        if outcomes and s.i in outcomes:
+            line += f"  {outcomes[s.i].solves:>6}"
+        print(line)
+
+
+def _scalar(values: list):
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in str(text).split(",") if part.strip()]
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in _split(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers, got {text!r}") from None
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in _split(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or comma-separated ones, got {text!r}") from None
+
+
+def _booleans(text: str) -> list[bool]:
+    words = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}
+    try:
+        return [words[x.lower()] for x in _split(text)]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"expected true or false (or a comma-separated list), got {text!r}") from None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

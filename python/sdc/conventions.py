@@ -1,0 +1,36 @@
+"""Names and formats shared by Python, SQL and the docs: defined here once.
+
+The perturbation table ("ptable", "overlay matrix") has one row per original value ``i`` and target
+value ``j``:
+
+=========  ==========================================================================================
+column     meaning
+=========  ==========================================================================================
+i          original cell value (row of the table); the largest ``i`` stands for every larger count
+j          perturbed value, ``j = i + v``
+p          transition probability P(j | i) = ``p_int_ub - p_int_lb``
+v          noise added to the cell (seed 002, Table 12: ``changeValue``)
+p_int_lb   lower bound of the cell-key interval (inclusive)
+p_int_ub   upper bound of the cell-key interval (exclusive; seed 002, Table 12: ``cum_zuf``)
+=========  ==========================================================================================
+
+A cell with original value ``n > 0`` and cell key ``ck`` gets the noise ``v`` of the row with
+``i = min(n, max i)`` and ``p_int_lb <= ck < p_int_ub``. A cell with ``n = 0`` stays 0.
+Bounds are multiples of ``10**-INTERVAL_DECIMALS``, so the lookup can compare integers exactly.
+"""
+
+PTABLE_COLUMNS: tuple[str, ...] = ("i", "j", "p", "v", "p_int_lb", "p_int_ub")
+
+# Interval bounds are cumulative probabilities rounded to this many decimals (as ptable/τ-Argus do).
+INTERVAL_DECIMALS: int = 8
+INTERVAL_SCALE: int = 10**INTERVAL_DECIMALS
+
+# Names of the ptable parameters, as used by the CLI flags (--D, --V, ...) and the Python API.
+PTABLE_PARAMETERS: dict[str, str] = {
+    "D": "maximum absolute noise (integer >= 1)",
+    "V": "noise variance (> 0)",
+    "js": "no perturbed value in 1..js; 0 = no restriction",
+    "pstay": "lower bound of the probability that a value stays unchanged (scalar or one per row 1..ncat)",
+    "mono": "left tail non-decreasing towards v = 0 (scalar or one per row 1..ncat)",
+    "optim": "1: variance <= V, 4: variance = V (scalar or one per row 1..ncat)",
+}

@@ -1,0 +1,336 @@
+"""Read and write perturbation tables in the formats statistical offices use.
+
+========== =================================================== ==============================================
+format     header                                              notes
+========== =================================================== ==============================================
+sdc        ``i,j,p,v,p_int_lb,p_int_ub``                       ours (conventions.PTABLE_COLUMNS), comma
+sas        ``i;j;p;v;p_int_lb;p_int_ub``                       ptable's SAS export
+tauargus   ``i;j;p;v;p_int_ub`` (legacy ``i;j;p_ij;v;p_ij_ub``) lower bound = previous upper bound
+ons        ``pcv,ckey,pvalue``                                 integer cell keys 0..K-1 (K = max ckey + 1)
+cantabular ``cell_value,cell_key,perturbation``                as ons; key ranges ``a-b`` allowed
+overlay    corner ``i\\v`` or ``i\\j``, then one column per     cumulative matrix as printed in seed 000
+           noise value v or target j                           (v columns) and seed 002 Table 11 (j columns);
+                                                               ``-`` or empty = target not allowed
+cum_zuf    ``i;cum_zuf;changeValue``                            seed 002 Table 12 (database-ready matrix)
+========== =================================================== ==============================================
+
+Integer-key tables become intervals ``[k/K, (k+1)/K)``, consecutive keys with the same noise merged,
+bounds floored to 8 decimals: exact for cell keys that are integers mod K (K = 256 gives exact bounds).
+ONS reuses rows 501..750 for counts above 750 (row ((n-1) mod 250) + 501); the sdc format uses the last
+row for every larger count, which the import reports.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tempfile
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+from pathlib import Path
+
+from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE, PTABLE_COLUMNS
+from ..errors import SdcError
+from .table import PTable, format_units
+from .validate import Entry, assemble
+
+IMPORT_FORMATS = ("sdc", "sas", "tauargus", "ons", "cantabular", "overlay", "cum_zuf")
+EXPORT_FORMATS = ("sdc", "tauargus", "sas")
+
+_EXPORT_COLUMNS = {
+    "sdc": (",", PTABLE_COLUMNS),
+    "sas": (";", ("i", "j", "p", "v", "p_int_lb", "p_int_ub")),
+    "tauargus": (";", ("i", "j", "p", "v", "p_int_ub")),
+}
+_OVERLAY_CORNER = re.compile(r"^i\s*\\\s*([vj])$", re.IGNORECASE)
+
+
+# ----------------------------------------------------------------------------------------------- reading
+
+
+def read_ptable(path: str | os.PathLike, fmt: str = "auto") -> tuple[PTable, str, list[str]]:
+    """Read and validate a ptable file: (table, detected format, notes)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise SdcError(f"ptable file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise SdcError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
+    return parse_ptable(text, fmt, source=str(path))
+
+
+def parse_ptable(text: str, fmt: str = "auto", source: str = "<ptable>") -> tuple[PTable, str, list[str]]:
+    """Parse and validate ptable text: (table, format, notes)."""
+    lines = [(n, line.rstrip("\r\n")) for n, line in enumerate(io.StringIO(text), start=1) if line.strip()]
+    if not lines:
+        raise SdcError(f"{source}: the file is empty")
+    sep = _separator(lines[0][1])
+    header = [cell.strip() for cell in lines[0][1].split(sep)]
+    if fmt == "auto":
+        fmt = detect_format(header, sep, source)
+    elif fmt not in IMPORT_FORMATS:
+        raise SdcError(f"unknown ptable format {fmt!r}; known: {', '.join(IMPORT_FORMATS)}")
+    rows = [(n, [cell.strip() for cell in line.split(sep)]) for n, line in lines[1:]]
+    reader = {
+        "sdc": _read_interval_columns,
+        "sas": _read_interval_columns,
+        "tauargus": _read_interval_columns,
+        "ons": _read_integer_keys,
+        "cantabular": _read_integer_keys,
+        "overlay": _read_overlay,
+        "cum_zuf": _read_cum_zuf,
+    }[fmt]
+    entries, notes = reader(header, rows, sep, source)
+    table, more_notes = assemble(entries, source)
+    return table, fmt, notes + more_notes
+
+
+def detect_format(header: list[str], sep: str, source: str) -> str:
+    names = {h.lower() for h in header}
+    if {"i", "j", "v", "p_int_lb", "p_int_ub"} <= names:
+        return "sdc" if sep == "," else "sas"
+    if {"i", "j", "v"} <= names and ({"p_int_ub"} <= names or {"p_ij_ub"} <= names):
+        return "tauargus"
+    if {"pcv", "ckey", "pvalue"} <= names:
+        return "ons"
+    if {"cell_value", "cell_key", "perturbation"} <= names:
+        return "cantabular"
+    if {"i", "cum_zuf", "changevalue"} <= names:
+        return "cum_zuf"
+    if header and _OVERLAY_CORNER.match(header[0]):
+        return "overlay"
+    raise SdcError(
+        f"{source}: unknown ptable format, header {sep.join(header)!r} matches none of: "
+        "i,j,p,v,p_int_lb,p_int_ub (sdc) | i;j;p;v;p_int_lb;p_int_ub (sas) | i;j;p;v;p_int_ub or "
+        "i;j;p_ij;v;p_ij_ub (tauargus) | pcv,ckey,pvalue (ons) | cell_value,cell_key,perturbation (cantabular) | "
+        "i;cum_zuf;changeValue (cum_zuf) | i\\v or i\\j corner of a cumulative matrix (overlay)"
+    )
+
+
+def _separator(header_line: str) -> str:
+    for sep in (";", "\t"):
+        if sep in header_line:
+            return sep
+    return ","
+
+
+def _columns(header: list[str], wanted: dict[str, tuple[str, ...]], source: str) -> dict[str, int]:
+    """Index of each wanted column (first alias found, case-insensitive); missing ones are an error."""
+    lower = [h.lower() for h in header]
+    index = {}
+    for name, aliases in wanted.items():
+        found = [lower.index(a) for a in aliases if a in lower]
+        if not found:
+            raise SdcError(f"{source}: column {aliases[0]!r} is missing from the header {header}")
+        index[name] = found[0]
+    return index
+
+
+def _cell(cells: list[str], k: int, what: str, line: int, source: str) -> str:
+    if k >= len(cells) or cells[k] == "":
+        raise SdcError(f"{source}, line {line}: no value in column {what!r}")
+    return cells[k]
+
+
+def _decimal(text: str, what: str, line: int, source: str, sep: str = ",") -> Decimal:
+    raw = text.replace(",", ".") if sep != "," else text
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise SdcError(f"{source}, line {line}: {what} = {text!r} is not a number") from None
+    if not value.is_finite():
+        raise SdcError(f"{source}, line {line}: {what} = {text!r} is not a finite number")
+    return value
+
+
+def _integer(text: str, what: str, line: int, source: str, sep: str = ",") -> int:
+    value = _decimal(text, what, line, source, sep)
+    if value != value.to_integral_value():
+        raise SdcError(f"{source}, line {line}: {what} = {text!r} is not a whole number")
+    return int(value)
+
+
+def _read_interval_columns(header, rows, sep, source):
+    """sdc, sas and tauargus: one interval per line with i, j, v, p and the bounds."""
+    cols = _columns(
+        header,
+        {"i": ("i",), "j": ("j",), "v": ("v",), "p": ("p", "p_ij"), "ub": ("p_int_ub", "p_ij_ub")},
+        source,
+    )
+    lower = [h.lower() for h in header]
+    lb_col = lower.index("p_int_lb") if "p_int_lb" in lower else None
+    type_col = lower.index("type") if "type" in lower else None
+    entries = []
+    for line, cells in rows:
+        get = {name: _cell(cells, k, header[k], line, source) for name, k in cols.items()}
+        if type_col is not None and type_col < len(cells) and cells[type_col] not in ("", "all"):
+            raise SdcError(
+                f"{source}, line {line}: type {cells[type_col]!r} is a magnitude ptable; only count ptables "
+                "(type 'all') are supported"
+            )
+        i = _integer(get["i"], "i", line, source)
+        j = _integer(get["j"], "j", line, source)
+        v = _integer(get["v"], "v", line, source)
+        if j != i + v:
+            raise SdcError(f"{source}, line {line}, row i={i}: j={j} but i + v = {i + v}")
+        lb = None
+        if lb_col is not None:
+            lb = _decimal(_cell(cells, lb_col, "p_int_lb", line, source), "p_int_lb", line, source)
+        entries.append(
+            Entry(
+                i=i,
+                v=v,
+                ub=_decimal(get["ub"], "p_int_ub", line, source),
+                lb=lb,
+                p=_decimal(get["p"], "p", line, source),
+                line=line,
+            )
+        )
+    return entries, []
+
+
+def _read_integer_keys(header, rows, sep, source):
+    """ons / cantabular: one line per (value, integer cell key) with its noise."""
+    cols = _columns(
+        header,
+        {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")},
+        source,
+    )
+    noise: dict[int, dict[int, int]] = {}
+    first_line: dict[int, int] = {}
+    for line, cells in rows:
+        i = _integer(_cell(cells, cols["i"], header[cols["i"]], line, source), "value", line, source)
+        v = _integer(_cell(cells, cols["v"], header[cols["v"]], line, source), "perturbation", line, source)
+        key_text = _cell(cells, cols["key"], header[cols["key"]], line, source)
+        low, _, high = key_text.partition("-")
+        k0 = _integer(low, "cell key", line, source)
+        k1 = _integer(high, "cell key", line, source) if high else k0
+        if k0 < 0 or k1 < k0:
+            raise SdcError(f"{source}, line {line}: cell key range {key_text!r} is not k or a-b with 0 <= a <= b")
+        row = noise.setdefault(i, {})
+        first_line.setdefault(i, line)
+        for k in range(k0, k1 + 1):
+            if k in row:
+                raise SdcError(f"{source}, line {line}, row i={i}: cell key {k} appears twice")
+            row[k] = v
+    modulus = max(max(row) for row in noise.values()) + 1
+    entries = []
+    for i, row in sorted(noise.items()):
+        absent = [k for k in range(modulus) if k not in row]
+        if absent:
+            raise SdcError(
+                f"{source}, row i={i}: cell key {absent[0]} has no perturbation "
+                f"({len(absent)} of the keys 0..{modulus - 1} are missing)"
+            )
+        start = 0
+        for k in range(1, modulus + 1):
+            if k == modulus or row[k] != row[start]:
+                entries.append(Entry(i=i, v=row[start], ub=_floor_bound(k, modulus), line=first_line[i]))
+                start = k
+    notes = [f"integer cell keys 0..{modulus - 1}: key k maps to the interval [k/{modulus}, (k+1)/{modulus})"]
+    if INTERVAL_SCALE % modulus:
+        notes.append(
+            f"bounds k/{modulus} floored to {INTERVAL_DECIMALS} decimals: exact for integer cell keys mod {modulus}"
+        )
+    top = max(noise)
+    notes.append(
+        f"counts above {top} use row {top} (ONS reuses rows 501..750 by ((n-1) mod 250)+501; "
+        "results for counts above the last row differ from ONS)"
+    )
+    return entries, notes
+
+
+def _floor_bound(k: int, modulus: int) -> Decimal:
+    return (Decimal(k) / Decimal(modulus)).quantize(Decimal(1).scaleb(-INTERVAL_DECIMALS), rounding=ROUND_FLOOR)
+
+
+def _read_overlay(header, rows, sep, source):
+    """Cumulative matrix: corner i\\v (columns are noise values) or i\\j (columns are targets)."""
+    kind = _OVERLAY_CORNER.match(header[0]).group(1).lower()
+    labels = []
+    for label in header[1:]:
+        try:
+            labels.append(int(label))
+        except ValueError:
+            raise SdcError(f"{source}, line 1: column label {label!r} is not a whole number ({kind} value)") from None
+    entries = []
+    for line, cells in rows:
+        row_label = re.sub(r"^(≥|>=)\s*", "", cells[0])
+        i = _integer(row_label, "row label i", line, source, sep)
+        if len(cells) != len(header):
+            raise SdcError(
+                f"{source}, line {line}, row i={i}: {len(cells) - 1} entries but the header has {len(labels)} columns"
+            )
+        previous = None
+        for label, cell in zip(labels, cells[1:]):
+            if cell in ("", "-", "–"):
+                continue
+            ub = _decimal(cell, f"cumulative value ({kind}={label})", line, source, sep)
+            if previous is not None and ub < previous:
+                raise SdcError(
+                    f"{source}, line {line}, row i={i}: cumulative value {cell} at {kind}={label} is below "
+                    f"the value {previous} before it (negative probability)"
+                )
+            v = label if kind == "v" else label - i
+            entries.append(Entry(i=i, v=v, ub=ub, line=line))
+            previous = ub
+    return entries, []
+
+
+def _read_cum_zuf(header, rows, sep, source):
+    """seed 002 Table 12: (i, cum_zuf, changeValue), cum_zuf = upper bound of the interval."""
+    cols = _columns(header, {"i": ("i",), "ub": ("cum_zuf",), "v": ("changevalue",)}, source)
+    entries = []
+    for line, cells in rows:
+        i = _integer(_cell(cells, cols["i"], "i", line, source), "i", line, source, sep)
+        ub = _decimal(_cell(cells, cols["ub"], "cum_zuf", line, source), "cum_zuf", line, source, sep)
+        v = _integer(_cell(cells, cols["v"], "changeValue", line, source), "changeValue", line, source, sep)
+        entries.append(Entry(i=i, v=v, ub=ub, line=line))
+    return entries, []
+
+
+# ----------------------------------------------------------------------------------------------- writing
+
+
+def render_ptable(table: PTable, fmt: str = "sdc") -> str:
+    """The table as text in one of EXPORT_FORMATS."""
+    if fmt not in _EXPORT_COLUMNS:
+        raise SdcError(f"unknown export format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
+    sep, columns = _EXPORT_COLUMNS[fmt]
+    lines = [sep.join(columns)]
+    for record in table.records():
+        lines.append(sep.join(str(record[c]) for c in columns))
+    return "\n".join(lines) + "\n"
+
+
+def write_ptable(table: PTable, path: str | os.PathLike, fmt: str = "sdc") -> None:
+    """Write atomically: the file is replaced only when the whole table has been written."""
+    text = render_ptable(table, fmt)
+    write_text_atomically(Path(path), text)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise SdcError(f"cannot write {path}: folder {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "IMPORT_FORMATS",
+    "detect_format",
+    "format_units",
+    "parse_ptable",
+    "read_ptable",
+    "render_ptable",
+    "write_ptable",
+]

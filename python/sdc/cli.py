@@ -72,7 +72,7 @@ def _run_ptable(args: argparse.Namespace) -> int:
         print(f"imported {args.import_file} (format {fmt}): {len(table)} intervals, rows 0..{table.max_i}")
         for note in notes:
             print(f"note: {note}")
-        outcomes = None
+        outcomes, title = None, Path(args.import_file).name
     else:
         missing = [flag for flag, value in (("--D", args.D), ("--V", args.V)) if value is None]
         if missing:
@@ -82,7 +82,8 @@ def _run_ptable(args: argparse.Namespace) -> int:
         )
         built = create_ptable(params, allow_lower_variance=args.allow_lower_variance)
         table, outcomes = built.table, {o.i: o for o in built.rows}
-        print(f"ptable D={params.D} V={params.V} js={params.js}: {len(table)} intervals, rows 0..{table.max_i}")
+        title = f"ptable D={params.D} V={params.V} js={params.js}"
+        print(f"{title}: {len(table)} intervals, rows 0..{table.max_i}")
         for warning in built.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     _print_check_table(table, outcomes)
@@ -92,7 +93,7 @@ def _run_ptable(args: argparse.Namespace) -> int:
     if args.plot:
         from .ptable.plot import plot_transition_matrix
 
-        plot_transition_matrix(table, args.plot, title=Path(args.out or args.import_file or "ptable").name)
+        plot_transition_matrix(table, args.plot, title=f"{title}: P(j | i) in %")
         print(f"wrote {args.plot}")
     return 0
 
@@ -102,7 +103,8 @@ def _print_check_table(table: PTable, outcomes: dict | None) -> None:
     print(header + ("  solves" if outcomes else ""))
     for s in table.row_stats():
         label = f">={s.i}" if s.i == table.max_i and s.i > 0 else str(s.i)
-        line = f"{label:>5} {s.mean:11.8f} {s.variance:10.6f} {s.p_stay:10.6f} {s.p_sum:10.8f}"
+        mean = round(s.mean, 8) + 0.0  # no "-0.00000000"
+        line = f"{label:>5} {mean:11.8f} {s.variance:10.6f} {s.p_stay:10.6f} {s.p_sum:10.8f}"
         if outcomes and s.i in outcomes:
             line += f"  {outcomes[s.i].solves:>6}"
         print(line)

@@ -1,0 +1,111 @@
+"""The committed seed, the conventions shared by Python and dbt, and the seed's dbt data test."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from sdc.conventions import INTERVAL_DECIMALS, PTABLE_COLUMNS
+from sdc.ptable import PTableParams, create_ptable
+from sdc.ptable.formats import render_ptable
+
+REPO = Path(__file__).parent.parent
+DBT = Path(sys.executable).parent / "dbt"
+
+
+def demo_ptable_args() -> dict:
+    """The demo's ptable parameters, as the Makefile passes them to `sdc ptable`."""
+    line = next(l for l in (REPO / "Makefile").read_text().splitlines() if l.startswith("PTABLE_ARGS"))
+    return dict(re.findall(r"--(\w+) (\S+)", line))
+
+
+def test_committed_seed_is_what_the_demo_parameters_build():
+    args = demo_ptable_args()
+    assert args == {"D": "5", "V": "3", "js": "2", "pstay": "0.5"}
+    params = PTableParams(D=int(args["D"]), V=float(args["V"]), js=int(args["js"]), pstay=float(args["pstay"]))
+    expected = render_ptable(create_ptable(params).table)
+    assert (REPO / "seeds" / "sdc_ptable.csv").read_text() == expected
+
+
+def test_seed_header_and_dbt_column_types_follow_the_python_conventions():
+    header = (REPO / "seeds" / "sdc_ptable.csv").read_text().splitlines()[0]
+    assert tuple(header.split(",")) == PTABLE_COLUMNS
+    project = yaml.safe_load((REPO / "dbt_project.yml").read_text())
+    column_types = project["seeds"]["sdc"]["sdc_ptable"]["+column_types"]
+    assert tuple(column_types) == PTABLE_COLUMNS
+    assert column_types["p_int_ub"] == f"decimal({INTERVAL_DECIMALS + 1},{INTERVAL_DECIMALS})"
+    assert project["vars"]["sdc_interval_decimals"] == INTERVAL_DECIMALS
+
+
+def dbt_build(project: Path, tmp: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(tmp / "sdc.duckdb"),
+               DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    return subprocess.run(
+        [str(DBT), "build", "--store-failures", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
+        cwd=project, env=env, capture_output=True, text=True, timeout=300,
+    )
+
+
+def copy_project(tmp: Path) -> Path:
+    project = tmp / "project"
+    project.mkdir()
+    for name in ("dbt_project.yml", "profiles.yml"):
+        shutil.copy(REPO / name, project / name)
+    for folder in ("macros", "models", "seeds"):
+        shutil.copytree(REPO / folder, project / folder)
+    return project
+
+
+@pytest.fixture(scope="module")
+def dbt_tmp(tmp_path_factory):
+    return tmp_path_factory.mktemp("dbt")
+
+
+def test_dbt_build_loads_the_seed_exactly_and_its_data_test_passes(dbt_tmp):
+    result = dbt_build(REPO, dbt_tmp)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "PASS=2" in result.stdout
+    con = duckdb.connect(str(dbt_tmp / "sdc.duckdb"), read_only=True)
+    rows = con.execute(
+        "select i, j, v, cast(p_int_lb * 100000000 as bigint), cast(p_int_ub * 100000000 as bigint) "
+        "from sdc_ptable order by i, p_int_lb"
+    ).fetchall()
+    table = create_ptable(PTableParams(D=5, V=3, js=2, pstay=0.5)).table
+    expected = list(zip(table.i.tolist(), table.j.tolist(), table.v.tolist(), table.lb_units.tolist(), table.ub_units.tolist()))
+    assert rows == expected
+
+
+def test_dbt_data_test_reports_each_problem_of_a_broken_seed(tmp_path):
+    project = copy_project(tmp_path)
+    broken = (
+        "i,j,p,v,p_int_lb,p_int_ub\n"
+        "0,1,1.00000000,1,0.00000000,1.00000000\n"    # zero does not stay zero
+        "2,0,0.50000000,-2,0.00000000,0.50000000\n"   # row 1 missing
+        "2,3,0.40000000,1,0.60000000,1.00000000\n"    # gap at 0.5
+        "3,2,1.00000000,-1,0.00000000,0.90000000\n"   # p disagrees, ends at 0.9
+        "4,0,1.00000000,-5,0.00000000,1.00000000\n"   # j is not i + v, and i + v < 0
+    )
+    (project / "seeds" / "sdc_ptable.csv").write_text(broken)
+    result = dbt_build(project, tmp_path)
+    assert result.returncode == 1
+    assert "FAIL 7" in result.stdout
+    con = duckdb.connect(str(tmp_path / "sdc.duckdb"), read_only=True)
+    schema, table = con.execute(
+        "select table_schema, table_name from information_schema.tables where table_name like 'sdc_ptable_valid%'"
+    ).fetchone()
+    problems = con.execute(f'select i, problem from "{schema}"."{table}" order by i, problem').fetchall()
+    assert problems == [
+        (0, "zero cell does not stay zero"),
+        (1, "row missing"),
+        (2, "interval does not start where the previous one ends"),
+        (3, "last interval does not end at 1"),
+        (3, "p differs from p_int_ub - p_int_lb"),
+        (4, "j is not i + v"),
+        (4, "perturbed value below 0"),
+    ]

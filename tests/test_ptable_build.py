@@ -253,3 +253,18 @@ def test_properties_hold_for_random_feasible_parameters(params):
         assert s.variance <= params.V + 1e-5
         if params.optim == 4 or reached[s.i]:
             assert s.variance == pytest.approx(params.V, abs=5e-4 if not params.optim == 4 else 1e-5)
+
+
+def test_lookup_interval_is_closed_below_and_open_above():
+    # [p_int_lb, p_int_ub) as in cellKey and tau-Argus (reference ckm.md §3.3), on T2 row 1:
+    # -1 on [0, 0.3625), 0 on [0.3625, 0.725), +1 on [0.725, 0.9125), +2 on [0.9125, 1)
+    table = create_ptable(PTableParams(D=2, V=0.9)).table
+    assert table.lookup(1, 0.0) == -1
+    assert table.lookup(1, 0.36249999) == -1
+    assert table.lookup(1, 0.3625) == 0
+    assert table.lookup(1, 0.72499999) == 0 and table.lookup(1, 0.725) == 1
+    assert table.lookup(1, 0.99999999) == 2
+    assert table.lookup(0, 0.5) == 0  # zero stays zero
+    assert table.lookup(10**9, 0.3625) == table.lookup(2, 0.3625)  # last row for every larger count
+    with pytest.raises(SdcError, match=r"cell key must be in \[0, 1\), got 1.0"):
+        table.lookup(1, 1.0)

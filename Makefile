@@ -25,11 +25,18 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
+# Demo record keys are keyed by id with this published demo secret, so everyone gets the same numbers.
+# Production keys come from a secret kept out of the repository (or from key mode random).
+demo: export SDC_KEY_SECRET := sdc-demo-secret-not-for-production
 demo: $(STAMP)
-	@mkdir -p warehouse
+	@mkdir -p warehouse/demo
 	$(SDC) ptable $(PTABLE_ARGS) --out seeds/sdc_ptable.csv --plot warehouse/sdc_ptable.png
-	$(DBT) build --quiet --select sdc_ptable
-	@echo "dbt: seed sdc_ptable loaded into warehouse/sdc.duckdb and its data tests passed"
+	$(SDC) demo generate --out warehouse/demo/students.parquet
+	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/students.parquet --table students \
+		--id id --key-mode keyed --config python/sdc/demo/facts.yml
+	$(DBT) build --quiet
+	$(SDC) publish --db warehouse/sdc.duckdb --out warehouse/publication.duckdb --parquet warehouse/publication
+	$(SDC) demo report --db warehouse/sdc.duckdb
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -43,11 +43,11 @@ def test_seed_header_and_dbt_column_types_follow_the_python_conventions():
     assert project["vars"]["sdc_interval_decimals"] == INTERVAL_DECIMALS
 
 
-def dbt_build(project: Path, tmp: Path) -> subprocess.CompletedProcess:
+def dbt_build(project: Path, tmp: Path, select: str = "sdc_ptable") -> subprocess.CompletedProcess:
     env = dict(os.environ, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(tmp / "sdc.duckdb"),
                DBT_SEND_ANONYMOUS_USAGE_STATS="False")
     return subprocess.run(
-        [str(DBT), "build", "--store-failures", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
+        [str(DBT), "build", "--select", select, "--indirect-selection", "cautious", "--store-failures", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
         cwd=project, env=env, capture_output=True, text=True, timeout=300,
     )
 

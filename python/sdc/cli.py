@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from .conventions import DEFAULT_KEY_MODULUS
 from .errors import SdcError
 from .ptable import PTableParams, create_ptable
 from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_ptable
@@ -56,7 +58,92 @@ def _parser() -> argparse.ArgumentParser:
     pt.add_argument("--format", default="sdc", help=f"format of --out: {', '.join(EXPORT_FORMATS)} (default sdc)")
     pt.add_argument("--plot", metavar="FILE.png", help="write a heatmap of the transition matrix")
     pt.set_defaults(run=_run_ptable)
+
+    load = commands.add_parser(
+        "load",
+        help="load microdata into DuckDB with record keys and fact columns",
+        description="Read CSV or Parquet microdata into raw.<table> with an integer record key rk in [0, M), "
+        "0/1 fact columns from a YAML config and their key facts rk_<fact>. Atomic: on error nothing changes.",
+    )
+    load.add_argument("--db", required=True, help="DuckDB database file")
+    load.add_argument("--input", required=True, help="microdata file (.csv or .parquet)")
+    load.add_argument("--table", required=True, help="target table name in schema raw")
+    load.add_argument("--id", dest="id_column", help="record id column (needed by key modes random and keyed)")
+    load.add_argument("--key-mode", default="random", choices=("random", "keyed", "existing"))
+    load.add_argument("--modulus", type=int, default=DEFAULT_KEY_MODULUS, help="record keys lie in [0, M); default 10^8")
+    load.add_argument("--secret-env", default="SDC_KEY_SECRET", help="environment variable holding the keyed-mode secret")
+    load.add_argument("--key-column", help="column with existing record keys (key mode existing)")
+    load.add_argument("--config", help="YAML file with 'facts: {f_name: condition}'")
+    load.set_defaults(run=_run_load)
+
+    pub = commands.add_parser(
+        "publish", help="copy the protected schema into a separate database (and Parquet files) for BI tools"
+    )
+    pub.add_argument("--db", required=True, help="warehouse DuckDB file")
+    pub.add_argument("--out", required=True, help="publication DuckDB file to write")
+    pub.add_argument("--parquet", help="folder for one Parquet file per protected table")
+    pub.set_defaults(run=_run_publish)
+
+    demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report")
+    demo_commands = demo.add_subparsers(dest="demo_command", required=True)
+    generate = demo_commands.add_parser("generate", help="write synthetic university-statistics microdata")
+    generate.add_argument("--out", required=True, help=".parquet or .csv file")
+    generate.add_argument("--rows", type=int, default=500_000)
+    generate.add_argument("--seed", type=int, default=2018)
+    generate.set_defaults(run=_run_demo_generate)
+    report = demo_commands.add_parser("report", help="print protected Table 2b and the quality figures")
+    report.add_argument("--db", required=True, help="warehouse DuckDB file (after dbt build)")
+    report.set_defaults(run=_run_demo_report)
     return parser
+
+
+def _run_load(args: argparse.Namespace) -> int:
+    from .loader import load_microdata, read_facts_config
+
+    secret = None
+    if args.key_mode == "keyed":
+        value = os.environ.get(args.secret_env)
+        if not value:
+            raise SdcError(f"key mode keyed: the environment variable {args.secret_env} holding the secret is not set")
+        secret = value.encode("utf-8")
+    facts = read_facts_config(args.config) if args.config else {}
+    report = load_microdata(
+        args.db,
+        args.input,
+        args.table,
+        id_column=args.id_column,
+        key_mode=args.key_mode,
+        modulus=args.modulus,
+        secret=secret,
+        key_column=args.key_column,
+        facts=facts,
+    )
+    for line in report.lines():
+        print(line)
+    return 0
+
+
+def _run_publish(args: argparse.Namespace) -> int:
+    from .publish import publish
+
+    tables = publish(args.db, args.out, args.parquet)
+    print(f"published {len(tables)} protected tables to {args.out}" + (f" and {args.parquet}/" if args.parquet else ""))
+    return 0
+
+
+def _run_demo_generate(args: argparse.Namespace) -> int:
+    from .demo import write_students
+
+    rows = write_students(args.out, args.rows, args.seed)
+    print(f"wrote {rows} synthetic student records to {args.out}")
+    return 0
+
+
+def _run_demo_report(args: argparse.Namespace) -> int:
+    from .demo.report import print_report
+
+    print_report(args.db)
+    return 0
 
 
 def _run_ptable(args: argparse.Namespace) -> int:

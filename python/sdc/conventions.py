@@ -34,3 +34,15 @@ PTABLE_PARAMETERS: dict[str, str] = {
     "mono": "left tail non-decreasing towards v = 0 (scalar or one per row 1..ncat)",
     "optim": "1: variance <= V, 4: variance = V (scalar or one per row 1..ncat)",
 }
+
+# ------------------------------------------------------------------------------------------ record keys
+# Every microdata record carries an integer record key rk in [0, KEY_MODULUS); a fact f (0/1 column) has
+# its key fact rk_f = rk * f. A cell's key is (SUM(rk_f) mod M) / M, computed in integers, so it does not
+# depend on row order, threads or engine. M = 10^8 gives 8-digit keys (the cellKey / tau-Argus default).
+RECORD_KEY_COLUMN: str = "rk"
+KEY_FACT_PREFIX: str = "rk_"
+DEFAULT_KEY_MODULUS: int = 10**8
+RAW_SCHEMA: str = "raw"
+# Per loaded table: the stored keys of random mode, and the modulus the keys were drawn for.
+KEY_STORE_SUFFIX: str = "__record_keys"
+LOAD_LOG_TABLE: str = "sdc_loads"

@@ -1,0 +1,146 @@
+{#
+  ckm_count: a frequency table protected by the Cell Key Method, with every subtotal computed from the
+  microdata (seed 002, Table 6, steps 2-7). Returns one row per cell:
+
+    <dims...>      dimension codes; a total carries the root code (hierarchy root, or var sdc_total_label)
+    original       unperturbed count                      (step 2)
+    key_sum        sum of the record keys of the cell      (step 3, integers)
+    cell_key_int   key_sum mod M, the cell key in units of 1/M   (step 4)
+    cell_key       cell_key_int / M, for reading only
+    ptable_row     least(original, max i) of the perturbation table
+    noise          v of the interval p_int_lb <= cell key < p_int_ub   (steps 5-6)
+    count          original + noise; zero cells stay zero  (step 7)
+
+  Only the dimensions and `count` may be published (ckm_published); the other columns undo the protection.
+
+  Arguments
+    relation   microdata with the record key column (var sdc_record_key_column, default rk) and, for a
+               fact f, the columns f (0/1) and rk_f (loaded by `sdc load`)
+    dims       list of dimension columns
+    fact       0/1 fact column to count; none counts every record
+    totals     'cube' (default: every margin and subtotal), 'rollup' (SQL ROLLUP order), 'none'
+    hierarchy  relation (dimension, code, parent) for hierarchical dims, e.g. ref('sdc_hierarchies');
+               dims not listed in it are flat
+    ptable     the perturbation table, default ref('sdc_ptable')
+    modulus    M of the record keys, default var sdc_key_modulus
+#}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none) %}
+{%- if totals not in ['cube', 'rollup', 'none'] -%}
+  {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
+{%- endif -%}
+{%- if dims is string or dims | length == 0 -%}
+  {{ exceptions.raise_compiler_error("ckm_count: dims must be a non-empty list of column names") }}
+{%- endif -%}
+{%- set ptable = ptable if ptable is not none else ref('sdc_ptable') -%}
+{%- set modulus = modulus if modulus is not none else var('sdc_key_modulus') -%}
+{%- set scale = 10 ** var('sdc_interval_decimals') -%}
+{%- set rk = var('sdc_record_key_column') -%}
+{%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ adapter.quote(fact) ~ ')' -%}
+{%- set key_column = rk if fact is none else var('sdc_key_fact_prefix') ~ fact -%}
+{%- set wide = sdc.wide_integer_type() -%}
+{%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
+{%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
+
+with microdata as (
+    select
+        m.*
+        {%- for dim in dims if levels[dim].paths %}
+        {%- set path = 'path_' ~ dim %},
+        {{ path }}.leaf as {{ adapter.quote(dim ~ '__leaf') }}
+        {%- for column in levels[dim].columns[:-1] %},
+        {{ path }}.level_{{ loop.index }} as {{ adapter.quote(column) }}
+        {%- endfor %}
+        {%- endfor %}
+    from {{ relation }} as m
+    {%- for dim in dims if levels[dim].paths %}
+    left join ({{ levels[dim].paths }}) as path_{{ dim }}
+        on path_{{ dim }}.leaf = cast(m.{{ adapter.quote(dim) }} as varchar)
+    {%- endfor %}
+),
+
+checked_microdata as (
+    select * from microdata
+    where true
+    {%- for dim in dims if levels[dim].paths %}
+      and {{ sdc.ckm_fail_if(adapter.quote(dim ~ '__leaf') ~ ' is null',
+            "'value ' || coalesce(cast(" ~ adapter.quote(dim) ~ " as varchar), 'NULL') || ' of dimension " ~ dim ~ " is not a leaf of the hierarchy'") }}
+    {%- endfor %}
+),
+
+paired_metrics as (
+    select
+        {%- for dim in dims %}
+        case
+            {%- for column in levels[dim].columns | reverse %}
+            when grouping({{ adapter.quote(column) }}) = 0 then cast({{ adapter.quote(column) }} as varchar)
+            {%- endfor %}
+            else '{{ levels[dim].root }}'
+        end as {{ adapter.quote(dim) }},
+        {%- endfor %}
+        {{ count_expr }} as original,
+        sum(cast({{ adapter.quote(key_column) }} as {{ wide }})) as key_sum
+    from checked_microdata
+    group by grouping sets (
+        {%- for set in sets %}
+        ({{ set | join(', ') }}){{ ',' if not loop.last }}
+        {%- endfor %}
+    )
+),
+
+cell_keys as (
+    select
+        *,
+        cast(key_sum % {{ modulus }} as bigint) as cell_key_int
+    from paired_metrics
+),
+
+ptable_rows as (
+    select
+        cell_keys.*,
+        cell_key_int / {{ modulus }}.0 as cell_key,
+        least(original, (select max(i) from {{ ptable }})) as ptable_row
+    from cell_keys
+),
+
+ptable_intervals as (
+    select
+        i,
+        v,
+        cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
+        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
+    from {{ ptable }}
+),
+
+overlay as (
+    select
+        ptable_rows.*,
+        ptable_intervals.v as noise
+    from ptable_rows
+    left join ptable_intervals
+        on ptable_intervals.i = ptable_rows.ptable_row
+        and cast(ptable_rows.cell_key_int as {{ wide }}) * {{ scale }} >= ptable_intervals.lb_scaled
+        and cast(ptable_rows.cell_key_int as {{ wide }}) * {{ scale }} < ptable_intervals.ub_scaled
+),
+
+published as (
+    select
+        {%- for dim in dims %}
+        {{ adapter.quote(dim) }},
+        {%- endfor %}
+        original,
+        cast(key_sum as {{ wide }}) as key_sum,
+        cell_key_int,
+        cell_key,
+        ptable_row,
+        noise,
+        case
+            when original = 0 then 0
+            when {{ sdc.ckm_fail_if('noise is null',
+                "'the perturbation table has no interval for i = ' || cast(ptable_row as varchar) || ' and cell key ' || cast(cell_key as varchar)") }}
+            then original + noise
+        end as {{ adapter.quote('count') }}
+    from overlay
+)
+
+select * from published
+{% endmacro %}

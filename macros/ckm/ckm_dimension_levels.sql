@@ -1,0 +1,83 @@
+{#
+  ckm_dimension_levels: for each dimension the columns of its levels (top to leaf), its root label, and
+  for a hierarchical dimension the SQL that maps a leaf code to its ancestors (leaf, level_1 .. level_{L-1}).
+  A hierarchy is a relation (dimension, code, parent); the root has no parent and its code labels the total.
+  Hierarchies must be balanced (every leaf at the same depth); anything else is an error naming the codes.
+#}
+{% macro ckm_dimension_levels(dims, hierarchy, totals) %}
+{%- set result = {} -%}
+{%- for dim in dims -%}
+  {%- set shape = sdc.ckm_hierarchy_shape(hierarchy, dim) if hierarchy is not none else none -%}
+  {%- if shape is none -%}
+    {%- do result.update({dim: {'columns': [dim], 'root': var('sdc_total_label'), 'paths': none}}) -%}
+  {%- else -%}
+    {%- set columns = [] -%}
+    {%- for level in range(1, shape.depth) -%}
+      {%- do columns.append(dim ~ '__level_' ~ level) -%}
+    {%- endfor -%}
+    {%- do columns.append(dim) -%}
+    {%- do result.update({dim: {'columns': columns, 'root': shape.root,
+                               'paths': sdc.ckm_hierarchy_paths(hierarchy, dim, shape.depth)}}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{{ return(result) }}
+{% endmacro %}
+
+
+{% macro ckm_hierarchy_shape(hierarchy, dim) %}
+{#- none if the dimension has no rows in the hierarchy; else {'depth': L, 'root': code} -#}
+{%- if not execute -%}{{ return(none) }}{%- endif -%}
+{%- set query -%}
+with recursive nodes as (
+    select cast(code as varchar) as code, nullif(cast(parent as varchar), '') as parent
+    from {{ hierarchy }} where dimension = '{{ dim }}'
+),
+walk as (
+    select code, 0 as depth from nodes where parent is null
+    union all
+    select nodes.code, walk.depth + 1 from nodes join walk on nodes.parent = walk.code where walk.depth < 50
+)
+select
+    (select count(*) from nodes) as node_count,
+    (select count(distinct code) from nodes) as distinct_codes,
+    (select count(*) from walk) as reached,
+    (select string_agg(code, ', ') from nodes where parent is null) as roots,
+    (select string_agg(distinct cast(depth as varchar), ', ') from walk
+        where code not in (select parent from nodes where parent is not null)) as leaf_depths
+{%- endset -%}
+{%- set row = run_query(query).rows[0] -%}
+{%- if row['node_count'] == 0 -%}{{ return(none) }}{%- endif -%}
+{%- set prefix = "hierarchy of dimension '" ~ dim ~ "': " -%}
+{%- if row['distinct_codes'] != row['node_count'] -%}
+  {{ exceptions.raise_compiler_error(prefix ~ "a code appears more than once") }}
+{%- endif -%}
+{%- if row['roots'] is none or ',' in row['roots'] -%}
+  {{ exceptions.raise_compiler_error(prefix ~ "needs exactly one root (a code without parent), found: " ~ (row['roots'] or 'none')) }}
+{%- endif -%}
+{%- if row['reached'] != row['node_count'] -%}
+  {{ exceptions.raise_compiler_error(prefix ~ (row['node_count'] - row['reached']) ~ " code(s) are not below the root " ~ row['roots'] ~ " (unknown parent or a cycle)") }}
+{%- endif -%}
+{%- if ',' in row['leaf_depths'] -%}
+  {{ exceptions.raise_compiler_error(prefix ~ "leaves lie at different depths (" ~ row['leaf_depths'] ~ "); give every leaf the same number of levels") }}
+{%- endif -%}
+{{ return({'depth': row['leaf_depths'] | int, 'root': row['roots']}) }}
+{% endmacro %}
+
+
+{% macro ckm_hierarchy_paths(hierarchy, dim, depth) %}
+{#- SQL: leaf code with its ancestors level_1 (below the root) .. level_{depth-1} -#}
+select
+    cast(h{{ depth }}.code as varchar) as leaf
+    {%- for level in range(1, depth) %},
+    cast(h{{ level }}.code as varchar) as level_{{ level }}
+    {%- endfor %}
+from {{ hierarchy }} as h{{ depth }}
+{%- for level in range(depth - 1, 0, -1) %}
+join {{ hierarchy }} as h{{ level }}
+    on h{{ level }}.dimension = '{{ dim }}' and cast(h{{ level }}.code as varchar) = cast(h{{ level + 1 }}.parent as varchar)
+{%- endfor %}
+where h{{ depth }}.dimension = '{{ dim }}'
+  and cast(h{{ depth }}.code as varchar) not in (
+      select cast(parent as varchar) from {{ hierarchy }} where dimension = '{{ dim }}' and parent is not null
+  )
+{% endmacro %}

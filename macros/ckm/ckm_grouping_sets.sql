@@ -1,0 +1,39 @@
+{#
+  ckm_grouping_sets: the grouping sets of a table, as lists of quoted level columns.
+  Each dimension is at one of its levels: leaf, an intermediate level of its hierarchy, or its root
+  (not grouped). 'cube' takes every combination, 'rollup' only those in which every dimension after one
+  that is above its leaf is at its root (SQL ROLLUP order), 'none' only the leaves.
+#}
+{% macro ckm_grouping_sets(dims, levels, totals) %}
+{%- set state = namespace(combos=[[]]) -%}
+{%- for dim in dims -%}
+  {%- set options = [] -%}
+  {%- for column in levels[dim].columns | reverse -%}
+    {%- do options.append({'columns': [adapter.quote(column)], 'leaf': loop.first, 'root': false}) -%}
+  {%- endfor -%}
+  {%- if totals != 'none' -%}
+    {%- do options.append({'columns': [], 'leaf': false, 'root': true}) -%}
+  {%- endif -%}
+  {%- set extended = [] -%}
+  {%- for combo in state.combos -%}
+    {%- for option in options -%}
+      {%- do extended.append(combo + [option]) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- set state.combos = extended -%}
+{%- endfor -%}
+{%- set sets = [] -%}
+{%- for combo in state.combos -%}
+  {%- set ns = namespace(keep=true, aggregated=false) -%}
+  {%- for option in combo -%}
+    {%- if totals == 'rollup' and ns.aggregated and not option.root -%}{%- set ns.keep = false -%}{%- endif -%}
+    {%- if not option.leaf -%}{%- set ns.aggregated = true -%}{%- endif -%}
+  {%- endfor -%}
+  {%- if ns.keep -%}
+    {%- set columns = [] -%}
+    {%- for option in combo -%}{%- for column in option.columns -%}{%- do columns.append(column) -%}{%- endfor -%}{%- endfor -%}
+    {%- do sets.append(columns) -%}
+  {%- endif -%}
+{%- endfor -%}
+{{ return(sets) }}
+{% endmacro %}

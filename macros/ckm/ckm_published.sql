@@ -1,0 +1,16 @@
+{#
+  ckm_published: the publishable columns of a ckm_count relation: its dimensions and `count`.
+  The audit columns (original, key_sum, cell_key_int, cell_key, ptable_row, noise) stay behind,
+  because they undo the protection.
+#}
+{% macro ckm_published(audit_relation) %}
+{%- set audit_columns = var('sdc_audit_columns') -%}
+{%- set columns = [] -%}
+{%- if execute -%}
+  {%- for column in adapter.get_columns_in_relation(audit_relation) if column.name not in audit_columns -%}
+    {%- do columns.append(adapter.quote(column.name)) -%}
+  {%- endfor -%}
+{%- endif -%}
+select {{ columns | join(', ') if columns else '*' }}
+from {{ audit_relation }}
+{% endmacro %}

@@ -1,0 +1,22 @@
+{# Engine-specific SQL used by the CKM macros (adapter.dispatch: default__ and duckdb__). #}
+
+{% macro wide_integer_type() %}
+  {{ return(adapter.dispatch('wide_integer_type', 'sdc')()) }}
+{% endmacro %}
+
+{# Key sums and scaled interval bounds exceed 64 bits for large moduli: a 128-bit integer type. #}
+{% macro default__wide_integer_type() %}{{ return('decimal(38, 0)') }}{% endmacro %}
+{% macro duckdb__wide_integer_type() %}{{ return('hugeint') }}{% endmacro %}
+
+
+{% macro ckm_fail_if(condition, message_sql) %}
+  {{ return(adapter.dispatch('ckm_fail_if', 'sdc')(condition, message_sql)) }}
+{% endmacro %}
+
+{# A boolean expression that is true, or stops the query with the message when the condition holds. #}
+{% macro default__ckm_fail_if(condition, message_sql) -%}
+(case when {{ condition }} then raise_error({{ message_sql }}) is null else true end)
+{%- endmacro %}
+{% macro duckdb__ckm_fail_if(condition, message_sql) -%}
+(case when {{ condition }} then error({{ message_sql }}) is null else true end)
+{%- endmacro %}

@@ -1,0 +1,1 @@
+{{ sdc.ckm_published(ref('ckm_beurlaubte_nach_hochschulart_geschlecht')) }}

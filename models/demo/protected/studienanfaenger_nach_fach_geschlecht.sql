@@ -1,0 +1,1 @@
+{{ sdc.ckm_published(ref('ckm_studienanfaenger_nach_fach_geschlecht')) }}

@@ -1,0 +1,1 @@
+{{ sdc.ckm_published(ref('ckm_studierende_nach_fach_geschlecht')) }}

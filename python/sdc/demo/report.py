@@ -1,0 +1,42 @@
+"""Print the demo's protected Table 2b (seed 002) with its quality figures."""
+
+from __future__ import annotations
+
+import duckdb
+
+from ..errors import SdcError
+
+TABLE_2B = "protected.beurlaubte_nach_hochschulart_geschlecht"
+
+
+def print_report(db: str) -> None:
+    try:
+        con = duckdb.connect(db, read_only=True)
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot open {db}: {exc}") from None
+    try:
+        cells = con.execute(f'select hochschulart, geschlecht, "count" from {TABLE_2B}').fetchall()
+        quality = con.execute("select * from audit.ckm_quality order by table_name").fetchall()
+        quality_columns = [d[0] for d in con.description]
+    except duckdb.Error as exc:
+        raise SdcError(f"{db}: the demo tables are missing ({exc}); run dbt build first") from None
+    finally:
+        con.close()
+    value = {(row, col): count for row, col, count in cells}
+    rows = sorted({r for r, _ in value if r != "Total"}) + ["Total"]
+    cols = ["m", "w", "Total"]
+    print("\nStudents on leave by Hochschulart and sex, CKM-protected (seed 002, Table 2b):")
+    print(f"{'Hochschulart':<18}" + "".join(f"{c:>9}" for c in cols) + f"{'sum m+w':>10}")
+    for r in rows:
+        line = f"{r:<18}" + "".join(f"{value.get((r, c), 0):>9,}".replace(",", " ") for c in cols)
+        print(line + f"{value.get((r, 'm'), 0) + value.get((r, 'w'), 0):>10,}".replace(",", " "))
+    sums = [sum(value.get((r, c), 0) for r in rows if r != "Total") for c in cols]
+    print(f"{'sum of rows':<18}" + "".join(f"{s:>9,}".replace(",", " ") for s in sums))
+    print("Totals are perturbed on their own: they need not equal the sum of the cells (non-additivity).")
+    print("\nQuality of the protected tables (cells with original > 0):")
+    show = ["table_name", "cells", "mean_absolute_deviation", "stay_share", "max_abs_noise", "hellinger_utility", "false_zeros"]
+    index = [quality_columns.index(c) for c in show]
+    print(f"{'table':<42}{'cells':>6}{'MAD':>8}{'stay':>8}{'max|v|':>8}{'HDutil':>9}{'0s':>5}")
+    for row in quality:
+        t, n, mad, stay, mx, hdu, fz = (row[k] for k in index)
+        print(f"{t:<42}{n:>6}{mad:>8.3f}{stay:>8.3f}{mx:>8}{hdu:>9.5f}{fz:>5}")

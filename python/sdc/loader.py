@@ -1,0 +1,321 @@
+"""Load microdata into DuckDB with integer record keys and fact columns (seed 002, Tables 4 and 7).
+
+``load_microdata`` reads a CSV or Parquet file into ``raw.<table>``: every input row, plus
+
+* ``rk``: an integer record key in [0, M) (conventions.RECORD_KEY_COLUMN, default M = 10^8);
+* one 0/1 column per fact (rules from a YAML config, e.g. ``f_studierende: "ef28 < 4"``);
+* for each fact f its key fact ``rk_f = rk * f``.
+
+Key modes:
+
+``random``   fresh keys from a cryptographically secure source: HMAC-SHA256 under a 256-bit secret drawn
+             with ``secrets`` for this load and then discarded. Keys are stored in
+             ``raw.<table>__record_keys`` by record id; a reload keeps the stored key of every known id
+             and draws keys only for new ids.
+``keyed``    ``rk = HMAC-SHA256(secret, id)`` (first 8 bytes, mod M): nothing stored, the same id always
+             gets the same key, so keys survive rebuilds. The secret comes from the caller (CLI: an
+             environment variable), never from the command line or the database.
+``existing`` a column of the input: integers in [0, M), or doubles in [0, 1) with at most log10(M)
+             decimals (k / M exactly).
+
+The modulo reduction of a 64-bit HMAC value biases keys by at most M / 2^64 (5e-12 for M = 10^8).
+A load is one transaction: on any error nothing in the database changes.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets as secrets_module
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from .conventions import (
+    DEFAULT_KEY_MODULUS,
+    KEY_FACT_PREFIX,
+    KEY_STORE_SUFFIX,
+    LOAD_LOG_TABLE,
+    RAW_SCHEMA,
+    RECORD_KEY_COLUMN,
+)
+from .errors import SdcError
+
+KEY_MODES = ("random", "keyed", "existing")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    table: str
+    rows_in: int
+    rows_out: int
+    key_mode: str
+    modulus: int
+    keys_kept: int = 0
+    keys_new: int = 0
+    facts: dict[str, int] = field(default_factory=dict)  # fact -> number of records with fact = 1
+
+    def lines(self) -> list[str]:
+        out = [
+            f"loaded {self.rows_in} rows into {self.table} ({self.rows_out} rows written)",
+            f"record keys: {self.key_mode}, modulus {self.modulus}"
+            + (f", {self.keys_kept} kept, {self.keys_new} new" if self.key_mode == "random" else ""),
+        ]
+        out += [f"fact {name}: {count} records" for name, count in self.facts.items()]
+        return out
+
+
+def quote(identifier: str) -> str:
+    """An identifier checked against a plain-name pattern and double-quoted for SQL."""
+    if not _IDENTIFIER.match(identifier):
+        raise SdcError(f"{identifier!r} is not a plain name (letters, digits, underscore; not starting with a digit)")
+    return f'"{identifier}"'
+
+
+def read_facts_config(path: str | Path) -> dict[str, str]:
+    """Fact rules from a YAML file: ``facts: {f_name: "sql condition" | column}``."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SdcError(f"config file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise SdcError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(config, dict) or not isinstance(config.get("facts"), dict):
+        raise SdcError(f"{path}: expected a mapping 'facts:' of fact name -> rule")
+    unknown = set(config) - {"facts"}
+    if unknown:
+        raise SdcError(f"{path}: unknown setting(s) {sorted(unknown)}; the config holds 'facts'")
+    return {str(k): str(v) for k, v in config["facts"].items()}
+
+
+def load_microdata(
+    db: str | Path | duckdb.DuckDBPyConnection,
+    input_path: str | Path,
+    table: str,
+    *,
+    id_column: str | None = None,
+    key_mode: str = "random",
+    modulus: int = DEFAULT_KEY_MODULUS,
+    secret: bytes | None = None,
+    key_column: str | None = None,
+    facts: dict[str, str] | None = None,
+) -> LoadReport:
+    """Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring."""
+    facts = facts or {}
+    _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
+    source = _source_sql(Path(input_path))
+    con = db if isinstance(db, duckdb.DuckDBPyConnection) else duckdb.connect(str(db))
+    try:
+        con.execute("begin transaction")
+        try:
+            report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts)
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
+    except duckdb.Error as exc:
+        raise SdcError(f"loading {input_path} failed: {exc}") from None
+    finally:
+        if con is not db:
+            con.close()
+    return report
+
+
+def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts) -> None:
+    quote(table)
+    if key_mode not in KEY_MODES:
+        raise SdcError(f"unknown key mode {key_mode!r}; known: {', '.join(KEY_MODES)}")
+    if isinstance(modulus, bool) or not isinstance(modulus, int) or not 2 <= modulus <= 2**62:
+        raise SdcError(f"key modulus must be a whole number in [2, 2^62], got {modulus!r}")
+    if key_mode in ("random", "keyed") and not id_column:
+        raise SdcError(f"key mode {key_mode} needs a record id column (--id) to keep keys across loads")
+    if key_mode == "keyed" and not secret:
+        raise SdcError("key mode keyed needs a secret (set it in the environment variable named by --secret-env)")
+    if key_mode == "existing" and not key_column:
+        raise SdcError("key mode existing needs the column that holds the keys (--key-column)")
+    for name in facts:
+        quote(name)
+        if name == RECORD_KEY_COLUMN or name.startswith(KEY_FACT_PREFIX):
+            raise SdcError(f"fact name {name!r} clashes with the record key columns ({RECORD_KEY_COLUMN}, {KEY_FACT_PREFIX}*)")
+    for name, rule in facts.items():
+        if ";" in rule or "--" in rule:
+            raise SdcError(f"fact {name}: the rule {rule!r} must be one SQL condition (no ';' or comments)")
+
+
+def _source_sql(path: Path) -> str:
+    if not path.is_file():
+        raise SdcError(f"input file not found: {path}")
+    literal = "'" + str(path).replace("'", "''") + "'"
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return f"read_parquet({literal})"
+    if suffix in (".csv", ".txt", ".tsv"):
+        return f"read_csv({literal}, header = true, auto_detect = true)"
+    raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
+
+
+def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts) -> LoadReport:
+    con.execute(f"create schema if not exists {RAW_SCHEMA}")
+    con.execute(f"create or replace temp table sdc_input as select * from {source}")
+    columns = [row[0] for row in con.execute("select name from pragma_table_info('sdc_input')").fetchall()]
+    rows_in = con.execute("select count(*) from sdc_input").fetchone()[0]
+    clash = [c for c in columns if c == RECORD_KEY_COLUMN or c.startswith(KEY_FACT_PREFIX) or c in facts]
+    if clash:
+        raise SdcError(f"input column {clash[0]!r} clashes with a column the load adds (record key, key fact or fact)")
+    if id_column:
+        _check_id(con, columns, id_column)
+    key_sql, kept, new = _record_keys(con, table, columns, id_column, key_mode, modulus, secret, key_column)
+    fact_sql = [_fact_sql(con, columns, name, rule) for name, rule in facts.items()]
+    target = f"{RAW_SCHEMA}.{quote(table)}"
+    select_facts = "".join(f",\n    {sql} as {quote(name)}" for name, sql in zip(facts, fact_sql))
+    select_key_facts = "".join(
+        f",\n    cast({RECORD_KEY_COLUMN} as bigint) * {quote(name)} as {quote(KEY_FACT_PREFIX + name)}" for name in facts
+    )
+    con.execute(
+        f"""
+        create or replace table {target} as
+        with keyed as (select sdc_input.*, {key_sql} as {RECORD_KEY_COLUMN} from sdc_input {_key_join(id_column, key_mode, table)}),
+        with_facts as (select keyed.*{select_facts} from keyed)
+        select with_facts.*{select_key_facts} from with_facts
+        """
+    )
+    rows_out = con.execute(f"select count(*) from {target}").fetchone()[0]
+    if rows_out != rows_in:
+        raise SdcError(f"{rows_in} rows read but {rows_out} written; nothing was loaded")
+    _check_keys_in_range(con, target, modulus)
+    counts = {}
+    for name in facts:
+        counts[name] = con.execute(f"select coalesce(sum({quote(name)}), 0) from {target}").fetchone()[0]
+    if key_mode == "random":
+        _store_random_keys(con, table, id_column, target, modulus)
+    con.execute(
+        f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG_TABLE} "
+        "(table_name varchar primary key, key_mode varchar, modulus bigint, rows bigint, loaded_at timestamp)"
+    )
+    con.execute(
+        f"insert or replace into {RAW_SCHEMA}.{LOAD_LOG_TABLE} values (?, ?, ?, ?, current_timestamp)",
+        [table, key_mode, modulus, rows_out],
+    )
+    con.execute("drop table sdc_input")
+    return LoadReport(f"{RAW_SCHEMA}.{table}", rows_in, rows_out, key_mode, modulus, kept, new, counts)
+
+
+def _check_id(con, columns, id_column) -> None:
+    if id_column not in columns:
+        raise SdcError(f"id column {id_column!r} is not in the input (columns: {', '.join(columns)})")
+    col = quote(id_column)
+    nulls = con.execute(f"select count(*) from sdc_input where {col} is null").fetchone()[0]
+    if nulls:
+        raise SdcError(f"id column {id_column!r} is NULL in {nulls} rows; every record needs an id")
+    dup = con.execute(f"select {col}, count(*) from sdc_input group by all having count(*) > 1 limit 1").fetchone()
+    if dup:
+        raise SdcError(f"id column {id_column!r} is not unique: {dup[0]!r} appears {dup[1]} times")
+
+
+def _hmac_sql(secret: bytes, message_sql: str, modulus: int) -> str:
+    """HMAC-SHA256(secret, message) in DuckDB SQL, first 8 bytes as an unsigned integer, mod M."""
+    block = secret if len(secret) <= 64 else __import__("hashlib").sha256(secret).digest()
+    block = block.ljust(64, b"\0")
+    ipad = bytes(b ^ 0x36 for b in block).hex()
+    opad = bytes(b ^ 0x5C for b in block).hex()
+    inner = f"unhex(sha256(unhex('{ipad}') || encode(cast({message_sql} as varchar))))"
+    digest = f"sha256(unhex('{opad}') || {inner})"
+    return f"cast(cast('0x' || substr({digest}, 1, 16) as ubigint) % {modulus} as bigint)"
+
+
+def _key_join(id_column, key_mode, table) -> str:
+    if key_mode != "random":
+        return ""
+    store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
+    return f"left join {store} as stored on stored.id = cast(sdc_input.{quote(id_column)} as varchar)"
+
+
+def _record_keys(con, table, columns, id_column, key_mode, modulus, secret, key_column):
+    """SQL expression for rk, and (keys kept, keys new) for random mode."""
+    if key_mode == "keyed":
+        return _hmac_sql(secret, f"sdc_input.{quote(id_column)}", modulus), 0, 0
+    if key_mode == "existing":
+        return _existing_keys(con, columns, key_column, modulus), 0, 0
+    store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
+    con.execute(f"create table if not exists {store} (id varchar primary key, rk bigint not null, modulus bigint not null)")
+    other = con.execute(f"select distinct modulus from {store} where modulus <> ?", [modulus]).fetchone()
+    if other:
+        raise SdcError(
+            f"stored record keys of {table} were drawn for modulus {other[0]}, not {modulus}; "
+            "keys are never regenerated, so load with the same modulus"
+        )
+    kept = con.execute(
+        f"select count(*) from sdc_input join {store} as s on s.id = cast(sdc_input.{quote(id_column)} as varchar)"
+    ).fetchone()[0]
+    load_secret = secrets_module.token_bytes(32)  # used for this load only, never stored
+    fresh = _hmac_sql(load_secret, f"sdc_input.{quote(id_column)}", modulus)
+    return f"coalesce(stored.rk, {fresh})", kept, con.execute("select count(*) from sdc_input").fetchone()[0] - kept
+
+
+def _store_random_keys(con, table, id_column, target, modulus) -> None:
+    """Add the keys of ids seen for the first time; stored keys are never changed or dropped."""
+    store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
+    ident = f"cast({quote(id_column)} as varchar)"
+    con.execute(
+        f"insert into {store} select {ident}, {RECORD_KEY_COLUMN}, {modulus} from {target} "
+        f"where {ident} not in (select id from {store})"
+    )
+
+
+def _existing_keys(con, columns, key_column, modulus) -> str:
+    if key_column not in columns:
+        raise SdcError(f"record key column {key_column!r} is not in the input (columns: {', '.join(columns)})")
+    col = f"sdc_input.{quote(key_column)}"
+    kind = con.execute(f"select typeof({quote(key_column)}) from sdc_input limit 1").fetchone()
+    kind = kind[0] if kind else "INTEGER"
+    nulls = con.execute(f"select count(*) from sdc_input where {quote(key_column)} is null").fetchone()[0]
+    if nulls:
+        raise SdcError(f"record key column {key_column!r} is NULL in {nulls} rows")
+    if kind in ("DOUBLE", "FLOAT", "REAL") or kind.startswith("DECIMAL"):
+        bad = con.execute(
+            f"select {quote(key_column)} from sdc_input where not ({quote(key_column)} >= 0 and {quote(key_column)} < 1) "
+            f"or abs({quote(key_column)} * {modulus} - round({quote(key_column)} * {modulus})) > 1e-6 limit 1"
+        ).fetchone()
+        if bad:
+            raise SdcError(
+                f"record key column {key_column!r}: {bad[0]!r} is not in [0, 1) with at most the "
+                f"{len(str(modulus)) - 1} decimals of modulus {modulus} (keys must be k / {modulus})"
+            )
+        return f"cast(round({col} * {modulus}) as bigint)"
+    if kind in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT"):
+        bad = con.execute(
+            f"select {quote(key_column)} from sdc_input where {quote(key_column)} < 0 or {quote(key_column)} >= {modulus} limit 1"
+        ).fetchone()
+        if bad:
+            raise SdcError(f"record key column {key_column!r}: {bad[0]} is outside [0, {modulus})")
+        return f"cast({col} as bigint)"
+    raise SdcError(f"record key column {key_column!r} has type {kind}; expected integers or decimals in [0, 1)")
+
+
+def _fact_sql(con, columns, name, rule) -> str:
+    """A 0/1 expression for the fact: a column that already is 0/1, or a condition (NULL counts as 0)."""
+    if rule in columns:
+        col = quote(rule)
+        bad = con.execute(f"select {col} from sdc_input where {col} is null or {col} not in (0, 1) limit 1").fetchone()
+        if bad:
+            raise SdcError(f"fact {name}: column {rule!r} must hold 0 or 1, found {bad[0]!r}")
+        return f"cast({col} as tinyint)"
+    expression = f"cast(case when ({rule}) then 1 else 0 end as tinyint)"
+    try:
+        con.execute(f"select {expression} from sdc_input limit 0")
+    except duckdb.Error as exc:
+        message = str(exc).splitlines()[0]
+        raise SdcError(f"fact {name}: the rule {rule!r} does not work on the input: {message}") from None
+    return expression
+
+
+def _check_keys_in_range(con, target, modulus) -> None:
+    bad = con.execute(
+        f"select count(*) from {target} where {RECORD_KEY_COLUMN} is null or {RECORD_KEY_COLUMN} < 0 "
+        f"or {RECORD_KEY_COLUMN} >= {modulus}"
+    ).fetchone()[0]
+    if bad:
+        raise SdcError(f"{bad} record keys outside [0, {modulus}); nothing was loaded")

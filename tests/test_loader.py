@@ -1,0 +1,189 @@
+"""`sdc load`: record keys (random, keyed, existing), facts from rules, and atomic failure."""
+
+import hashlib
+import hmac
+
+import duckdb
+import pytest
+
+from sdc.cli import main
+from sdc.errors import SdcError
+from sdc.loader import load_microdata
+
+# Seed 002, Tables 3, 4 and 7: four records, their EF fields and "Zufallszahl" (2-digit record keys).
+SEED002_RECORDS = """id,ef21,ef28,ef32,ef33,ef35,ef36,zufallszahl
+1,6,3,6,182,6,021,0.63
+2,1,1,1,182,6,021,0.45
+3,7,3,1,182,6,021,0.16
+4,8,4,7,788,4,021,0.87
+"""
+SEED002_FACTS = {
+    "f_studierende": "ef28 < 4",
+    "f_studanf_hs1": "ef28 = 1 and ef21 = 1",
+    "f_studanf_fs1": "ef28 < 4 and ef32 = 1",
+}
+
+
+@pytest.fixture
+def seed002_csv(tmp_path):
+    path = tmp_path / "records.csv"
+    path.write_text(SEED002_RECORDS)
+    return path
+
+
+def rows(db, sql):
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_seed002_facts_and_key_sums(tmp_path, seed002_csv):
+    # Table 4: facts per record; Table 5: metrics 3 / 1 / 2; Table 8: key metrics 1.24 / 0.45 / 0.61
+    db = tmp_path / "w.duckdb"
+    report = load_microdata(
+        db, seed002_csv, "students", key_mode="existing", key_column="zufallszahl", modulus=100, facts=SEED002_FACTS
+    )
+    assert report.rows_in == report.rows_out == 4
+    assert report.facts == {"f_studierende": 3, "f_studanf_hs1": 1, "f_studanf_fs1": 2}
+    assert rows(db, "select id, rk, f_studierende, f_studanf_hs1, f_studanf_fs1 from raw.students order by id") == [
+        (1, 63, 1, 0, 0), (2, 45, 1, 1, 1), (3, 16, 1, 0, 1), (4, 87, 0, 0, 0),
+    ]
+    sums = rows(db, "select sum(rk_f_studierende), sum(rk_f_studanf_hs1), sum(rk_f_studanf_fs1) from raw.students")
+    assert [s / 100 for s in sums[0]] == [1.24, 0.45, 0.61]
+
+
+def test_keyed_mode_is_hmac_sha256_of_the_id(tmp_path, seed002_csv):
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, seed002_csv, "students", id_column="id", key_mode="keyed", secret=b"office secret")
+    for record_id, rk in rows(db, "select id, rk from raw.students"):
+        digest = hmac.new(b"office secret", str(record_id).encode(), hashlib.sha256).digest()
+        assert rk == int.from_bytes(digest[:8], "big") % 10**8
+
+
+def test_random_keys_survive_a_reload_and_new_records_get_new_keys(tmp_path, seed002_csv):
+    db = tmp_path / "w.duckdb"
+    first = load_microdata(db, seed002_csv, "students", id_column="id")
+    assert (first.keys_kept, first.keys_new) == (0, 4)
+    keys = dict(rows(db, "select id, rk from raw.students"))
+    bigger = tmp_path / "more.csv"
+    bigger.write_text(SEED002_RECORDS + "5,1,1,1,182,6,021,0.5\n6,2,3,2,182,6,021,0.5\n")
+    second = load_microdata(db, bigger, "students", id_column="id")
+    assert (second.keys_kept, second.keys_new) == (4, 2)
+    again = dict(rows(db, "select id, rk from raw.students"))
+    assert {k: again[k] for k in keys} == keys
+    assert len(again) == 6 and all(0 <= v < 10**8 for v in again.values())
+    # records that disappear keep their stored key for when they come back
+    load_microdata(db, seed002_csv, "students", id_column="id")
+    load_microdata(db, bigger, "students", id_column="id")
+    assert dict(rows(db, "select id, rk from raw.students")) == again
+
+
+def test_random_keys_are_spread_uniformly(tmp_path):
+    path = tmp_path / "many.csv"
+    path.write_text("id\n" + "\n".join(str(i) for i in range(20000)) + "\n")
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, path, "t", id_column="id", modulus=256)
+    counts = dict(rows(db, "select rk % 4, count(*) from raw.t group by 1"))
+    # 20000 keys mod 256 in four bins of 5000: a binomial sd of about 61, so +-300 is a 5-sigma bound
+    assert sorted(counts) == [0, 1, 2, 3] and all(abs(c - 5000) < 300 for c in counts.values())
+
+
+def test_integer_keys_existing_mode(tmp_path):
+    path = tmp_path / "ons.csv"
+    path.write_text("id,key\n1,0\n2,255\n3,17\n")
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, path, "t", key_mode="existing", key_column="key", modulus=256)
+    assert rows(db, "select rk from raw.t order by id") == [(0,), (255,), (17,)]
+
+
+def test_parquet_input(tmp_path, seed002_csv):
+    parquet = tmp_path / "records.parquet"
+    con = duckdb.connect()
+    con.execute(f"copy (select * from read_csv('{seed002_csv}')) to '{parquet}' (format parquet)")
+    con.close()
+    report = load_microdata(tmp_path / "w.duckdb", parquet, "students", id_column="id", facts=SEED002_FACTS)
+    assert report.rows_out == 4 and report.facts["f_studierende"] == 3
+
+
+@pytest.mark.parametrize(
+    "content, kwargs, message",
+    [
+        ("id,key\n1,0.5\n2,\n", {"key_mode": "existing", "key_column": "key"}, r"record key column 'key' is NULL in 1 rows"),
+        ("id,key\n1,0.5\n2,1.5\n", {"key_mode": "existing", "key_column": "key"}, r"'key': 1.5 is not in \[0, 1\)"),
+        ("id,key\n1,0.123456789\n", {"key_mode": "existing", "key_column": "key"}, r"0.123456789 is not in \[0, 1\) with at most the 8 decimals"),
+        ("id,key\n1,256\n", {"key_mode": "existing", "key_column": "key", "modulus": 256}, r"'key': 256 is outside \[0, 256\)"),
+        ("id,key\n1,-1\n", {"key_mode": "existing", "key_column": "key", "modulus": 256}, r"-1 is outside"),
+        ("id,key\n1,1\n", {"key_mode": "existing", "key_column": "rkey"}, r"record key column 'rkey' is not in the input"),
+        ("id,x\n1,2\n", {"id_column": "id", "facts": {"f_x": "x"}}, r"fact f_x: column 'x' must hold 0 or 1, found 2"),
+        ("id,x\n1,1\n", {"id_column": "id", "facts": {"f_y": "ef99 = 1"}}, r"fact f_y: the rule 'ef99 = 1' does not work on the input: .*ef99"),
+        ("id,x\n1,1\n", {"id_column": "id", "facts": {"f_y": "x = 1; drop table raw.t"}}, r"must be one SQL condition"),
+        ("id,x\n1,1\n1,2\n", {"id_column": "id"}, r"id column 'id' is not unique: 1 appears 2 times"),
+        ("id,x\n1,1\n,2\n", {"id_column": "id"}, r"id column 'id' is NULL in 1 rows"),
+        ("id,x\n1,1\n", {"id_column": "nr"}, r"id column 'nr' is not in the input"),
+        ("id,x\n1,1\n", {}, r"key mode random needs a record id column"),
+        ("id,x\n1,1\n", {"id_column": "id", "key_mode": "keyed"}, r"key mode keyed needs a secret"),
+        ("id,x\n1,1\n", {"id_column": "id", "key_mode": "guess"}, r"unknown key mode 'guess'"),
+        ("id,rk\n1,1\n", {"id_column": "id"}, r"input column 'rk' clashes"),
+        ("id,x\n1,1\n", {"id_column": "id", "modulus": 1}, r"key modulus must be a whole number in \[2, 2\^62\]"),
+    ],
+)
+def test_bad_input_is_refused_and_changes_nothing(tmp_path, seed002_csv, content, kwargs, message):
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, seed002_csv, "t", id_column="id", facts=SEED002_FACTS)
+    before = rows(db, "select * from raw.t order by id")
+    keys_before = rows(db, "select * from raw.t__record_keys order by id")
+    bad = tmp_path / "bad.csv"
+    bad.write_text(content)
+    with pytest.raises(SdcError, match=message):
+        load_microdata(db, bad, "t", **kwargs)
+    assert rows(db, "select * from raw.t order by id") == before
+    assert rows(db, "select * from raw.t__record_keys order by id") == keys_before
+
+
+def test_reload_with_another_modulus_is_refused(tmp_path, seed002_csv):
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, seed002_csv, "t", id_column="id")
+    with pytest.raises(SdcError, match=r"drawn for modulus 100000000, not 256"):
+        load_microdata(db, seed002_csv, "t", id_column="id", modulus=256)
+
+
+def test_missing_or_unknown_input_file(tmp_path):
+    with pytest.raises(SdcError, match=r"input file not found: .*nope.csv"):
+        load_microdata(tmp_path / "w.duckdb", tmp_path / "nope.csv", "t", id_column="id")
+    odd = tmp_path / "data.xlsx"
+    odd.write_text("x")
+    with pytest.raises(SdcError, match=r"unknown input type '.xlsx'"):
+        load_microdata(tmp_path / "w.duckdb", odd, "t", id_column="id")
+
+
+def test_cli_load_reports_rows_and_facts(tmp_path, seed002_csv, capsys, monkeypatch):
+    config = tmp_path / "facts.yml"
+    config.write_text('facts:\n  f_studierende: "ef28 < 4"\n')
+    monkeypatch.setenv("OFFICE_SECRET", "s3cret")
+    code = main(["load", "--db", str(tmp_path / "w.duckdb"), "--input", str(seed002_csv), "--table", "students",
+                 "--id", "id", "--key-mode", "keyed", "--secret-env", "OFFICE_SECRET", "--config", str(config)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines() == [
+        "loaded 4 rows into raw.students (4 rows written)",
+        "record keys: keyed, modulus 100000000",
+        "fact f_studierende: 3 records",
+    ]
+
+
+def test_cli_load_errors_exit_2(tmp_path, seed002_csv, capsys, monkeypatch):
+    monkeypatch.delenv("SDC_KEY_SECRET", raising=False)
+    code = main(["load", "--db", str(tmp_path / "w.duckdb"), "--input", str(seed002_csv), "--table", "t",
+                 "--id", "id", "--key-mode", "keyed"])
+    assert code == 2
+    assert "environment variable SDC_KEY_SECRET holding the secret is not set" in capsys.readouterr().err
+    config = tmp_path / "bad.yml"
+    config.write_text("facts:\n  f_a: x\ncolumns: [a]\n")
+    code = main(["load", "--db", str(tmp_path / "w.duckdb"), "--input", str(seed002_csv), "--table", "t",
+                 "--id", "id", "--config", str(config)])
+    assert code == 2 and "unknown setting(s) ['columns']" in capsys.readouterr().err
+    assert not (tmp_path / "w.duckdb").exists() or duckdb.connect(str(tmp_path / "w.duckdb")).execute(
+        "select count(*) from information_schema.tables where table_schema = 'raw' and table_name = 't'"
+    ).fetchone()[0] == 0

@@ -42,7 +42,7 @@ select
     (select count(distinct code) from nodes) as distinct_codes,
     (select count(*) from walk) as reached,
     (select string_agg(code, ', ') from nodes where parent is null) as roots,
-    (select string_agg(distinct cast(depth as varchar), ', ') from walk
+    (select string_agg(distinct cast(depth as varchar), ', ' order by cast(depth as varchar)) from walk
         where code not in (select parent from nodes where parent is not null)) as leaf_depths
 {%- endset -%}
 {%- set row = run_query(query).rows[0] -%}

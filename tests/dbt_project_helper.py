@@ -1,0 +1,47 @@
+"""A throwaway dbt project with the repository's macros, for tests of the SQL path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).parent.parent
+DBT = Path(sys.executable).parent / "dbt"
+
+
+class ScratchProject:
+    def __init__(self, root: Path):
+        self.root = root
+        self.db = root / "warehouse.duckdb"
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "dbt_project.yml", root / "dbt_project.yml")
+        shutil.copy(REPO / "profiles.yml", root / "profiles.yml")
+        shutil.copytree(REPO / "macros", root / "macros")
+        (root / "seeds").mkdir()
+        (root / "models").mkdir()
+        shutil.copy(REPO / "seeds" / "sdc_ptable.csv", root / "seeds" / "sdc_ptable.csv")
+
+    def seed(self, name: str, text: str) -> None:
+        (self.root / "seeds" / f"{name}.csv").write_text(text)
+
+    def model(self, name: str, sql: str, tags: list[str] | None = None) -> None:
+        # tables, so that a build runs the query (a view would only be checked when read)
+        config = f"{{{{ config(materialized='table', tags={tags or []!r}) }}}}\n"
+        (self.root / "models" / f"{name}.sql").write_text(config + sql)
+
+    def sources(self, tables: list[str]) -> None:
+        listed = "\n".join(f"      - name: {t}" for t in tables)
+        (self.root / "models" / "sources.yml").write_text(
+            f"version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n{listed}\n"
+        )
+
+    def dbt(self, *args: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, DBT_PROFILES_DIR=str(self.root), SDC_DUCKDB_PATH=str(self.db),
+                   DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+        return subprocess.run([str(DBT), *args], cwd=self.root, env=env, capture_output=True, text=True, timeout=600)
+
+    def compiled_sql(self, model: str) -> str:
+        return (self.root / "target" / "compiled" / "sdc" / "models" / f"{model}.sql").read_text()

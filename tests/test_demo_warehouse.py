@@ -1,0 +1,131 @@
+"""The demo warehouse built from scratch: generate -> load -> dbt build -> publish, as `make demo` does."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from sdc.cli import main
+from sdc.demo import FACTS_CONFIG, write_students
+from sdc.loader import load_microdata, read_facts_config
+from sdc.publish import publish
+
+REPO = Path(__file__).parent.parent
+DBT = Path(sys.executable).parent / "dbt"
+PROTECTED = [
+    "beurlaubte_nach_hochschulart",
+    "beurlaubte_nach_hochschulart_geschlecht",
+    "beurlaubte_nach_hochschule",
+    "studienanfaenger_nach_fach_geschlecht",
+    "studierende_nach_fach_geschlecht",
+]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    db = tmp / "sdc.duckdb"
+    write_students(tmp / "students.parquet")
+    load_microdata(db, tmp / "students.parquet", "students", id_column="id", key_mode="keyed",
+                   secret=b"test secret", facts=read_facts_config(FACTS_CONFIG))
+    env = dict(os.environ, DBT_PROFILES_DIR=str(REPO), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    result = subprocess.run(
+        [str(DBT), "build", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    publish(db, tmp / "publication.duckdb", tmp / "publication")
+    return tmp, db, result.stdout
+
+
+def query(db, sql):
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_demo_builds_and_every_data_test_passes(demo):
+    _, _, stdout = demo
+    assert "ERROR=0" in stdout and "WARN=0" in stdout
+    # 2 seeds + 5 audit + 5 protected + 1 quality models; invariants on 5 audit models, ptable test,
+    # the cross-table consistency test
+    assert "PASS=20" in stdout
+
+
+def test_publication_file_holds_only_the_protected_tables(demo):
+    tmp, _, _ = demo
+    con = duckdb.connect(str(tmp / "publication.duckdb"), read_only=True)
+    try:
+        databases = [r[0] for r in con.execute("select database_name from duckdb_databases() where not internal").fetchall()]
+        tables = con.execute("select schema_name, table_name from duckdb_tables() order by table_name").fetchall()
+        views = con.execute("select view_name from duckdb_views() where not internal").fetchall()
+        columns = con.execute("select distinct column_name from duckdb_columns() where not internal").fetchall()
+    finally:
+        con.close()
+    assert databases == ["publication"]
+    assert tables == [("main", name) for name in PROTECTED]
+    assert views == []
+    names = {c for (c,) in columns}
+    assert names == {"hochschule", "hochschulart", "geschlecht", "fach", "count"}
+    assert not names & {"rk", "original", "noise", "cell_key", "cell_key_int", "key_sum", "ptable_row", "id"}
+
+
+def test_publication_equals_the_protected_schema_and_parquet(demo):
+    tmp, db, _ = demo
+    assert sorted(p.name for p in (tmp / "publication").iterdir()) == [f"{n}.parquet" for n in PROTECTED]
+    for name in PROTECTED:
+        warehouse = query(db, f"select * from protected.{name} order by all")
+        published = query(tmp / "publication.duckdb", f"select * from main.{name} order by all")
+        parquet = query(db, f"select * from read_parquet('{tmp / 'publication' / (name + '.parquet')}') order by all")
+        assert warehouse == published == parquet and len(warehouse) > 0
+
+
+def test_originals_match_a_plain_count_of_the_microdata(demo):
+    _, db, _ = demo
+    audit = query(db, "select hochschulart, geschlecht, original from audit.ckm_beurlaubte_nach_hochschulart_geschlecht "
+                      "where hochschulart <> 'Total' and geschlecht <> 'Total' order by 1, 2")
+    plain = query(db, "select hochschulart, geschlecht, count(*) from raw.students where ef28 = 4 group by all order by 1, 2")
+    assert audit == plain
+    total = query(db, "select original from audit.ckm_beurlaubte_nach_hochschule where hochschule = 'Total'")
+    assert total == query(db, "select count(*) from raw.students where ef28 = 4")
+
+
+def test_consistency_and_non_additivity_in_the_demo(demo):
+    _, db, _ = demo
+    table_2a = dict(query(db, "select hochschulart, count from protected.beurlaubte_nach_hochschulart"))
+    table_2b = {(a, g): c for a, g, c in query(db, "select * from protected.beurlaubte_nach_hochschulart_geschlecht")}
+    table_9 = dict(query(db, "select hochschule, count from protected.beurlaubte_nach_hochschule"))
+    for kind, count in table_2a.items():
+        assert table_2b[(kind, "Total")] == count == table_9[kind]  # same cell, same value
+    kinds = [k for k in table_2a if k != "Total"]
+    differences = [table_2b[(k, "Total")] - table_2b[(k, "m")] - table_2b[(k, "w")] for k in kinds]
+    differences.append(table_2a["Total"] - sum(table_2a[k] for k in kinds))
+    assert any(d != 0 for d in differences)  # totals are perturbed on their own
+    assert all(abs(d) <= 3 * 5 for d in differences)  # at most 3 perturbations of at most D = 5
+
+
+def test_quality_figures_are_those_of_the_audit_table(demo):
+    _, db, _ = demo
+    figures = query(db, "select cells, mean_absolute_deviation, stay_share, max_abs_noise, false_zeros "
+                        "from audit.ckm_quality where table_name = 'studierende_nach_fach_geschlecht'")[0]
+    cells = query(db, "select original, count from audit.ckm_studierende_nach_fach_geschlecht where original > 0")
+    assert figures[0] == len(cells)
+    assert figures[1] == pytest.approx(sum(abs(c - o) for o, c in cells) / len(cells))
+    assert figures[2] == pytest.approx(sum(c == o for o, c in cells) / len(cells))
+    assert figures[3] == max(abs(c - o) for o, c in cells) <= 5
+    assert figures[4] == sum(c == 0 for o, c in cells)
+
+
+def test_report_prints_table_2b(demo, capsys):
+    _, db, _ = demo
+    assert main(["demo", "report", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "Students on leave by Hochschulart and sex, CKM-protected (seed 002, Table 2b):" in out
+    universities = query(db, "select count from protected.beurlaubte_nach_hochschulart_geschlecht "
+                             "where hochschulart = 'Universitäten' and geschlecht = 'Total'")[0][0]
+    assert f"{universities:,}".replace(",", " ") in out

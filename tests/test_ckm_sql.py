@@ -82,13 +82,18 @@ def project(tmp_path_factory, data_dir_module):
     load("bounds", "id,cell,key\n1,a,36250000\n2,b,36249999\n3,c,0\n4,d,99999999\n",
          key_mode="existing", key_column="key", modulus=10**8)
     load("unknown", "id,universitaet,key\n1,Passau,5\n", key_mode="existing", key_column="key", modulus=10)
-    p.sources(["uni", "t8", "ons", "bounds", "unknown"])
+    big_ons = "id,cell,key\n" + "".join(f"{k},n{n},{k % 256}\n" for n, start in [(751, 0), (1003, 751)]
+                                         for k in range(start, start + n))
+    load("ons_large", big_ons, key_mode="existing", key_column="key", modulus=256)
+    p.sources(["uni", "t8", "ons", "bounds", "unknown", "ons_large"])
 
     overlay, _, _ = read_ptable(data_dir_module / "seed000_overlay_matrix.csv")
     p.seed("pt_seed000", render_ptable(overlay))
     p.seed("pt_t8", T8_PTABLE)
     ons, _, _ = parse_ptable(ons_ptable(20))
     p.seed("pt_ons", render_ptable(ons))
+    ons750, _, _ = parse_ptable(ons_ptable(750))
+    p.seed("pt_ons750", render_ptable(ons750))
     p.seed("pt_t2", render_ptable(create_ptable(PTableParams(D=2, V=0.9)).table))
     p.seed("pt_gap", T8_PTABLE.replace("3,4,0.3,1,0.7,1.0\n", ""))
     p.seed("sdc_hierarchies", UNI_HIERARCHY)
@@ -108,6 +113,8 @@ def project(tmp_path_factory, data_dir_module):
     p.model("uni_published", "{{ sdc.ckm_published(ref('uni_cells')) }}")
     p.model("t8_cells", f"{{{{ sdc.ckm_count({m.format('t8')}, dims=['cell'], ptable=ref('pt_t8'), modulus=10, totals='none') }}}}")
     p.model("ons_cells", f"{{{{ sdc.ckm_count({m.format('ons')}, dims=['cell'], ptable=ref('pt_ons'), modulus=256, totals='none') }}}}")
+    p.model("ons_large_cells", f"{{{{ sdc.ckm_count({m.format('ons_large')}, dims=['cell'], ptable=ref('pt_ons750'), "
+            "modulus=256, totals='none', reuse_from=501) }}")
     p.model("bound_cells", f"{{{{ sdc.ckm_count({m.format('bounds')}, dims=['cell'], ptable=ref('pt_t2'), totals='none') }}}}")
     # models that must fail, built one by one in their tests
     p.model("fails_unknown_code", f"{{{{ sdc.ckm_count({m.format('unknown')}, dims=['universitaet'], ptable=ref('pt_t8'), "
@@ -208,6 +215,12 @@ def test_ons_10_5_rule_rows_with_256_keys(project):
     # reference T11: (10, ckey 173) -> 10; (7, 180) -> 0; (14, 66) -> 15; (11, 190) -> 10
     rows = query(project, "select cell, original, cell_key_int, count from ons_cells order by cell")
     assert rows == [("a", 10, 173, 10), ("b", 7, 180, 0), ("c", 14, 66, 15), ("d", 11, 190, 10)]
+
+
+def test_ons_counts_above_750_reuse_rows_501_to_750(project):
+    # ONS: 751 -> row 501 (501 mod 5 = 1 -> -1) -> 750; 1003 -> row ((1002) mod 250) + 501 = 503 -> +2 -> 1005
+    rows = query(project, "select cell, original, ptable_row, count from ons_large_cells order by cell")
+    assert rows == [("n1003", 1003, 503, 1005), ("n751", 751, 501, 750)]
 
 
 def test_cell_key_equal_to_a_bound_goes_to_the_upper_interval(project):

@@ -177,7 +177,7 @@ def test_ons_10_5_rule_documented_rows():
     assert fmt == "ons"
     for count, ckey, published in [(10, 173, 10), (7, 180, 0), (14, 66, 15), (11, 190, 10)]:
         assert count + table.lookup(count, ckey / 256) == published
-    assert any("counts above 20 use row 20" in n for n in notes)
+    assert any("counts above 20 use row 20" in n for n in notes) and table.reuse_from is None
     assert table.lb_units[table.i == 0].tolist() == [0]  # row 0 added: zeros stay zero
 
 
@@ -287,3 +287,16 @@ def test_unknown_export_format_name_is_rejected():
 def test_missing_file_is_named(tmp_path):
     with pytest.raises(SdcError, match=r"ptable file not found: .*nope.csv"):
         read_ptable(tmp_path / "nope.csv")
+
+
+def test_ons_table_with_750_rows_keeps_the_reuse_of_rows_501_to_750():
+    # ONS: pcv = n for n <= 750, else ((n - 1) mod 250) + 501; with the 10-5 rule table this keeps
+    # rounding to base 5 for large counts (reference T11 note).
+    table, _, notes = parse_ptable(ons_10_5_rule(750))
+    assert table.reuse_from == 501
+    assert any("set the dbt var sdc_ptable_reuse_from: 501" in n for n in notes)
+    for n in [751, 752, 1000, 1001, 1003, 12345, 10**6 + 2]:
+        ons_row = ((n - 1) % 250) + 501
+        assert table.lookup(n, 0.5) == table.lookup(ons_row, 0.5)
+        assert (n + table.lookup(n, 0.5)) % 5 == 0
+    assert 751 + table.lookup(751, 0.1) == 750 and 1003 + table.lookup(1003, 0.9) == 1005

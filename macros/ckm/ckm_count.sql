@@ -23,8 +23,10 @@
                dims not listed in it are flat
     ptable     the perturbation table, default ref('sdc_ptable')
     modulus    M of the record keys, default var sdc_key_modulus
+    reuse_from counts above max i cycle through rows reuse_from..max i (ONS: 501), default var
+               sdc_ptable_reuse_from (none: every larger count uses row max i)
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none) %}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
 {%- endif -%}
@@ -33,6 +35,7 @@
 {%- endif -%}
 {%- set ptable = ptable if ptable is not none else ref('sdc_ptable') -%}
 {%- set modulus = modulus if modulus is not none else var('sdc_key_modulus') -%}
+{%- set reuse_from = reuse_from if reuse_from is not none else var('sdc_ptable_reuse_from', none) -%}
 {%- set scale = 10 ** var('sdc_interval_decimals') -%}
 {%- set rk = var('sdc_record_key_column') -%}
 {%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ adapter.quote(fact) ~ ')' -%}
@@ -98,7 +101,7 @@ ptable_rows as (
     select
         cell_keys.*,
         cell_key_int / {{ modulus }}.0 as cell_key,
-        least(original, (select max(i) from {{ ptable }})) as ptable_row
+        {{ sdc.ckm_ptable_row('original', '(select max(i) from ' ~ ptable ~ ')', reuse_from) }} as ptable_row
     from cell_keys
 ),
 

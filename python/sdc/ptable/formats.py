@@ -16,8 +16,9 @@ cum_zuf    ``i;cum_zuf;changeValue``                            seed 002 Table 1
 
 Integer-key tables become intervals ``[k/K, (k+1)/K)``, consecutive keys with the same noise merged,
 bounds floored to 8 decimals: exact for cell keys that are integers mod K (K = 256 gives exact bounds).
-ONS reuses rows 501..750 for counts above 750 (row ((n-1) mod 250) + 501); the sdc format uses the last
-row for every larger count, which the import reports.
+ONS reuses rows 501..750 for counts above 750 (row ((n-1) mod 250) + 501). An imported ONS table with rows
+up to 750 keeps that rule (``PTable.reuse_from = 501``); the sdc file cannot carry it, so the warehouse
+takes it from the dbt var ``sdc_ptable_reuse_from``, which the import tells the user to set.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import io
 import os
 import re
 import tempfile
+from dataclasses import replace
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from pathlib import Path
 
@@ -33,6 +35,10 @@ from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE, PTABLE_COLUMNS
 from ..errors import SdcError
 from .table import PTable, format_units
 from .validate import Entry, assemble
+
+# ONS ptables have rows 1..750; larger counts reuse rows 501..750 (create_perturbed_table.py).
+ONS_LAST_ROW = 750
+ONS_REUSE_FROM = 501
 
 IMPORT_FORMATS = ("sdc", "sas", "tauargus", "ons", "cantabular", "overlay", "cum_zuf")
 EXPORT_FORMATS = ("sdc", "tauargus", "sas")
@@ -83,6 +89,12 @@ def parse_ptable(text: str, fmt: str = "auto", source: str = "<ptable>") -> tupl
     }[fmt]
     entries, notes = reader(header, rows, sep, source)
     table, more_notes = assemble(entries, source)
+    if fmt in ("ons", "cantabular") and table.max_i == ONS_LAST_ROW:
+        table = replace(table, reuse_from=ONS_REUSE_FROM)
+        notes.append(
+            f"counts above {ONS_LAST_ROW} reuse rows {ONS_REUSE_FROM}..{ONS_LAST_ROW} as in ONS "
+            f"(row = ((n-1) mod 250) + 501): set the dbt var sdc_ptable_reuse_from: {ONS_REUSE_FROM}"
+        )
     return table, fmt, notes + more_notes
 
 
@@ -234,10 +246,8 @@ def _read_integer_keys(header, rows, sep, source):
             f"bounds k/{modulus} floored to {INTERVAL_DECIMALS} decimals: exact for integer cell keys mod {modulus}"
         )
     top = max(noise)
-    notes.append(
-        f"counts above {top} use row {top} (ONS reuses rows 501..750 by ((n-1) mod 250)+501; "
-        "results for counts above the last row differ from ONS)"
-    )
+    if top != ONS_LAST_ROW:
+        notes.append(f"counts above {top} use row {top} (ONS's reuse of rows 501..750 needs rows up to 750)")
     return entries, notes
 
 

@@ -35,6 +35,9 @@ class PTable:
     j: np.ndarray
     lb_units: np.ndarray
     ub_units: np.ndarray
+    # None: every count above max i uses row max i. Else counts above max i cycle through the rows
+    # reuse_from..max i (ONS: reuse_from = 501, max i = 750, row = ((n - 1) mod 250) + 501).
+    reuse_from: int | None = None
 
     @property
     def v(self) -> np.ndarray:
@@ -69,7 +72,7 @@ class PTable:
             return 0
         if not 0 <= cell_key < 1:
             raise SdcError(f"cell key must be in [0, 1), got {cell_key!r}")
-        row = min(n, self.max_i)
+        row = ptable_row(n, self.max_i, self.reuse_from)
         key_units = Fraction(str(cell_key)) * INTERVAL_SCALE  # exact: the decimal the user wrote
         for i, lb, ub, v in zip(self.i, self.lb_units, self.ub_units, self.v):
             if i == row and lb <= key_units < ub:
@@ -119,6 +122,13 @@ class PTable:
                 }
             )
         return out
+
+
+def ptable_row(n: int, max_i: int, reuse_from: int | None = None) -> int:
+    """Row of the table for original value n > 0 (the SQL macro ckm_ptable_row computes the same)."""
+    if n <= max_i or reuse_from is None:
+        return min(n, max_i)
+    return reuse_from + (n - reuse_from) % (max_i - reuse_from + 1)
 
 
 def format_units(units: int) -> str:

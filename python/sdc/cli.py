@@ -76,6 +76,24 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--config", help="YAML file with 'facts: {f_name: condition}'")
     load.set_defaults(run=_run_load)
 
+    ckm = commands.add_parser(
+        "ckm",
+        help="protect one frequency table straight from a microdata file (same SQL as the warehouse)",
+        description="Counts per cell of --dims with every subtotal, perturbed by the Cell Key Method. "
+        "One row per cell; totals carry the root code (Total, or the hierarchy's root).",
+    )
+    ckm.add_argument("--input", required=True, help="microdata (.csv or .parquet)")
+    ckm.add_argument("--dims", required=True, help="comma-separated dimension columns")
+    ckm.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name with @ levels)")
+    ckm.add_argument("--count-var", help="0/1 column to count (default: every record)")
+    ckm.add_argument("--record-key", required=True, help="column with the record keys")
+    ckm.add_argument("--key-digits", type=int, required=True, help="decimals of the record keys: M = 10^digits")
+    ckm.add_argument("--ptable", required=True, help="perturbation table file (any format sdc ptable imports)")
+    ckm.add_argument("--totals", default="cube", choices=("cube", "rollup", "none"))
+    ckm.add_argument("--out", required=True, help="CSV file to write")
+    ckm.add_argument("--audit", action="store_true", help="also write original, cell_key and noise (never publish these)")
+    ckm.set_defaults(run=_run_ckm)
+
     pub = commands.add_parser(
         "publish", help="copy the protected schema into a separate database (and Parquet files) for BI tools"
     )
@@ -120,6 +138,25 @@ def _run_load(args: argparse.Namespace) -> int:
     )
     for line in report.lines():
         print(line)
+    return 0
+
+
+def _run_ckm(args: argparse.Namespace) -> int:
+    from .ckm import protect_table
+
+    cells = protect_table(
+        args.input,
+        _split(args.dims),
+        args.record_key,
+        args.key_digits,
+        args.ptable,
+        args.out,
+        hierarchy_path=args.hierarchy,
+        count_var=args.count_var,
+        audit=args.audit,
+        totals=args.totals,
+    )
+    print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0
 
 

@@ -1,0 +1,136 @@
+"""Protect one frequency table straight from a microdata file (as the ONS function and cellKey do), by
+running the dbt macro ``ckm_count`` on a temporary DuckDB: the same SQL as the warehouse models."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+from .errors import SdcError
+from .hierarchy import read_hierarchy
+from .loader import _source_sql, load_microdata
+from .ptable.formats import read_ptable, render_ptable, write_text_atomically
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]  # the dbt project next to the package (python/sdc/..)
+AUDIT_OUTPUT = ("original", "cell_key", "noise")
+COUNT_FACT = "f_sdc_count"
+
+
+def project_dir() -> Path:
+    if not (PROJECT_DIR / "dbt_project.yml").is_file():
+        raise SdcError(f"the sdc dbt project was not found at {PROJECT_DIR}; install sdc from a checkout (pip install -e .)")
+    return PROJECT_DIR
+
+
+def protect_table(
+    input_path: str | Path,
+    dims: list[str],
+    record_key: str,
+    key_digits: int,
+    ptable_path: str | Path,
+    out: str | Path,
+    hierarchy_path: str | Path | None = None,
+    count_var: str | None = None,
+    audit: bool = False,
+    totals: str = "cube",
+) -> int:
+    """Write one row per cell (dims, count[, original, cell_key, noise]) to ``out``; returns the cell count."""
+    if not dims:
+        raise SdcError("--dims needs at least one column")
+    if not 1 <= key_digits <= 18:
+        raise SdcError(f"--key-digits must be between 1 and 18, got {key_digits}")
+    if totals not in ("cube", "rollup", "none"):
+        raise SdcError(f"totals must be cube, rollup or none, got {totals!r}")
+    columns = _input_columns(Path(input_path))
+    missing = [d for d in dims + [record_key] + ([count_var] if count_var else []) if d not in columns]
+    if missing:
+        raise SdcError(f"column {missing[0]!r} is not in {input_path} (columns: {', '.join(columns)})")
+    table, _, _ = read_ptable(ptable_path)
+    hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
+    modulus = 10**key_digits
+    with tempfile.TemporaryDirectory(prefix="sdc-ckm-") as tmp:
+        project = _scratch_project(Path(tmp))
+        db = Path(tmp) / "ckm.duckdb"
+        facts = {COUNT_FACT: count_var} if count_var else {}
+        load_microdata(db, input_path, "micro", key_mode="existing", key_column=record_key, modulus=modulus, facts=facts)
+        (project / "seeds" / "sdc_ptable.csv").write_text(render_ptable(table))
+        if hierarchy:
+            with (project / "seeds" / "sdc_hierarchies.csv").open("w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(["dimension", "code", "parent"])
+                writer.writerows(hierarchy)
+        arguments = [
+            "source('raw', 'micro')",
+            f"dims={dims!r}",
+            f"fact={COUNT_FACT!r}" if count_var else "fact=none",
+            f"totals={totals!r}",
+            "hierarchy=ref('sdc_hierarchies')" if hierarchy else "hierarchy=none",
+            f"modulus={modulus}",
+            f"reuse_from={table.reuse_from}" if table.reuse_from else "reuse_from=none",
+        ]
+        (project / "models" / "cells.sql").write_text(
+            "{{ config(materialized='table') }}\n{{ sdc.ckm_count(" + ", ".join(arguments) + ") }}\n"
+        )
+        _run_dbt(project, db)
+        wanted = dims + ["count"] + (list(AUDIT_OUTPUT) if audit else [])
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            select = ", ".join(f'"{c}"' for c in wanted)
+            rows = con.execute(f"select {select} from main.cells order by {', '.join(f'{chr(34)}{d}{chr(34)}' for d in dims)}").fetchall()
+        finally:
+            con.close()
+    lines = [",".join(wanted)] + [",".join(_csv_value(v) for v in row) for row in rows]
+    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    return len(rows)
+
+
+def _input_columns(path: Path) -> list[str]:
+    con = duckdb.connect()
+    try:
+        return [r[0] for r in con.execute(f"describe select * from {_source_sql(path)}").fetchall()]
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+
+
+def _scratch_project(tmp: Path) -> Path:
+    source = project_dir()
+    project = tmp / "project"
+    project.mkdir()
+    for name in ("dbt_project.yml", "profiles.yml"):
+        shutil.copy(source / name, project / name)
+    shutil.copytree(source / "macros", project / "macros")
+    (project / "seeds").mkdir()
+    (project / "models").mkdir()
+    (project / "models" / "sources.yml").write_text(
+        "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: micro\n"
+    )
+    return project
+
+
+def _run_dbt(project: Path, db: Path) -> None:
+    dbt = Path(sys.executable).parent / "dbt"
+    env = dict(os.environ, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    result = subprocess.run(
+        [str(dbt), "build", "--select", "cells", "sdc_ptable", "sdc_hierarchies", "--indirect-selection", "cautious"],
+        cwd=project, env=env, capture_output=True, text=True,
+    )
+    if result.returncode != 0:
+        problems = [line.strip() for line in result.stdout.splitlines() if "Error" in line or "error" in line.lower()]
+        detail = [line.strip() for line in result.stdout.splitlines()[-12:] if line.strip() and "Done." not in line]
+        raise SdcError("protecting the table failed: " + " | ".join((problems or detail)[-4:]))
+
+
+def _csv_value(value) -> str:
+    if value is None:
+        return ""
+    text = str(value)
+    return f'"{text}"' if "," in text or '"' in text else text

@@ -1,0 +1,52 @@
+"""Hierarchy files: ``dimension, code, parent`` (the root has an empty parent and its code labels the
+total), or the level format of sdcHierarchies/sdcTable ``dim, level, name`` with ``@`` for the root,
+``@@`` for its children and so on, children listed after their parent."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from .errors import SdcError
+
+
+def read_hierarchy(path: str | Path) -> list[tuple[str, str, str]]:
+    """Rows (dimension, code, parent) from either format; checks one root per dimension."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise SdcError(f"hierarchy file not found: {path}") from None
+    header = set(rows[0]) if rows else set()
+    if {"dimension", "code", "parent"} <= header:
+        out = [(r["dimension"].strip(), r["code"].strip(), (r["parent"] or "").strip()) for r in rows]
+    elif {"dim", "level", "name"} <= header:
+        out = _from_levels(rows, path)
+    else:
+        raise SdcError(f"{path}: expected columns dimension,code,parent or dim,level,name; got {sorted(header)}")
+    roots: dict[str, list[str]] = {}
+    for dim, code, parent in out:
+        if not parent:
+            roots.setdefault(dim, []).append(code)
+    for dim in dict.fromkeys(d for d, _, _ in out):
+        if len(roots.get(dim, [])) != 1:
+            raise SdcError(f"{path}: dimension {dim!r} needs exactly one root (a code without parent), has {roots.get(dim, [])}")
+    return out
+
+
+def _from_levels(rows: list[dict], path: Path) -> list[tuple[str, str, str]]:
+    out = []
+    stack: dict[str, list[str]] = {}  # dimension -> codes on the path from the root
+    for line, row in enumerate(rows, start=2):
+        dim, level, name = row["dim"].strip(), row["level"].strip(), row["name"].strip()
+        depth = len(level)
+        if not level or set(level) != {"@"}:
+            raise SdcError(f"{path}, line {line}: level {level!r} must be one or more '@'")
+        path_codes = stack.setdefault(dim, [])
+        if depth > len(path_codes) + 1:
+            raise SdcError(f"{path}, line {line}: {name!r} at level {level} has no parent one level up")
+        del path_codes[depth - 1:]
+        out.append((dim, name, path_codes[-1] if path_codes else ""))
+        path_codes.append(name)
+    return out

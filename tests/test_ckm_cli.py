@@ -1,0 +1,117 @@
+"""`sdc ckm`: one protected table from a microdata file, checked against an independent computation
+in Python (exact decimal key sums, the ptable lookup of sdc.ptable)."""
+
+import csv
+from decimal import Decimal
+
+import pytest
+
+from sdc.cli import main
+from sdc.hierarchy import read_hierarchy
+from sdc.ptable.formats import read_ptable
+
+from conftest import DATA, REPO
+
+MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
+PTABLE = REPO / "seeds" / "sdc_ptable.csv"
+
+
+def read_cells(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def expected_cells(dims, hierarchy=None, count_var=None):
+    """Independent computation: every record adds itself to each ancestor code of each dimension."""
+    parents = {}
+    for dim, code, parent in hierarchy or []:
+        parents[(dim, code)] = parent
+    def ancestors(dim, code):
+        out = [code]
+        while (dim, out[-1]) in parents and parents[(dim, out[-1])]:
+            out.append(parents[(dim, out[-1])])
+        return out if hierarchy and any(d == dim for d, _, _ in hierarchy) else [code, "Total"]
+    cells = {}
+    with open(MICRODATA, newline="") as handle:
+        for record in csv.DictReader(handle):
+            if count_var and record[count_var] == "0":
+                continue
+            combos = [[]]
+            for dim in dims:
+                combos = [c + [a] for c in combos for a in ancestors(dim, record[dim])]
+            for combo in combos:
+                n, keys = cells.get(tuple(combo), (0, Decimal(0)))
+                cells[tuple(combo)] = (n + 1, keys + Decimal(record["rkeys"]))
+    return cells
+
+
+def test_sex_by_age_with_hierarchy_matches_independent_computation(tmp_path, capsys):
+    out = tmp_path / "cells.csv"
+    code = main(["ckm", "--input", str(MICRODATA), "--dims", "sex,age",
+                 "--hierarchy", str(DATA / "cellkey_testdata_hierarchies.csv"), "--record-key", "rkeys",
+                 "--key-digits", "7", "--ptable", str(PTABLE), "--out", str(out), "--audit"])
+    assert code == 0
+    assert capsys.readouterr().out.startswith("wrote 27 cells")  # (2 + 1) sexes x (6 + 2 + 1) age codes
+    table, _, _ = read_ptable(PTABLE)
+    expected = expected_cells(["sex", "age"], read_hierarchy(DATA / "cellkey_testdata_hierarchies.csv"))
+    rows = read_cells(out)
+    assert len(rows) == len(expected) == 27
+    for row in rows:
+        n, key_sum = expected[(row["sex"], row["age"])]
+        cell_key = key_sum % 1
+        assert int(row["original"]) == n
+        assert Decimal(row["cell_key"]) == cell_key
+        assert int(row["noise"]) == table.lookup(n, float(cell_key))
+        assert int(row["count"]) == n + int(row["noise"])
+    assert rows[0] == {"sex": "Total", "age": "Total", "count": "4580", "original": "4580",
+                       "cell_key": "0.6220176", "noise": "0"}
+
+
+def test_count_var_without_audit_writes_only_published_columns(tmp_path):
+    out = tmp_path / "cells.csv"
+    assert main(["ckm", "--input", str(MICRODATA), "--dims", "roof", "--count-var", "cnt_highincome",
+                 "--record-key", "rkeys", "--key-digits", "7", "--ptable", str(PTABLE), "--out", str(out)]) == 0
+    rows = read_cells(out)
+    assert list(rows[0]) == ["roof", "count"]
+    table, _, _ = read_ptable(PTABLE)
+    expected = expected_cells(["roof"], count_var="cnt_highincome")
+    assert {r["roof"] for r in rows} == {k[0] for k in expected}
+    for row in rows:
+        n, key_sum = expected[(row["roof"],)]
+        assert int(row["count"]) == n + table.lookup(n, float(key_sum % 1))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (["--dims", "sex,region"], "column 'region' is not in"),
+        (["--count-var", "income"], "fact f_sdc_count: column 'income' must hold 0 or 1, found 5780"),
+        (["--key-digits", "5"], "is not in [0, 1) with at most the 5 decimals"),
+        (["--key-digits", "0"], "--key-digits must be between 1 and 18"),
+        (["--ptable", "missing.csv"], "ptable file not found: missing.csv"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, change, message):
+    out = tmp_path / "cells.csv"
+    args = {"--input": str(MICRODATA), "--dims": "sex", "--record-key": "rkeys", "--key-digits": "7",
+            "--ptable": str(PTABLE), "--out": str(out)}
+    for flag, value in zip(change[::2], change[1::2]):
+        args[flag] = value
+    code = main(["ckm"] + [x for pair in args.items() for x in pair])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_null_record_key_is_named(tmp_path, capsys):
+    data = tmp_path / "micro.csv"
+    data.write_text("sex,rk7\nm,0.1\nw,\n")
+    code = main(["ckm", "--input", str(data), "--dims", "sex", "--record-key", "rk7", "--key-digits", "7",
+                 "--ptable", str(PTABLE), "--out", str(tmp_path / "cells.csv")])
+    assert code == 2 and "record key column 'rk7' is NULL in 1 rows" in capsys.readouterr().err
+
+
+def test_hierarchy_level_format_is_converted():
+    rows = read_hierarchy(DATA / "cellkey_testdata_hierarchies.csv")
+    assert ("age", "Total", "") in rows and ("age", "young", "Total") in rows and ("age", "age_group4", "old") in rows
+    assert ("water", "w9", "wB") in rows

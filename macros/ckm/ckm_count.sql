@@ -121,8 +121,7 @@ overlay as (
     from ptable_rows
     left join ptable_intervals
         on ptable_intervals.i = ptable_rows.ptable_row
-        and cast(ptable_rows.cell_key_int as {{ wide }}) * {{ scale }} >= ptable_intervals.lb_scaled
-        and cast(ptable_rows.cell_key_int as {{ wide }}) * {{ scale }} < ptable_intervals.ub_scaled
+        and {{ sdc.ckm_interval_match('ptable_rows.cell_key_int', 'ptable_intervals.lb_scaled', 'ptable_intervals.ub_scaled') }}
 ),
 
 published as (

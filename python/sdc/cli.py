@@ -94,6 +94,19 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--audit", action="store_true", help="also write original, cell_key and noise (never publish these)")
     ckm.set_defaults(run=_run_ckm)
 
+    sql = commands.add_parser("sql", help="CKM macros for ad-hoc SQL in a DuckDB database")
+    sql_commands = sql.add_subparsers(dest="sql_command", required=True)
+    install = sql_commands.add_parser(
+        "install",
+        help="install the ptable and the macros sdc_ckm, sdc_noise, sdc_cell_key (idempotent)",
+        description="After this, an analyst protects an ad-hoc query in plain SQL, e.g. "
+        "select a, b, sdc_ckm(sum(f), sum(rk_f)) from raw.t group by rollup (a, b)",
+    )
+    install.add_argument("--db", required=True, help="DuckDB database file")
+    install.add_argument("--ptable", help="perturbation table file (default: seeds/sdc_ptable.csv of the project)")
+    install.add_argument("--modulus", type=int, help="record-key modulus M (default: var sdc_key_modulus, 10^8)")
+    install.set_defaults(run=_run_sql_install)
+
     pub = commands.add_parser(
         "publish", help="copy the protected schema into a separate database (and Parquet files) for BI tools"
     )
@@ -157,6 +170,13 @@ def _run_ckm(args: argparse.Namespace) -> int:
         totals=args.totals,
     )
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
+    return 0
+
+
+def _run_sql_install(args: argparse.Namespace) -> int:
+    from .sql_install import install
+
+    print(install(args.db, args.ptable, args.modulus))
     return 0
 
 

@@ -81,7 +81,7 @@ paired_metrics as (
         end as {{ adapter.quote(dim) }},
         {%- endfor %}
         {{ count_expr }} as original,
-        sum(cast({{ adapter.quote(key_column) }} as {{ wide }})) as key_sum
+        {{ sdc.ckm_key_sum(adapter.quote(key_column)) }} as key_sum
     from checked_microdata
     group by grouping sets (
         {%- for set in sets %}

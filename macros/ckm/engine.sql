@@ -20,3 +20,12 @@
 {% macro duckdb__ckm_fail_if(condition, message_sql) -%}
 (case when {{ condition }} then error({{ message_sql }}) is null else true end)
 {%- endmacro %}
+
+
+{% macro ckm_key_sum(column) %}
+  {{ return(adapter.dispatch('ckm_key_sum', 'sdc')(column)) }}
+{% endmacro %}
+
+{# Exact sum of record keys: DuckDB's sum over BIGINT is already a 128-bit HUGEINT; elsewhere widen first. #}
+{% macro default__ckm_key_sum(column) %}{{ return('sum(cast(' ~ column ~ ' as decimal(38, 0)))') }}{% endmacro %}
+{% macro duckdb__ckm_key_sum(column) %}{{ return('sum(' ~ column ~ ')') }}{% endmacro %}

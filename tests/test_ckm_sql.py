@@ -82,14 +82,20 @@ def project(tmp_path_factory, data_dir_module):
     load("bounds", "id,cell,key\n1,a,36250000\n2,b,36249999\n3,c,0\n4,d,99999999\n",
          key_mode="existing", key_column="key", modulus=10**8)
     load("unknown", "id,universitaet,key\n1,Passau,5\n", key_mode="existing", key_column="key", modulus=10)
+    # seed 002 Table 9: U Passau, 860 students on leave, key sum 443.041765 (6-digit keys)
+    passau = "id,hochschule,key\n" + "".join(f"{k},U Passau,{443041765 // 860 + (443041765 % 860 if k == 0 else 0)}\n"
+                                               for k in range(860))
+    load("passau", passau, key_mode="existing", key_column="key", modulus=10**6)
     big_ons = "id,cell,key\n" + "".join(f"{k},n{n},{k % 256}\n" for n, start in [(751, 0), (1003, 751)]
                                          for k in range(start, start + n))
     load("ons_large", big_ons, key_mode="existing", key_column="key", modulus=256)
-    p.sources(["uni", "t8", "ons", "bounds", "unknown", "ons_large"])
+    p.sources(["uni", "t8", "ons", "bounds", "unknown", "ons_large", "passau"])
 
     overlay, _, _ = read_ptable(data_dir_module / "seed000_overlay_matrix.csv")
     p.seed("pt_seed000", render_ptable(overlay))
     p.seed("pt_t8", T8_PTABLE)
+    table11, _, _ = read_ptable(data_dir_module / "seed002_table11.csv")
+    p.seed("pt_table11", render_ptable(table11))
     ons, _, _ = parse_ptable(ons_ptable(20))
     p.seed("pt_ons", render_ptable(ons))
     ons750, _, _ = parse_ptable(ons_ptable(750))
@@ -115,6 +121,8 @@ def project(tmp_path_factory, data_dir_module):
     p.model("ons_cells", f"{{{{ sdc.ckm_count({m.format('ons')}, dims=['cell'], ptable=ref('pt_ons'), modulus=256, totals='none') }}}}")
     p.model("ons_large_cells", f"{{{{ sdc.ckm_count({m.format('ons_large')}, dims=['cell'], ptable=ref('pt_ons750'), "
             "modulus=256, totals='none', reuse_from=501) }}")
+    p.model("passau_cells", f"{{{{ sdc.ckm_count({m.format('passau')}, dims=['hochschule'], ptable=ref('pt_table11'), "
+            "modulus=1000000, totals='none') }}")
     p.model("bound_cells", f"{{{{ sdc.ckm_count({m.format('bounds')}, dims=['cell'], ptable=ref('pt_t2'), totals='none') }}}}")
     # models that must fail, built one by one in their tests
     p.model("fails_unknown_code", f"{{{{ sdc.ckm_count({m.format('unknown')}, dims=['universitaet'], ptable=ref('pt_t8'), "
@@ -205,6 +213,22 @@ def test_published_relation_has_no_audit_columns(project):
     columns = [c for c, *_ in query(project, "select column_name from information_schema.columns "
                                              "where table_name = 'uni_published' order by ordinal_position")]
     assert columns == ["universitaet", "geschlecht", "count"]
+
+
+def test_seed002_passau_860_with_cell_key_0_041765_is_published_as_858(project):
+    # Seed 002, Table 9: 860 -> key sum 443.041765 -> cell key 0.041765 -> row i >= 4 of Table 11 -> -2 -> 858
+    rows = query(project, "select original, key_sum, cell_key, ptable_row, noise, count from passau_cells")
+    assert rows == [(860, 443041765, 0.041765, 4, -2, 858)]
+
+
+def test_missing_ptable_seed_is_named(tmp_path):
+    p = ScratchProject(tmp_path / "project")
+    (p.root / "seeds" / "sdc_ptable.csv").unlink()
+    p.model("cells", "{{ sdc.ckm_count(ref('sdc_hierarchies'), dims=['code']) }}")
+    p.seed("sdc_hierarchies", "dimension,code,parent\nx,Total,\n")
+    result = p.dbt("build")
+    assert result.returncode != 0
+    assert "node named 'sdc_ptable' which was not found" in result.stdout
 
 
 def test_handbook_t8_keys_sum_to_1_8_and_three_becomes_four(project):

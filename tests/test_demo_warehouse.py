@@ -53,8 +53,8 @@ def test_demo_builds_and_every_data_test_passes(demo):
     _, _, stdout = demo
     assert "ERROR=0" in stdout and "WARN=0" in stdout
     # 2 seeds + 5 audit + 5 protected + 1 quality models; invariants on 5 audit models, ptable test,
-    # the cross-table consistency test
-    assert "PASS=20" in stdout
+    # the cross-table consistency test, and the unit test of ckm_count
+    assert "PASS=21" in stdout
 
 
 def test_publication_file_holds_only_the_protected_tables(demo):

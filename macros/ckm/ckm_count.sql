@@ -1,6 +1,8 @@
 {#
   ckm_count: a frequency table protected by the Cell Key Method, with every subtotal computed from the
-  microdata (seed 002, Table 6, steps 2-7). Returns one row per cell:
+  microdata (seed 002, Table 6, steps 2-7). The microdata are read once, into the cells of the finest
+  level; every subtotal is then a GROUPING SETS sum of their unperturbed counts and key sums (exact:
+  both are sums over records). Returns one row per cell:
 
     <dims...>      dimension codes; a total carries the root code (hierarchy root, or var sdc_total_label)
     original       unperturbed count                      (step 2)
@@ -44,9 +46,22 @@
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 
-with microdata as (
+with leaf_cells as (
+    -- one pass over the microdata: original count and key sum of every cell of the finest level
     select
-        m.*
+        {%- for dim in dims %}
+        m.{{ adapter.quote(dim) }},
+        {%- endfor %}
+        {{ count_expr }} as original,
+        {{ sdc.ckm_key_sum(adapter.quote(key_column)) }} as key_sum
+    from {{ relation }} as m
+    group by {% for dim in dims %}m.{{ adapter.quote(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+),
+
+leaf_levels as (
+    -- each leaf cell with the codes of its hierarchy levels
+    select
+        leaf_cells.*
         {%- for dim in dims if levels[dim].paths %}
         {%- set path = 'path_' ~ dim %},
         {{ path }}.leaf as {{ adapter.quote(dim ~ '__leaf') }}
@@ -54,15 +69,15 @@ with microdata as (
         {{ path }}.level_{{ loop.index }} as {{ adapter.quote(column) }}
         {%- endfor %}
         {%- endfor %}
-    from {{ relation }} as m
+    from leaf_cells
     {%- for dim in dims if levels[dim].paths %}
     left join ({{ levels[dim].paths }}) as path_{{ dim }}
-        on path_{{ dim }}.leaf = cast(m.{{ adapter.quote(dim) }} as varchar)
+        on path_{{ dim }}.leaf = cast(leaf_cells.{{ adapter.quote(dim) }} as varchar)
     {%- endfor %}
 ),
 
-checked_microdata as (
-    select * from microdata
+checked_leaf_levels as (
+    select * from leaf_levels
     where true
     {%- for dim in dims if levels[dim].paths %}
       and {{ sdc.ckm_fail_if(adapter.quote(dim ~ '__leaf') ~ ' is null',
@@ -71,6 +86,8 @@ checked_microdata as (
 ),
 
 paired_metrics as (
+    -- every subtotal: sums of the unperturbed leaf counts and key sums, which equal the sums over
+    -- the microdata (seed 002, footnote 7); perturbed values are never added
     select
         {%- for dim in dims %}
         case
@@ -80,9 +97,9 @@ paired_metrics as (
             else '{{ levels[dim].root }}'
         end as {{ adapter.quote(dim) }},
         {%- endfor %}
-        {{ count_expr }} as original,
-        {{ sdc.ckm_key_sum(adapter.quote(key_column)) }} as key_sum
-    from checked_microdata
+        cast(sum(original) as bigint) as original,
+        sum(key_sum) as key_sum
+    from checked_leaf_levels
     group by grouping sets (
         {%- for set in sets %}
         ({{ set | join(', ') }}){{ ',' if not loop.last }}

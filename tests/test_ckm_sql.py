@@ -4,6 +4,7 @@ reference test vectors, boundaries, hierarchies, failures, and exactness."""
 import duckdb
 import pytest
 
+from conftest import ons_10_5_rule
 from dbt_project_helper import ScratchProject
 from sdc.loader import load_microdata
 from sdc.ptable import PTableParams, create_ptable
@@ -56,14 +57,6 @@ def ons_cells() -> str:
     return "\n".join(lines) + "\n"
 
 
-def ons_ptable(max_count: int) -> str:
-    lines = ["pcv,ckey,pvalue"]
-    for pcv in range(1, max_count + 1):
-        noise = -pcv if pcv < 10 else {0: 0, 1: -1, 2: -2, 3: 2, 4: 1}[pcv % 5]
-        lines += [f"{pcv},{key},{noise}" for key in range(256)]
-    return "\n".join(lines) + "\n"
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, data_dir_module):
     root = tmp_path_factory.mktemp("ckm_sql")
@@ -96,9 +89,9 @@ def project(tmp_path_factory, data_dir_module):
     p.seed("pt_t8", T8_PTABLE)
     table11, _, _ = read_ptable(data_dir_module / "seed002_table11.csv")
     p.seed("pt_table11", render_ptable(table11))
-    ons, _, _ = parse_ptable(ons_ptable(20))
+    ons, _, _ = parse_ptable(ons_10_5_rule(20))
     p.seed("pt_ons", render_ptable(ons))
-    ons750, _, _ = parse_ptable(ons_ptable(750))
+    ons750, _, _ = parse_ptable(ons_10_5_rule(750))
     p.seed("pt_ons750", render_ptable(ons750))
     p.seed("pt_t2", render_ptable(create_ptable(PTableParams(D=2, V=0.9)).table))
     p.seed("pt_gap", T8_PTABLE.replace("3,4,0.3,1,0.7,1.0\n", ""))

@@ -7,6 +7,8 @@ from sdc.errors import SdcError
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.formats import parse_ptable, read_ptable, render_ptable
 
+from conftest import ons_10_5_rule
+
 
 def stats_by_row(table):
     return {s.i: s for s in table.row_stats()}
@@ -159,15 +161,6 @@ def test_tauargus_legacy_header_with_nine_decimals_and_exponents():
 
 
 # --------------------------------------------------------------------------- ONS / Cantabular
-
-
-def ons_10_5_rule(max_count: int) -> str:
-    """ONS's dummy ptable (reference T11): pvalue = -pcv below 10, else by pcv mod 5: 0, -1, -2, +2, +1."""
-    lines = ["pcv,ckey,pvalue"]
-    for pcv in range(1, max_count + 1):
-        noise = -pcv if pcv < 10 else {0: 0, 1: -1, 2: -2, 3: 2, 4: 1}[pcv % 5]
-        lines += [f"{pcv},{key},{noise}" for key in range(256)]
-    return "\n".join(lines) + "\n"
 
 
 def test_ons_10_5_rule_documented_rows():

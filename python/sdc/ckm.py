@@ -4,18 +4,16 @@ running the dbt macro ``ckm_count`` on a temporary DuckDB: the same SQL as the w
 from __future__ import annotations
 
 import csv
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import duckdb
 
+from .dbt_runner import run_dbt
 from .errors import SdcError
 from .hierarchy import read_hierarchy
-from .loader import _source_sql, load_microdata
+from .loader import load_microdata, quote, source_sql
 from .ptable.formats import read_ptable, render_ptable, write_text_atomically
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]  # the dbt project next to the package (python/sdc/..)
@@ -78,12 +76,13 @@ def protect_table(
         (project / "models" / "cells.sql").write_text(
             "{{ config(materialized='table') }}\n{{ sdc.ckm_count(" + ", ".join(arguments) + ") }}\n"
         )
-        _run_dbt(project, db)
+        run_dbt(project, db, ["build", "--select", "cells", "sdc_ptable", "sdc_hierarchies",
+                              "--indirect-selection", "cautious"], "protecting the table")
         wanted = dims + ["count"] + (list(AUDIT_OUTPUT) if audit else [])
         con = duckdb.connect(str(db), read_only=True)
         try:
-            select = ", ".join(f'"{c}"' for c in wanted)
-            rows = con.execute(f"select {select} from main.cells order by {', '.join(f'{chr(34)}{d}{chr(34)}' for d in dims)}").fetchall()
+            columns = ", ".join(quote(c) for c in wanted)
+            rows = con.execute(f"select {columns} from main.cells order by {', '.join(quote(d) for d in dims)}").fetchall()
         finally:
             con.close()
     lines = [",".join(wanted)] + [",".join(_csv_value(v) for v in row) for row in rows]
@@ -94,7 +93,7 @@ def protect_table(
 def _input_columns(path: Path) -> list[str]:
     con = duckdb.connect()
     try:
-        return [r[0] for r in con.execute(f"describe select * from {_source_sql(path)}").fetchall()]
+        return [r[0] for r in con.execute(f"describe select * from {source_sql(path)}").fetchall()]
     except duckdb.Error as exc:
         raise SdcError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
     finally:
@@ -114,19 +113,6 @@ def _scratch_project(tmp: Path) -> Path:
         "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: micro\n"
     )
     return project
-
-
-def _run_dbt(project: Path, db: Path) -> None:
-    dbt = Path(sys.executable).parent / "dbt"
-    env = dict(os.environ, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
-    result = subprocess.run(
-        [str(dbt), "build", "--select", "cells", "sdc_ptable", "sdc_hierarchies", "--indirect-selection", "cautious"],
-        cwd=project, env=env, capture_output=True, text=True,
-    )
-    if result.returncode != 0:
-        problems = [line.strip() for line in result.stdout.splitlines() if "Error" in line or "error" in line.lower()]
-        detail = [line.strip() for line in result.stdout.splitlines()[-12:] if line.strip() and "Done." not in line]
-        raise SdcError("protecting the table failed: " + " | ".join((problems or detail)[-4:]))
 
 
 def _csv_value(value) -> str:

@@ -106,7 +106,7 @@ def load_microdata(
     """Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring."""
     facts = facts or {}
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
-    source = _source_sql(Path(input_path))
+    source = source_sql(Path(input_path))
     con = db if isinstance(db, duckdb.DuckDBPyConnection) else duckdb.connect(str(db))
     try:
         con.execute("begin transaction")
@@ -145,7 +145,7 @@ def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, fa
             raise SdcError(f"fact {name}: the rule {rule!r} must be one SQL condition (no ';' or comments)")
 
 
-def _source_sql(path: Path) -> str:
+def source_sql(path: Path) -> str:
     if not path.is_file():
         raise SdcError(f"input file not found: {path}")
     literal = "'" + str(path).replace("'", "''") + "'"

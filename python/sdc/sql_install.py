@@ -7,15 +7,13 @@ operation ``install_sql_macros``, which renders the same SQL pieces as the model
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import duckdb
 
 from .ckm import project_dir
+from .dbt_runner import run_dbt
 from .errors import SdcError
 from .ptable.formats import read_ptable, render_ptable
 
@@ -46,16 +44,8 @@ def install(db: str | Path, ptable_path: str | Path | None = None, modulus: int 
         args["modulus"] = modulus
     if table.reuse_from:
         args["reuse_from"] = table.reuse_from
-    project = project_dir()
-    env = dict(os.environ, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
     with tempfile.TemporaryDirectory(prefix="sdc-dbt-") as tmp:
-        result = subprocess.run(
-            [str(Path(sys.executable).parent / "dbt"), "run-operation", "install_sql_macros", "--args", json.dumps(args),
-             "--target-path", str(Path(tmp) / "target"), "--log-path", str(Path(tmp) / "logs")],
-            cwd=project, env=env, capture_output=True, text=True,
-        )
-    if result.returncode != 0:
-        tail = [line.strip() for line in result.stdout.splitlines() if line.strip()][-4:]
-        raise SdcError("installing the SQL macros failed: " + " | ".join(tail))
-    installed = [line for line in result.stdout.splitlines() if "installed sdc_" in line]
+        stdout = run_dbt(project_dir(), db, ["run-operation", "install_sql_macros", "--args", json.dumps(args)],
+                         "installing the SQL macros", work_dir=Path(tmp))
+    installed = [line for line in stdout.splitlines() if "installed sdc_" in line]
     return installed[-1].split("  ", 1)[-1].strip() if installed else "installed"

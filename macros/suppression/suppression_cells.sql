@@ -1,0 +1,114 @@
+{#
+  suppression_cells: the long cell table of a published table, for cell suppression. One row per cell,
+  every subtotal included (GROUPING SETS over the same dimension levels as ckm_count):
+
+    <dims...>      codes; a total carries the root code (hierarchy root, or var sdc_total_label)
+    freq           number of records
+    contributors   number of contributors: holdings when a holding column is given, else records
+    value          cell value (sum of the value column); freq when no value column is given
+    top_1..top_n   the largest contributions (per holding when given), 0 where there are fewer
+
+  A holding's contributions are summed before the rules see them, at every level (tau-Argus "holding
+  indicator"): a holding present in two leaf cells is one contributor of their total.
+
+  Arguments: relation, dims, value=none, holding=none, hierarchy=none, totals='cube', top_n=3.
+#}
+{% macro suppression_cells(relation, dims, value=none, holding=none, hierarchy=none, totals='cube', top_n=3) %}
+{%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
+{%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
+{%- set value_expr = 'cast(' ~ adapter.quote(value) ~ ' as double)' if value is not none else 'cast(1 as double)' -%}
+
+with records as (
+    select
+        m.*,
+        {{ value_expr }} as sdc_value,
+        {{ 'cast(' ~ adapter.quote(holding) ~ ' as varchar)' if holding is not none else 'cast(row_number() over () as varchar)' }} as sdc_contributor
+    from {{ relation }} as m
+),
+
+leaf_contributions as (
+    -- one pass over the microdata: each contributor's sum and record count per finest cell
+    select
+        {%- for dim in dims %}
+        {{ adapter.quote(dim) }},
+        {%- endfor %}
+        sdc_contributor,
+        sum(sdc_value) as contribution,
+        count(*) as records
+    from records
+    group by {% for dim in dims %}{{ adapter.quote(dim) }}, {% endfor %}sdc_contributor
+),
+
+leaf_levels as (
+    select
+        leaf_contributions.*
+        {%- for dim in dims if levels[dim].paths %}
+        {%- set path = 'path_' ~ dim %},
+        {{ path }}.leaf as {{ adapter.quote(dim ~ '__leaf') }}
+        {%- for column in levels[dim].columns[:-1] %},
+        {{ path }}.level_{{ loop.index }} as {{ adapter.quote(column) }}
+        {%- endfor %}
+        {%- endfor %}
+    from leaf_contributions
+    {%- for dim in dims if levels[dim].paths %}
+    left join ({{ levels[dim].paths }}) as path_{{ dim }}
+        on path_{{ dim }}.leaf = cast(leaf_contributions.{{ adapter.quote(dim) }} as varchar)
+    {%- endfor %}
+),
+
+checked_leaf_levels as (
+    select * from leaf_levels
+    where true
+    {%- for dim in dims if levels[dim].paths %}
+      and {{ sdc.ckm_fail_if(adapter.quote(dim ~ '__leaf') ~ ' is null',
+            "'value ' || coalesce(cast(" ~ adapter.quote(dim) ~ " as varchar), 'NULL') || ' of dimension " ~ dim ~ " is not a leaf of the hierarchy'") }}
+    {%- endfor %}
+),
+
+cell_contributions as (
+    -- each contributor's sum in every cell, subtotals included
+    select
+        {%- for dim in dims %}
+        case
+            {%- for column in levels[dim].columns | reverse %}
+            when grouping({{ adapter.quote(column) }}) = 0 then cast({{ adapter.quote(column) }} as varchar)
+            {%- endfor %}
+            else '{{ levels[dim].root }}'
+        end as {{ adapter.quote(dim) }},
+        {%- endfor %}
+        sdc_contributor,
+        sum(contribution) as contribution,
+        sum(records) as records
+    from checked_leaf_levels
+    group by grouping sets (
+        {%- for set in sets %}
+        ({{ (set + ['sdc_contributor']) | join(', ') }}){{ ',' if not loop.last }}
+        {%- endfor %}
+    )
+),
+
+ranked as (
+    select
+        *,
+        row_number() over (partition by {% for dim in dims %}{{ adapter.quote(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+                           order by contribution desc, sdc_contributor) as contribution_rank
+    from cell_contributions
+),
+
+cells as (
+    select
+        {%- for dim in dims %}
+        {{ adapter.quote(dim) }},
+        {%- endfor %}
+        cast(sum(records) as bigint) as freq,
+        count(*) as contributors,
+        {{ 'sum(contribution)' if value is not none else 'cast(sum(records) as double)' }} as value
+        {%- for k in range(1, top_n + 1) %},
+        coalesce(max(case when contribution_rank = {{ k }} then contribution end), 0) as top_{{ k }}
+        {%- endfor %}
+    from ranked
+    group by {% for dim in dims %}{{ adapter.quote(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+)
+
+select * from cells
+{% endmacro %}

@@ -1,0 +1,52 @@
+{#
+  suppression_constraints: the additivity constraints of a suppression_cells table, as a long table
+  (constraint_id, dimension, <dims...>, coefficient): along every dimension, every parent cell equals
+  the sum of its children, for every combination of the other dimensions' codes.
+  The parent has coefficient 1, each child -1, so sum(coefficient * value) = 0 holds for every
+  constraint. Parent-child pairs come from the hierarchy for hierarchical dimensions, and are
+  (total, code) for flat ones.
+#}
+{% macro suppression_constraints(cells, dims, hierarchy=none) %}
+{%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, 'cube') -%}
+{%- set q = adapter.quote -%}
+
+with
+{%- for dim in dims %}
+edges_{{ loop.index }} as (
+    {%- if levels[dim].paths %}
+    select cast(parent as varchar) as parent, cast(code as varchar) as child
+    from {{ hierarchy }} where dimension = '{{ dim }}' and parent is not null and cast(parent as varchar) <> ''
+    {%- else %}
+    select distinct '{{ levels[dim].root }}' as parent, {{ q(dim) }} as child
+    from {{ cells }} where {{ q(dim) }} <> '{{ levels[dim].root }}'
+    {%- endif %}
+),
+
+constraints_{{ loop.index }} as (
+    {%- set others = dims | reject('equalto', dim) | list %}
+    select
+        '{{ dim }}:' || p.{{ q(dim) }}{% for other in others %} || '|' || p.{{ q(other) }}{% endfor %} as constraint_id,
+        '{{ dim }}' as dimension,
+        {%- for d in dims %}
+        member.{{ q(d) }},
+        {%- endfor %}
+        case when member.{{ q(dim) }} = p.{{ q(dim) }} then 1 else -1 end as coefficient
+    from {{ cells }} as p
+    join {{ cells }} as member
+        on (member.{{ q(dim) }} = p.{{ q(dim) }}
+            or member.{{ q(dim) }} in (select child from edges_{{ loop.index }} where parent = p.{{ q(dim) }}))
+        {%- for other in others %}
+        and member.{{ q(other) }} = p.{{ q(other) }}
+        {%- endfor %}
+    where p.{{ q(dim) }} in (select parent from edges_{{ loop.index }})
+),
+{%- endfor %}
+
+all_constraints as (
+    {%- for dim in dims %}
+    select * from constraints_{{ loop.index }}{{ ' union all' if not loop.last }}
+    {%- endfor %}
+)
+
+select * from all_constraints
+{% endmacro %}

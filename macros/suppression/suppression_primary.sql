@@ -1,0 +1,95 @@
+{#
+  suppression_primary: apply primary rules to a suppression_cells relation. Adds
+
+    status             'empty' (no contributor), 'primary' (a rule fired) or 'published'
+    rule               the rules that fired, e.g. 'freq:3' or 'p:10,nk:2,85' (null if none)
+    protection_lower   required distance below the true value (the largest over the rules that fired)
+    protection_upper   required distance above it
+
+  rules: list of 'freq:n', 'holdings:n', 'p:p', 'nk:n,k' (n = 1 .. top_n), 'pq:p,q', 'zero', 'manual:column'.
+  Definitions (Handbook, reference §2.2) with X = value, x1 >= x2 >= ... the contributions:
+    freq:n   0 < f < n  (preset freq_inclusive: 0 < f <= n)          protection: freq_protection
+    holdings:n  as freq, on the number of contributors (holdings when the cells were built with one)
+    nk:n,k   x1 + .. + xn > k/100 X  (preset nk_inclusive: >=)       protection: 100/k (x1+..+xn) - X
+    p:p      X - x1 - x2 < p/100 x1                                  protection: p/100 x1 - (X - x1 - x2)
+    pq:p,q   X - x1 - x2 < p/q x1                                    protection: p/q x1 - (X - x1 - x2)
+    zero     f > 0 and X = 0 (always on with preset acro)            protection: freq_protection
+    manual:c cells where column c is true                            protection: freq_protection
+  A rule-unsafe cell whose formula gives a protection <= 0 (only possible with the >= boundary) gets
+  freq_protection. Protection is symmetric (lower = upper), as in tau-Argus.
+#}
+{% macro suppression_primary(cells, rules, preset='handbook') %}
+{%- set presets = sdc.suppression_presets() -%}
+{%- if preset not in presets -%}
+  {{ exceptions.raise_compiler_error("suppression_primary: unknown preset '" ~ preset ~ "'; known: " ~ presets.keys() | join(', ')) }}
+{%- endif -%}
+{%- set cfg = presets[preset] -%}
+{%- set checks = [] -%}
+{%- for rule in rules -%}
+  {%- set name, _, args = rule.partition(':') -%}
+  {%- set numbers = args.split(',') if args else [] -%}
+  {%- set numeric = namespace(ok=true) -%}
+  {%- for number in numbers if name != 'manual' and not modules.re.match('^[0-9]+([.][0-9]+)?$', number) -%}
+    {%- set numeric.ok = false -%}
+  {%- endfor -%}
+  {%- if not numeric.ok -%}
+    {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ rule ~ "'; its parameters must be numbers") }}
+  {%- endif -%}
+  {%- if name == 'freq' and numbers | length == 1 -%}
+    {%- set cond = '0 < freq and freq ' ~ ('<=' if cfg.freq_inclusive else '<') ~ ' ' ~ numbers[0] -%}
+    {%- do checks.append({'rule': rule, 'cond': cond, 'level': cfg.freq_protection}) -%}
+  {%- elif name == 'holdings' and numbers | length == 1 -%}
+    {%- set cond = '0 < contributors and contributors ' ~ ('<=' if cfg.freq_inclusive else '<') ~ ' ' ~ numbers[0] -%}
+    {%- do checks.append({'rule': rule, 'cond': cond, 'level': cfg.freq_protection}) -%}
+  {%- elif name == 'nk' and numbers | length == 2 -%}
+    {%- set tops = [] -%}{%- for k in range(1, numbers[0] | int + 1) -%}{%- do tops.append('top_' ~ k) -%}{%- endfor -%}
+    {%- set share = '(' ~ tops | join(' + ') ~ ')' -%}
+    {%- set cond = 'freq > 0 and value > 0 and ' ~ share ~ (' >= ' if cfg.nk_inclusive else ' > ') ~ numbers[1] ~ ' / 100.0 * value' -%}
+    {%- do checks.append({'rule': rule, 'cond': cond, 'level': '100.0 / ' ~ numbers[1] ~ ' * ' ~ share ~ ' - value'}) -%}
+  {%- elif name == 'p' and numbers | length == 1 -%}
+    {%- set cond = 'freq > 0 and value - top_1 - top_2 < ' ~ numbers[0] ~ ' / 100.0 * top_1' -%}
+    {%- do checks.append({'rule': rule, 'cond': cond, 'level': numbers[0] ~ ' / 100.0 * top_1 - (value - top_1 - top_2)'}) -%}
+  {%- elif name == 'pq' and numbers | length == 2 -%}
+    {%- set cond = 'freq > 0 and value - top_1 - top_2 < ' ~ numbers[0] ~ ' / ' ~ numbers[1] ~ '.0 * top_1' -%}
+    {%- do checks.append({'rule': rule, 'cond': cond, 'level': numbers[0] ~ ' / ' ~ numbers[1] ~ '.0 * top_1 - (value - top_1 - top_2)'}) -%}
+  {%- elif name == 'zero' and not numbers -%}
+    {%- do checks.append({'rule': rule, 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
+  {%- elif name == 'manual' and numbers | length == 1 -%}
+    {%- do checks.append({'rule': rule, 'cond': 'coalesce(' ~ adapter.quote(numbers[0]) ~ ', false)', 'level': cfg.freq_protection}) -%}
+  {%- else -%}
+    {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ rule ~ "'; use freq:n, holdings:n, p:p, nk:n,k, pq:p,q, zero or manual:column") }}
+  {%- endif -%}
+{%- endfor -%}
+{%- if cfg.zeros_unsafe and 'zero' not in rules -%}
+  {%- do checks.append({'rule': 'zero', 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
+{%- endif -%}
+
+with primary_status as (
+    select
+        cells.*,
+        case
+            when cells.freq = 0 then 'empty'
+            {%- if checks %}
+            when {% for check in checks %}({{ check.cond }}){{ ' or ' if not loop.last }}{% endfor %} then 'primary'
+            {%- endif %}
+            else 'published'
+        end as status,
+        {%- if checks %}
+        nullif(concat_ws(','
+            {%- for check in checks %},
+            case when {{ check.cond }} then '{{ check.rule }}' end
+            {%- endfor %}), '') as rule,
+        {%- else %}
+        cast(null as varchar) as rule,
+        {%- endif %}
+        greatest(0
+            {%- for check in checks %},
+            case when {{ check.cond }} then
+                case when {{ check.level }} > 0 then {{ check.level }} else {{ cfg.freq_protection }} end
+            else 0 end
+            {%- endfor %}) as protection_upper
+    from {{ cells }} as cells
+)
+
+select *, protection_upper as protection_lower from primary_status
+{% endmacro %}

@@ -1,0 +1,109 @@
+"""The LP audit of suppression patterns (reference §2.7, TV-13)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from sdc.errors import SdcError
+from sdc.suppression import audit_pattern
+
+
+def grid_table(inner):
+    """Cells of an r x c table with row, column and grand totals, and its relations.
+
+    Cell index (i, j) = i * (c + 1) + j for i <= r, j <= c; row r and column c hold the totals.
+    """
+    inner = np.asarray(inner, dtype=float)
+    r, c = inner.shape
+    full = np.zeros((r + 1, c + 1))
+    full[:r, :c] = inner
+    full[:r, c] = inner.sum(axis=1)
+    full[r, :c] = inner.sum(axis=0)
+    full[r, c] = inner.sum()
+    index = lambda i, j: i * (c + 1) + j  # noqa: E731
+    relations = []
+    for i in range(r + 1):
+        relations.append([(index(i, c), 1.0)] + [(index(i, j), -1.0) for j in range(c)])
+    for j in range(c + 1):
+        relations.append([(index(r, j), 1.0)] + [(index(i, j), -1.0) for i in range(r)])
+    return full.ravel(), relations, index
+
+
+def test_tv13_geurts_example_x11_lies_in_3_to_6():
+    # Handbook ch. 4 Example 3 (Geurts 1992): R1: X11 X12 | 7; R2: X21 X22 | 3; R3: 3 3 | 6;
+    # column totals 9, 7, 16; with X11 = 4, X12 = 3, X21 = 2, X22 = 1.
+    values, relations, index = grid_table([[4, 3], [2, 1], [3, 3]])
+    suppressed = np.zeros(len(values), bool)
+    for i, j in itertools.product([0, 1], [0, 1]):
+        suppressed[index(i, j)] = True
+    result = audit_pattern(values, suppressed, relations)
+    got = {(iv.cell, iv.feasible_lower, iv.feasible_upper) for iv in result.intervals}
+    assert got == {(index(0, 0), 3.0, 6.0), (index(0, 1), 1.0, 4.0), (index(1, 0), 0.0, 3.0), (index(1, 1), 0.0, 3.0)}
+    assert result.passed  # nothing was declared sensitive
+
+
+def test_sensitive_cell_needs_its_protection_interval():
+    values, relations, index = grid_table([[4, 3], [2, 1], [3, 3]])
+    suppressed = np.zeros(len(values), bool)
+    for i, j in itertools.product([0, 1], [0, 1]):
+        suppressed[index(i, j)] = True
+    sensitive = np.zeros(len(values), bool)
+    sensitive[index(1, 1)] = True  # X22 = 1, feasible [0, 3]
+    for upl, passes in [(2.0, True), (2.5, False)]:
+        protection = np.zeros(len(values))
+        protection[index(1, 1)] = upl
+        result = audit_pattern(values, suppressed, relations, sensitive=sensitive,
+                               protection_lower=np.where(sensitive, 1.0, 0.0), protection_upper=protection)
+        assert result.passed is passes
+    assert [f.cell for f in result.failures] == [index(1, 1)]
+
+
+def test_a_lone_suppressed_cell_in_a_row_is_disclosed_exactly():
+    # seed 001: suppressing only Medizin/weiblich (1) in the Studienfach x Geschlecht table discloses it
+    values, relations, index = grid_table([[4, 3], [9, 12], [4, 1], [10, 10]])
+    suppressed = np.zeros(len(values), bool)
+    suppressed[index(2, 1)] = True
+    sensitive = suppressed.copy()
+    result = audit_pattern(values, suppressed, relations, sensitive=sensitive,
+                           protection_lower=np.ones(len(values)), protection_upper=np.ones(len(values)))
+    assert not result.passed and result.failures[0].exactly_disclosed
+    assert (result.failures[0].feasible_lower, result.failures[0].feasible_upper) == (1.0, 1.0)
+
+
+def test_seed001_secondary_pattern_protects_medizin_weiblich():
+    # seed 001, "Sekundärsperrung": Bauingenieurwesen m/w and Medizin m/w suppressed
+    values, relations, index = grid_table([[4, 3], [9, 12], [4, 1], [10, 10]])
+    suppressed = np.zeros(len(values), bool)
+    for i, j in itertools.product([0, 2], [0, 1]):
+        suppressed[index(i, j)] = True
+    sensitive = np.zeros(len(values), bool)
+    sensitive[index(2, 1)] = True
+    # non-empty frequency cells are at least 1, so a count of 1 can only be protected upwards:
+    # Bau w + Med w = 26 - 12 - 10 = 4 with Bau w >= 1 gives Medizin/weiblich in [1, 3]
+    result = audit_pattern(values, suppressed, relations, sensitive=sensitive,
+                           protection_upper=np.ones(len(values)), lower=np.ones(len(values)))
+    interval = next(iv for iv in result.intervals if iv.cell == index(2, 1))
+    assert (interval.feasible_lower, interval.feasible_upper) == (1.0, 3.0)
+    assert result.passed
+    # with a lower protection level of 1 as well, a count of 1 can never be protected
+    strict = audit_pattern(values, suppressed, relations, sensitive=sensitive, protection_lower=np.ones(len(values)),
+                           protection_upper=np.ones(len(values)), lower=np.ones(len(values)))
+    assert [f.cell for f in strict.failures] == [index(2, 1)]
+
+
+def test_unbounded_cells_and_bad_input():
+    values, relations, index = grid_table([[4, 3], [2, 1]])
+    suppressed = np.zeros(len(values), bool)
+    for cell in (index(0, 0), index(0, 1), index(0, 2), index(2, 0), index(2, 1), index(2, 2)):
+        suppressed[cell] = True
+    result = audit_pattern(values, suppressed, relations)
+    assert any(np.isinf(iv.feasible_upper) for iv in result.intervals)
+    with pytest.raises(SdcError, match=r"the cell values break relation 0"):
+        broken = values.copy()
+        broken[index(0, 2)] += 1
+        audit_pattern(broken, suppressed, relations)
+    with pytest.raises(SdcError, match=r"sensitive cell 0 is published, not suppressed"):
+        audit_pattern(values, np.zeros(len(values), bool), relations, sensitive=np.eye(1, len(values), 0, dtype=bool)[0])
+    with pytest.raises(SdcError, match=r"relation 0 names cell 99"):
+        audit_pattern(values, suppressed, [[(99, 1.0)]])

@@ -68,8 +68,9 @@ def audit_pattern(
     protection_upper=None,
     lower=None,
     upper=None,
+    only=None,
 ) -> AuditResult:
-    """Feasible interval of every suppressed cell.
+    """Feasible interval of every suppressed cell (or of the suppressed cells listed in ``only``).
 
     values            true cell values (length n)
     suppressed        bool per cell
@@ -109,7 +110,10 @@ def audit_pattern(
     b_eq = -(matrix[:, shown] @ values[shown])
     bounds = list(zip(lower[hidden], [None if np.isinf(u) else u for u in upper[hidden]]))
     intervals = []
+    wanted = None if only is None else set(int(c) for c in only)
     for position, cell in enumerate(hidden):
+        if wanted is not None and int(cell) not in wanted:
+            continue
         objective = np.zeros(len(hidden))
         found = []
         for sign in (1.0, -1.0):

@@ -1,0 +1,67 @@
+"""The secondary suppression heuristic: always passes the audit; never cheaper than the MILP optimum."""
+
+import numpy as np
+import pytest
+
+from sdc.errors import SdcError
+from sdc.suppression import audit_pattern
+from sdc.suppression.heuristic import heuristic_pattern
+from sdc.suppression.optimal import optimal_pattern
+
+from test_suppression_audit import grid_table
+
+TV7 = [[30, 47, 64, 89], [90, 124, 5, 31], [92, 100, 59, 85], [800, 991, 651, 685]]
+
+
+def test_tv7_heuristic_protects_the_cell_the_old_heuristic_left_disclosed():
+    values, relations, index = grid_table(TV7)
+    primary = np.zeros(len(values), bool)
+    for r, c in [(0, 0), (0, 1), (0, 2), (1, 0), (1, 2), (2, 1), (2, 3), (3, 1), (3, 3)]:
+        primary[index(r, c)] = True
+    ones = np.ones(len(values))
+    pattern = heuristic_pattern(values, relations, primary, ones, ones, cost=values)
+    # like sdcTable's SIMPLEHEURISTIC: exactly one secondary, the cheapest that protects (w,b): (x,d) = 31
+    assert sorted(np.flatnonzero(pattern & ~primary)) == [index(1, 3)]
+
+
+def test_seed001_minimum_frequency_example():
+    # Studienfach x Geschlecht, Medizin/weiblich = 1 primary. Cost = value x level weight keeps totals.
+    values, relations, index = grid_table([[4, 3], [9, 12], [4, 1], [10, 10]])
+    primary = np.zeros(len(values), bool)
+    primary[index(2, 1)] = True
+    level = np.array([1 + (i % 3 == 2) + (i // 3 == 4) for i in range(len(values))], dtype=float)
+    pattern = heuristic_pattern(values, relations, primary, np.zeros(len(values)), np.ones(len(values)),
+                                cost=values * 10**level, lower=np.ones(len(values)))
+    hidden = {(int(i) // 3, int(i) % 3) for i in np.flatnonzero(pattern)}
+    # seed 001 suppresses Bauingenieurwesen m/w and Medizin m/w: the same four inner cells, no total
+    assert hidden == {(0, 0), (0, 1), (2, 0), (2, 1)}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_heuristic_passes_the_audit_and_costs_at_least_the_optimum(seed):
+    rng = np.random.default_rng(seed)
+    inner = rng.integers(1, 40, size=(rng.integers(2, 5), rng.integers(2, 5)))
+    values, relations, index = grid_table(inner)
+    primary = np.zeros(len(values), bool)
+    for r, c in zip(*np.nonzero(inner < 8)):
+        primary[index(r, c)] = True
+    if not primary.any():
+        primary[index(0, 0)] = True
+    protection = np.where(primary, np.maximum(1.0, 0.2 * values), 0.0)
+    bounds = np.full(len(values), 1.5 * values.max())
+    heuristic = heuristic_pattern(values, relations, primary, protection, protection, cost=values, upper=bounds)
+    assert audit_pattern(values, heuristic, relations, sensitive=primary, protection_lower=protection,
+                         protection_upper=protection, upper=bounds).passed
+    optimum = optimal_pattern(values, relations, primary, protection, protection, cost=values, upper=bounds)
+    assert values[heuristic].sum() >= values[optimum].sum() - 1e-9
+
+
+def test_unprotectable_cell_is_reported():
+    # a 1 x 1 table: the only cell equals its total, which is forced to be published
+    values, relations, index = grid_table([[5]])
+    primary = np.zeros(len(values), bool)
+    primary[index(0, 0)] = True
+    forced = ~primary
+    with pytest.raises(SdcError, match=r"stay unprotected with every relation suppressed"):
+        heuristic_pattern(values, relations, primary, np.ones(len(values)), np.ones(len(values)),
+                          cost=values, forced_publish=forced)

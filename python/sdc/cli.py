@@ -107,6 +107,28 @@ def _parser() -> argparse.ArgumentParser:
     install.add_argument("--modulus", type=int, help="record-key modulus M (default: var sdc_key_modulus, 10^8)")
     install.set_defaults(run=_run_sql_install)
 
+    supp = commands.add_parser(
+        "suppress",
+        help="cell suppression of one table from a microdata file: primary rules, secondary suppression, audit",
+    )
+    supp.add_argument("--input", required=True, help="microdata (.csv or .parquet)")
+    supp.add_argument("--dims", required=True, help="comma-separated dimension columns")
+    supp.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name)")
+    supp.add_argument("--value", help="numeric column of a magnitude table (default: a frequency table)")
+    supp.add_argument("--holding", help="column of the holding / enterprise group of each contributor")
+    supp.add_argument("--rule", action="append", default=[], help="freq:n, holdings:n, p:p, nk:n,k, pq:p,q, zero")
+    supp.add_argument("--preset", default="handbook", choices=("handbook", "tauargus", "sdctable", "acro", "sas_anon"))
+    supp.add_argument("--method", default="heuristic", choices=("heuristic", "optimal"))
+    supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"))
+    supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .)")
+    supp.add_argument("--out", required=True, help="CSV file to write")
+    supp.set_defaults(run=_run_suppress)
+
+    audit = commands.add_parser("audit", help="re-check a suppression pattern with the LP audit (exit 1 if it fails)")
+    audit.add_argument("--cells", required=True, help="cells CSV (as written by sdc suppress)")
+    audit.add_argument("--hierarchy", help="hierarchy CSV")
+    audit.set_defaults(run=_run_audit)
+
     pub = commands.add_parser(
         "publish", help="copy the protected schema into a separate database (and Parquet files) for BI tools"
     )
@@ -178,6 +200,26 @@ def _run_sql_install(args: argparse.Namespace) -> int:
 
     print(install(args.db, args.ptable, args.modulus))
     return 0
+
+
+def _run_suppress(args: argparse.Namespace) -> int:
+    from .suppression.pipeline import suppress_table
+
+    counts = suppress_table(
+        args.input, _split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
+        holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
+    )
+    print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return 0
+
+
+def _run_audit(args: argparse.Namespace) -> int:
+    from .suppression.pipeline import audit_cells_file
+
+    passed, lines = audit_cells_file(args.cells, args.hierarchy)
+    for line in lines:
+        print(line)
+    return 0 if passed else 1
 
 
 def _run_publish(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,23 @@ def run_dbt(project: Path, db: Path, args: list[str], what: str, work_dir: Path 
     dbt = Path(sys.executable).parent / "dbt"
     result = subprocess.run([str(dbt), *args, *paths], cwd=project, env=env, capture_output=True, text=True)
     if result.returncode != 0:
-        lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-        errors = [line for line in lines if "error" in line.lower() and "Done." not in line]
-        raise SdcError(f"{what} failed: " + " | ".join((errors or lines)[-4:]))
+        raise SdcError(f"{what} failed: {dbt_error(result.stdout)}")
     return result.stdout
+
+
+def dbt_error(stdout: str) -> str:
+    """The message of dbt's first error: the lines after '... Error in ...', without colours and timestamps."""
+    lines = [re.sub(r"^\d\d:\d\d:\d\d\s+", "", ANSI.sub("", line)).strip() for line in stdout.splitlines()]
+    lines = [line for line in lines if line]
+    for k, line in enumerate(lines):
+        if "Error in " in line:
+            detail = []
+            for follow in lines[k + 1:]:
+                if follow.startswith(">") or follow.startswith("Done.") or "Error in " in follow:
+                    break
+                detail.append(follow)
+            return " ".join([line] + detail[:3])
+    return " | ".join(lines[-4:])
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -5,7 +5,8 @@ For every suppressed cell k, with published cells fixed at their values, all rel
 ``sum_j coefficient_j * y_j = 0`` holding, and a-priori bounds ``lower_i <= y_i <= upper_i`` on the
 suppressed cells (0 and no upper bound for non-negative tables; at least 1 for a non-empty cell of a
 frequency table), solve ``min y_k`` and ``max y_k`` (HiGHS). A sensitive cell is protected when its
-feasible interval reaches ``value - protection_lower`` below and ``value + protection_upper`` above.
+feasible interval reaches ``value - protection_lower`` below and ``value + protection_upper`` above,
+each clipped to the cell's a-priori bounds.
 """
 
 from __future__ import annotations
@@ -126,8 +127,10 @@ def audit_pattern(
             else:
                 found.append(float(lp.x[position]))
         low, high = found
-        required_lower = values[cell] - (lpl[cell] if sensitive[cell] else 0.0)
-        required_upper = values[cell] + (upl[cell] if sensitive[cell] else 0.0)
+        # the protection interval, clipped to the a-priori bounds: what an attacker knows beforehand
+        # (e.g. that a non-empty count is at least 1) cannot be protected
+        required_lower = max(values[cell] - (lpl[cell] if sensitive[cell] else 0.0), min(lower[cell], values[cell]))
+        required_upper = min(values[cell] + (upl[cell] if sensitive[cell] else 0.0), max(upper[cell], values[cell]))
         intervals.append(CellInterval(int(cell), float(values[cell]), low, high, required_lower, required_upper, bool(sensitive[cell])))
     return AuditResult(intervals)
 

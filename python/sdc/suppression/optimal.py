@@ -56,7 +56,13 @@ def optimal_pattern(
     if np.any(~np.isfinite(upper)):
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
     m = _relation_matrix(constraints, n)
-    requirements = [(k, d) for k in np.flatnonzero(primary) for d in (upl[k], -lpl[k]) if d != 0]
+    # protection levels clipped to the a-priori bounds (as in the audit)
+    requirements = [
+        (k, d)
+        for k in np.flatnonzero(primary)
+        for d in (min(upl[k], max(upper[k] - a[k], 0.0)), -min(lpl[k], max(a[k] - lower[k], 0.0)))
+        if d != 0
+    ]
     if not requirements:
         return primary.copy()
     up_room = np.maximum(upper - a, 0.0)

@@ -1,0 +1,262 @@
+"""`sdc suppress` and `sdc audit`: cell suppression of one table from a microdata file.
+
+The cell table, the primary rules and the additivity relations come from the dbt macros
+(suppression_cells, suppression_primary, suppression_constraints) run on a temporary DuckDB, the same SQL
+as in the warehouse; secondary suppression and the audit run in Python (heuristic.py, optimal.py,
+audit.py). Costs prefer cells at low hierarchy levels: a cell's cost (value, frequency or 1) is
+multiplied by 10^k, k = the number of dimensions along which it is a total or subtotal, so totals are
+kept where possible (seed 003: the higher the level, the more valuable the information).
+"""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from ..ckm import _scratch_project
+from ..dbt_runner import run_dbt
+from ..errors import SdcError
+from ..hierarchy import read_hierarchy
+from ..loader import quote, source_sql
+from ..ptable.formats import write_text_atomically
+from .audit import audit_pattern
+from .heuristic import heuristic_pattern
+from .optimal import optimal_pattern
+
+COSTS = ("value", "freq", "cells")
+METHODS = ("heuristic", "optimal")
+
+
+def suppress_table(
+    input_path,
+    dims: list[str],
+    rules: list[str],
+    out,
+    *,
+    hierarchy_path=None,
+    value: str | None = None,
+    holding: str | None = None,
+    preset: str = "handbook",
+    method: str = "heuristic",
+    cost: str = "value",
+    mark: str = "x",
+) -> dict:
+    """Write the protected cell table to ``out``; returns counts by status."""
+    if method not in METHODS:
+        raise SdcError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    if cost not in COSTS:
+        raise SdcError(f"--cost must be one of {', '.join(COSTS)}, got {cost!r}")
+    if not rules:
+        raise SdcError("give at least one --rule (e.g. freq:3, p:10, nk:2,85, pq:25,50)")
+    cells, relations = _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset)
+    n = len(cells)
+    values = np.array([c["value"] for c in cells], dtype=float)
+    freq = np.array([c["freq"] for c in cells], dtype=float)
+    primary = np.array([c["status"] == "primary" for c in cells])
+    lpl = np.array([float(c["protection_lower"]) for c in cells])
+    upl = np.array([float(c["protection_upper"]) for c in cells])
+    level = np.zeros(n)
+    for relation in relations:
+        parent = next(cell for cell, coefficient in relation if coefficient > 0)
+        level[parent] += 1
+    base = {"value": np.maximum(values, 1e-9), "freq": freq, "cells": np.ones(n)}[cost]
+    weights = base * 10.0 ** level
+    lower = np.where((value is None) & (freq > 0), 1.0, 0.0)  # non-empty count cells are at least 1
+    upper = np.full(n, 1.5 * np.abs(values).max()) if n else np.zeros(0)
+    if method == "heuristic":
+        # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
+        suppressed = heuristic_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
+                                       freq=np.array([c["contributors"] for c in cells]) if value else None)
+    else:
+        suppressed = optimal_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper)
+    result = audit_pattern(values, suppressed, relations, sensitive=primary, protection_lower=lpl,
+                           protection_upper=upl, lower=lower, upper=upper)
+    if not result.passed:  # never emit a pattern that fails its own audit
+        raise SdcError(f"internal: pattern fails the audit for cells {[f.cell for f in result.failures]}")
+    interval = {iv.cell: iv for iv in result.intervals}
+    counts = {"published": 0, "primary": 0, "secondary": 0, "empty": 0}
+    columns = dims + ["freq"] + (["value"] if value else []) + [
+        "status", "rule", "published_text", "lower", "upper", "protection_lower", "protection_upper"]
+    lines = [",".join(columns)]
+    for k, c in enumerate(cells):
+        status = c["status"] if c["status"] != "published" else ("secondary" if suppressed[k] else "published")
+        counts[status] += 1
+        shown = _number(c["value"]) if status in ("published", "empty") else mark
+        low = _number(interval[k].feasible_lower) if k in interval else ""
+        high = _number(interval[k].feasible_upper) if k in interval else ""
+        row = [c[d] for d in dims] + [str(c["freq"])] + ([_number(c["value"])] if value else []) + [
+            status, c["rule"] or "", shown, low, high, _number(lpl[k]), _number(upl[k])]
+        lines.append(",".join(_csv(x) for x in row))
+    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    return counts
+
+
+def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset):
+    input_path = Path(input_path)
+    for name in dims + [x for x in (value, holding) if x]:
+        quote(name)
+    with tempfile.TemporaryDirectory(prefix="sdc-suppress-") as tmp:
+        project = _scratch_project(Path(tmp))
+        db = Path(tmp) / "cells.duckdb"
+        con = duckdb.connect(str(db))
+        try:
+            con.execute("create schema raw")
+            con.execute(f"create table raw.micro as select * from {source_sql(input_path)}")
+            columns = [r[0] for r in con.execute("select name from pragma_table_info('raw.micro')").fetchall()]
+        except duckdb.Error as exc:
+            raise SdcError(f"cannot read {input_path}: {str(exc).splitlines()[0]}") from None
+        finally:
+            con.close()
+        missing = [c for c in dims + [x for x in (value, holding) if x] if c not in columns]
+        if missing:
+            raise SdcError(f"column {missing[0]!r} is not in {input_path} (columns: {', '.join(columns)})")
+        hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
+        if hierarchy:
+            with (project / "seeds" / "sdc_hierarchies.csv").open("w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(["dimension", "code", "parent"])
+                writer.writerows(hierarchy)
+        h = "ref('sdc_hierarchies')" if hierarchy else "none"
+        value_arg = repr(value) if value else "none"
+        holding_arg = repr(holding) if holding else "none"
+        models = project / "models"
+        (models / "cells.sql").write_text(
+            "{{ config(materialized='table') }}\n"
+            f"{{{{ sdc.suppression_cells(source('raw', 'micro'), dims={dims!r}, value={value_arg}, "
+            f"holding={holding_arg}, hierarchy={h}) }}}}\n"
+        )
+        (models / "primary_cells.sql").write_text(
+            "{{ config(materialized='table') }}\n"
+            f"{{{{ sdc.suppression_primary(ref('cells'), {rules!r}, preset={preset!r}) }}}}\n"
+        )
+        (models / "relations.sql").write_text(
+            "{{ config(materialized='table') }}\n"
+            f"{{{{ sdc.suppression_constraints(ref('cells'), {dims!r}, hierarchy={h}) }}}}\n"
+        )
+        select = ["cells", "primary_cells", "relations"] + (["sdc_hierarchies"] if hierarchy else [])
+        run_dbt(project, db, ["build", "--select", *select, "--indirect-selection", "cautious"], "building the cell table")
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            order = ", ".join(quote(d) for d in dims)
+            rows = con.execute(f"select * from primary_cells order by {order}").fetchall()
+            names = [d[0] for d in con.description]
+            cells = [dict(zip(names, row)) for row in rows]
+            key = {tuple(c[d] for d in dims): k for k, c in enumerate(cells)}
+            members = con.execute(
+                f"select constraint_id, {order}, coefficient from relations order by constraint_id"
+            ).fetchall()
+        finally:
+            con.close()
+    relations: dict[str, list] = {}
+    for constraint_id, *codes, coefficient in members:
+        relations.setdefault(constraint_id, []).append((key[tuple(codes)], float(coefficient)))
+    return cells, list(relations.values())
+
+
+def _number(x) -> str:
+    if x is None:
+        return ""
+    x = float(x)
+    if np.isinf(x):
+        return "inf"
+    return str(int(round(x))) if abs(x - round(x)) < 1e-9 else f"{x:.6g}"
+
+
+def _csv(value) -> str:
+    text = "" if value is None else str(value)
+    return f'"{text}"' if "," in text or '"' in text else text
+
+
+def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
+    """Re-check a cell table written by `sdc suppress` (or made elsewhere in that layout: dimension columns,
+    then freq, optionally value, status, and optionally protection_lower/protection_upper).
+    Returns (passed, report lines)."""
+    cells_path = Path(cells_path)
+    try:
+        with cells_path.open(encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise SdcError(f"cells file not found: {cells_path}") from None
+    if not rows:
+        raise SdcError(f"{cells_path}: no cells")
+    header = list(rows[0])
+    for required in ("freq", "status"):
+        if required not in header:
+            raise SdcError(f"{cells_path}: column {required!r} is missing")
+    dims = header[: header.index("freq")]
+    if not dims:
+        raise SdcError(f"{cells_path}: the dimension columns must come before 'freq'")
+    value_column = "value" if "value" in header else "freq"
+    statuses = {r["status"] for r in rows} - {"published", "primary", "secondary", "empty"}
+    if statuses:
+        raise SdcError(f"{cells_path}: unknown status {sorted(statuses)[0]!r}")
+    keys = [tuple(r[d] for d in dims) for r in rows]
+    if len(set(keys)) != len(keys):
+        duplicate = next(k for k in keys if keys.count(k) > 1)
+        raise SdcError(f"{cells_path}: duplicate cell {dict(zip(dims, duplicate))}")
+    relations = _relations_for(rows, dims, hierarchy_path)
+    values = np.array([float(r[value_column]) for r in rows])
+    suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])
+    sensitive = np.array([r["status"] == "primary" for r in rows])
+    default = np.where(sensitive, 1.0, 0.0)
+    lpl = np.array([float(r["protection_lower"]) for r in rows]) if "protection_lower" in header else default
+    upl = np.array([float(r["protection_upper"]) for r in rows]) if "protection_upper" in header else default
+    freq = np.array([float(r["freq"]) for r in rows])
+    lower = np.where((value_column == "freq") & (freq > 0), 1.0, 0.0)
+    upper = np.full(len(rows), 1.5 * np.abs(values).max())
+    result = audit_pattern(values, suppressed, relations, sensitive=sensitive, protection_lower=lpl,
+                           protection_upper=upl, lower=lower, upper=upper)
+    lines = []
+    for iv in result.intervals:
+        cell = ", ".join(f"{d}={rows[iv.cell][d]}" for d in dims)
+        verdict = "" if not iv.sensitive else ("  protected" if iv.protected else "  NOT PROTECTED")
+        lines.append(f"{cell}: {_number(iv.value)} in [{_number(iv.feasible_lower)}, {_number(iv.feasible_upper)}], "
+                     f"required [{_number(iv.required_lower)}, {_number(iv.required_upper)}]{verdict}")
+    failures = len(result.failures)
+    lines.append(f"audit {'passed' if result.passed else 'FAILED'}: {sum(sensitive)} sensitive cells, "
+                 f"{int(suppressed.sum())} suppressed, {failures} not protected")
+    return result.passed, lines
+
+
+def _relations_for(rows, dims, hierarchy_path):
+    """The additivity relations of a cell file, from the same macro as `sdc suppress`."""
+    with tempfile.TemporaryDirectory(prefix="sdc-audit-") as tmp:
+        project = _scratch_project(Path(tmp))
+        db = Path(tmp) / "cells.duckdb"
+        con = duckdb.connect(str(db))
+        try:
+            con.execute("create schema raw")
+            con.execute("create table raw.micro (" + ", ".join(f"{quote(d)} varchar" for d in dims) + ")")
+            con.executemany(f"insert into raw.micro values ({', '.join('?' for _ in dims)})", [[r[d] for d in dims] for r in rows])
+        finally:
+            con.close()
+        hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
+        if hierarchy:
+            with (project / "seeds" / "sdc_hierarchies.csv").open("w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(["dimension", "code", "parent"])
+                writer.writerows(hierarchy)
+        h = "ref('sdc_hierarchies')" if hierarchy else "none"
+        (project / "models" / "relations.sql").write_text(
+            "{{ config(materialized='table') }}\n"
+            f"{{{{ sdc.suppression_constraints(source('raw', 'micro'), {dims!r}, hierarchy={h}) }}}}\n"
+        )
+        select = ["relations"] + (["sdc_hierarchies"] if hierarchy else [])
+        run_dbt(project, db, ["build", "--select", *select, "--indirect-selection", "cautious"], "building the relations")
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            order = ", ".join(quote(d) for d in dims)
+            members = con.execute(f"select constraint_id, {order}, coefficient from relations order by 1").fetchall()
+        finally:
+            con.close()
+    key = {tuple(r[d] for d in dims): k for k, r in enumerate(rows)}
+    relations: dict[str, list] = {}
+    for constraint_id, *codes, coefficient in members:
+        if tuple(codes) not in key:
+            raise SdcError(f"cell {dict(zip(dims, codes))} of a relation is missing from the cells file")
+        relations.setdefault(constraint_id, []).append((key[tuple(codes)], float(coefficient)))
+    return list(relations.values())

@@ -1,0 +1,113 @@
+"""`sdc suppress` and `sdc audit` end to end (macros on a temporary DuckDB, secondary step in Python)."""
+
+import csv
+
+import pytest
+
+from sdc.cli import main
+
+from conftest import DATA
+
+STUDENTS = {("Bauingenieurwesen", "m"): 4, ("Bauingenieurwesen", "w"): 3, ("Informatik", "m"): 9,
+            ("Informatik", "w"): 12, ("Medizin", "m"): 4, ("Medizin", "w"): 1, ("Survey Statistik", "m"): 10,
+            ("Survey Statistik", "w"): 10}
+
+
+@pytest.fixture
+def students(tmp_path):
+    path = tmp_path / "students.csv"
+    path.write_text("fach,geschlecht\n" + "".join(f"{f},{g}\n" for (f, g), n in STUDENTS.items() for _ in range(n)))
+    return path
+
+
+def read(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def hidden(rows, *dims):
+    return sorted((tuple(r[d] for d in dims), r["status"]) for r in rows if r["status"] in ("primary", "secondary"))
+
+
+@pytest.mark.parametrize("method", ["heuristic", "optimal"])
+def test_seed001_minimum_frequency_pattern(tmp_path, students, capsys, method):
+    # seed 001 "Sekundärsperrung": Medizin/weiblich primary; Bauingenieurwesen m/w and Medizin/m secondary
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
+                 "--method", method, "--out", str(out)]) == 0
+    assert "11 published, 1 primary, 3 secondary, 0 empty" in capsys.readouterr().out
+    rows = read(out)
+    assert hidden(rows, "fach", "geschlecht") == [
+        (("Bauingenieurwesen", "m"), "secondary"), (("Bauingenieurwesen", "w"), "secondary"),
+        (("Medizin", "m"), "secondary"), (("Medizin", "w"), "primary"),
+    ]
+    medizin = next(r for r in rows if (r["fach"], r["geschlecht"]) == ("Medizin", "w"))
+    assert (medizin["rule"], medizin["published_text"], medizin["lower"], medizin["upper"]) == ("freq:3", "x", "1", "3")
+    assert next(r for r in rows if r["fach"] == "Total" and r["geschlecht"] == "Total")["published_text"] == "53"
+    assert main(["audit", "--cells", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "audit passed: 1 sensitive cells, 4 suppressed, 0 not protected"
+
+
+def test_tv8_microdata1_with_the_sdctable_preset(tmp_path):
+    # TV-8: A/female = 2 is primary under maxN = 3 (sdcTable: f <= 3); OPT with cost = freq
+    # suppresses A/m, A/f, C/m, C/f
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(DATA / "sdctable_microdata1.csv"), "--dims", "region,gender",
+                 "--rule", "freq:3", "--preset", "sdctable", "--method", "optimal", "--cost", "freq",
+                 "--out", str(out)]) == 0
+    assert hidden(read(out), "region", "gender") == [
+        (("A", "female"), "primary"), (("A", "male"), "secondary"), (("C", "female"), "secondary"),
+        (("C", "male"), "secondary"),
+    ]
+
+
+def test_magnitude_table_with_p_rule(tmp_path, capsys):
+    # seed 001 breweries in a region table: Bamberg = the three breweries (p10-sensitive, 50,000 < 60,000)
+    data = tmp_path / "turnover.csv"
+    data.write_text("region,brauerei,umsatz\nBamberg,Mährs Bräu,600000\nBamberg,Schinkerla,50000\nBamberg,Käsmann,250000\n"
+                    "Forchheim,A,300000\nForchheim,B,280000\nForchheim,C,310000\nHof,D,200000\nHof,E,210000\nHof,F,190000\n")
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(data), "--dims", "region", "--value", "umsatz", "--rule", "p:10",
+                 "--out", str(out)]) == 0
+    rows = read(out)
+    bamberg = next(r for r in rows if r["region"] == "Bamberg")
+    assert (bamberg["status"], bamberg["rule"], bamberg["value"], bamberg["protection_upper"]) == ("primary", "p:10", "900000", "10000")
+    assert [r["region"] for r in rows if r["status"] == "secondary"] == ["Hof"]  # the cheapest sibling
+    assert main(["audit", "--cells", str(out)]) == 0
+
+
+def test_audit_fails_a_pattern_that_discloses(tmp_path, students, capsys):
+    out = tmp_path / "cells.csv"
+    main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3", "--out", str(out)])
+    text = out.read_text().replace(",secondary,", ",published,")  # publish every secondary: Medizin/w = 5 - 4
+    out.write_text(text)
+    capsys.readouterr()
+    assert main(["audit", "--cells", str(out)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "fach=Medizin, geschlecht=w: 1 in [1, 1], required [1, 2]  NOT PROTECTED" in lines
+    assert lines[-1] == "audit FAILED: 1 sensitive cells, 1 suppressed, 1 not protected"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--dims", "fach,semester", "--rule", "freq:3"], "column 'semester' is not in"),
+        (["--dims", "fach"], "give at least one --rule"),
+        (["--dims", "fach", "--rule", "freq:drei"], "cannot read rule 'freq:drei'"),
+    ],
+)
+def test_bad_suppress_input_exits_2_and_writes_nothing(tmp_path, students, capsys, args, message):
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(students), *args, "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_bad_audit_input(tmp_path, capsys):
+    cells = tmp_path / "cells.csv"
+    cells.write_text("region,freq,status\nA,2,primary\nA,3,published\n")
+    assert main(["audit", "--cells", str(cells)]) == 2
+    assert "duplicate cell {'region': 'A'}" in capsys.readouterr().err
+    cells.write_text("region,freq,status\nA,2,hidden\n")
+    assert main(["audit", "--cells", str(cells)]) == 2
+    assert "unknown status 'hidden'" in capsys.readouterr().err

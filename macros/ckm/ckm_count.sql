@@ -60,43 +60,18 @@ with leaf_cells as (
 
 leaf_levels as (
     -- each leaf cell with the codes of its hierarchy levels
-    select
-        leaf_cells.*
-        {%- for dim in dims if levels[dim].paths %}
-        {%- set path = 'path_' ~ dim %},
-        {{ path }}.leaf as {{ adapter.quote(dim ~ '__leaf') }}
-        {%- for column in levels[dim].columns[:-1] %},
-        {{ path }}.level_{{ loop.index }} as {{ adapter.quote(column) }}
-        {%- endfor %}
-        {%- endfor %}
-    from leaf_cells
-    {%- for dim in dims if levels[dim].paths %}
-    left join ({{ levels[dim].paths }}) as path_{{ dim }}
-        on path_{{ dim }}.leaf = cast(leaf_cells.{{ adapter.quote(dim) }} as varchar)
-    {%- endfor %}
+{{ sdc.ckm_leaf_levels('leaf_cells', dims, levels) }}
 ),
 
 checked_leaf_levels as (
-    select * from leaf_levels
-    where true
-    {%- for dim in dims if levels[dim].paths %}
-      and {{ sdc.ckm_fail_if(adapter.quote(dim ~ '__leaf') ~ ' is null',
-            "'value ' || coalesce(cast(" ~ adapter.quote(dim) ~ " as varchar), 'NULL') || ' of dimension " ~ dim ~ " is not a leaf of the hierarchy'") }}
-    {%- endfor %}
+{{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
 ),
 
 paired_metrics as (
     -- every subtotal: sums of the unperturbed leaf counts and key sums, which equal the sums over
     -- the microdata (seed 002, footnote 7); perturbed values are never added
     select
-        {%- for dim in dims %}
-        case
-            {%- for column in levels[dim].columns | reverse %}
-            when grouping({{ adapter.quote(column) }}) = 0 then cast({{ adapter.quote(column) }} as varchar)
-            {%- endfor %}
-            else '{{ levels[dim].root }}'
-        end as {{ adapter.quote(dim) }},
-        {%- endfor %}
+        {{- sdc.ckm_dimension_labels(dims, levels) }}
         cast(sum(original) as bigint) as original,
         sum(key_sum) as key_sum
     from checked_leaf_levels

@@ -40,42 +40,17 @@ leaf_contributions as (
 ),
 
 leaf_levels as (
-    select
-        leaf_contributions.*
-        {%- for dim in dims if levels[dim].paths %}
-        {%- set path = 'path_' ~ dim %},
-        {{ path }}.leaf as {{ adapter.quote(dim ~ '__leaf') }}
-        {%- for column in levels[dim].columns[:-1] %},
-        {{ path }}.level_{{ loop.index }} as {{ adapter.quote(column) }}
-        {%- endfor %}
-        {%- endfor %}
-    from leaf_contributions
-    {%- for dim in dims if levels[dim].paths %}
-    left join ({{ levels[dim].paths }}) as path_{{ dim }}
-        on path_{{ dim }}.leaf = cast(leaf_contributions.{{ adapter.quote(dim) }} as varchar)
-    {%- endfor %}
+{{ sdc.ckm_leaf_levels('leaf_contributions', dims, levels) }}
 ),
 
 checked_leaf_levels as (
-    select * from leaf_levels
-    where true
-    {%- for dim in dims if levels[dim].paths %}
-      and {{ sdc.ckm_fail_if(adapter.quote(dim ~ '__leaf') ~ ' is null',
-            "'value ' || coalesce(cast(" ~ adapter.quote(dim) ~ " as varchar), 'NULL') || ' of dimension " ~ dim ~ " is not a leaf of the hierarchy'") }}
-    {%- endfor %}
+{{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
 ),
 
 cell_contributions as (
     -- each contributor's sum in every cell, subtotals included
     select
-        {%- for dim in dims %}
-        case
-            {%- for column in levels[dim].columns | reverse %}
-            when grouping({{ adapter.quote(column) }}) = 0 then cast({{ adapter.quote(column) }} as varchar)
-            {%- endfor %}
-            else '{{ levels[dim].root }}'
-        end as {{ adapter.quote(dim) }},
-        {%- endfor %}
+        {{- sdc.ckm_dimension_labels(dims, levels) }}
         sdc_contributor,
         sum(contribution) as contribution,
         sum(records) as records

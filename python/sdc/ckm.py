@@ -3,8 +3,6 @@ running the dbt macro ``ckm_count`` on a temporary DuckDB: the same SQL as the w
 
 from __future__ import annotations
 
-import csv
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,16 +13,10 @@ from .errors import SdcError
 from .hierarchy import read_hierarchy
 from .loader import load_microdata, quote, source_sql
 from .ptable.formats import read_ptable, render_ptable, write_text_atomically
+from .scratch import scratch_project, write_hierarchy_seed
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]  # the dbt project next to the package (python/sdc/..)
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
 COUNT_FACT = "f_sdc_count"
-
-
-def project_dir() -> Path:
-    if not (PROJECT_DIR / "dbt_project.yml").is_file():
-        raise SdcError(f"the sdc dbt project was not found at {PROJECT_DIR}; install sdc from a checkout (pip install -e .)")
-    return PROJECT_DIR
 
 
 def protect_table(
@@ -54,22 +46,18 @@ def protect_table(
     hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
     modulus = 10**key_digits
     with tempfile.TemporaryDirectory(prefix="sdc-ckm-") as tmp:
-        project = _scratch_project(Path(tmp))
+        project = scratch_project(Path(tmp))
         db = Path(tmp) / "ckm.duckdb"
         facts = {COUNT_FACT: count_var} if count_var else {}
         load_microdata(db, input_path, "micro", key_mode="existing", key_column=record_key, modulus=modulus, facts=facts)
         (project / "seeds" / "sdc_ptable.csv").write_text(render_ptable(table))
-        if hierarchy:
-            with (project / "seeds" / "sdc_hierarchies.csv").open("w", newline="", encoding="utf-8") as handle:
-                writer = csv.writer(handle, lineterminator="\n")
-                writer.writerow(["dimension", "code", "parent"])
-                writer.writerows(hierarchy)
+        hierarchy_arg = write_hierarchy_seed(project, hierarchy)
         arguments = [
             "source('raw', 'micro')",
             f"dims={dims!r}",
             f"fact={COUNT_FACT!r}" if count_var else "fact=none",
             f"totals={totals!r}",
-            "hierarchy=ref('sdc_hierarchies')" if hierarchy else "hierarchy=none",
+            f"hierarchy={hierarchy_arg}",
             f"modulus={modulus}",
             f"reuse_from={table.reuse_from}" if table.reuse_from else "reuse_from=none",
         ]
@@ -98,21 +86,6 @@ def _input_columns(path: Path) -> list[str]:
         raise SdcError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
     finally:
         con.close()
-
-
-def _scratch_project(tmp: Path) -> Path:
-    source = project_dir()
-    project = tmp / "project"
-    project.mkdir()
-    for name in ("dbt_project.yml", "profiles.yml"):
-        shutil.copy(source / name, project / name)
-    shutil.copytree(source / "macros", project / "macros")
-    (project / "seeds").mkdir()
-    (project / "models").mkdir()
-    (project / "models" / "sources.yml").write_text(
-        "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: micro\n"
-    )
-    return project
 
 
 def _csv_value(value) -> str:

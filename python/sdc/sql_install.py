@@ -12,10 +12,10 @@ from pathlib import Path
 
 import duckdb
 
-from .ckm import project_dir
 from .dbt_runner import run_dbt
 from .errors import SdcError
 from .ptable.formats import read_ptable, render_ptable
+from .scratch import project_dir
 
 
 def install(db: str | Path, ptable_path: str | Path | None = None, modulus: int | None = None) -> str:

@@ -17,12 +17,12 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from ..ckm import _scratch_project
 from ..dbt_runner import run_dbt
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
 from ..ptable.formats import write_text_atomically
+from ..scratch import scratch_project, write_hierarchy_seed
 from .audit import audit_pattern
 from .heuristic import heuristic_pattern
 from .optimal import optimal_pattern
@@ -100,7 +100,7 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
     for name in dims + [x for x in (value, holding) if x]:
         quote(name)
     with tempfile.TemporaryDirectory(prefix="sdc-suppress-") as tmp:
-        project = _scratch_project(Path(tmp))
+        project = scratch_project(Path(tmp))
         db = Path(tmp) / "cells.duckdb"
         con = duckdb.connect(str(db))
         try:
@@ -115,12 +115,7 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
         if missing:
             raise SdcError(f"column {missing[0]!r} is not in {input_path} (columns: {', '.join(columns)})")
         hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
-        if hierarchy:
-            with (project / "seeds" / "sdc_hierarchies.csv").open("w", newline="", encoding="utf-8") as handle:
-                writer = csv.writer(handle, lineterminator="\n")
-                writer.writerow(["dimension", "code", "parent"])
-                writer.writerows(hierarchy)
-        h = "ref('sdc_hierarchies')" if hierarchy else "none"
+        h = write_hierarchy_seed(project, hierarchy)
         value_arg = repr(value) if value else "none"
         holding_arg = repr(holding) if holding else "none"
         models = project / "models"
@@ -225,7 +220,7 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
 def _relations_for(rows, dims, hierarchy_path):
     """The additivity relations of a cell file, from the same macro as `sdc suppress`."""
     with tempfile.TemporaryDirectory(prefix="sdc-audit-") as tmp:
-        project = _scratch_project(Path(tmp))
+        project = scratch_project(Path(tmp))
         db = Path(tmp) / "cells.duckdb"
         con = duckdb.connect(str(db))
         try:
@@ -235,12 +230,7 @@ def _relations_for(rows, dims, hierarchy_path):
         finally:
             con.close()
         hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
-        if hierarchy:
-            with (project / "seeds" / "sdc_hierarchies.csv").open("w", newline="", encoding="utf-8") as handle:
-                writer = csv.writer(handle, lineterminator="\n")
-                writer.writerow(["dimension", "code", "parent"])
-                writer.writerows(hierarchy)
-        h = "ref('sdc_hierarchies')" if hierarchy else "none"
+        h = write_hierarchy_seed(project, hierarchy)
         (project / "models" / "relations.sql").write_text(
             "{{ config(materialized='table') }}\n"
             f"{{{{ sdc.suppression_constraints(source('raw', 'micro'), {dims!r}, hierarchy={h}) }}}}\n"

@@ -1,0 +1,43 @@
+{#
+  Shared by ckm_count and suppression_cells: the leaf cells joined to the codes of their hierarchy
+  levels, a check that every leaf value belongs to its hierarchy, and the label of a dimension in a
+  grouping set (the code at the finest grouped level, or the root code).
+#}
+{% macro ckm_leaf_levels(source_cte, dims, levels) %}
+    select
+        {{ source_cte }}.*
+        {%- for dim in dims if levels[dim].paths %}
+        {%- set path = 'path_' ~ dim %},
+        {{ path }}.leaf as {{ adapter.quote(dim ~ '__leaf') }}
+        {%- for column in levels[dim].columns[:-1] %},
+        {{ path }}.level_{{ loop.index }} as {{ adapter.quote(column) }}
+        {%- endfor %}
+        {%- endfor %}
+    from {{ source_cte }}
+    {%- for dim in dims if levels[dim].paths %}
+    left join ({{ levels[dim].paths }}) as path_{{ dim }}
+        on path_{{ dim }}.leaf = cast({{ source_cte }}.{{ adapter.quote(dim) }} as varchar)
+    {%- endfor %}
+{% endmacro %}
+
+
+{% macro ckm_check_leaves(source_cte, dims, levels) %}
+    select * from {{ source_cte }}
+    where true
+    {%- for dim in dims if levels[dim].paths %}
+      and {{ sdc.ckm_fail_if(adapter.quote(dim ~ '__leaf') ~ ' is null',
+            "'value ' || coalesce(cast(" ~ adapter.quote(dim) ~ " as varchar), 'NULL') || ' of dimension " ~ dim ~ " is not a leaf of the hierarchy'") }}
+    {%- endfor %}
+{% endmacro %}
+
+
+{% macro ckm_dimension_labels(dims, levels) %}
+    {%- for dim in dims %}
+        case
+            {%- for column in levels[dim].columns | reverse %}
+            when grouping({{ adapter.quote(column) }}) = 0 then cast({{ adapter.quote(column) }} as varchar)
+            {%- endfor %}
+            else '{{ levels[dim].root }}'
+        end as {{ adapter.quote(dim) }},
+    {%- endfor %}
+{% endmacro %}

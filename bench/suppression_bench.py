@@ -14,7 +14,7 @@ from itertools import product
 
 import numpy as np
 
-from sdc.suppression import audit_pattern
+from sdc.errors import SdcError
 from sdc.suppression.heuristic import heuristic_pattern
 from sdc.suppression.optimal import optimal_pattern
 
@@ -80,16 +80,19 @@ def main(sizes):
             start = time.perf_counter()
             h = heuristic_pattern(values, relations, primary, ones, ones, cost, lower=lower)
             t_h = time.perf_counter() - start
-            line = (f"{dims:>4} {len(values):>7} {int(primary.sum()):>8} {t_h:>8.2f} {int((h & ~primary).sum()):>7} "
-                    f"{values[h & ~primary].sum():>11.0f}")
+            print(f"{dims:>4} {len(values):>7} {int(primary.sum()):>8} {t_h:>8.2f} {int((h & ~primary).sum()):>7} "
+                  f"{values[h & ~primary].sum():>11.0f}", end="", flush=True)
             if len(values) <= MILP_CELLS:
                 start = time.perf_counter()
-                o = optimal_pattern(values, relations, primary, ones, ones, cost, lower=lower, time_limit=60)
+                try:
+                    o = optimal_pattern(values, relations, primary, ones, ones, cost, lower=lower, time_limit=60)
+                except SdcError:
+                    print(f" {'>60':>8} {'-':>7} {'-':>11}", flush=True)
+                    continue
                 t_o = time.perf_counter() - start
-                line += f" {t_o:>8.2f} {int((o & ~primary).sum()):>7} {values[o & ~primary].sum():>11.0f}"
+                print(f" {t_o:>8.2f} {int((o & ~primary).sum()):>7} {values[o & ~primary].sum():>11.0f}", flush=True)
             else:
-                line += f" {'-':>8} {'-':>7} {'-':>11}"
-            print(line, flush=True)
+                print(f" {'-':>8} {'-':>7} {'-':>11}", flush=True)
 
 
 if __name__ == "__main__":

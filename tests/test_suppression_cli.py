@@ -111,3 +111,13 @@ def test_bad_audit_input(tmp_path, capsys):
     cells.write_text("region,freq,status\nA,2,hidden\n")
     assert main(["audit", "--cells", str(cells)]) == 2
     assert "unknown status 'hidden'" in capsys.readouterr().err
+
+
+def test_publish_intervals_prints_the_audit_interval(tmp_path, students):
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
+                 "--publish-intervals", "--out", str(out)]) == 0
+    texts = {(r["fach"], r["geschlecht"]): r["published_text"] for r in read(out)}
+    # Medizin/w in [1, 3] (Bau/w + Med/w = 4, both at least 1); Bau/m = 7 - Bau/w in [4, 6]
+    assert texts[("Medizin", "w")] == "1-3" and texts[("Bauingenieurwesen", "m")] == "4-6"
+    assert texts[("Informatik", "w")] == "12"

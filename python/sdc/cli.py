@@ -121,6 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     supp.add_argument("--method", default="heuristic", choices=("heuristic", "optimal"))
     supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"))
     supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .)")
+    supp.add_argument("--publish-intervals", action="store_true",
+                      help="publish suppressed cells as the interval an attacker can derive (lower-upper) instead of --mark")
     supp.add_argument("--out", required=True, help="CSV file to write")
     supp.set_defaults(run=_run_suppress)
 
@@ -208,6 +210,7 @@ def _run_suppress(args: argparse.Namespace) -> int:
     counts = suppress_table(
         args.input, _split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
         holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
+        publish_intervals=args.publish_intervals,
     )
     print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return 0

@@ -44,6 +44,7 @@ def suppress_table(
     method: str = "heuristic",
     cost: str = "value",
     mark: str = "x",
+    publish_intervals: bool = False,
 ) -> dict:
     """Write the protected cell table to ``out``; returns counts by status."""
     if method not in METHODS:
@@ -85,9 +86,13 @@ def suppress_table(
     for k, c in enumerate(cells):
         status = c["status"] if c["status"] != "published" else ("secondary" if suppressed[k] else "published")
         counts[status] += 1
-        shown = _number(c["value"]) if status in ("published", "empty") else mark
         low = _number(interval[k].feasible_lower) if k in interval else ""
         high = _number(interval[k].feasible_upper) if k in interval else ""
+        if status in ("published", "empty"):
+            shown = _number(c["value"])
+        else:
+            # the audit interval is what anyone can derive from the published cells: safe to print
+            shown = f"{low}-{high}" if publish_intervals else mark
         row = [c[d] for d in dims] + [str(c["freq"])] + ([_number(c["value"])] if value else []) + [
             status, c["rule"] or "", shown, low, high, _number(lpl[k]), _number(upl[k])]
         lines.append(",".join(_csv(x) for x in row))

@@ -17,6 +17,8 @@ the LP audit (audit.py), which the caller can confirm.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import bmat, csr_matrix, diags, identity, lil_matrix
@@ -109,4 +111,11 @@ def optimal_pattern(
     )
     if result.x is None:
         raise SdcError(f"optimal suppression found no pattern ({result.message}); check protection levels and bounds")
+    if result.status != 0:  # stopped at the time limit with a feasible pattern that is not proven optimal
+        gap = getattr(result, "mip_gap", None)
+        warnings.warn(
+            f"optimal suppression stopped at the {time_limit:g} s time limit: the pattern is safe but not proven "
+            f"optimal" + (f" (MIP gap {100 * gap:.1f} %)" if gap is not None else ""),
+            stacklevel=2,
+        )
     return result.x[:n] > 0.5

@@ -121,3 +121,23 @@ def test_publish_intervals_prints_the_audit_interval(tmp_path, students):
     # Medizin/w in [1, 3] (Bau/w + Med/w = 4, both at least 1); Bau/m = 7 - Bau/w in [4, 6]
     assert texts[("Medizin", "w")] == "1-3" and texts[("Bauingenieurwesen", "m")] == "4-6"
     assert texts[("Informatik", "w")] == "12"
+
+
+def test_negative_contributions_are_refused_under_dominance_rules(tmp_path, capsys):
+    data = tmp_path / "turnover.csv"
+    data.write_text("region,umsatz\nA,100\nA,-20\nB,50\n")
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(data), "--dims", "region", "--value", "umsatz", "--rule", "p:10",
+                 "--out", str(out)]) == 2
+    assert "negative contribution -20 in column 'umsatz' (cell region=A)" in capsys.readouterr().err
+    assert not out.exists()
+    # a frequency rule alone does not look at the contributions
+    assert main(["suppress", "--input", str(data), "--dims", "region", "--value", "umsatz", "--rule", "freq:2",
+                 "--out", str(out)]) == 0
+
+
+def test_audit_names_the_cell_that_is_not_the_sum_of_its_children(tmp_path, capsys):
+    cells = tmp_path / "cells.csv"
+    cells.write_text("region,freq,status\nA,2,primary\nB,5,secondary\nTotal,8,published\n")
+    assert main(["audit", "--cells", str(cells)]) == 2
+    assert "cell region=Total is 8 but its children sum to 7; the table is not additive" in capsys.readouterr().err

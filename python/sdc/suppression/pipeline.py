@@ -119,6 +119,21 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
         missing = [c for c in dims + [x for x in (value, holding) if x] if c not in columns]
         if missing:
             raise SdcError(f"column {missing[0]!r} is not in {input_path} (columns: {', '.join(columns)})")
+        dominance = [r for r in rules if r.split(":")[0] in ("p", "nk", "pq")]
+        if value and dominance:
+            con = duckdb.connect(str(db), read_only=True)
+            try:
+                negative = con.execute(
+                    f"select {', '.join(quote(d) for d in dims)}, {quote(value)} from raw.micro "
+                    f"where {quote(value)} < 0 limit 1").fetchone()
+            finally:
+                con.close()
+            if negative:
+                cell = ", ".join(f"{d}={v}" for d, v in zip(dims, negative[:-1]))
+                raise SdcError(
+                    f"negative contribution {negative[-1]:g} in column {value!r} (cell {cell}): the rules "
+                    f"{', '.join(dominance)} assume non-negative contributions; transform the variable first"
+                )
         hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
         h = write_hierarchy_seed(project, hierarchy)
         value_arg = repr(value) if value else "none"
@@ -200,6 +215,13 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
         raise SdcError(f"{cells_path}: duplicate cell {dict(zip(dims, duplicate))}")
     relations = _relations_for(rows, dims, hierarchy_path)
     values = np.array([float(r[value_column]) for r in rows])
+    for relation in relations:  # name the cell whose total is not the sum of its children
+        residual = sum(coefficient * values[cell] for cell, coefficient in relation)
+        if abs(residual) > 1e-6 * max(1.0, np.abs(values).max()):
+            parent = next(cell for cell, coefficient in relation if coefficient > 0)
+            where = ", ".join(f"{d}={rows[parent][d]}" for d in dims)
+            raise SdcError(f"{cells_path}: cell {where} is {_number(values[parent])} but its children sum to "
+                           f"{_number(values[parent] - residual)}; the table is not additive")
     suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])
     sensitive = np.array([r["status"] == "primary" for r in rows])
     default = np.where(sensitive, 1.0, 0.0)

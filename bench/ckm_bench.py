@@ -12,7 +12,6 @@ Usage: .venv/bin/python bench/ckm_bench.py [N ...]      (default 1e6 1e7)
 """
 
 import os
-import subprocess
 import sys
 import tempfile
 import time

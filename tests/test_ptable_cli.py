@@ -118,3 +118,15 @@ def test_console_script_is_installed():
     result = subprocess.run([str(sdc), "ptable", "--D", "1", "--V", "0.5"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "ptable D=1 V=0.5 js=0: 4 intervals, rows 0..1"
+
+
+def test_csv_fields_and_atomic_writes(tmp_path):
+    from sdc.errors import SdcError
+    from sdc.files import csv_field, write_text_atomically
+
+    assert [csv_field(v) for v in (None, 3, "a,b", 'say "x"')] == ["", "3", '"a,b"', '"say ""x"""']
+    target = tmp_path / "out.txt"
+    write_text_atomically(target, "one\n")
+    assert target.read_text() == "one\n" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    with pytest.raises(SdcError, match=r"folder .*missing does not exist"):
+        write_text_atomically(tmp_path / "missing" / "out.txt", "x")

@@ -12,7 +12,8 @@ from .dbt_runner import run_dbt
 from .errors import SdcError
 from .hierarchy import read_hierarchy
 from .loader import load_microdata, quote, source_sql
-from .ptable.formats import read_ptable, render_ptable, write_text_atomically
+from .files import csv_field, write_text_atomically
+from .ptable.formats import read_ptable, render_ptable
 from .scratch import scratch_project, write_hierarchy_seed
 
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
@@ -73,7 +74,7 @@ def protect_table(
             rows = con.execute(f"select {columns} from main.cells order by {', '.join(quote(d) for d in dims)}").fetchall()
         finally:
             con.close()
-    lines = [",".join(wanted)] + [",".join(_csv_value(v) for v in row) for row in rows]
+    lines = [",".join(wanted)] + [",".join(csv_field(v) for v in row) for row in rows]
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
     return len(rows)
 
@@ -86,10 +87,3 @@ def _input_columns(path: Path) -> list[str]:
         raise SdcError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
     finally:
         con.close()
-
-
-def _csv_value(value) -> str:
-    if value is None:
-        return ""
-    text = str(value)
-    return f'"{text}"' if "," in text or '"' in text else text

@@ -26,13 +26,13 @@ from __future__ import annotations
 import io
 import os
 import re
-import tempfile
 from dataclasses import replace
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from pathlib import Path
 
 from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE, PTABLE_COLUMNS
 from ..errors import SdcError
+from ..files import write_text_atomically
 from .table import PTable, format_units
 from .validate import Entry, assemble
 
@@ -318,20 +318,6 @@ def write_ptable(table: PTable, path: str | os.PathLike, fmt: str = "sdc") -> No
     """Write atomically: the file is replaced only when the whole table has been written."""
     text = render_ptable(table, fmt)
     write_text_atomically(Path(path), text)
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise SdcError(f"cannot write {path}: folder {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 __all__ = [

@@ -23,6 +23,21 @@ from ..errors import SdcError
 AUDIT_TOLERANCE = 1e-6
 
 
+def default_upper(values) -> np.ndarray:
+    """sdcTable's default a-priori upper bound of every cell: 1.5 x the largest value."""
+    values = np.asarray(values, dtype=float)
+    return np.full(len(values), 1.5 * np.abs(values).max() if len(values) else 0.0)
+
+
+def forced_mask(n: int, primary, forced_publish) -> np.ndarray:
+    """Cells that must be published; a primary among them is an error naming the cell."""
+    forced = np.zeros(n, bool) if forced_publish is None else np.asarray(forced_publish, dtype=bool)
+    clash = np.flatnonzero(np.asarray(primary, dtype=bool) & forced)
+    if clash.size:
+        raise SdcError(f"cell {int(clash[0])} is primary and forced to be published")
+    return forced
+
+
 @dataclass(frozen=True)
 class CellInterval:
     cell: int  # index into the input arrays

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SdcError
-from .audit import audit_pattern
+from .audit import audit_pattern, default_upper, forced_mask
 
 MAX_ATTACK_ROUNDS = 200
 # In the attack step, how many of the cheapest open cells are tried before a relation-local choice.
@@ -47,10 +47,8 @@ def heuristic_pattern(
     suppressed = np.asarray(primary, dtype=bool).copy()
     sensitive = suppressed.copy()
     cost = np.asarray(cost, dtype=float)
-    forced = np.zeros(n, bool) if forced_publish is None else np.asarray(forced_publish, dtype=bool)
-    if np.any(sensitive & forced):
-        raise SdcError(f"cell {int(np.flatnonzero(sensitive & forced)[0])} is primary and forced to be published")
-    upper = np.full(n, 1.5 * np.abs(a).max()) if upper is None else np.asarray(upper, dtype=float)
+    forced = forced_mask(n, sensitive, forced_publish)
+    upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)
     members = [[cell for cell, _ in relation] for relation in constraints]
     relations_of = [[] for _ in range(n)]
     for r, cells in enumerate(members):

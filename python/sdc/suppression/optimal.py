@@ -24,7 +24,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import bmat, csr_matrix, diags, identity, lil_matrix
 
 from ..errors import SdcError
-from .audit import _relation_matrix
+from .audit import _relation_matrix, default_upper, forced_mask
 
 
 def optimal_pattern(
@@ -51,10 +51,8 @@ def optimal_pattern(
     upl = np.asarray(protection_upper, dtype=float)
     cost = np.asarray(cost, dtype=float)
     lower = np.zeros(n) if lower is None else np.asarray(lower, dtype=float)
-    upper = np.full(n, 1.5 * np.abs(a).max()) if upper is None else np.asarray(upper, dtype=float)
-    forced = np.zeros(n, bool) if forced_publish is None else np.asarray(forced_publish, dtype=bool)
-    if np.any(primary & forced):
-        raise SdcError(f"cell {int(np.flatnonzero(primary & forced)[0])} is primary and forced to be published")
+    upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)
+    forced = forced_mask(n, primary, forced_publish)
     if np.any(~np.isfinite(upper)):
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
     m = _relation_matrix(constraints, n)

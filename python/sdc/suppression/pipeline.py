@@ -21,9 +21,9 @@ from ..dbt_runner import run_dbt
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
-from ..ptable.formats import write_text_atomically
+from ..files import csv_field, write_text_atomically
 from ..scratch import scratch_project, write_hierarchy_seed
-from .audit import audit_pattern
+from .audit import audit_pattern, default_upper
 from .heuristic import heuristic_pattern
 from .optimal import optimal_pattern
 
@@ -67,7 +67,7 @@ def suppress_table(
     base = {"value": np.maximum(values, 1e-9), "freq": freq, "cells": np.ones(n)}[cost]
     weights = base * 10.0 ** level
     lower = np.where((value is None) & (freq > 0), 1.0, 0.0)  # non-empty count cells are at least 1
-    upper = np.full(n, 1.5 * np.abs(values).max()) if n else np.zeros(0)
+    upper = default_upper(values)
     if method == "heuristic":
         # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
         suppressed = heuristic_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
@@ -95,7 +95,7 @@ def suppress_table(
             shown = f"{low}-{high}" if publish_intervals else mark
         row = [c[d] for d in dims] + [str(c["freq"])] + ([_number(c["value"])] if value else []) + [
             status, c["rule"] or "", shown, low, high, _number(lpl[k]), _number(upl[k])]
-        lines.append(",".join(_csv(x) for x in row))
+        lines.append(",".join(csv_field(x) for x in row))
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
     return counts
 
@@ -160,16 +160,12 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
             rows = con.execute(f"select * from primary_cells order by {order}").fetchall()
             names = [d[0] for d in con.description]
             cells = [dict(zip(names, row)) for row in rows]
-            key = {tuple(c[d] for d in dims): k for k, c in enumerate(cells)}
             members = con.execute(
                 f"select constraint_id, {order}, coefficient from relations order by constraint_id"
             ).fetchall()
         finally:
             con.close()
-    relations: dict[str, list] = {}
-    for constraint_id, *codes, coefficient in members:
-        relations.setdefault(constraint_id, []).append((key[tuple(codes)], float(coefficient)))
-    return cells, list(relations.values())
+    return cells, _group_relations(members, [tuple(c[d] for d in dims) for c in cells], dims)
 
 
 def _number(x) -> str:
@@ -179,11 +175,6 @@ def _number(x) -> str:
     if np.isinf(x):
         return "inf"
     return str(int(round(x))) if abs(x - round(x)) < 1e-9 else f"{x:.6g}"
-
-
-def _csv(value) -> str:
-    text = "" if value is None else str(value)
-    return f'"{text}"' if "," in text or '"' in text else text
 
 
 def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
@@ -229,7 +220,7 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     upl = np.array([float(r["protection_upper"]) for r in rows]) if "protection_upper" in header else default
     freq = np.array([float(r["freq"]) for r in rows])
     lower = np.where((value_column == "freq") & (freq > 0), 1.0, 0.0)
-    upper = np.full(len(rows), 1.5 * np.abs(values).max())
+    upper = default_upper(values)
     result = audit_pattern(values, suppressed, relations, sensitive=sensitive, protection_lower=lpl,
                            protection_upper=upl, lower=lower, upper=upper)
     lines = []
@@ -270,10 +261,15 @@ def _relations_for(rows, dims, hierarchy_path):
             members = con.execute(f"select constraint_id, {order}, coefficient from relations order by 1").fetchall()
         finally:
             con.close()
-    key = {tuple(r[d] for d in dims): k for k, r in enumerate(rows)}
+    return _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
+
+
+def _group_relations(members, cell_keys, dims) -> list[list[tuple[int, float]]]:
+    """Rows (constraint_id, *codes, coefficient) of suppression_constraints as relations over cell indexes."""
+    index = {key: k for k, key in enumerate(cell_keys)}
     relations: dict[str, list] = {}
     for constraint_id, *codes, coefficient in members:
-        if tuple(codes) not in key:
+        if tuple(codes) not in index:
             raise SdcError(f"cell {dict(zip(dims, codes))} of a relation is missing from the cells file")
-        relations.setdefault(constraint_id, []).append((key[tuple(codes)], float(coefficient)))
+        relations.setdefault(constraint_id, []).append((index[tuple(codes)], float(coefficient)))
     return list(relations.values())

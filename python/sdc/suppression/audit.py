@@ -7,15 +7,22 @@ suppressed cells (0 and no upper bound for non-negative tables; at least 1 for a
 frequency table), solve ``min y_k`` and ``max y_k`` (HiGHS). A sensitive cell is protected when its
 feasible interval reaches ``value - protection_lower`` below and ``value + protection_upper`` above,
 each clipped to the cell's a-priori bounds.
+
+Large tables: suppressed cells only interact through relations that hold two or more of them, so the
+LP splits into the connected groups of suppressed cells ("components"), each solved as one persistent
+HiGHS model whose re-solves (one objective per cell and direction) start from the previous basis.
+For a pass/fail check (``unprotected_cells``) every LP solution is also a feasible table: a cell whose
+value in any solution found so far already reaches its required bound needs no LP of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix
+from scipy.sparse import bmat, csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from ..errors import SdcError
 
@@ -74,6 +81,115 @@ class AuditResult:
         return not self.failures
 
 
+class AuditTable:
+    """A table prepared for repeated audits: values, relations as a sparse matrix, a-priori bounds,
+    and the protection interval each sensitive cell needs."""
+
+    def __init__(self, values, constraints, *, sensitive=None, protection_lower=None, protection_upper=None,
+                 lower=None, upper=None):
+        values = np.asarray(values, dtype=float)
+        n = len(values)
+        self.values = values
+        self.sensitive = np.zeros(n, bool) if sensitive is None else np.asarray(sensitive, dtype=bool)
+        lpl = np.zeros(n) if protection_lower is None else np.asarray(protection_lower, dtype=float)
+        upl = np.zeros(n) if protection_upper is None else np.asarray(protection_upper, dtype=float)
+        self.lower = np.zeros(n) if lower is None else np.asarray(lower, dtype=float)
+        self.upper = np.full(n, np.inf) if upper is None else np.asarray(upper, dtype=float)
+        for name, array in (("sensitive", self.sensitive), ("protection_lower", lpl), ("protection_upper", upl),
+                            ("lower", self.lower), ("upper", self.upper)):
+            if len(array) != n:
+                raise SdcError(f"audit: {name} has {len(array)} entries for {n} cells")
+        self.matrix = relation_matrix(constraints, n)
+        residual = self.matrix @ values
+        broken = np.flatnonzero(np.abs(residual) > AUDIT_TOLERANCE * max(1.0, np.abs(values).max(initial=0.0)))
+        if broken.size:
+            raise SdcError(
+                f"audit: the cell values break relation {int(broken[0])} (parent differs from the sum of its "
+                f"children by {residual[broken[0]]:g}); the table is not additive"
+            )
+        self.matrix_csc = self.matrix.tocsc()
+        # the protection interval, clipped to the a-priori bounds: what an attacker knows beforehand
+        # (e.g. that a non-empty count is at least 1) cannot be protected
+        self.required_lower = np.maximum(values - np.where(self.sensitive, lpl, 0.0), np.minimum(self.lower, values))
+        self.required_upper = np.minimum(values + np.where(self.sensitive, upl, 0.0), np.maximum(self.upper, values))
+        self._components: dict[tuple, list[int]] = {}
+
+    def check_pattern(self, suppressed) -> np.ndarray:
+        suppressed = np.asarray(suppressed, dtype=bool)
+        if len(suppressed) != len(self.values):
+            raise SdcError(f"audit: suppressed has {len(suppressed)} entries for {len(self.values)} cells")
+        exposed = np.flatnonzero(self.sensitive & ~suppressed)
+        if exposed.size:
+            raise SdcError(f"audit: sensitive cell {int(exposed[0])} is published, not suppressed")
+        return suppressed
+
+    def components(self, suppressed) -> list[np.ndarray]:
+        """The suppressed cells in groups that share relations (cell indices, ascending)."""
+        hidden = np.flatnonzero(suppressed)
+        if hidden.size == 0:
+            return []
+        incidence = self.matrix_csc[:, hidden].tocsr()
+        touched = np.flatnonzero(np.diff(incidence.indptr))
+        incidence = (incidence[touched] != 0).astype(np.int8)
+        graph = bmat([[None, incidence], [incidence.T, None]], format="csr")
+        count, labels = connected_components(graph, directed=False)
+        cell_labels = labels[len(touched):]
+        order = np.argsort(cell_labels, kind="stable")
+        groups = np.split(hidden[order], np.flatnonzero(np.diff(cell_labels[order])) + 1)
+        return groups
+
+    def component_lp(self, cells: np.ndarray, suppressed) -> "ComponentLP":
+        return ComponentLP(self, cells, suppressed)
+
+
+class ComponentLP:
+    """The attacker's LP over one component: variables are its suppressed cells, rows the relations
+    that hold them, published cells moved to the right-hand side."""
+
+    def __init__(self, table: AuditTable, cells: np.ndarray, suppressed: np.ndarray):
+        self.cells = cells
+        block = table.matrix_csc[:, cells]
+        rows = np.flatnonzero(np.diff(block.tocsr().indptr))
+        block = block.tocsr()[rows].tocsc()
+        published = np.where(suppressed, 0.0, table.values)
+        rhs = -(table.matrix[rows] @ published)
+        lp = highspy.HighsLp()
+        lp.num_col_ = len(cells)
+        lp.num_row_ = len(rows)
+        lp.col_cost_ = np.zeros(len(cells))
+        lp.col_lower_ = table.lower[cells]
+        lp.col_upper_ = np.where(np.isinf(table.upper[cells]), highspy.kHighsInf, table.upper[cells])
+        lp.row_lower_ = rhs
+        lp.row_upper_ = rhs
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = block.indptr
+        lp.a_matrix_.index_ = block.indices
+        lp.a_matrix_.value_ = block.data
+        self._highs = highspy.Highs()
+        self._highs.setOptionValue("output_flag", False)
+        self._highs.setOptionValue("presolve", "off")  # keep the basis between re-solves
+        self._highs.passModel(lp)
+        self._objective_at = None
+
+    def extreme(self, position: int, sign: float):
+        """min (sign=+1) or max (sign=-1) of the cell at ``position``: (value, feasible point or None)."""
+        h = self._highs
+        if self._objective_at is not None:
+            h.changeColCost(self._objective_at, 0.0)
+        h.changeColCost(position, sign)
+        self._objective_at = position
+        h.run()
+        status = h.getModelStatus()
+        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            # the true table is feasible, so "unbounded or infeasible" is unbounded
+            return (-np.inf if sign > 0 else np.inf), None
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SdcError(f"audit: the LP for cell {int(self.cells[position])} failed "
+                           f"({h.modelStatusToString(status)}); are the bounds consistent?")
+        point = np.asarray(h.getSolution().col_value)
+        return float(point[position]), point
+
+
 def audit_pattern(
     values,
     suppressed,
@@ -94,63 +210,80 @@ def audit_pattern(
     sensitive         bool per cell (default: none); protection_lower/upper per cell (default 0)
     lower, upper      a-priori bounds of each cell (default 0 and +inf)
     """
-    values = np.asarray(values, dtype=float)
-    n = len(values)
-    suppressed = np.asarray(suppressed, dtype=bool)
-    sensitive = np.zeros(n, bool) if sensitive is None else np.asarray(sensitive, dtype=bool)
-    lpl = np.zeros(n) if protection_lower is None else np.asarray(protection_lower, dtype=float)
-    upl = np.zeros(n) if protection_upper is None else np.asarray(protection_upper, dtype=float)
-    lower = np.zeros(n) if lower is None else np.asarray(lower, dtype=float)
-    upper = np.full(n, np.inf) if upper is None else np.asarray(upper, dtype=float)
-    for name, array in (("suppressed", suppressed), ("sensitive", sensitive), ("protection_lower", lpl),
-                        ("protection_upper", upl), ("lower", lower), ("upper", upper)):
-        if len(array) != n:
-            raise SdcError(f"audit: {name} has {len(array)} entries for {n} cells")
-    unsuppressed_sensitive = np.flatnonzero(sensitive & ~suppressed)
-    if unsuppressed_sensitive.size:
-        raise SdcError(f"audit: sensitive cell {int(unsuppressed_sensitive[0])} is published, not suppressed")
-    matrix = _relation_matrix(constraints, n)
-    residual = matrix @ values
-    broken = np.flatnonzero(np.abs(residual) > AUDIT_TOLERANCE * max(1.0, np.abs(values).max()))
-    if broken.size:
-        raise SdcError(
-            f"audit: the cell values break relation {int(broken[0])} (parent differs from the sum of its "
-            f"children by {residual[broken[0]]:g}); the table is not additive"
-        )
-    hidden = np.flatnonzero(suppressed)
-    if hidden.size == 0:
-        return AuditResult([])
-    shown = np.flatnonzero(~suppressed)
-    # published cells move to the right-hand side: M_S y_S = -M_P a_P
-    a_eq = matrix[:, hidden]
-    b_eq = -(matrix[:, shown] @ values[shown])
-    bounds = list(zip(lower[hidden], [None if np.isinf(u) else u for u in upper[hidden]]))
-    intervals = []
+    table = AuditTable(values, constraints, sensitive=sensitive, protection_lower=protection_lower,
+                       protection_upper=protection_upper, lower=lower, upper=upper)
+    suppressed = table.check_pattern(suppressed)
     wanted = None if only is None else set(int(c) for c in only)
-    for position, cell in enumerate(hidden):
-        if wanted is not None and int(cell) not in wanted:
+    intervals = []
+    for cells in table.components(suppressed):
+        positions = [p for p, c in enumerate(cells) if wanted is None or int(c) in wanted]
+        if not positions:
             continue
-        objective = np.zeros(len(hidden))
-        found = []
-        for sign in (1.0, -1.0):
-            objective[position] = sign
-            lp = linprog(objective, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
-            if lp.status == 3:  # unbounded
-                found.append(-np.inf if sign > 0 else np.inf)
-            elif lp.status != 0:
-                raise SdcError(f"audit: the LP for cell {int(cell)} failed ({lp.message}); are the bounds consistent?")
-            else:
-                found.append(float(lp.x[position]))
-        low, high = found
-        # the protection interval, clipped to the a-priori bounds: what an attacker knows beforehand
-        # (e.g. that a non-empty count is at least 1) cannot be protected
-        required_lower = max(values[cell] - (lpl[cell] if sensitive[cell] else 0.0), min(lower[cell], values[cell]))
-        required_upper = min(values[cell] + (upl[cell] if sensitive[cell] else 0.0), max(upper[cell], values[cell]))
-        intervals.append(CellInterval(int(cell), float(values[cell]), low, high, required_lower, required_upper, bool(sensitive[cell])))
+        lp = table.component_lp(cells, suppressed)
+        for position in positions:
+            cell = int(cells[position])
+            low, _ = lp.extreme(position, 1.0)
+            high, _ = lp.extreme(position, -1.0)
+            intervals.append(CellInterval(cell, float(table.values[cell]), low, high, float(table.required_lower[cell]),
+                                          float(table.required_upper[cell]), bool(table.sensitive[cell])))
+    intervals.sort(key=lambda interval: interval.cell)
     return AuditResult(intervals)
 
 
-def _relation_matrix(constraints, n):
+def unprotected_cells(table: AuditTable, suppressed, *, only=None, cache: dict | None = None) -> list[int]:
+    """The sensitive cells (of ``only``, default all) whose feasible interval misses their protection
+    interval: the pass/fail part of the audit, with as few LPs as the feasible points found allow.
+
+    ``cache`` (a dict kept by the caller) remembers the result of components already checked, so a
+    caller that adds cells one by one only pays for the components that changed."""
+    suppressed = table.check_pattern(suppressed)
+    targets = table.sensitive if only is None else np.isin(np.arange(len(table.values)), list(only))
+    failing = []
+    for cells in table.components(suppressed):
+        check = cells[targets[cells]]
+        if check.size == 0:
+            continue
+        key = (cells.tobytes(), check.tobytes())
+        if cache is not None and key in cache:
+            failing.extend(cache[key])
+            continue
+        found = _component_failures(table, cells, suppressed, check)
+        if cache is not None:
+            cache[key] = found
+        failing.extend(found)
+    return sorted(failing)
+
+
+def _component_failures(table: AuditTable, cells, suppressed, check) -> list[int]:
+    lp = table.component_lp(cells, suppressed)
+    position_of = {int(c): p for p, c in enumerate(cells)}
+    tol = AUDIT_TOLERANCE
+    # every solution is a feasible table; keep the lowest and highest value seen per cell
+    seen_low = table.values[cells].copy()
+    seen_high = seen_low.copy()
+    failing = []
+    for cell in check:
+        p = position_of[int(cell)]
+        for sign, reached in ((-1.0, lambda: seen_high[p] >= table.required_upper[cell] - tol),
+                              (1.0, lambda: seen_low[p] <= table.required_lower[cell] + tol)):
+            if reached():
+                continue
+            value, point = lp.extreme(p, sign)
+            if point is not None:
+                np.minimum(seen_low, point, out=seen_low)
+                np.maximum(seen_high, point, out=seen_high)
+            if sign < 0:
+                seen_high[p] = max(seen_high[p], value)
+            else:
+                seen_low[p] = min(seen_low[p], value)
+            if not reached():
+                failing.append(int(cell))
+                break
+    return failing
+
+
+def relation_matrix(constraints, n) -> csr_matrix:
+    """The relations as a sparse matrix (one row per relation, one column per cell)."""
     rows, cols, data = [], [], []
     for r, relation in enumerate(constraints):
         for cell, coefficient in relation:
@@ -159,4 +292,4 @@ def _relation_matrix(constraints, n):
             rows.append(r)
             cols.append(cell)
             data.append(coefficient)
-    return csr_matrix((data, (rows, cols)), shape=(len(constraints), n)).toarray()
+    return csr_matrix((data, (rows, cols)), shape=(len(constraints), n))

@@ -6,8 +6,8 @@ cheapest publishable cell of it; repeat until no relation has a lone suppressed 
 relation whose suppressed cells are a singleton (frequency 1) and one other cell lets the singleton
 recompute the other, so a third cell is suppressed (when ``freq`` is given).
 Phase B: run the LP audit; for every sensitive cell whose feasible interval is too narrow, try the
-cheapest publishable cells of the table in turn (up to TRIAL_CELLS) and keep the first that gives the
-cell its protection interval (like sdcTable, which takes the cheapest cell of the sub-table); if none
+cheapest promising publishable cells near it in turn (up to TRIAL_CELLS) and keep the first that gives
+the cell its protection interval (like sdcTable, which takes the cheapest cell of the sub-table); if none
 does, suppress the cheapest publishable cell among the relations that contain it (preferring relations
 with few suppressions); then Phase A again; repeat until the audit passes. The result always passes the audit,
 or the function raises.
@@ -21,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SdcError
-from .audit import audit_pattern, default_upper, forced_mask
+from .audit import AuditTable, default_upper, forced_mask, unprotected_cells
 
 MAX_ATTACK_ROUNDS = 200
-# In the attack step, how many of the cheapest open cells are tried before a relation-local choice.
+# In the attack step, how many of the cheapest promising cells are tried before a relation-local choice.
 TRIAL_CELLS = 12
 
 
@@ -49,62 +49,85 @@ def heuristic_pattern(
     cost = np.asarray(cost, dtype=float)
     forced = forced_mask(n, sensitive, forced_publish)
     upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)
-    members = [[cell for cell, _ in relation] for relation in constraints]
+    table = AuditTable(a, constraints, sensitive=sensitive, protection_lower=protection_lower,
+                       protection_upper=protection_upper, lower=lower, upper=upper)
+    members = [np.array([cell for cell, _ in relation], dtype=int) for relation in constraints]
     relations_of = [[] for _ in range(n)]
     for r, cells in enumerate(members):
         for cell in cells:
             relations_of[cell].append(r)
     candidates = ~forced
+    hidden_count = np.array([int(suppressed[cells].sum()) for cells in members])
+
+    def suppress(cell):
+        suppressed[cell] = True
+        for r in relations_of[cell]:
+            hidden_count[r] += 1
 
     def cheapest(cells):
-        open_cells = [c for c in cells if not suppressed[c] and candidates[c]]
-        return min(open_cells, key=lambda c: (cost[c], c)) if open_cells else None
+        open_cells = cells[~suppressed[cells] & candidates[cells]]
+        return int(open_cells[np.lexsort((open_cells, cost[open_cells]))[0]]) if open_cells.size else None
 
     def constraint_pass(first_run):
-        changed = True
-        while changed:
-            changed = False
-            for cells in members:
-                hidden = [c for c in cells if suppressed[c]]
-                if len(hidden) == 1 or (
-                    first_run and freq is not None and len(hidden) == 2 and any(freq[c] == 1 for c in hidden)
-                ):
-                    pick = cheapest(cells)
-                    if pick is not None:
-                        suppressed[pick] = True
-                        changed = True
+        # a relation with one suppressed cell gives it away; revisit only relations that changed
+        queue = list(range(len(members)))
+        while queue:
+            r = queue.pop()
+            cells = members[r]
+            lone = hidden_count[r] == 1
+            singleton_pair = (first_run and freq is not None and hidden_count[r] == 2
+                              and any(freq[c] == 1 for c in cells[suppressed[cells]]))
+            if lone or singleton_pair:
+                pick = cheapest(cells)
+                if pick is not None:
+                    suppress(pick)
+                    queue.extend(relations_of[pick])
+
+    incidence = (abs(table.matrix) > 0).astype(np.int32).tocsr()  # relations x cells
+    incidence_t = incidence.T.tocsr()
+
+    def promising(cell):
+        """Open cells that could widen ``cell``'s interval, cheapest first: they share a relation with
+        the group of suppressed cells ``cell`` belongs to, and every relation they are in already holds
+        a suppressed cell (else the new cell would be exposed at once and add no freedom)."""
+        group = next(cells for cells in table.components(suppressed) if cell in cells)
+        group_mask = np.zeros(n, np.int32)
+        group_mask[group] = 1
+        near_relations = (incidence @ group_mask) > 0
+        near_cells = (incidence_t @ near_relations.astype(np.int32)) > 0
+        exposed = (incidence_t @ (hidden_count == 0).astype(np.int32)) > 0
+        found = np.flatnonzero(near_cells & ~exposed & ~suppressed & candidates)
+        return found[np.lexsort((found, cost[found]))]
 
     constraint_pass(first_run=True)
+    cache: dict = {}
     for _ in range(MAX_ATTACK_ROUNDS):
-        result = audit_pattern(a, suppressed, constraints, sensitive=sensitive, protection_lower=protection_lower,
-                               protection_upper=protection_upper, lower=lower, upper=upper)
-        if result.passed:
+        failures = unprotected_cells(table, suppressed, cache=cache)
+        if not failures:
             return suppressed
         added = False
-        audit_args = dict(sensitive=sensitive, protection_lower=protection_lower, protection_upper=protection_upper,
-                          lower=lower, upper=upper)
-        for failure in result.failures:
-            order = sorted((c for c in range(n) if not suppressed[c] and candidates[c]), key=lambda c: (cost[c], c))
+        for cell in failures:
+            if not unprotected_cells(table, suppressed, only=[cell], cache=cache):
+                continue  # fixed by a cell added for an earlier failure of this round
             fixed = False
-            for trial in order[:TRIAL_CELLS]:
+            for trial in promising(cell)[:TRIAL_CELLS]:
                 attempt = suppressed.copy()
                 attempt[trial] = True
-                check = audit_pattern(a, attempt, constraints, only=[failure.cell], **audit_args)
-                if check.passed:
-                    suppressed[trial] = True
+                if not unprotected_cells(table, attempt, only=[cell]):
+                    suppress(trial)
                     added = fixed = True
                     break
             if fixed:
                 continue
-            relations = sorted(relations_of[failure.cell], key=lambda r: sum(suppressed[c] for c in members[r]))
+            relations = sorted(relations_of[cell], key=lambda r: hidden_count[r])
             for r in relations:
                 pick = cheapest(members[r])
                 if pick is not None:
-                    suppressed[pick] = True
+                    suppress(pick)
                     added = True
                     break
         if not added:
             raise SdcError("secondary suppression: sensitive cells stay unprotected with every relation suppressed; "
-                           f"cells {[f.cell for f in result.failures]} cannot reach their protection intervals")
+                           f"cells {failures} cannot reach their protection intervals")
         constraint_pass(first_run=False)
     raise SdcError(f"secondary suppression: no safe pattern after {MAX_ATTACK_ROUNDS} attack rounds")

@@ -24,7 +24,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import bmat, csr_matrix, diags, identity, lil_matrix
 
 from ..errors import SdcError
-from .audit import _relation_matrix, default_upper, forced_mask
+from .audit import default_upper, forced_mask, relation_matrix
 
 
 def optimal_pattern(
@@ -55,7 +55,7 @@ def optimal_pattern(
     forced = forced_mask(n, primary, forced_publish)
     if np.any(~np.isfinite(upper)):
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
-    m = _relation_matrix(constraints, n)
+    m = relation_matrix(constraints, n)
     # protection levels clipped to the a-priori bounds (as in the audit)
     requirements = [
         (k, d)

@@ -29,6 +29,9 @@ from .optimal import optimal_pattern
 
 COSTS = ("value", "freq", "cells")
 METHODS = ("heuristic", "optimal")
+STATUSES = ("published", "primary", "secondary", "empty")
+# what secondary suppression adds to each cell (after the dimension columns, freq and value)
+PATTERN_COLUMNS = ("status", "rule", "published_text", "lower", "upper", "protection_lower", "protection_upper")
 
 
 def suppress_table(
@@ -54,6 +57,28 @@ def suppress_table(
     if not rules:
         raise SdcError("give at least one --rule (e.g. freq:3, p:10, nk:2,85, pq:25,50)")
     cells, relations = _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset)
+    protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
+                              publish_intervals=publish_intervals)
+    columns = dims + ["freq"] + (["value"] if value else []) + list(PATTERN_COLUMNS)
+    lines = [",".join(columns)]
+    for c, p in zip(cells, protected):
+        row = [c[d] for d in dims] + [str(c["freq"])] + ([_number(c["value"])] if value else []) + [
+            p["status"], p["rule"] or "", p["published_text"], _number(p["lower"]), _number(p["upper"]),
+            _number(p["protection_lower"]), _number(p["protection_upper"])]
+        lines.append(",".join(csv_field(x) for x in row))
+    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    return {status: sum(p["status"] == status for p in protected) for status in STATUSES}
+
+
+def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = "heuristic", cost: str = "value",
+                  mark: str = "x", publish_intervals: bool = False) -> list[dict]:
+    """Secondary suppression and audit of a cell table from suppression_primary (rows as dicts with
+    value, freq, contributors, status, rule, protection_lower/upper), one output dict per cell with
+    PATTERN_COLUMNS. ``magnitude``: the values are sums of a value column (not counts)."""
+    if method not in METHODS:
+        raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if cost not in COSTS:
+        raise SdcError(f"cost must be one of {', '.join(COSTS)}, got {cost!r}")
     n = len(cells)
     values = np.array([c["value"] for c in cells], dtype=float)
     freq = np.array([c["freq"] for c in cells], dtype=float)
@@ -66,12 +91,12 @@ def suppress_table(
         level[parent] += 1
     base = {"value": np.maximum(values, 1e-9), "freq": freq, "cells": np.ones(n)}[cost]
     weights = base * 10.0 ** level
-    lower = np.where((value is None) & (freq > 0), 1.0, 0.0)  # non-empty count cells are at least 1
+    lower = np.where(~magnitude & (freq > 0), 1.0, 0.0)  # non-empty count cells are at least 1
     upper = default_upper(values)
     if method == "heuristic":
         # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
         suppressed = heuristic_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
-                                       freq=np.array([c["contributors"] for c in cells]) if value else None)
+                                       freq=np.array([c["contributors"] for c in cells]) if magnitude else None)
     else:
         suppressed = optimal_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper)
     result = audit_pattern(values, suppressed, relations, sensitive=primary, protection_lower=lpl,
@@ -79,25 +104,19 @@ def suppress_table(
     if not result.passed:  # never emit a pattern that fails its own audit
         raise SdcError(f"internal: pattern fails the audit for cells {[f.cell for f in result.failures]}")
     interval = {iv.cell: iv for iv in result.intervals}
-    counts = {"published": 0, "primary": 0, "secondary": 0, "empty": 0}
-    columns = dims + ["freq"] + (["value"] if value else []) + [
-        "status", "rule", "published_text", "lower", "upper", "protection_lower", "protection_upper"]
-    lines = [",".join(columns)]
+    protected = []
     for k, c in enumerate(cells):
         status = c["status"] if c["status"] != "published" else ("secondary" if suppressed[k] else "published")
-        counts[status] += 1
-        low = _number(interval[k].feasible_lower) if k in interval else ""
-        high = _number(interval[k].feasible_upper) if k in interval else ""
+        low = interval[k].feasible_lower if k in interval else None
+        high = interval[k].feasible_upper if k in interval else None
         if status in ("published", "empty"):
             shown = _number(c["value"])
         else:
             # the audit interval is what anyone can derive from the published cells: safe to print
-            shown = f"{low}-{high}" if publish_intervals else mark
-        row = [c[d] for d in dims] + [str(c["freq"])] + ([_number(c["value"])] if value else []) + [
-            status, c["rule"] or "", shown, low, high, _number(lpl[k]), _number(upl[k])]
-        lines.append(",".join(csv_field(x) for x in row))
-    write_text_atomically(Path(out), "\n".join(lines) + "\n")
-    return counts
+            shown = f"{_number(low)}-{_number(high)}" if publish_intervals else mark
+        protected.append({"status": status, "rule": c["rule"], "published_text": shown, "lower": low, "upper": high,
+                          "protection_lower": float(lpl[k]), "protection_upper": float(upl[k])})
+    return protected
 
 
 def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset):

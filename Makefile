@@ -31,9 +31,11 @@ demo: export SDC_KEY_SECRET := sdc-demo-secret-not-for-production
 demo: $(STAMP)
 	@mkdir -p warehouse/demo
 	$(SDC) ptable $(PTABLE_ARGS) --out seeds/sdc_ptable.csv --plot warehouse/sdc_ptable.png
-	$(SDC) demo generate --out warehouse/demo/students.parquet
+	$(SDC) demo generate --out warehouse/demo/students.parquet --enterprises warehouse/demo/enterprises.parquet
 	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/students.parquet --table students \
 		--id id --key-mode keyed --config python/sdc/demo/facts.yml
+	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/enterprises.parquet --table enterprises \
+		--id id --key-mode keyed
 	$(DBT) build --quiet
 	$(SDC) publish --db warehouse/sdc.duckdb --out warehouse/publication.duckdb --parquet warehouse/publication
 	$(SDC) demo report --db warehouse/sdc.duckdb

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from sdc.cli import main
-from sdc.demo import FACTS_CONFIG, write_students
+from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
 from sdc.loader import load_microdata, read_facts_config
 from sdc.publish import publish
 
@@ -21,6 +21,8 @@ PROTECTED = [
     "beurlaubte_nach_hochschule",
     "studienanfaenger_nach_fach_geschlecht",
     "studierende_nach_fach_geschlecht",
+    "studierende_nach_fach_geschlecht_hochschule",
+    "umsatz_nach_wz_region",
 ]
 
 
@@ -31,6 +33,9 @@ def demo(tmp_path_factory):
     write_students(tmp / "students.parquet")
     load_microdata(db, tmp / "students.parquet", "students", id_column="id", key_mode="keyed",
                    secret=b"test secret", facts=read_facts_config(FACTS_CONFIG))
+    write_enterprises(tmp / "enterprises.parquet")
+    load_microdata(db, tmp / "enterprises.parquet", "enterprises", id_column="id", key_mode="keyed",
+                   secret=b"test secret")
     env = dict(os.environ, DBT_PROFILES_DIR=str(REPO), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
     result = subprocess.run(
         [str(DBT), "build", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
@@ -52,9 +57,10 @@ def query(db, sql):
 def test_demo_builds_and_every_data_test_passes(demo):
     _, _, stdout = demo
     assert "ERROR=0" in stdout and "WARN=0" in stdout
-    # 2 seeds + 5 audit + 5 protected + 1 quality models; invariants on 5 audit models, ptable test,
-    # the cross-table consistency test, and the unit test of ckm_count
-    assert "PASS=21" in stdout
+    # CKM: 2 seeds + 5 audit + 5 protected + 1 quality models; invariants on 5 audit models, ptable test,
+    # the cross-table consistency test, and the unit test of ckm_count.
+    # Suppression: 1 view + 2 x (cells, primary, relations, pattern, audit, protected) + 2 audit tests.
+    assert "PASS=36" in stdout
 
 
 def test_publication_file_holds_only_the_protected_tables(demo):
@@ -71,8 +77,10 @@ def test_publication_file_holds_only_the_protected_tables(demo):
     assert tables == [("main", name) for name in PROTECTED]
     assert views == []
     names = {c for (c,) in columns}
-    assert names == {"hochschule", "hochschulart", "geschlecht", "fach", "count"}
-    assert not names & {"rk", "original", "noise", "cell_key", "cell_key_int", "key_sum", "ptable_row", "id"}
+    assert names == {"hochschule", "hochschulart", "geschlecht", "fach", "count", "freq", "wz", "region", "value",
+                     "published_text"}
+    assert not names & {"rk", "original", "noise", "cell_key", "cell_key_int", "key_sum", "ptable_row", "id",
+                        "status", "rule", "top_1", "lower", "upper", "protection_lower"}
 
 
 def test_publication_equals_the_protected_schema_and_parquet(demo):
@@ -119,6 +127,37 @@ def test_quality_figures_are_those_of_the_audit_table(demo):
     assert figures[2] == pytest.approx(sum(c == o for o, c in cells) / len(cells))
     assert figures[3] == max(abs(c - o) for o, c in cells) <= 5
     assert figures[4] == sum(c == 0 for o, c in cells)
+
+
+def test_suppression_demo_tables(demo):
+    _, db, _ = demo
+    # frequencies of the students table are plain counts of the enrolled students
+    leaves = query(db, "select fach, geschlecht, hochschule, freq from audit.supp_studierende_pattern "
+                       "where fach <> 'Total' and geschlecht <> 'Total' and hochschule in "
+                       "(select hochschule from raw.students) and freq > 0 order by all")
+    plain = query(db, "select fach, geschlecht, hochschule, count(*) from raw.students where ef28 < 4 "
+                      "group by all order by all")
+    assert leaves == plain
+    statuses = dict(query(db, "select status, count(*) from audit.supp_studierende_pattern group by 1"))
+    assert statuses["primary"] == query(db, "select count(*) from audit.supp_studierende_pattern "
+                                            "where freq between 1 and 2")[0][0] > 0
+    assert statuses["secondary"] > 0
+    # every suppressed cell is hidden in the protected table; every other cell shows its count
+    shown = query(db, "select count(*) filter (where freq is null and published_text = 'x'), "
+                      "count(*) filter (where freq is not null and published_text = cast(freq as varchar)), count(*) "
+                      "from protected.studierende_nach_fach_geschlecht_hochschule")[0]
+    assert shown == (statuses["primary"] + statuses["secondary"], statuses["published"] + statuses.get("empty", 0),
+                     sum(statuses.values()))
+    # the audit models cover every suppressed cell and find each sensitive one protected
+    for table, pattern in (("supp_studierende_audit", "supp_studierende_pattern"), ("supp_umsatz_audit", "supp_umsatz_pattern")):
+        assert query(db, f"select count(*), bool_and(protected) from audit.{table}") == [
+            (query(db, f"select count(*) from audit.{pattern} where status in ('primary', 'secondary')")[0][0], True)]
+    # turnover: dominance rules fired and suppressed cells publish their audit interval
+    rules = {r for (r,) in query(db, "select rule from audit.supp_umsatz_pattern where status = 'primary'")}
+    assert any("p:10" in r for r in rules)
+    intervals = query(db, "select p.published_text, a.feasible_lower, a.feasible_upper from protected.umsatz_nach_wz_region p "
+                          "join audit.supp_umsatz_audit a using (wz, region)")
+    assert intervals and all(text == f"{low:.0f}-{high:.0f}" for text, low, high in intervals)
 
 
 def test_report_prints_table_2b(demo, capsys):

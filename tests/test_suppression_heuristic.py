@@ -62,6 +62,6 @@ def test_unprotectable_cell_is_reported():
     primary = np.zeros(len(values), bool)
     primary[index(0, 0)] = True
     forced = ~primary
-    with pytest.raises(SdcError, match=r"stay unprotected with every relation suppressed"):
+    with pytest.raises(SdcError, match=r"cannot reach their protection intervals even with every publishable cell suppressed"):
         heuristic_pattern(values, relations, primary, np.ones(len(values)), np.ones(len(values)),
                           cost=values, forced_publish=forced)

@@ -145,6 +145,8 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--out", required=True, help=".parquet or .csv file")
     generate.add_argument("--rows", type=int, default=500_000)
     generate.add_argument("--seed", type=int, default=2018)
+    generate.add_argument("--enterprises", help="also write synthetic enterprises (turnover by WZ x region, holdings) "
+                          "for the suppression demo to this .parquet or .csv file")
     generate.set_defaults(run=_run_demo_generate)
     report = demo_commands.add_parser("report", help="print protected Table 2b and the quality figures")
     report.add_argument("--db", required=True, help="warehouse DuckDB file (after dbt build)")
@@ -234,10 +236,13 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 
 def _run_demo_generate(args: argparse.Namespace) -> int:
-    from .demo import write_students
+    from .demo import write_enterprises, write_students
 
     rows = write_students(args.out, args.rows, args.seed)
     print(f"wrote {rows} synthetic student records to {args.out}")
+    if args.enterprises:
+        rows = write_enterprises(args.enterprises)
+        print(f"wrote {rows} synthetic enterprises to {args.enterprises}")
     return 0
 
 

@@ -4,6 +4,9 @@ Fixed seed, so every run produces the same file. Columns: id, hochschule, hochsc
 EF-coded fields of seed 002 Table 3 (ef21 semesters at university, ef28 enrolment type with 1 = first
 enrolment, 3 = re-registration, 4 = on leave, ef32 semesters in the subject, ef33 degree, ef35 standard
 period, ef36 subject), plus a synthetic income for the microaggregation demo.
+
+A second file holds synthetic enterprises for the magnitude-table demo of cell suppression: turnover by
+economic branch (WZ 2008 section -> division) and Bavarian Regierungsbezirk, with holding groups.
 """
 
 from __future__ import annotations
@@ -76,20 +79,66 @@ def generate_students(n: int = 500_000, seed: int = 2018) -> dict[str, np.ndarra
 
 def write_students(path: str | Path, n: int = 500_000, seed: int = 2018) -> int:
     """Write the synthetic microdata as Parquet (or CSV by suffix); returns the number of rows."""
-    columns = generate_students(n, seed)
+    return _write(path, generate_students(n, seed))
+
+
+def _write(path: str | Path, columns: dict[str, np.ndarray]) -> int:
     con = duckdb.connect()
-    con.register("students", columns)
+    con.register("records", columns)
     fmt = "parquet" if str(path).endswith(".parquet") else "csv, header true"
     literal = str(path).replace("'", "''")
-    con.execute(f"copy (select * from students order by id) to '{literal}' (format {fmt})")
+    con.execute(f"copy (select * from records order by id) to '{literal}' (format {fmt})")
     con.close()
-    return n
+    return len(columns["id"])
+
+
+# WZ 2008 divisions of the enterprise demo: (division, section, relative number of enterprises, log-mean turnover)
+BRANCHES = [
+    ("10", "C", 6, 8.2), ("11", "C", 1.2, 8.6), ("20", "C", 0.8, 9.6), ("28", "C", 2.5, 9.3), ("29", "C", 0.5, 10.4),
+    ("41", "F", 4, 7.6), ("42", "F", 1.5, 8.1), ("43", "F", 12, 6.6),
+    ("45", "G", 5, 7.7), ("46", "G", 8, 8.3), ("47", "G", 14, 7.0),
+    ("58", "J", 1, 7.4), ("62", "J", 5, 7.2),
+    ("69", "M", 7, 6.3), ("70", "M", 3, 6.9), ("71", "M", 6, 6.6),
+]
+REGIONS = [("Oberbayern", 34), ("Niederbayern", 9), ("Oberpfalz", 8), ("Oberfranken", 8), ("Mittelfranken", 13),
+           ("Unterfranken", 10), ("Schwaben", 14)]
+
+
+def generate_enterprises(n: int = 6_000, seed: int = 2019) -> dict[str, np.ndarray]:
+    """Columns of n synthetic enterprises: id, wz (division), region, umsatz (turnover in 1,000 euro, heavy
+    tailed: a few large enterprises dominate some cells) and holding (a group id; most enterprises are their
+    own holding, about 10 % belong to one of 60 groups spread over branches and regions)."""
+    rng = np.random.default_rng(seed)
+    weights = np.array([w for _, _, w, _ in BRANCHES], dtype=float)
+    branch = rng.choice(len(BRANCHES), size=n, p=weights / weights.sum())
+    region_weights = np.array([w for _, w in REGIONS], dtype=float)
+    region = rng.choice(len(REGIONS), size=n, p=region_weights / region_weights.sum())
+    log_mean = np.array([m for *_, m in BRANCHES])[branch]
+    turnover = np.round(np.exp(rng.normal(log_mean, 1.3)))
+    ids = np.arange(1, n + 1)
+    in_group = rng.random(n) < 0.10
+    holding = np.where(in_group, rng.integers(1, 61, n) * -1, ids)  # groups get negative ids, the others their own
+    return {
+        "id": ids,
+        "wz": np.array([code for code, *_ in BRANCHES])[branch],
+        "region": np.array([name for name, _ in REGIONS])[region],
+        "umsatz": turnover,
+        "holding": np.array([f"H{-h:03d}" if h < 0 else f"E{h:05d}" for h in holding]),
+    }
+
+
+def write_enterprises(path: str | Path, n: int = 6_000, seed: int = 2019) -> int:
+    return _write(path, generate_enterprises(n, seed))
 
 
 def hierarchy_rows() -> list[tuple[str, str, str]]:
-    """The demo hierarchy (dimension, code, parent): Hochschule -> Hochschulart -> Total."""
+    """The demo hierarchies (dimension, code, parent): Hochschule -> Hochschulart -> Total, and
+    WZ division -> section -> Total."""
     rows = [("hochschule", "Total", "")]
     for kind in dict.fromkeys(kind for _, kind, _ in INSTITUTIONS):
         rows.append(("hochschule", kind, "Total"))
     rows += [("hochschule", name, kind) for name, kind, _ in INSTITUTIONS]
+    rows.append(("wz", "Total", ""))
+    rows += [("wz", section, "Total") for section in dict.fromkeys(section for _, section, _, _ in BRANCHES)]
+    rows += [("wz", division, section) for division, section, _, _ in BRANCHES]
     return rows

@@ -6,7 +6,8 @@ For every suppressed cell k, with published cells fixed at their values, all rel
 suppressed cells (0 and no upper bound for non-negative tables; at least 1 for a non-empty cell of a
 frequency table), solve ``min y_k`` and ``max y_k`` (HiGHS). A sensitive cell is protected when its
 feasible interval reaches ``value - protection_lower`` below and ``value + protection_upper`` above,
-each clipped to the cell's a-priori bounds.
+each clipped to the cell's a-priori interval: its own bounds and, where those cannot be reached even
+with every cell suppressed, what the bounds and relations imply (AuditTable.clip_to_a_priori).
 
 Large tables: suppressed cells only interact through relations that hold two or more of them, so the
 LP splits into the connected groups of suppressed cells ("components"), each solved as one persistent
@@ -112,7 +113,8 @@ class AuditTable:
         # (e.g. that a non-empty count is at least 1) cannot be protected
         self.required_lower = np.maximum(values - np.where(self.sensitive, lpl, 0.0), np.minimum(self.lower, values))
         self.required_upper = np.minimum(values + np.where(self.sensitive, upl, 0.0), np.maximum(self.upper, values))
-        self._components: dict[tuple, list[int]] = {}
+        self._a_priori_lp = None
+        self._clipped: set[int] = set()
 
     def check_pattern(self, suppressed) -> np.ndarray:
         suppressed = np.asarray(suppressed, dtype=bool)
@@ -140,6 +142,24 @@ class AuditTable:
 
     def component_lp(self, cells: np.ndarray, suppressed) -> "ComponentLP":
         return ComponentLP(self, cells, suppressed)
+
+    def clip_to_a_priori(self, cell: int) -> bool:
+        """Narrow the protection interval of ``cell`` to its a-priori interval: what the bounds and the
+        relations alone imply, with every cell suppressed (e.g. a total of two non-empty count cells is at
+        least 2). No pattern can protect beyond that. Returns True when the interval changed."""
+        cell = int(cell)
+        if cell in self._clipped:
+            return False
+        self._clipped.add(cell)
+        if self._a_priori_lp is None:
+            everything = np.ones(len(self.values), bool)
+            self._a_priori_lp = ComponentLP(self, np.arange(len(self.values)), everything)
+        low, _ = self._a_priori_lp.extreme(cell, 1.0)
+        high, _ = self._a_priori_lp.extreme(cell, -1.0)
+        before = (self.required_lower[cell], self.required_upper[cell])
+        self.required_lower[cell] = max(self.required_lower[cell], min(low, self.values[cell]))
+        self.required_upper[cell] = min(self.required_upper[cell], max(high, self.values[cell]))
+        return (self.required_lower[cell], self.required_upper[cell]) != before
 
 
 class ComponentLP:
@@ -224,6 +244,9 @@ def audit_pattern(
             cell = int(cells[position])
             low, _ = lp.extreme(position, 1.0)
             high, _ = lp.extreme(position, -1.0)
+            if table.sensitive[cell] and (low > table.required_lower[cell] + AUDIT_TOLERANCE
+                                          or high < table.required_upper[cell] - AUDIT_TOLERANCE):
+                table.clip_to_a_priori(cell)
             intervals.append(CellInterval(cell, float(table.values[cell]), low, high, float(table.required_lower[cell]),
                                           float(table.required_upper[cell]), bool(table.sensitive[cell])))
     intervals.sort(key=lambda interval: interval.cell)
@@ -276,6 +299,8 @@ def _component_failures(table: AuditTable, cells, suppressed, check) -> list[int
                 seen_high[p] = max(seen_high[p], value)
             else:
                 seen_low[p] = min(seen_low[p], value)
+            if not reached() and table.clip_to_a_priori(cell) and reached():
+                continue
             if not reached():
                 failing.append(int(cell))
                 break

@@ -8,9 +8,10 @@ recompute the other, so a third cell is suppressed (when ``freq`` is given).
 Phase B: run the LP audit; for every sensitive cell whose feasible interval is too narrow, try the
 cheapest promising publishable cells near it in turn (up to TRIAL_CELLS) and keep the first that gives
 the cell its protection interval (like sdcTable, which takes the cheapest cell of the sub-table); if none
-does, suppress the cheapest publishable cell among the relations that contain it (preferring relations
-with few suppressions); then Phase A again; repeat until the audit passes. The result always passes the audit,
-or the function raises.
+does (in three or more dimensions protection often needs a whole cube of new suppressions at once),
+solve the cheapest protecting perturbation as an LP (protection_flow) and suppress every cell it moves;
+then Phase A again; repeat until the audit passes. The result always passes the audit, or the function
+raises.
 
 Costs decide which cell goes: pass e.g. value, frequency or 1 per cell, multiplied by a level weight so
 that totals are kept (seed 003's principle: "je höher die Hierarchiestufe, desto wertvoller").
@@ -19,12 +20,14 @@ that totals are kept (seed 003's principle: "je höher die Hierarchiestufe, dest
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import csr_matrix, hstack, vstack
 
 from ..errors import SdcError
-from .audit import AuditTable, default_upper, forced_mask, unprotected_cells
+from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, unprotected_cells
 
 MAX_ATTACK_ROUNDS = 200
-# In the attack step, how many of the cheapest promising cells are tried before a relation-local choice.
+# In the attack step, how many of the cheapest promising cells are tried before the protection LP.
 TRIAL_CELLS = 12
 
 
@@ -119,15 +122,41 @@ def heuristic_pattern(
                     break
             if fixed:
                 continue
-            relations = sorted(relations_of[cell], key=lambda r: hidden_count[r])
-            for r in relations:
-                pick = cheapest(members[r])
-                if pick is not None:
-                    suppress(pick)
-                    added = True
-                    break
+            for extra in protection_flow(table, cell, suppressed, cost, candidates):
+                suppress(extra)
+                added = True
         if not added:
-            raise SdcError("secondary suppression: sensitive cells stay unprotected with every relation suppressed; "
-                           f"cells {failures} cannot reach their protection intervals")
+            raise SdcError("secondary suppression: sensitive cells cannot reach their protection intervals even "
+                           f"with every publishable cell suppressed: cells {failures}")
         constraint_pass(first_run=False)
     raise SdcError(f"secondary suppression: no safe pattern after {MAX_ATTACK_ROUNDS} attack rounds")
+
+
+def protection_flow(table: AuditTable, cell: int, suppressed, cost, candidates) -> list[int]:
+    """Open cells to suppress so that ``cell`` reaches both ends of its protection interval: for each
+    direction, the cheapest perturbation of the table that keeps every relation, moves ``cell`` by its
+    protection level and stays within the a-priori bounds (the LP relaxation of one requirement of the
+    MILP in optimal.py; a unit of movement of an open cell costs cost / room, suppressed cells are free).
+    Every cell the perturbation moves is suppressed, so the pattern then admits it: the requirement holds."""
+    n = len(table.values)
+    a = table.values
+    up_room = np.where(suppressed | candidates, np.maximum(table.upper - a, 0.0), 0.0)
+    down_room = np.where(suppressed | candidates, np.maximum(a - table.lower, 0.0), 0.0)
+    up_room = np.minimum(up_room, np.abs(a).max(initial=1.0) * 1e3)  # finite rooms keep the LP bounded
+    moving = np.zeros(n, bool)
+    for d in (table.required_upper[cell] - a[cell], table.required_lower[cell] - a[cell]):
+        if abs(d) <= AUDIT_TOLERANCE:
+            continue
+        open_cell = ~suppressed
+        unit_up = np.where(open_cell, cost / np.maximum(up_room, 1e-9), 0.0)
+        unit_down = np.where(open_cell, cost / np.maximum(down_room, 1e-9), 0.0)
+        target = csr_matrix(([1.0, -1.0], ([0, 0], [cell, n + cell])), shape=(1, 2 * n))
+        a_eq = vstack([hstack([table.matrix, -table.matrix]), target], format="csr")
+        b_eq = np.concatenate([np.zeros(table.matrix.shape[0]), [d]])
+        lp = linprog(np.concatenate([unit_up, unit_down]), A_eq=a_eq, b_eq=b_eq,
+                     bounds=np.column_stack([np.zeros(2 * n), np.concatenate([up_room, down_room])]), method="highs")
+        if lp.status != 0:
+            continue  # no perturbation reaches the bound: the caller reports the cell
+        flow = lp.x[:n] + lp.x[n:]
+        moving |= flow > AUDIT_TOLERANCE * max(1.0, abs(d))
+    return [int(c) for c in np.flatnonzero(moving & ~suppressed)]

@@ -24,7 +24,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import bmat, csr_matrix, diags, identity, lil_matrix
 
 from ..errors import SdcError
-from .audit import default_upper, forced_mask, relation_matrix
+from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, relation_matrix
 
 
 def optimal_pattern(
@@ -56,13 +56,15 @@ def optimal_pattern(
     if np.any(~np.isfinite(upper)):
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
     m = relation_matrix(constraints, n)
-    # protection levels clipped to the a-priori bounds (as in the audit)
-    requirements = [
-        (k, d)
-        for k in np.flatnonzero(primary)
-        for d in (min(upl[k], max(upper[k] - a[k], 0.0)), -min(lpl[k], max(a[k] - lower[k], 0.0)))
-        if d != 0
-    ]
+    # protection intervals clipped to what the bounds and relations allow at all (as in the audit)
+    table = AuditTable(a, constraints, sensitive=primary, protection_lower=lpl, protection_upper=upl,
+                       lower=lower, upper=upper)
+    requirements = []
+    for k in np.flatnonzero(primary):
+        table.clip_to_a_priori(k)
+        for d in (table.required_upper[k] - a[k], table.required_lower[k] - a[k]):
+            if abs(d) > AUDIT_TOLERANCE:
+                requirements.append((k, d))
     if not requirements:
         return primary.copy()
     up_room = np.maximum(upper - a, 0.0)

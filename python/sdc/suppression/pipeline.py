@@ -23,7 +23,7 @@ from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
 from ..files import csv_field, write_text_atomically
 from ..scratch import scratch_project, write_hierarchy_seed
-from .audit import audit_pattern, default_upper
+from .audit import AUDIT_TOLERANCE, audit_pattern, default_upper
 from .heuristic import heuristic_pattern
 from .optimal import optimal_pattern
 
@@ -193,7 +193,9 @@ def _number(x) -> str:
     x = float(x)
     if np.isinf(x):
         return "inf"
-    return str(int(round(x))) if abs(x - round(x)) < 1e-9 else f"{x:.6g}"
+    if abs(x - round(x)) <= AUDIT_TOLERANCE * max(1.0, abs(x)):  # LP optima carry floating-point noise
+        return str(int(round(x)))
+    return f"{x:.6f}".rstrip("0").rstrip(".")
 
 
 def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:

@@ -1,0 +1,15 @@
+{#
+  suppression_published: the columns of a suppression pattern that may be published: the dimension
+  codes, the value of every published cell (NULL where suppressed) and published_text (the value, or
+  the mark / interval of a suppressed cell). Status, rule, protection levels and the true values of
+  suppressed cells stay in the audit schema.
+#}
+{% macro suppression_published(pattern, dims, value='value') %}
+select
+    {%- for dim in dims %}
+    {{ adapter.quote(dim) }},
+    {%- endfor %}
+    case when status in ('published', 'empty') then {{ adapter.quote(value) }} end as {{ adapter.quote(value) }},
+    published_text
+from {{ pattern }}
+{% endmacro %}

@@ -1,0 +1,6 @@
+# Secondary suppression of the students table (heuristic; cost = frequency x 10^level keeps totals)
+def model(dbt, session):
+    from sdc.suppression.warehouse import secondary_suppression
+
+    return secondary_suppression(session, dbt.ref("supp_studierende_primary"), dbt.ref("supp_studierende_relations"),
+                                 dims=["fach", "geschlecht", "hochschule"], method="heuristic", cost="freq", mark="x")

@@ -1,0 +1,116 @@
+"""Secondary suppression and its audit inside `dbt build` (dbt-duckdb Python models).
+
+A model of the warehouse calls one of these with the DuckDB session dbt hands it:
+
+    def model(dbt, session):
+        from sdc.suppression.warehouse import secondary_suppression
+        return secondary_suppression(session, dbt.ref("supp_x_primary"), dbt.ref("supp_x_relations"),
+                                     dims=["fach", "geschlecht"], method="heuristic", cost="freq")
+
+The cells come from the SQL macros suppression_cells + suppression_primary, the relations from
+suppression_constraints; the pattern is the same as `sdc suppress` computes from a file (protect_cells).
+``suppression_audit`` re-audits a finished pattern from its published status alone, so a generic data
+test (sdc_suppression_audit) can fail the build when any sensitive cell can be narrowed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SdcError
+from .audit import audit_pattern, default_upper
+from .pipeline import PATTERN_COLUMNS, _group_relations, protect_cells
+
+
+def secondary_suppression(session, cells, relations, *, dims: list[str], magnitude: bool = False,
+                          method: str = "heuristic", cost: str = "value", mark: str = "x",
+                          publish_intervals: bool = False):
+    """The pattern of a suppression_primary relation: its columns plus PATTERN_COLUMNS (status now
+    includes 'secondary'; lower/upper are the audit interval of each suppressed cell)."""
+    rows = _rows(cells, dims)
+    relation_list = _relations(relations, rows, dims)
+    protected = protect_cells(rows, relation_list, magnitude=magnitude, method=method, cost=cost, mark=mark,
+                              publish_intervals=publish_intervals)
+    keep = [c for c in _columns(cells) if c not in PATTERN_COLUMNS]
+    columns = {name: _array([r[name] for r in rows]) for name in keep}
+    for name in PATTERN_COLUMNS:
+        columns[name] = _array([p[name] for p in protected])
+    return _relation(session, columns)
+
+
+def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude: bool = False):
+    """One row per suppressed cell of a pattern: its feasible interval (what an attacker who knows every
+    published cell and the relations can derive), the interval it needs and whether it is protected."""
+    rows = _rows(pattern, dims)
+    for name in ("value", "freq", "status", "protection_lower", "protection_upper"):
+        if name not in rows[0]:
+            raise SdcError(f"suppression_audit: the pattern has no column {name!r}")
+    relation_list = _relations(relations, rows, dims)
+    values = np.array([r["value"] for r in rows], dtype=float)
+    freq = np.array([r["freq"] for r in rows], dtype=float)
+    suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])
+    sensitive = np.array([r["status"] == "primary" for r in rows])
+    lower = np.where(~magnitude & (freq > 0), 1.0, 0.0)
+    result = audit_pattern(values, suppressed, relation_list, sensitive=sensitive,
+                           protection_lower=[float(r["protection_lower"] or 0) for r in rows],
+                           protection_upper=[float(r["protection_upper"] or 0) for r in rows],
+                           lower=lower, upper=default_upper(values))
+    cells = [iv.cell for iv in result.intervals]
+    columns = {d: _array([rows[k][d] for k in cells], str) for d in dims}
+    columns["status"] = _array([rows[k]["status"] for k in cells], str)
+    columns["value"] = np.array([iv.value for iv in result.intervals], dtype=float)
+    for name in ("feasible_lower", "feasible_upper", "required_lower", "required_upper"):
+        columns[name] = np.array([getattr(iv, name) for iv in result.intervals], dtype=float)
+    columns["protected"] = np.array([iv.protected or not iv.sensitive for iv in result.intervals], dtype=bool)
+    columns["exactly_disclosed"] = np.array([iv.exactly_disclosed for iv in result.intervals], dtype=bool)
+    return _relation(session, columns)
+
+
+def _columns(relation) -> list[str]:
+    return list(relation.columns)
+
+
+def _rows(relation, dims) -> list[dict]:
+    names = _columns(relation)
+    missing = [d for d in dims if d not in names]
+    if missing:
+        raise SdcError(f"column {missing[0]!r} is not in the cell table (columns: {', '.join(names)})")
+    order = ", ".join(_quote(d) for d in dims)
+    rows = [dict(zip(names, row)) for row in relation.order(order).fetchall()]
+    if not rows:
+        raise SdcError("the cell table is empty")
+    return rows
+
+
+def _relations(relations, rows, dims):
+    names = _columns(relations)
+    for name in ["constraint_id", *dims, "coefficient"]:
+        if name not in names:
+            raise SdcError(f"the relations table has no column {name!r} (made by suppression_constraints?)")
+    members = relations.select(", ".join(["constraint_id", *map(_quote, dims), "coefficient"])) \
+        .order("constraint_id").fetchall()
+    return _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
+
+
+def _array(values, kind=None):
+    """A column for DuckDB: text as object arrays (None = NULL), numbers as float/int arrays with NaN for
+    NULL (turned back into NULL by _relation)."""
+    if kind is str or any(isinstance(v, str) for v in values):
+        return np.array([None if v is None else str(v) for v in values], dtype=object)
+    if any(v is None for v in values):
+        return np.array([np.nan if v is None else v for v in values], dtype=float)
+    return np.array(values)
+
+
+def _relation(session, columns: dict):
+    name = "sdc_python_model_result"
+    session.register(name, columns)
+    select = ", ".join(
+        f"nullif({_quote(c)}, 'NaN'::double) as {_quote(c)}" if a.dtype.kind == "f" else _quote(c)
+        for c, a in columns.items()
+    )
+    return session.sql(f"select {select} from {name}")
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

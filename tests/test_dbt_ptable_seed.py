@@ -11,7 +11,7 @@ import duckdb
 import pytest
 import yaml
 
-from sdc.conventions import INTERVAL_DECIMALS, PTABLE_COLUMNS
+from sdc.conventions import INTERVAL_DECIMALS, PTABLE_COLUMNS, TOTAL_LABEL
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.formats import render_ptable
 
@@ -41,6 +41,7 @@ def test_seed_header_and_dbt_column_types_follow_the_python_conventions():
     assert tuple(column_types) == PTABLE_COLUMNS
     assert column_types["p_int_ub"] == f"decimal({INTERVAL_DECIMALS + 1},{INTERVAL_DECIMALS})"
     assert project["vars"]["sdc_interval_decimals"] == INTERVAL_DECIMALS
+    assert project["vars"]["sdc_total_label"] == TOTAL_LABEL
 
 
 def dbt_build(project: Path, tmp: Path, select: str = "sdc_ptable") -> subprocess.CompletedProcess:

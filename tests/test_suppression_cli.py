@@ -111,6 +111,11 @@ def test_bad_audit_input(tmp_path, capsys):
     cells.write_text("region,freq,status\nA,2,hidden\n")
     assert main(["audit", "--cells", str(cells)]) == 2
     assert "unknown status 'hidden'" in capsys.readouterr().err
+    # a table without its total row: the relations would be incomplete
+    cells.write_text("region,sex,freq,status\nA,m,2,primary\nA,w,3,secondary\nA,Total,5,published\n")
+    assert main(["audit", "--cells", str(cells)]) == 2
+    assert "cell {'region': 'Total', 'sex': 'm'} is missing: it is the total of {'region': 'A', 'sex': 'm'}" \
+        in capsys.readouterr().err
 
 
 def test_publish_intervals_prints_the_audit_interval(tmp_path, students):
@@ -141,3 +146,60 @@ def test_audit_names_the_cell_that_is_not_the_sum_of_its_children(tmp_path, caps
     cells.write_text("region,freq,status\nA,2,primary\nB,5,secondary\nTotal,8,published\n")
     assert main(["audit", "--cells", str(cells)]) == 2
     assert "cell region=Total is 8 but its children sum to 7; the table is not additive" in capsys.readouterr().err
+
+
+def attacker_interval(rows, dims, cell):
+    """min and max of one suppressed cell from the published cells of a 2-dimensional table with totals
+    'Total' (independent of sdc.suppression.audit: dense equations, scipy's linprog, every cell >= 0 and
+    non-empty cells >= 1, at most 1.5 x the largest cell, as sdcTable's attacker assumes)."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    index = {tuple(r[d] for d in dims): k for k, r in enumerate(rows)}
+    values = np.array([float(r["freq"]) for r in rows])
+    hidden_cells = [k for k, r in enumerate(rows) if r["status"] in ("primary", "secondary")]
+    column = {k: j for j, k in enumerate(hidden_cells)}
+    equations, rhs = [], []
+    for d, dim in enumerate(dims):
+        other = dims[1 - d]
+        for parent in {r[other] for r in rows}:
+            members = [k for k, r in enumerate(rows) if r[other] == parent and r[dim] != "Total"]
+            total = index[tuple("Total" if x == dim else parent for x in dims)]
+            row, known = np.zeros(len(hidden_cells)), 0.0
+            for k, sign in [(total, 1.0)] + [(m, -1.0) for m in members]:
+                if k in column:
+                    row[column[k]] += sign
+                else:
+                    known -= sign * values[k]
+            equations.append(row)
+            rhs.append(known)
+    bounds = [(1.0 if values[k] > 0 else 0.0, 1.5 * values.max()) for k in hidden_cells]
+    target = np.zeros(len(hidden_cells))
+    target[column[index[cell]]] = 1.0
+    low = linprog(target, A_eq=equations, b_eq=rhs, bounds=bounds).fun
+    high = -linprog(-target, A_eq=equations, b_eq=rhs, bounds=bounds).fun
+    return low, high
+
+
+@pytest.mark.parametrize("method", ["heuristic", "optimal"])
+def test_roof_water_max_n_5_primaries_keep_their_intervals(tmp_path, capsys, method):
+    # cellKey test data, roof x water, sdcTable's frequency rule maxN = 5 (f <= 5) with its protection
+    # defaults. Known empty cells (0) pin many margins; the patterns sdcTable's HITAS and OPT publish
+    # here let an LP attack recompute primaries exactly. Ours must keep every primary in [f - 1, f + 1].
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(DATA / "cellkey_testdata_with_rkeys.csv"), "--dims", "roof,water",
+                 "--rule", "freq:5", "--preset", "sdctable", "--method", method, "--cost", "freq",
+                 "--out", str(out)]) == 0
+    rows = read(out)
+    primaries = [(r["roof"], r["water"]) for r in rows if r["status"] == "primary"]
+    assert sorted(primaries) == [("r2", "w2"), ("r2", "w9"), ("r6", "w4"), ("r6", "w5"), ("r9", "w5"), ("r9", "w9")]
+    for cell in primaries:
+        f = next(float(r["freq"]) for r in rows if (r["roof"], r["water"]) == cell)
+        low, high = attacker_interval(rows, ["roof", "water"], cell)
+        assert low <= max(f - 1, 1) + 1e-6 and high >= f + 1 - 1e-6, (cell, f, low, high)
+    capsys.readouterr()
+    assert main(["audit", "--cells", str(out)]) == 0
+    assert "audit passed: 6 sensitive cells" in capsys.readouterr().out
+    # the attacker is not toothless: with the primaries alone suppressed it recomputes r9/w9 = 5 exactly
+    alone = [dict(r, status="published" if r["status"] == "secondary" else r["status"]) for r in rows]
+    assert attacker_interval(alone, ["roof", "water"], ("r9", "w9")) == pytest.approx((5.0, 5.0))

@@ -1,9 +1,11 @@
 """sas-anon compatible interval publication (seed 003; reference suppression.md §2.1, TV-1 ... TV-5)."""
 
+import csv
+
 import pytest
 
 from sdc.errors import SdcError
-from sdc.suppression.sas_anon import anonymise
+from sdc.suppression.sas_anon import anonymise, text_of
 
 README_INPUT = [  # seed 003, "Inputs"
     (0, 0, 28), (1, 0, 9), (1, 1, 2), (1, 2, 7), (2, 0, 2), (2, 1, 2), (2, 2, 0), (3, 0, 17), (3, 1, 17),
@@ -99,3 +101,22 @@ def test_bad_input():
         run(README_INPUT + [(1, 1, 5)])
     with pytest.raises(SdcError, match=r"row 1: column 'Wert' is missing"):
         anonymise([{"Kreis": 0, "Quartier": 0}], levels=["Quartier", "Kreis"], value="Wert")
+
+
+def test_cli_prints_the_readme_output_and_writes_csv(tmp_path, capsys):
+    from sdc.cli import main
+
+    source = tmp_path / "kreise.csv"
+    source.write_text("Kreis,Quartier,Wert\n" + "".join(f"{k},{q},{w}\n" for k, q, w in README_INPUT))
+    assert main(["sas-anon", "--input", str(source), "--levels", "Quartier,Kreis", "--value", "Wert",
+                 "--function", "max"]) == 0
+    assert capsys.readouterr().out == README_OUTPUT
+    out = tmp_path / "out.csv"
+    assert main(["sas-anon", "--input", str(source), "--levels", "Quartier,Kreis", "--value", "Wert",
+                 "--function", "max", "--fixed-c-intervals", "--out", str(out)]) == 0
+    lines = list(csv.reader(out.read_text(encoding="utf-8").splitlines()))
+    assert lines[0] == ["Kreis", "Quartier", "Wert", "Wert_korr", "Wert_fallLang", "Wert_min", "Wert_max", "Wert_fall"]
+    assert lines[3] == ["1", "1", "2", "1–3", "Kleine Werte werden auf der untersten Ebene maskiert", "1", "3", "primär"]
+    fixed = run(README_INPUT, fixed_c_intervals=True).rows[-1]
+    assert lines[-1][3:] == [fixed["Wert_korr"], fixed["Wert_fallLang"], text_of(fixed["Wert_min"]),
+                                        text_of(fixed["Wert_max"]), fixed["Wert_fall"]]

@@ -126,6 +126,21 @@ def _parser() -> argparse.ArgumentParser:
     supp.add_argument("--out", required=True, help="CSV file to write")
     supp.set_defaults(run=_run_suppress)
 
+    anon = commands.add_parser(
+        "sas-anon",
+        help="interval publication of a hierarchical aggregate table, compatible with the SAS macro sas-anon (seed 003)",
+    )
+    anon.add_argument("--input", required=True, help="CSV with one row per cell: a code column per level (0 = total), a value")
+    anon.add_argument("--levels", required=True, help="level columns from the lowest to the highest, e.g. Quartier,Kreis")
+    anon.add_argument("--value", required=True, help="value column")
+    anon.add_argument("--function", default="min", choices=("min", "max"), help="which sibling takes a secondary (sas-anon: funktion)")
+    anon.add_argument("--min-value", type=float, default=1, help="smallest value masked on the lowest level (minWert)")
+    anon.add_argument("--max-value", type=float, default=3, help="largest value masked on the lowest level (maxWert)")
+    anon.add_argument("--fixed-c-intervals", action="store_true",
+                      help="publish C-masked cells with the interval the constraints allow (sas-anon's C-intervals leak)")
+    anon.add_argument("--out", help="write the result as CSV (default: print it as sas-anon does)")
+    anon.set_defaults(run=_run_sas_anon)
+
     audit = commands.add_parser("audit", help="re-check a suppression pattern with the LP audit (exit 1 if it fails)")
     audit.add_argument("--cells", required=True, help="cells CSV (as written by sdc suppress)")
     audit.add_argument("--hierarchy", help="hierarchy CSV")
@@ -215,6 +230,32 @@ def _run_suppress(args: argparse.Namespace) -> int:
         publish_intervals=args.publish_intervals,
     )
     print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return 0
+
+
+def _run_sas_anon(args: argparse.Namespace) -> int:
+    import csv
+
+    from .files import csv_field, write_text_atomically
+    from .suppression.sas_anon import anonymise, text_of
+
+    try:
+        with open(args.input, encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except FileNotFoundError:
+        raise SdcError(f"input file not found: {args.input}") from None
+    result = anonymise(rows, levels=_split(args.levels), value=args.value, function=args.function,
+                       min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals)
+    for error in result.consistency_errors:
+        print(f"warning: {error}", file=sys.stderr)
+    if args.out:
+        columns = list(rows[0]) + [c for c in result.columns if c not in rows[0]]
+        lines = [",".join(csv_field(c) for c in columns)]
+        lines += [",".join(csv_field("" if r[c] is None else text_of(r[c])) for c in columns) for r in result.rows]
+        write_text_atomically(Path(args.out), "\n".join(lines) + "\n")
+        print(f"wrote {len(result.rows)} cells to {args.out}")
+    else:
+        print(result.text(), end="")
     return 0
 
 

@@ -46,3 +46,7 @@ RAW_SCHEMA: str = "raw"
 # Per loaded table: the stored keys of random mode, and the modulus the keys were drawn for.
 KEY_STORE_SUFFIX: str = "__record_keys"
 LOAD_LOG_TABLE: str = "sdc_loads"
+
+# ------------------------------------------------------------------------------------------ tables
+# Code of a total along a flat dimension (dbt var sdc_total_label; a hierarchy's root code labels its own).
+TOTAL_LABEL: str = "Total"

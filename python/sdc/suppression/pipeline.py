@@ -18,6 +18,7 @@ import duckdb
 import numpy as np
 
 from ..dbt_runner import run_dbt
+from ..conventions import TOTAL_LABEL
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
@@ -225,6 +226,8 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     if len(set(keys)) != len(keys):
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise SdcError(f"{cells_path}: duplicate cell {dict(zip(dims, duplicate))}")
+    hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else []
+    _check_totals(rows, dims, hierarchy, cells_path)
     relations = _relations_for(rows, dims, hierarchy_path)
     values = np.array([float(r[value_column]) for r in rows])
     for relation in relations:  # name the cell whose total is not the sum of its children
@@ -254,6 +257,24 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     lines.append(f"audit {'passed' if result.passed else 'FAILED'}: {sum(sensitive)} sensitive cells, "
                  f"{int(suppressed.sum())} suppressed, {failures} not protected")
     return result.passed, lines
+
+
+def _check_totals(rows, dims, hierarchy, cells_path) -> None:
+    """Every cell's parent along every dimension must be a row of the file (else the relations the
+    audit relies on are incomplete): name the first missing one."""
+    parents = {d: {code: parent for dim, code, parent in hierarchy if dim == d and parent} for d in dims}
+    roots = {d: next((code for dim, code, parent in hierarchy if dim == d and not parent), TOTAL_LABEL) for d in dims}
+    present = {tuple(r[d] for d in dims) for r in rows}
+    for r in rows:
+        for k, d in enumerate(dims):
+            code = r[d]
+            if code == roots[d]:
+                continue
+            key = tuple(r[x] for x in dims)
+            parent_key = key[:k] + (parents[d].get(code, roots[d]),) + key[k + 1:]
+            if parent_key not in present:
+                raise SdcError(f"{cells_path}: cell {dict(zip(dims, parent_key))} is missing: it is the total of "
+                               f"{dict(zip(dims, key))} along {d!r}, and every total must be a row of the table")
 
 
 def _relations_for(rows, dims, hierarchy_path):

@@ -51,7 +51,7 @@ class SasAnonResult:
         """The output as the sas-anon README prints it: fields separated by one space, empty ones left out."""
         lines = [" ".join(self.columns)]
         for row in self.rows:
-            lines.append(" ".join(_text(row[c]) for c in self.columns if _text(row[c]) != ""))
+            lines.append(" ".join(text_of(row[c]) for c in self.columns if text_of(row[c]) != ""))
         return "\n".join(lines) + "\n"
 
 
@@ -203,7 +203,8 @@ def _number(x) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def _text(value) -> str:
+def text_of(value) -> str:
+    """A field as sas-anon prints it (missing = '.', whole numbers without decimals)."""
     if value is None:
         return "."
     if isinstance(value, float):

@@ -72,3 +72,34 @@ def test_random_small_tables_every_optimal_pattern_passes_the_audit():
         result = audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=protection,
                                protection_upper=protection, upper=np.full(len(values), 1.5 * values.max()))
         assert result.passed
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_optimum_equals_a_brute_force_search(seed):
+    # 3 x 3 tables with totals (16 cells): every subset of the open cells audited, the cheapest safe one
+    # must cost what optimal_pattern's pattern costs
+    from itertools import combinations
+
+    rng = np.random.default_rng(seed)
+    values, relations, index = grid_table(rng.integers(1, 30, size=(3, 3)))
+    primary = np.zeros(len(values), bool)
+    for cell in rng.choice(9, size=2, replace=False):
+        primary[index(cell // 3, cell % 3)] = True
+    protection = np.where(primary, np.maximum(1.0, np.round(0.3 * values)), 0.0)
+    cost = values + 1.0
+    pattern = optimal_pattern(values, relations, primary, protection, protection, cost=cost)
+    upper = np.full(len(values), 1.5 * values.max())
+    assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=protection,
+                         protection_upper=protection, upper=upper).passed
+    open_cells = [c for c in range(len(values)) if not primary[c]]
+    best = np.inf
+    for size in range(0, len(open_cells) + 1):
+        for extra in combinations(open_cells, size):
+            candidate = primary.copy()
+            candidate[list(extra)] = True
+            if cost[candidate].sum() >= best:
+                continue
+            if audit_pattern(values, candidate, relations, sensitive=primary, protection_lower=protection,
+                             protection_upper=protection, upper=upper).passed:
+                best = cost[candidate].sum()
+    assert cost[pattern].sum() == pytest.approx(best)

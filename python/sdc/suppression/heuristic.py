@@ -43,12 +43,14 @@ def heuristic_pattern(
     upper=None,
     forced_publish=None,
     freq=None,
+    start=None,
 ) -> np.ndarray:
-    """Boolean mask of suppressed cells (primaries included) that passes the LP audit."""
+    """Boolean mask of suppressed cells (primaries included) that passes the LP audit.
+    ``start``: cells suppressed from the outset besides the primaries (e.g. a partial optimal pattern)."""
     a = np.asarray(values, dtype=float)
     n = len(a)
-    suppressed = np.asarray(primary, dtype=bool).copy()
-    sensitive = suppressed.copy()
+    sensitive = np.asarray(primary, dtype=bool).copy()
+    suppressed = sensitive | (np.zeros(n, bool) if start is None else np.asarray(start, dtype=bool))
     cost = np.asarray(cost, dtype=float)
     forced = forced_mask(n, sensitive, forced_publish)
     upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)

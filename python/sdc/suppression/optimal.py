@@ -1,30 +1,38 @@
-"""Optimal secondary suppression by mixed-integer programming (reference suppression.md §2.8, the compact
-"perturbation flow" model of Fischetti and Salazar), solved with scipy.optimize.milp (HiGHS).
+"""Optimal secondary suppression by mixed-integer programming (reference suppression.md §2.8, the model of
+Fischetti and Salazar), solved by cut generation with scipy.optimize.milp and linprog (HiGHS).
 
-Variables: x_i in {0, 1} (1 = suppressed; primaries fixed at 1, forced-publish cells at 0) and, for every
-protection requirement r = (primary k, direction d) with d = +UPL_k or -LPL_k, flows f+_r, f-_r >= 0:
+A pattern x (x_i = 1: suppressed; primaries fixed at 1, forced-publish cells at 0) protects primary k in
+direction d (d = +UPL_k or -LPL_k, clipped to the a-priori interval as in the audit) exactly when the
+attacker's table can move k by d: some perturbation f with
 
-    minimise  sum_i cost_i x_i
-    subject to M (f+_r - f-_r) = 0               the table stays additive
-               f+_{r,k} - f-_{r,k} = d           cell k moves by its protection level
-               f+_{r,i} <= (upper_i - a_i) x_i   only suppressed cells move, within their bounds
-               f-_{r,i} <= (a_i - lower_i) x_i
+    M f = 0 (the table stays additive),  f_k = d,  -(a_i - lower_i) x_i <= f_i <= (upper_i - a_i) x_i
 
-Because the attacker's feasible set is convex and contains the true table, a pattern admits these flows
-exactly when every primary can reach a - LPL and a + UPL: the optimum is the cheapest pattern that passes
-the LP audit (audit.py), which the caller can confirm.
+exists (the attacker's feasible set is convex and contains the true table). Instead of one flow per
+requirement inside a single huge MILP, the master problem keeps only x:
+
+    minimise  sum_i cost_i x_i   subject to the cuts found so far, x binary
+
+and for its solution each requirement's largest achievable movement t*(x) is an LP whose capacities are
+linear in x. Its duals give a Benders cut  sum_i mu_i room_i x_i >= |d| - t*(x) + sum_i mu_i room_i x*_i,
+valid for every pattern (the LP value is concave in the capacities) and violated by the current one. The
+loop ends when no requirement is violated: that pattern is safe and, since every cut is a necessary
+condition, of minimum cost. Two families of cuts are known in advance: in each relation that holds a
+primary, another cell must be suppressed.
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import bmat, csr_matrix, diags, identity, lil_matrix
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+from scipy.sparse import csr_matrix, hstack, vstack
 
 from ..errors import SdcError
-from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, relation_matrix
+from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, unprotected_cells
+
+MAX_ROUNDS = 500
 
 
 def optimal_pattern(
@@ -43,79 +51,133 @@ def optimal_pattern(
     """Boolean mask of the suppressed cells (primaries included) of the minimum-cost safe pattern.
 
     lower/upper: a-priori bounds of the cells (default 0 and 1.5 x the largest value, sdcTable's default).
+    At the time limit the last master pattern is completed by the heuristic (safe, with a warning that
+    gives the proven lower bound).
     """
+    started = time.perf_counter()
     a = np.asarray(values, dtype=float)
     n = len(a)
     primary = np.asarray(primary, dtype=bool)
-    lpl = np.asarray(protection_lower, dtype=float)
-    upl = np.asarray(protection_upper, dtype=float)
     cost = np.asarray(cost, dtype=float)
     lower = np.zeros(n) if lower is None else np.asarray(lower, dtype=float)
     upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)
     forced = forced_mask(n, primary, forced_publish)
     if np.any(~np.isfinite(upper)):
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
-    m = relation_matrix(constraints, n)
-    # protection intervals clipped to what the bounds and relations allow at all (as in the audit)
-    table = AuditTable(a, constraints, sensitive=primary, protection_lower=lpl, protection_upper=upl,
-                       lower=lower, upper=upper)
+    table = AuditTable(a, constraints, sensitive=primary, protection_lower=protection_lower,
+                       protection_upper=protection_upper, lower=lower, upper=upper)
     requirements = []
     for k in np.flatnonzero(primary):
         table.clip_to_a_priori(k)
         for d in (table.required_upper[k] - a[k], table.required_lower[k] - a[k]):
             if abs(d) > AUDIT_TOLERANCE:
-                requirements.append((k, d))
+                requirements.append((int(k), float(d)))
     if not requirements:
         return primary.copy()
-    up_room = np.maximum(upper - a, 0.0)
-    down_room = np.maximum(a - lower, 0.0)
-    blocks_eq, rhs_eq, blocks_ub = [], [], []
-    r_count = len(requirements)
-    m_sparse = csr_matrix(m)
-    rows = m.shape[0]
-    # variable layout: x (n), then for each requirement f+ (n), f- (n)
-    for r, (k, d) in enumerate(requirements):
-        unit = lil_matrix((1, n))
-        unit[0, k] = 1.0
-        flow_cols = [None] * (2 * r_count)
-        flow_cols[2 * r] = bmat([[m_sparse], [unit]])
-        flow_cols[2 * r + 1] = bmat([[-m_sparse], [-unit]])
-        blocks_eq.append([csr_matrix((rows + 1, n))] + flow_cols)
-        rhs_eq.append(np.concatenate([np.zeros(rows), [d]]))
-        cap_plus = [None] * (2 * r_count)
-        cap_plus[2 * r] = identity(n)
-        cap_minus = [None] * (2 * r_count)
-        cap_minus[2 * r + 1] = identity(n)
-        blocks_ub.append([-diags(up_room)] + cap_plus)
-        blocks_ub.append([-diags(down_room)] + cap_minus)
-    for block in blocks_eq + blocks_ub:  # give every empty flow block its shape
-        for j in range(1, len(block)):
-            if block[j] is None:
-                block[j] = csr_matrix((block[0].shape[0], n))
-    a_eq = bmat(blocks_eq, format="csr")
-    a_ub = bmat(blocks_ub, format="csr")
-    rhs = np.concatenate(rhs_eq)
-    total = n + 2 * n * r_count
-    objective = np.concatenate([cost, np.zeros(2 * n * r_count)])
-    integrality = np.concatenate([np.ones(n), np.zeros(2 * n * r_count)])
-    low = np.zeros(total)
-    high = np.full(total, np.inf)
-    low[:n] = primary.astype(float)
-    high[:n] = np.where(forced, 0.0, 1.0)
-    result = milp(
-        objective,
-        constraints=[LinearConstraint(a_eq, rhs, rhs), LinearConstraint(a_ub, -np.inf, 0.0)],
-        integrality=integrality,
-        bounds=Bounds(low, high),
-        options={"time_limit": time_limit},
+    up_room = np.where(forced, 0.0, np.maximum(upper - a, 0.0))
+    down_room = np.where(forced, 0.0, np.maximum(a - lower, 0.0))
+    up_room[primary] = np.maximum(upper[primary] - a[primary], 0.0)
+    down_room[primary] = np.maximum(a[primary] - lower[primary], 0.0)
+    separation = _Separation(table.matrix, up_room, down_room)
+
+    moving = np.zeros(n, bool)
+    moving[[k for k, _ in requirements]] = True
+    cuts: list[tuple[csr_matrix, float]] = _relation_cuts(table.matrix, moving)
+    low = primary.astype(float)
+    high = np.where(forced, 0.0, 1.0)
+    x = None
+    audits: dict = {}
+    for _ in range(MAX_ROUNDS):
+        remaining = time_limit - (time.perf_counter() - started)
+        if remaining <= 0:
+            return _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper, cost,
+                                         lower, upper, forced_publish, cuts, time_limit)
+        master_constraints = []
+        if cuts:
+            master_constraints.append(LinearConstraint(vstack([c for c, _ in cuts], format="csr"),
+                                                       np.array([b for _, b in cuts]), np.inf))
+        result = milp(cost, constraints=master_constraints, integrality=np.ones(n), bounds=Bounds(low, high),
+                      options={"time_limit": remaining})
+        if result.x is None:
+            if result.status == 1:  # time limit inside the master
+                return _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper,
+                                             cost, lower, upper, forced_publish, cuts, time_limit)
+            raise SdcError("optimal suppression: no pattern protects every primary (a requirement needs a "
+                           "forced-publish cell, or the bounds leave no room)")
+        x = result.x > 0.5
+        violated = False
+        failing = set(unprotected_cells(table, x, cache=audits))  # the audit is cheaper than a cut LP
+        for k, d in requirements:
+            if k not in failing:
+                continue
+            cut = separation.cut(x, k, d)
+            if cut is not None:
+                cuts.append(cut)
+                violated = True
+        if not violated:
+            return x
+    raise SdcError(f"optimal suppression did not converge in {MAX_ROUNDS} rounds")
+
+
+class _Separation:
+    """For a pattern x and a requirement (k, d): the largest movement t*(x) <= |d| of cell k in direction
+    sign(d), as an LP over f = f+ - f- (f+ <= up_room x, f- <= down_room x); a cut when t* < |d|."""
+
+    def __init__(self, matrix: csr_matrix, up_room, down_room):
+        self.n = matrix.shape[1]
+        self.rows = matrix.shape[0]
+        self.up_room = up_room
+        self.down_room = down_room
+        # variables: f+ (n), f- (n), t; rows: M f+ - M f- = 0, then f+_k - f-_k - sign t = 0 (set per call)
+        self.flow = hstack([matrix, -matrix, csr_matrix((self.rows, 1))], format="csr")
+
+    def cut(self, x, k, d):
+        n = self.n
+        sign = 1.0 if d > 0 else -1.0
+        target = csr_matrix(([1.0, -1.0, -sign], ([0, 0, 0], [k, n + k, 2 * n])), shape=(1, 2 * n + 1))
+        objective = np.zeros(2 * n + 1)
+        objective[-1] = -1.0  # maximise t
+        caps = np.concatenate([self.up_room * x, self.down_room * x, [abs(d)]])
+        lp = linprog(objective, A_eq=vstack([self.flow, target], format="csr"), b_eq=np.zeros(self.rows + 1),
+                     bounds=np.column_stack([np.zeros(2 * n + 1), caps]), method="highs")
+        if lp.status != 0:
+            raise SdcError(f"optimal suppression: separation LP for cell {k} failed ({lp.message})")
+        reach = -lp.fun
+        if reach >= abs(d) - AUDIT_TOLERANCE * max(1.0, abs(d)):
+            return None
+        # mu >= 0: how much the reach grows per unit of capacity of each flow variable
+        mu = -np.asarray(lp.upper.marginals)[: 2 * n]
+        weight = mu[:n] * self.up_room + mu[n:] * self.down_room
+        weight[np.abs(weight) < 1e-12] = 0.0
+        rhs = abs(d) - reach + float(weight @ x)
+        return csr_matrix(weight.reshape(1, -1)), rhs
+
+
+def _relation_cuts(matrix: csr_matrix, primary) -> list[tuple[csr_matrix, float]]:
+    """In every relation that holds a primary that must move, at least one other cell is suppressed."""
+    cuts = []
+    incidence = (abs(matrix) > 0).astype(float).tocsr()
+    for r in range(matrix.shape[0]):
+        cells = incidence.indices[incidence.indptr[r]:incidence.indptr[r + 1]]
+        for k in cells[primary[cells]]:
+            others = cells[cells != k]
+            row = np.zeros(matrix.shape[1])
+            row[others] = 1.0
+            cuts.append((csr_matrix(row.reshape(1, -1)), 1.0))
+    return cuts
+
+
+def _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper, cost, lower, upper,
+                          forced_publish, cuts, time_limit):
+    from .heuristic import heuristic_pattern
+
+    start = primary if x is None else x
+    pattern = heuristic_pattern(values, constraints, primary, protection_lower, protection_upper, cost, lower=lower,
+                                upper=upper, forced_publish=forced_publish, start=start)
+    bound = float(np.asarray(cost)[start].sum())
+    warnings.warn(
+        f"optimal suppression stopped at the {time_limit:g} s time limit: the pattern is safe but not proven "
+        f"optimal (cost {float(np.asarray(cost)[pattern].sum()):g}, lower bound {bound:g})",
+        stacklevel=3,
     )
-    if result.x is None:
-        raise SdcError(f"optimal suppression found no pattern ({result.message}); check protection levels and bounds")
-    if result.status != 0:  # stopped at the time limit with a feasible pattern that is not proven optimal
-        gap = getattr(result, "mip_gap", None)
-        warnings.warn(
-            f"optimal suppression stopped at the {time_limit:g} s time limit: the pattern is safe but not proven "
-            f"optimal" + (f" (MIP gap {100 * gap:.1f} %)" if gap is not None else ""),
-            stacklevel=2,
-        )
-    return result.x[:n] > 0.5
+    return pattern

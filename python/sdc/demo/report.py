@@ -1,4 +1,4 @@
-"""Print the demo's protected Table 2b (seed 002) with its quality figures."""
+"""Print the demo's protected Table 2b (seed 002) with its quality figures, and the cell-suppression tables' patterns."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import duckdb
 from ..errors import SdcError
 
 TABLE_2B = "protected.beurlaubte_nach_hochschulart_geschlecht"
+SUPPRESSION_TABLES = [
+    ("studierende_nach_fach_geschlecht_hochschule", "supp_studierende_pattern", "supp_studierende_audit"),
+    ("umsatz_nach_wz_region", "supp_umsatz_pattern", "supp_umsatz_audit"),
+]
 
 
 def print_report(db: str) -> None:
@@ -18,6 +22,15 @@ def print_report(db: str) -> None:
         cells = con.execute(f'select hochschulart, geschlecht, "count" from {TABLE_2B}').fetchall()
         quality = con.execute("select * from audit.ckm_quality order by table_name").fetchall()
         quality_columns = [d[0] for d in con.description]
+        suppression = [
+            (name, *con.execute(
+                f"select count(*), count(*) filter (where status = 'primary'), count(*) filter (where status = 'secondary'), "
+                f"(select count(*) filter (where protected) from audit.{audit}) from audit.{pattern}").fetchone())
+            for name, pattern, audit in SUPPRESSION_TABLES
+        ]
+        turnover = con.execute(
+            "select region, published_text from protected.umsatz_nach_wz_region where wz = '29' order by region"
+        ).fetchall()
     except duckdb.Error as exc:
         raise SdcError(f"{db}: the demo tables are missing ({exc}); run dbt build first") from None
     finally:
@@ -40,3 +53,9 @@ def print_report(db: str) -> None:
     for row in quality:
         t, n, mad, stay, mx, hdu, fz = (row[k] for k in index)
         print(f"{t:<42}{n:>6}{mad:>8.3f}{stay:>8.3f}{mx:>8}{hdu:>9.5f}{fz:>5}")
+    print("\nCell suppression (every suppressed cell audited by LP):")
+    print(f"{'table':<46}{'cells':>6}{'primary':>9}{'secondary':>11}{'protected':>11}")
+    for name, cells_n, primary, secondary, protected in suppression:
+        print(f"{name:<46}{cells_n:>6}{primary:>9}{secondary:>11}{protected:>11}")
+    print("Turnover of WZ 29 (motor vehicles) by Regierungsbezirk, 1,000 euro; suppressed cells as intervals:")
+    print("  " + "; ".join(f"{region} {text}" for region, text in turnover))

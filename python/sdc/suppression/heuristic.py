@@ -8,8 +8,10 @@ recompute the other, so a third cell is suppressed (when ``freq`` is given).
 Phase B: run the LP audit; for every sensitive cell whose feasible interval is too narrow, try the
 cheapest promising publishable cells near it in turn (up to TRIAL_CELLS) and keep the first that gives
 the cell its protection interval (like sdcTable, which takes the cheapest cell of the sub-table); if none
-does (in three or more dimensions protection often needs a whole cube of new suppressions at once),
-solve the cheapest protecting perturbation as an LP (protection_flow) and suppress every cell it moves;
+does, suppress the cheapest publishable cell among the relations that contain it (preferring relations
+with few suppressions); for a cell that stays unprotected after LOCAL_TRIES such steps (in three or more
+dimensions protection often needs a whole cube of new suppressions at once), solve the cheapest
+protecting perturbation as an LP (protection_flow) and suppress every cell it moves;
 then Phase A again; repeat until the audit passes. The result always passes the audit, or the function
 raises.
 
@@ -27,8 +29,10 @@ from ..errors import SdcError
 from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, unprotected_cells
 
 MAX_ATTACK_ROUNDS = 200
-# In the attack step, how many of the cheapest promising cells are tried before the protection LP.
+# In the attack step, how many of the cheapest promising cells are tried before a relation-local choice,
+# and how often a cell gets a relation-local choice before the protection LP decides for it.
 TRIAL_CELLS = 12
+LOCAL_TRIES = 2
 
 
 def heuristic_pattern(
@@ -106,6 +110,7 @@ def heuristic_pattern(
 
     constraint_pass(first_run=True)
     cache: dict = {}
+    local_tries: dict[int, int] = {}
     for _ in range(MAX_ATTACK_ROUNDS):
         failures = unprotected_cells(table, suppressed, cache=cache)
         if not failures:
@@ -124,6 +129,15 @@ def heuristic_pattern(
                     break
             if fixed:
                 continue
+            local_tries[cell] = local_tries.get(cell, 0) + 1
+            if local_tries[cell] <= LOCAL_TRIES:
+                # the cheapest open cell of the relation with the fewest suppressions around the cell
+                pick = next((p for p in (cheapest(members[r]) for r in
+                                         sorted(relations_of[cell], key=lambda r: hidden_count[r])) if p is not None), None)
+                if pick is not None:
+                    suppress(pick)
+                    added = True
+                    continue
             for extra in protection_flow(table, cell, suppressed, cost, candidates):
                 suppress(extra)
                 added = True

@@ -65,3 +65,36 @@ def test_unprotectable_cell_is_reported():
     with pytest.raises(SdcError, match=r"cannot reach their protection intervals even with every publishable cell suppressed"):
         heuristic_pattern(values, relations, primary, np.ones(len(values)), np.ones(len(values)),
                           cost=values, forced_publish=forced)
+
+
+def test_tv9_singletons_in_a_one_dimensional_table():
+    # sdcTable: records a, b, b, c; tot -> a, b, c, d: a = 1, b = 2, c = 1, d = 0, tot = 4; maxN = 1 makes a
+    # and c primary. Without singleton detection no secondary is needed (a + c = 2 with both >= 0); with it,
+    # either singleton would recompute the other from the published total, so b is suppressed too.
+    values = np.array([4.0, 1.0, 2.0, 1.0, 0.0])  # tot, a, b, c, d
+    relations = [[(0, 1.0), (1, -1.0), (2, -1.0), (3, -1.0), (4, -1.0)]]
+    primary = np.array([False, True, False, True, False])
+    ones = np.where(primary, 1.0, 0.0)
+    plain = heuristic_pattern(values, relations, primary, ones, ones, cost=values)
+    assert list(np.flatnonzero(plain)) == [1, 3]
+    # d is empty (sdcTable status z): never a secondary
+    singletons = heuristic_pattern(values, relations, primary, ones, ones, cost=values, freq=values,
+                                   forced_publish=values == 0)
+    assert list(np.flatnonzero(singletons & ~primary)) == [2]
+
+
+def test_tv14_singleton_and_a_second_primary_in_one_row_force_a_third_suppression():
+    # tau-Argus manual §2.10: row A = 52, 15, 62, 17; c12 = 15 is a singleton, c14 = 17 is p%-unsafe.
+    # Row A's total is published, so c12's respondent would get c14 = 32 - 15 exactly from c12 + c14:
+    # a third cell of row A must be suppressed.
+    values, relations, index = grid_table([[52, 15, 62, 17], [24, 18, 31, 8]])
+    primary = np.zeros(len(values), bool)
+    primary[[index(0, 1), index(0, 3)]] = True
+    freq = np.full(len(values), 5.0)
+    freq[index(0, 1)] = 1
+    protection = np.where(primary, 2.0, 0.0)
+    pattern = heuristic_pattern(values, relations, primary, protection, protection, cost=values, freq=freq)
+    row_a = [index(0, j) for j in range(4)]
+    assert pattern[row_a].sum() >= 3
+    assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=protection,
+                         protection_upper=protection, upper=np.full(len(values), 1.5 * values.max())).passed

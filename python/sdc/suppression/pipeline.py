@@ -94,12 +94,16 @@ def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str 
     weights = base * 10.0 ** level
     lower = np.where(~magnitude & (freq > 0), 1.0, 0.0)  # non-empty count cells are at least 1
     upper = default_upper(values)
+    # empty cells are published as empty: a known zero protects nothing (sdcTable's status z)
+    empty = np.array([c["status"] == "empty" for c in cells])
     if method == "heuristic":
         # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
         suppressed = heuristic_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
+                                       forced_publish=empty,
                                        freq=np.array([c["contributors"] for c in cells]) if magnitude else None)
     else:
-        suppressed = optimal_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper)
+        suppressed = optimal_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
+                                     forced_publish=empty)
     result = audit_pattern(values, suppressed, relations, sensitive=primary, protection_lower=lpl,
                            protection_upper=upl, lower=lower, upper=upper)
     if not result.passed:  # never emit a pattern that fails its own audit

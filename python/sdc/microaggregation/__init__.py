@@ -1,0 +1,8 @@
+"""One-dimensional microaggregation of numeric variables (seed 004; reference
+microaggregation-and-measures.md): fixed group size, Höhne's variance-preserving method with variable
+group size, and the optimal partition (Hansen–Mukherjee), behind one interface."""
+
+from .methods import METHODS, REPLACEMENTS, MicroaggregationResult, microaggregate
+from .measures import column_report
+
+__all__ = ["METHODS", "REPLACEMENTS", "MicroaggregationResult", "microaggregate", "column_report"]

@@ -1,0 +1,144 @@
+"""The interface: microaggregate one numeric column.
+
+Methods (deterministic order: by value, then record id):
+  fixed     ascending sort, groups of k, the remainder merged into the last group (sdcMicro-compatible)
+  hoehne    seed 004: descending sort, group size m in [k, 2k-1] by the smallest sum of the chunks'
+            population variances, groups of m (remainder merged into the last group, so none is below
+            k), variance-preserving values
+  optimal   Hansen–Mukherjee: the partition into groups of k..2k-1 with the least within-group SSE
+Replacement: 'mean' (group mean) or 'hoehne' (variance-preserving: the bigger half, b = rint(n/2) half to
+even and at least 1, gets mean + sqrt((n-b)/b)·sd, the smaller half mean - sqrt(b/(n-b))·sd, sd the
+population sd: every group keeps its mean and population variance). Method hoehne always uses 'hoehne'.
+
+NULLs (NaN) stay NULL and take no part; the result counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SdcError
+from .partition import chunk_groups, fixed_groups, hoehne_group_size, optimal_groups
+
+METHODS = ("optimal", "hoehne", "fixed")
+REPLACEMENTS = ("mean", "hoehne")
+
+
+@dataclass
+class MicroaggregationResult:
+    values: np.ndarray  # protected values in input order (NaN where the input was NULL)
+    group: np.ndarray  # group label per record (-1 for NULL)
+    method: str
+    replacement: str
+    k: int
+    group_size: int | None = None  # hoehne: the chosen m
+    criterion: dict[int, float] = field(default_factory=dict)  # hoehne: sum of variances per m
+    nulls: int = 0
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        return np.bincount(self.group[self.group >= 0])
+
+
+def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replacement: str | None = None,
+                   legacy: bool = False) -> MicroaggregationResult:
+    """Microaggregate one column. ``ids`` break ties between equal values (default: input position).
+    ``legacy`` (method hoehne only) reproduces seed 004's printed numbers, bugs included (see
+    _legacy_hoehne); never use it to protect data."""
+    if method not in METHODS:
+        raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    replacement = replacement or ("hoehne" if method == "hoehne" else "mean")
+    if replacement not in REPLACEMENTS:
+        raise SdcError(f"replacement must be one of {', '.join(REPLACEMENTS)}, got {replacement!r}")
+    if method == "hoehne" and replacement != "hoehne":
+        raise SdcError("method hoehne always replaces by the variance-preserving values")
+    if legacy and method != "hoehne":
+        raise SdcError("legacy reproduces seed 004 and exists for method hoehne only")
+    try:
+        x = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise SdcError("microaggregation needs numeric values") from None
+    if x.ndim != 1:
+        raise SdcError("microaggregation works on one column at a time")
+    if not isinstance(k, (int, np.integer)) or k < 2:
+        raise SdcError(f"k must be an integer of at least 2 (a group of 1 is the record itself), got {k!r}")
+    present = np.flatnonzero(~np.isnan(x))
+    if len(present) < k:
+        raise SdcError(f"k = {k} exceeds the {len(present)} non-NULL values: no group of k can be formed")
+    ids = np.arange(len(x)) if ids is None else np.asarray(ids)
+    descending = method == "hoehne"
+    # order by value (descending for Höhne's bigger/smaller halves), then record id
+    keys = -x[present] if descending else x[present]
+    order = present[np.lexsort((ids[present], keys))]
+    sorted_values = x[order]
+    result = MicroaggregationResult(np.full(len(x), np.nan), np.full(len(x), -1, dtype=np.int64), method,
+                                    replacement, int(k), nulls=len(x) - len(present))
+    if method == "fixed":
+        labels = fixed_groups(len(order), k)
+    elif method == "optimal":
+        labels = optimal_groups(sorted_values, k)
+    else:
+        m, result.criterion = hoehne_group_size(sorted_values, k)
+        result.group_size = m
+        labels = chunk_groups(len(order), m) if legacy else fixed_groups(len(order), m)
+    if legacy:
+        protected = _legacy_hoehne(sorted_values, labels, result.group_size)
+    elif replacement == "mean":
+        protected = _group_means(sorted_values, labels)
+    else:
+        protected = _hoehne_values(sorted_values, labels, descending)
+    result.values[order] = protected
+    result.group[order] = labels
+    return result
+
+
+def _group_means(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    # means of deviations from each group's first value keep large values exact
+    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+    base = np.repeat(values[starts], np.diff(np.r_[starts, len(values)]))
+    sizes = np.bincount(labels)
+    return base + (np.bincount(labels, weights=values - base) / sizes)[labels]
+
+
+def _hoehne_values(values: np.ndarray, labels: np.ndarray, descending: bool) -> np.ndarray:
+    """Variance-preserving replacement per group (real division, the group's actual size)."""
+    out = np.empty_like(values)
+    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+    for start, stop in zip(starts, np.r_[starts[1:], len(values)]):
+        group = values[start:stop]
+        n = len(group)
+        if n == 1:
+            out[start] = group[0]
+            continue
+        mean = group.mean()
+        sd = group.std()  # population sd
+        b = max(int(np.rint(n / 2)), 1)  # half to even, like Java's Math.rint
+        upper = mean + np.sqrt((n - b) / b) * sd
+        lower = mean - np.sqrt(b / (n - b)) * sd
+        # the b largest values of the group are the bigger half
+        bigger = np.zeros(n, bool)
+        bigger[:b] = True
+        if not descending:
+            bigger = bigger[::-1]
+        out[start:stop] = np.where(bigger, upper, lower)
+    return out
+
+
+def _legacy_hoehne(values_desc: np.ndarray, labels: np.ndarray, m: int) -> np.ndarray:
+    """Seed 004's Java code as it ran: chunks of the nominal m (the short last chunk alone), factors
+    sqrt((m - b) / b) and sqrt(b / (m - b)) in integer division with the nominal m, the bigger half cut
+    into chunks of b of which only the first two are written (later rows keep their values)."""
+    out = values_desc.copy()
+    for g in range(labels[-1] + 1):
+        idx = np.flatnonzero(labels == g)
+        group = values_desc[idx]
+        n = len(group)
+        mean, sd = group.mean(), group.std()
+        b = max(int(np.rint(n / 2)), 1)
+        chunks = [idx[i:i + b] for i in range(0, n, b)]
+        out[chunks[0]] = mean + np.sqrt((m - b) // b) * sd
+        if len(chunks) > 1:
+            out[chunks[1]] = mean - np.sqrt(b // (m - b) if m > b else 0) * sd
+    return out

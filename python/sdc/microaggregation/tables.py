@@ -1,0 +1,133 @@
+"""`sdc microaggregate`: a protected copy of a DuckDB table or of a CSV/Parquet file.
+
+Every other column and the row count stay as they are; each named column is microaggregated on its own
+(its type becomes DOUBLE: group means are not integers). The copy is written in one transaction (a file
+is written under a temporary name and renamed), so on any error nothing changes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from ..errors import SdcError
+from ..loader import quote, source_sql
+from .measures import column_report
+from .methods import microaggregate
+
+NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                 "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL")
+
+
+def microaggregate_table(db, table: str, columns: list[str], k: int, method: str, *, out_table: str | None = None,
+                         id_column: str | None = None, replacement: str | None = None) -> list[dict]:
+    """Write ``out_table`` (default <table>_microaggregated, same schema) into the DuckDB file ``db``."""
+    source = _qualified(table)
+    target = _qualified(out_table or f"{table}_microaggregated")
+    if target == source:
+        raise SdcError("the protected copy must not replace its source table; give another --out-table")
+    try:
+        con = duckdb.connect(str(db))
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot open {db}: {str(exc).splitlines()[0]}") from None
+    try:
+        exists = con.execute("select count(*) from duckdb_tables() where schema_name = ? and table_name = ?",
+                             _parts(table)).fetchone()[0]
+        if not exists:
+            raise SdcError(f"table {table!r} not found in {db}")
+        reports, protected = _protect(con, source, columns, k, method, id_column, replacement, f"table {table!r}")
+        con.execute("begin transaction")
+        try:
+            schema = _parts(out_table or f"{table}_microaggregated")[0]
+            con.execute(f"create schema if not exists {quote(schema)}")
+            con.execute(f"create or replace table {target} as {protected}")
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
+    finally:
+        con.close()
+    return reports
+
+
+def microaggregate_file(input_path, out, columns: list[str], k: int, method: str, *, id_column: str | None = None,
+                        replacement: str | None = None) -> list[dict]:
+    """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet)."""
+    input_path, out = Path(input_path), Path(out)
+    fmt = {".csv": "csv, header true", ".parquet": "parquet"}.get(out.suffix.lower())
+    if fmt is None:
+        raise SdcError(f"{out}: give a .csv or .parquet output file")
+    if not out.parent.is_dir():
+        raise SdcError(f"cannot write {out}: folder {out.parent} does not exist")
+    con = duckdb.connect()
+    try:
+        try:
+            con.execute(f"create table micro as select * from {source_sql(input_path)}")
+        except duckdb.Error as exc:
+            raise SdcError(f"cannot read {input_path}: {str(exc).splitlines()[0]}") from None
+        reports, protected = _protect(con, "micro", columns, k, method, id_column, replacement, str(input_path))
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
+        os.close(fd)
+        try:
+            literal = tmp.replace("'", "''")
+            con.execute(f"copy ({protected}) to '{literal}' (format {fmt})")
+            os.replace(tmp, out)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    finally:
+        con.close()
+    return reports
+
+
+def _protect(con, source: str, columns, k, method, id_column, replacement, where) -> tuple[list[dict], str]:
+    """Microaggregate the columns; returns the reports and a query of the protected table (in row order)."""
+    if not columns:
+        raise SdcError("give at least one --column")
+    types = dict(con.execute(f"select column_name, column_type from (describe select * from {source})").fetchall())
+    for name in columns + ([id_column] if id_column else []):
+        quote(name)
+        if name not in types:
+            raise SdcError(f"column {name!r} is not in {where} (columns: {', '.join(types)})")
+    for name in columns:
+        if types[name] not in NUMERIC_TYPES and not types[name].startswith("DECIMAL"):
+            raise SdcError(f"column {name!r} of {where} is {types[name]}, not numeric")
+    if len(set(columns)) != len(columns):
+        raise SdcError("a column is named twice")
+    tie = quote(id_column) if id_column else "rowid"
+    con.execute(f"create temp table sdc_rows as select row_number() over () as sdc_row, * from {source}")
+    ids = con.execute(f"select {tie if id_column else 'sdc_row'} from sdc_rows order by sdc_row").fetchnumpy()
+    ids = next(iter(ids.values()))
+    reports, protected = [], {"sdc_row": np.arange(1, len(ids) + 1)}
+    for name in columns:
+        values = con.execute(f"select coalesce(cast({quote(name)} as double), 'NaN'::double) from sdc_rows "
+                             "order by sdc_row").fetchnumpy()
+        x = next(iter(values.values())).astype(float)
+        try:
+            result = microaggregate(x, k, method, ids=np.asarray(ids), replacement=replacement)
+        except SdcError as exc:
+            raise SdcError(f"column {name!r}: {exc}") from None
+        protected[name] = result.values
+        reports.append({"column": name, **column_report(x, result)})
+    con.register("sdc_protected_values", protected)
+    replaced = ", ".join(f"nullif(p.{quote(c)}, 'NaN'::double) as {quote(c)}" for c in columns)
+    query = (f"select r.* exclude (sdc_row) replace ({replaced}) from sdc_rows r "
+             "join sdc_protected_values p using (sdc_row) order by r.sdc_row")
+    return reports, query
+
+
+def _parts(table: str) -> list[str]:
+    parts = table.split(".")
+    if len(parts) == 1:
+        return ["main", parts[0]]
+    if len(parts) == 2:
+        return parts
+    raise SdcError(f"{table!r}: give a table as name or schema.name")
+
+
+def _qualified(table: str) -> str:
+    return ".".join(quote(p) for p in _parts(table))

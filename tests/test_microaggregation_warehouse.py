@@ -1,0 +1,118 @@
+"""Microaggregation in the warehouse: the SQL macro microaggregate_fixed equals the Python method, and
+`sdc microaggregate` writes protected copies of tables and files (or nothing, on bad input)."""
+
+import duckdb
+import numpy as np
+import pytest
+
+from dbt_project_helper import ScratchProject
+from sdc.cli import main
+from sdc.microaggregation import microaggregate
+
+from conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def sql_project(tmp_path_factory):
+    p = ScratchProject(tmp_path_factory.mktemp("microaggregation") / "project")
+    con = duckdb.connect(str(p.db))
+    con.execute("create schema raw")
+    # the income column with ties (rounded to 10,000) and two NULLs, ids in scrambled order
+    con.execute(f"create table raw.income as select (row_id * 7919) % 100003 as id, "
+                f"case when row_id in (17, 4000) then null else round(x, -4) end as x, 'kept' as other "
+                f"from read_csv('{DATA / 'microagg_income.csv'}')")
+    con.close()
+    p.sources(["income"])
+    p.model("income_mean", "{{ sdc.microaggregate_fixed(source('raw', 'income'), 'x', 3, 'id') }}")
+    p.model("income_hoehne", "{{ sdc.microaggregate_fixed(source('raw', 'income'), 'x', 4, 'id', replacement='hoehne') }}")
+    result = p.dbt("build")
+    assert result.returncode == 0, result.stdout[-3000:]
+    return p
+
+
+def read(db, sql):
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("model, k, replacement", [("income_mean", 3, "mean"), ("income_hoehne", 4, "hoehne")])
+def test_sql_macro_equals_the_python_fixed_method(sql_project, model, k, replacement):
+    source = read(sql_project.db, "select id, x from raw.income order by id")
+    ids = np.array([r[0] for r in source])
+    x = np.array([np.nan if r[1] is None else r[1] for r in source], dtype=float)
+    expected = microaggregate(x, k, "fixed", ids=ids, replacement=replacement).values
+    rows = read(sql_project.db, f"select id, x, other from {model} order by id")
+    assert [r[0] for r in rows] == list(ids) and {r[2] for r in rows} == {"kept"}
+    got = np.array([np.nan if r[1] is None else r[1] for r in rows], dtype=float)
+    assert np.array_equal(np.isnan(got), np.isnan(x)) and np.isnan(got).sum() == 2
+    assert got[~np.isnan(got)] == pytest.approx(expected[~np.isnan(expected)], rel=1e-12)
+
+
+def test_sql_macro_refuses_k_below_2(tmp_path):
+    p = ScratchProject(tmp_path / "project")
+    p.sources(["income"])
+    p.model("bad", "{{ sdc.microaggregate_fixed(source('raw', 'income'), 'x', 1, 'id') }}")
+    result = p.dbt("compile")
+    assert result.returncode != 0 and "k must be an integer of at least 2, got 1" in result.stdout
+
+
+def test_cli_table_copy_keeps_rows_and_other_columns(tmp_path, capsys):
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("create schema raw")
+    con.execute(f"create table raw.people as select row_id, x as income, x / 2 as expend, 'z' || row_id as name "
+                f"from read_csv('{DATA / 'microagg_income.csv'}')")
+    con.close()
+    assert main(["microaggregate", "--db", str(db), "--table", "raw.people", "--column", "income", "--column",
+                 "expend", "--k", "3", "--method", "optimal", "--id", "row_id", "--out-table", "safe.people",
+                 "--report", str(tmp_path / "report.json")]) == 0
+    out = capsys.readouterr().out
+    assert "income: optimal k=3, 4580 records (0 NULL)" in out and "wrote safe.people" in out
+    original = read(db, "select row_id, income, expend, name from raw.people order by row_id")
+    protected = read(db, "select row_id, income, expend, name from safe.people order by row_id")
+    assert len(protected) == len(original) == 4580
+    assert [r[::3] for r in protected] == [r[::3] for r in original]
+    x = np.array([r[1] for r in original])
+    assert [r[1] for r in protected] == pytest.approx(list(microaggregate(x, 3, "optimal", ids=np.arange(1, 4581)).values))
+    import json
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [r["column"] for r in report] == ["income", "expend"] and report[0]["min_group_size"] == 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--table", "raw.missing", "--column", "income"], "table 'raw.missing' not found"),
+    (["--table", "raw.people", "--column", "name"], "column 'name' of table 'raw.people' is VARCHAR, not numeric"),
+    (["--table", "raw.people", "--column", "nope"], "column 'nope' is not in table 'raw.people'"),
+    (["--table", "raw.people", "--column", "income", "--k", "1"], "k must be an integer of at least 2"),
+    (["--table", "raw.people", "--column", "income", "--k", "9"], "k = 9 exceeds the 3 non-NULL values"),
+])
+def test_cli_bad_input_writes_nothing(tmp_path, capsys, args, message):
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("create schema raw")
+    con.execute("create table raw.people as select * from (values (1, 10.0, 'a'), (2, 20.0, 'b'), (3, null, 'c'), "
+                "(4, 40.0, 'd')) t(id, income, name)")
+    con.close()
+    argv = ["microaggregate", "--db", str(db), *args]
+    if "--k" not in args:
+        argv += ["--k", "2"]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert read(db, "select schema_name, table_name from duckdb_tables() order by all") == [("raw", "people")]
+
+
+def test_cli_file_mode(tmp_path, capsys):
+    out = tmp_path / "safe.csv"
+    assert main(["microaggregate", "--input", str(DATA / "microagg_tiny12.csv"), "--out", str(out),
+                 "--column", "x", "--k", "3", "--method", "fixed"]) == 0
+    rows = [line.split(",") for line in out.read_text().splitlines()[1:]]
+    # 1 2 3 | 10 11 12 | 50 51 52 | 100 101 1000 -> 2, 11, 51, 1201/3
+    assert [int(a) for a, _ in rows] == list(range(1, 13))
+    assert [float(b) for _, b in rows] == pytest.approx([2] * 3 + [11] * 3 + [51] * 3 + [1201 / 3] * 3, rel=1e-15)
+    capsys.readouterr()
+    assert main(["microaggregate", "--input", str(DATA / "microagg_tiny12.csv"), "--out", str(tmp_path / "x.txt"),
+                 "--column", "x", "--k", "3"]) == 2
+    assert "give a .csv or .parquet output file" in capsys.readouterr().err

@@ -37,6 +37,8 @@ demo: $(STAMP)
 	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/enterprises.parquet --table enterprises \
 		--id id --key-mode keyed
 	$(DBT) build --quiet
+	$(SDC) microaggregate --db warehouse/sdc.duckdb --table raw.students --column einkommen --k 3 \
+		--method optimal --id id --out-table microdata.students
 	$(SDC) publish --db warehouse/sdc.duckdb --out warehouse/publication.duckdb --parquet warehouse/publication
 	$(SDC) demo report --db warehouse/sdc.duckdb
 

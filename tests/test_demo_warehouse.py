@@ -201,3 +201,18 @@ def test_sql_install_refuses_a_bad_ptable(demo, tmp_path, capsys):
     # the installed macros still work with the previous table
     assert query(db, "select sdc_ckm(sum(f_beurlaubte), sum(rk_f_beurlaubte)) from raw.students") == \
         query(db, "select count from protected.beurlaubte_nach_hochschulart where hochschulart = 'Total'")
+
+
+def test_demo_income_microaggregation(demo, capsys):
+    # as `make demo` does: a protected copy of the students with income microaggregated (optimal, k = 3)
+    _, db, _ = demo
+    assert main(["microaggregate", "--db", str(db), "--table", "raw.students", "--column", "einkommen", "--k", "3",
+                 "--method", "optimal", "--id", "id", "--out-table", "microdata.students"]) == 0
+    assert "einkommen: optimal k=3, 500000 records (0 NULL)" in capsys.readouterr().out
+    same = query(db, "select count(*), count(*) filter (where r.einkommen = m.einkommen), "
+                     "count(*) filter (where r.hochschule = m.hochschule and r.ef28 = m.ef28), "
+                     "abs(sum(r.einkommen) - sum(m.einkommen)) from raw.students r join microdata.students m using (id)")[0]
+    assert same[0] == 500_000 and same[2] == 500_000  # every record, other columns unchanged
+    assert same[3] < 1e-3 * 500_000  # group means keep the total
+    # every released income value is shared by at least 3 records
+    assert query(db, "select min(n) from (select count(*) n from microdata.students group by einkommen)")[0][0] >= 3

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import SdcError
-from .partition import chunk_groups, fixed_groups, hoehne_group_size, optimal_groups
+from .partition import chunk_groups, fixed_groups, group_moments, hoehne_group_size, optimal_groups
 
 METHODS = ("optimal", "hoehne", "fixed")
 REPLACEMENTS = ("mean", "hoehne")
@@ -67,11 +67,13 @@ def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replace
     present = np.flatnonzero(~np.isnan(x))
     if len(present) < k:
         raise SdcError(f"k = {k} exceeds the {len(present)} non-NULL values: no group of k can be formed")
-    ids = np.arange(len(x)) if ids is None else np.asarray(ids)
     descending = method == "hoehne"
-    # order by value (descending for Höhne's bigger/smaller halves), then record id
+    # order by value (descending for Höhne's bigger/smaller halves), then record id (default: position)
     keys = -x[present] if descending else x[present]
-    order = present[np.lexsort((ids[present], keys))]
+    if ids is None:
+        order = present[np.argsort(keys, kind="stable")]
+    else:
+        order = present[np.lexsort((np.asarray(ids)[present], keys))]
     sorted_values = x[order]
     result = MicroaggregationResult(np.full(len(x), np.nan), np.full(len(x), -1, dtype=np.int64), method,
                                     replacement, int(k), nulls=len(x) - len(present))
@@ -95,35 +97,23 @@ def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replace
 
 
 def _group_means(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    # means of deviations from each group's first value keep large values exact
-    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-    base = np.repeat(values[starts], np.diff(np.r_[starts, len(values)]))
-    sizes = np.bincount(labels)
-    return base + (np.bincount(labels, weights=values - base) / sizes)[labels]
+    mean, _, _ = group_moments(values, labels)
+    return mean[labels]
 
 
 def _hoehne_values(values: np.ndarray, labels: np.ndarray, descending: bool) -> np.ndarray:
-    """Variance-preserving replacement per group (real division, the group's actual size)."""
-    out = np.empty_like(values)
-    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-    for start, stop in zip(starts, np.r_[starts[1:], len(values)]):
-        group = values[start:stop]
-        n = len(group)
-        if n == 1:
-            out[start] = group[0]
-            continue
-        mean = group.mean()
-        sd = group.std()  # population sd
-        b = max(int(np.rint(n / 2)), 1)  # half to even, like Java's Math.rint
-        upper = mean + np.sqrt((n - b) / b) * sd
-        lower = mean - np.sqrt(b / (n - b)) * sd
-        # the b largest values of the group are the bigger half
-        bigger = np.zeros(n, bool)
-        bigger[:b] = True
-        if not descending:
-            bigger = bigger[::-1]
-        out[start:stop] = np.where(bigger, upper, lower)
-    return out
+    """Variance-preserving replacement per group (real division, the group's actual size): the b largest
+    values of a group get the upper value."""
+    mean, variance, sizes = group_moments(values, labels)
+    sd = np.sqrt(variance)
+    bigger = np.maximum(np.rint(sizes / 2), 1)  # half to even, like Java's Math.rint
+    smaller = sizes - bigger
+    with np.errstate(divide="ignore", invalid="ignore"):
+        upper = mean + np.sqrt(smaller / bigger) * sd
+        lower = np.where(smaller > 0, mean - np.sqrt(bigger / np.maximum(smaller, 1)) * sd, mean)
+    position = np.arange(len(values)) - np.r_[0, np.cumsum(sizes)[:-1]][labels]  # place within the group
+    in_bigger = position < bigger[labels] if descending else position >= smaller[labels]
+    return np.where(in_bigger, upper[labels], lower[labels])
 
 
 def _legacy_hoehne(values_desc: np.ndarray, labels: np.ndarray, m: int) -> np.ndarray:

@@ -28,12 +28,23 @@ def hoehne_group_size(values_desc: np.ndarray, k: int) -> tuple[int, dict[int, f
     criterion = {}
     best_m, best = k, np.inf
     for m in range(k, 2 * k):
-        labels = chunk_groups(len(values_desc), m)
-        total = float(sum(np.var(values_desc[labels == g]) for g in range(labels[-1] + 1)))
+        _, variance, _ = group_moments(values_desc, chunk_groups(len(values_desc), m))
+        total = float(variance.sum())
         criterion[m] = total
         if total < best:
             best_m, best = m, total
     return best_m, criterion
+
+
+def group_moments(values: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, population variance and size of each group of contiguous labels 0, 1, ..., from deviations to
+    each group's first value (exact for large values with a small spread)."""
+    sizes = np.bincount(labels)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    deviation = values - values[starts][labels]
+    shift = np.bincount(labels, weights=deviation) / sizes
+    variance = np.maximum(np.bincount(labels, weights=deviation * deviation) / sizes - shift * shift, 0.0)
+    return values[starts] + shift, variance, sizes
 
 
 def window_sse(values: np.ndarray, k: int) -> dict[int, np.ndarray]:

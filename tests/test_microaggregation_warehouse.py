@@ -116,3 +116,12 @@ def test_cli_file_mode(tmp_path, capsys):
     assert main(["microaggregate", "--input", str(DATA / "microagg_tiny12.csv"), "--out", str(tmp_path / "x.txt"),
                  "--column", "x", "--k", "3"]) == 2
     assert "give a .csv or .parquet output file" in capsys.readouterr().err
+
+
+def test_shuffle_moves_whole_rows(tmp_path):
+    plain, shuffled = tmp_path / "plain.csv", tmp_path / "shuffled.csv"
+    common = ["--input", str(DATA / "microagg_income.csv"), "--column", "x", "--k", "3"]
+    assert main(["microaggregate", *common, "--out", str(plain)]) == 0
+    assert main(["microaggregate", *common, "--out", str(shuffled), "--shuffle-rows"]) == 0
+    rows = lambda path: path.read_text().splitlines()[1:]  # noqa: E731
+    assert rows(plain) != rows(shuffled) and sorted(rows(plain)) == sorted(rows(shuffled))

@@ -156,6 +156,8 @@ def _parser() -> argparse.ArgumentParser:
     micro.add_argument("--replacement", choices=("mean", "hoehne"),
                        help="group mean (default) or variance-preserving values (always for --method hoehne)")
     micro.add_argument("--id", dest="id_column", help="record id column that breaks ties (default: row order)")
+    micro.add_argument("--shuffle-rows", action="store_true",
+                       help="write the rows in random order (whole rows; a column is never shuffled on its own)")
     micro.add_argument("--report", help="also write the figures as JSON to this file")
     micro.set_defaults(run=_run_microaggregate)
 
@@ -282,7 +284,7 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
 
     if bool(args.db) == bool(args.input) or (args.db and not args.table) or (args.input and not args.out):
         raise SdcError("give either --db FILE --table T [--out-table T2] or --input FILE --out FILE")
-    options = dict(id_column=args.id_column, replacement=args.replacement)
+    options = dict(id_column=args.id_column, replacement=args.replacement, shuffle_rows=args.shuffle_rows)
     if args.db:
         reports = microaggregate_table(args.db, args.table, args.column, args.k, args.method,
                                        out_table=args.out_table, **options)

@@ -24,7 +24,8 @@ NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYIN
 
 
 def microaggregate_table(db, table: str, columns: list[str], k: int, method: str, *, out_table: str | None = None,
-                         id_column: str | None = None, replacement: str | None = None) -> list[dict]:
+                         id_column: str | None = None, replacement: str | None = None,
+                         shuffle_rows: bool = False) -> list[dict]:
     """Write ``out_table`` (default <table>_microaggregated, same schema) into the DuckDB file ``db``."""
     source = _qualified(table)
     target = _qualified(out_table or f"{table}_microaggregated")
@@ -39,7 +40,8 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
                              _parts(table)).fetchone()[0]
         if not exists:
             raise SdcError(f"table {table!r} not found in {db}")
-        reports, protected = _protect(con, source, columns, k, method, id_column, replacement, f"table {table!r}")
+        reports, protected = _protect(con, source, columns, k, method, id_column, replacement, f"table {table!r}",
+                                      shuffle_rows)
         con.execute("begin transaction")
         try:
             schema = _parts(out_table or f"{table}_microaggregated")[0]
@@ -55,7 +57,7 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
 
 
 def microaggregate_file(input_path, out, columns: list[str], k: int, method: str, *, id_column: str | None = None,
-                        replacement: str | None = None) -> list[dict]:
+                        replacement: str | None = None, shuffle_rows: bool = False) -> list[dict]:
     """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet)."""
     input_path, out = Path(input_path), Path(out)
     fmt = {".csv": "csv, header true", ".parquet": "parquet"}.get(out.suffix.lower())
@@ -69,7 +71,8 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
             con.execute(f"create table micro as select * from {source_sql(input_path)}")
         except duckdb.Error as exc:
             raise SdcError(f"cannot read {input_path}: {str(exc).splitlines()[0]}") from None
-        reports, protected = _protect(con, "micro", columns, k, method, id_column, replacement, str(input_path))
+        reports, protected = _protect(con, "micro", columns, k, method, id_column, replacement, str(input_path),
+                                      shuffle_rows)
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
         os.close(fd)
         try:
@@ -84,8 +87,10 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
     return reports
 
 
-def _protect(con, source: str, columns, k, method, id_column, replacement, where) -> tuple[list[dict], str]:
-    """Microaggregate the columns; returns the reports and a query of the protected table (in row order)."""
+def _protect(con, source: str, columns, k, method, id_column, replacement, where, shuffle_rows=False):
+    """Microaggregate the columns; returns the reports and a query of the protected table, in row order or,
+    with ``shuffle_rows``, in random order (whole rows move: a column is never shuffled on its own, which
+    would cut every value from its record)."""
     if not columns:
         raise SdcError("give at least one --column")
     types = dict(con.execute(f"select column_name, column_type from (describe select * from {source})").fetchall())
@@ -116,7 +121,7 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
     con.register("sdc_protected_values", protected)
     replaced = ", ".join(f"nullif(p.{quote(c)}, 'NaN'::double) as {quote(c)}" for c in columns)
     query = (f"select r.* exclude (sdc_row) replace ({replaced}) from sdc_rows r "
-             "join sdc_protected_values p using (sdc_row) order by r.sdc_row")
+             f"join sdc_protected_values p using (sdc_row) order by {'random()' if shuffle_rows else 'r.sdc_row'}")
     return reports, query
 
 

@@ -253,12 +253,15 @@ def audit_pattern(
     return AuditResult(intervals)
 
 
-def unprotected_cells(table: AuditTable, suppressed, *, only=None, cache: dict | None = None) -> list[int]:
+def unprotected_cells(table: AuditTable, suppressed, *, only=None, cache: dict | None = None,
+                      clip: bool = True) -> list[int]:
     """The sensitive cells (of ``only``, default all) whose feasible interval misses their protection
     interval: the pass/fail part of the audit, with as few LPs as the feasible points found allow.
 
     ``cache`` (a dict kept by the caller) remembers the result of components already checked, so a
-    caller that adds cells one by one only pays for the components that changed."""
+    caller that adds cells one by one only pays for the components that changed. ``clip=False`` skips
+    the a-priori clipping of failing cells (an LP over the whole table each): a caller that clips the
+    cells it cannot fix itself (and then clears its cache) saves those LPs on intermediate patterns."""
     suppressed = table.check_pattern(suppressed)
     targets = table.sensitive if only is None else np.isin(np.arange(len(table.values)), list(only))
     failing = []
@@ -270,14 +273,14 @@ def unprotected_cells(table: AuditTable, suppressed, *, only=None, cache: dict |
         if cache is not None and key in cache:
             failing.extend(cache[key])
             continue
-        found = _component_failures(table, cells, suppressed, check)
+        found = _component_failures(table, cells, suppressed, check, clip)
         if cache is not None:
             cache[key] = found
         failing.extend(found)
     return sorted(failing)
 
 
-def _component_failures(table: AuditTable, cells, suppressed, check) -> list[int]:
+def _component_failures(table: AuditTable, cells, suppressed, check, clip: bool = True) -> list[int]:
     lp = table.component_lp(cells, suppressed)
     position_of = {int(c): p for p, c in enumerate(cells)}
     tol = AUDIT_TOLERANCE
@@ -299,7 +302,7 @@ def _component_failures(table: AuditTable, cells, suppressed, check) -> list[int
                 seen_high[p] = max(seen_high[p], value)
             else:
                 seen_low[p] = min(seen_low[p], value)
-            if not reached() and table.clip_to_a_priori(cell) and reached():
+            if not reached() and clip and table.clip_to_a_priori(cell) and reached():
                 continue
             if not reached():
                 failing.append(int(cell))

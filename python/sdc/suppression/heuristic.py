@@ -11,7 +11,7 @@ the cell its protection interval (like sdcTable, which takes the cheapest cell o
 does, suppress the cheapest publishable cell among the relations that contain it (preferring relations
 with few suppressions); for a cell that stays unprotected after LOCAL_TRIES such steps (in three or more
 dimensions protection often needs a whole cube of new suppressions at once), solve the cheapest
-protecting perturbation as an LP (protection_flow) and suppress every cell it moves;
+protecting perturbation as an LP (ProtectionFlow) and suppress every cell it moves;
 then Phase A again; repeat until the audit passes. The result always passes the audit, or the function
 raises.
 
@@ -21,8 +21,8 @@ that totals are kept (seed 003's principle: "je höher die Hierarchiestufe, dest
 
 from __future__ import annotations
 
+import highspy
 import numpy as np
-from scipy.optimize import linprog
 from scipy.sparse import csr_matrix, hstack, vstack
 
 from ..errors import SdcError
@@ -111,24 +111,30 @@ def heuristic_pattern(
     constraint_pass(first_run=True)
     cache: dict = {}
     local_tries: dict[int, int] = {}
+    flow = None  # the protection LP, built when first needed
     for _ in range(MAX_ATTACK_ROUNDS):
-        failures = unprotected_cells(table, suppressed, cache=cache)
+        failures = unprotected_cells(table, suppressed, cache=cache, clip=False)
         if not failures:
             return suppressed
         added = False
         for cell in failures:
-            if not unprotected_cells(table, suppressed, only=[cell], cache=cache):
+            if not unprotected_cells(table, suppressed, only=[cell], cache=cache, clip=False):
                 continue  # fixed by a cell added for an earlier failure of this round
             fixed = False
             for trial in promising(cell)[:TRIAL_CELLS]:
                 attempt = suppressed.copy()
                 attempt[trial] = True
-                if not unprotected_cells(table, attempt, only=[cell]):
+                if not unprotected_cells(table, attempt, only=[cell], clip=False):
                     suppress(trial)
                     added = fixed = True
                     break
             if fixed:
                 continue
+            if table.clip_to_a_priori(cell):  # the bounds alone may make part of the interval unreachable
+                cache.clear()
+                if not unprotected_cells(table, suppressed, only=[cell], clip=False):
+                    added = True  # progress: the cell is as protected as any pattern can make it
+                    continue
             local_tries[cell] = local_tries.get(cell, 0) + 1
             if local_tries[cell] <= LOCAL_TRIES:
                 # the cheapest open cell of the relation with the fewest suppressions around the cell
@@ -138,7 +144,9 @@ def heuristic_pattern(
                     suppress(pick)
                     added = True
                     continue
-            for extra in protection_flow(table, cell, suppressed, cost, candidates):
+            if flow is None:
+                flow = ProtectionFlow(table, cost, candidates)
+            for extra in flow.cells_to_suppress(cell, suppressed):
                 suppress(extra)
                 added = True
         if not added:
@@ -148,31 +156,77 @@ def heuristic_pattern(
     raise SdcError(f"secondary suppression: no safe pattern after {MAX_ATTACK_ROUNDS} attack rounds")
 
 
-def protection_flow(table: AuditTable, cell: int, suppressed, cost, candidates) -> list[int]:
-    """Open cells to suppress so that ``cell`` reaches both ends of its protection interval: for each
-    direction, the cheapest perturbation of the table that keeps every relation, moves ``cell`` by its
+class ProtectionFlow:
+    """Open cells to suppress so that a cell reaches both ends of its protection interval: for each
+    direction, the cheapest perturbation of the table that keeps every relation, moves the cell by its
     protection level and stays within the a-priori bounds (the LP relaxation of one requirement of the
     MILP in optimal.py; a unit of movement of an open cell costs cost / room, suppressed cells are free).
-    Every cell the perturbation moves is suppressed, so the pattern then admits it: the requirement holds."""
-    n = len(table.values)
-    a = table.values
-    up_room = np.where(suppressed | candidates, np.maximum(table.upper - a, 0.0), 0.0)
-    down_room = np.where(suppressed | candidates, np.maximum(a - table.lower, 0.0), 0.0)
-    up_room = np.minimum(up_room, np.abs(a).max(initial=1.0) * 1e3)  # finite rooms keep the LP bounded
-    moving = np.zeros(n, bool)
-    for d in (table.required_upper[cell] - a[cell], table.required_lower[cell] - a[cell]):
-        if abs(d) <= AUDIT_TOLERANCE:
-            continue
-        open_cell = ~suppressed
-        unit_up = np.where(open_cell, cost / np.maximum(up_room, 1e-9), 0.0)
-        unit_down = np.where(open_cell, cost / np.maximum(down_room, 1e-9), 0.0)
-        target = csr_matrix(([1.0, -1.0], ([0, 0], [cell, n + cell])), shape=(1, 2 * n))
-        a_eq = vstack([hstack([table.matrix, -table.matrix]), target], format="csr")
-        b_eq = np.concatenate([np.zeros(table.matrix.shape[0]), [d]])
-        lp = linprog(np.concatenate([unit_up, unit_down]), A_eq=a_eq, b_eq=b_eq,
-                     bounds=np.column_stack([np.zeros(2 * n), np.concatenate([up_room, down_room])]), method="highs")
-        if lp.status != 0:
-            continue  # no perturbation reaches the bound: the caller reports the cell
-        flow = lp.x[:n] + lp.x[n:]
-        moving |= flow > AUDIT_TOLERANCE * max(1.0, abs(d))
-    return [int(c) for c in np.flatnonzero(moving & ~suppressed)]
+    Every cell the perturbation moves is suppressed, so the pattern then admits it: the requirement holds.
+
+    One persistent HiGHS model over f+ and f- (2n columns; rows: the relations and one target row):
+    between calls only the target row, its right-hand side and the costs of newly suppressed cells
+    change, so each solve starts from the last basis."""
+
+    def __init__(self, table: AuditTable, cost, candidates):
+        self.table = table
+        a = table.values
+        n = len(a)
+        self.n = n
+        self.cost = np.asarray(cost, dtype=float)
+        up_room = np.where(candidates, np.maximum(table.upper - a, 0.0), 0.0)
+        down_room = np.where(candidates, np.maximum(a - table.lower, 0.0), 0.0)
+        sensitive = table.sensitive  # primaries may always move within their bounds
+        up_room[sensitive] = np.maximum(table.upper - a, 0.0)[sensitive]
+        down_room[sensitive] = np.maximum(a - table.lower, 0.0)[sensitive]
+        self.up_room = np.minimum(up_room, np.abs(a).max(initial=1.0) * 1e3)  # finite rooms keep it bounded
+        self.down_room = down_room
+        matrix = hstack([table.matrix, -table.matrix], format="csc")
+        rows = table.matrix.shape[0]
+        lp = highspy.HighsLp()
+        lp.num_col_ = 2 * n
+        lp.num_row_ = rows + 1
+        lp.col_cost_ = np.concatenate([self._unit(self.up_room), self._unit(self.down_room)])
+        lp.col_lower_ = np.zeros(2 * n)
+        lp.col_upper_ = np.concatenate([self.up_room, self.down_room])
+        lp.row_lower_ = np.zeros(rows + 1)
+        lp.row_upper_ = np.zeros(rows + 1)
+        full = vstack([matrix, csr_matrix((1, 2 * n))], format="csc")
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = full.indptr
+        lp.a_matrix_.index_ = full.indices
+        lp.a_matrix_.value_ = full.data
+        self.target_row = rows
+        self.highs = highspy.Highs()
+        self.highs.setOptionValue("output_flag", False)
+        self.highs.passModel(lp)
+        self.free = np.zeros(n, bool)  # cells whose movement costs nothing (suppressed)
+        self.target = None
+
+    def _unit(self, room):
+        return self.cost / np.maximum(room, 1e-9)
+
+    def cells_to_suppress(self, cell: int, suppressed) -> list[int]:
+        h, n, table = self.highs, self.n, self.table
+        newly = np.flatnonzero(suppressed & ~self.free)
+        if newly.size:  # suppressed cells move for free
+            h.changeColsCost(2 * newly.size, np.concatenate([newly, n + newly]).astype(np.int32),
+                             np.zeros(2 * newly.size))
+            self.free[newly] = True
+        if self.target is not None:
+            h.changeCoeff(self.target_row, self.target, 0.0)
+            h.changeCoeff(self.target_row, n + self.target, 0.0)
+        h.changeCoeff(self.target_row, cell, 1.0)
+        h.changeCoeff(self.target_row, n + cell, -1.0)
+        self.target = cell
+        moving = np.zeros(n, bool)
+        a = table.values
+        for d in (table.required_upper[cell] - a[cell], table.required_lower[cell] - a[cell]):
+            if abs(d) <= AUDIT_TOLERANCE:
+                continue
+            h.changeRowBounds(self.target_row, d, d)
+            h.run()
+            if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+                continue  # no perturbation reaches the bound: the caller reports the cell
+            x = np.asarray(h.getSolution().col_value)
+            moving |= x[:n] + x[n:] > AUDIT_TOLERANCE * max(1.0, abs(d))
+        return [int(c) for c in np.flatnonzero(moving & ~suppressed)]

@@ -5,7 +5,7 @@ drawn at random (5 % below the frequency threshold 3: the primaries). For each s
 primaries, the time and the suppressed count/value of the heuristic and of the MILP (60 s limit; ">60*"
 marks a pattern the heuristic completed from the last master solution; skipped above MILP_CELLS).
 
-Usage: .venv/bin/python bench/suppression_bench.py [cells ...]     (default 1e3 1e4)
+Usage: .venv/bin/python bench/suppression_bench.py [cells ...]     (default 1e3 1e4 1e5)
 """
 
 import sys
@@ -96,4 +96,4 @@ def main(sizes):
 
 
 if __name__ == "__main__":
-    main([float(x) for x in sys.argv[1:]] or [1e3, 1e4])
+    main([float(x) for x in sys.argv[1:]] or [1e3, 1e4, 1e5])

@@ -56,6 +56,44 @@ def test_heuristic_passes_the_audit_and_costs_at_least_the_optimum(seed):
     assert values[heuristic].sum() >= values[optimum].sum() - 1e-9
 
 
+def cube_table(inner):
+    """Cells of an n-dimensional table with every margin (the last index along each axis is its total),
+    its relations (one per line of cells along an axis: total = sum of the others) and the cell indices."""
+    full = np.asarray(inner, dtype=float)
+    for axis in range(full.ndim):
+        full = np.concatenate([full, full.sum(axis=axis, keepdims=True)], axis=axis)
+    index = np.arange(full.size).reshape(full.shape)
+    relations = []
+    for axis in range(full.ndim):
+        for line in np.moveaxis(index, axis, -1).reshape(-1, full.shape[axis]):
+            relations.append([(int(line[-1]), 1.0)] + [(int(c), -1.0) for c in line[:-1]])
+    return full.ravel(), relations, index
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_three_dimensional_patterns_pass_the_audit_and_cost_at_least_the_optimum(seed):
+    # in three dimensions protection often needs a whole cube of suppressions (the protection LP decides);
+    # protection = the value: each primary must be able to double or drop to its a-priori bound 1
+    rng = np.random.default_rng(100 + seed)
+    inner = rng.integers(1, 30, size=tuple(rng.integers(2, 5, size=3)))
+    values, relations, index = cube_table(inner)
+    primary = np.zeros(len(values), bool)
+    primary[index[tuple(np.nonzero(inner < 5))]] = True
+    if not primary.any():
+        primary[index[0, 0, 0]] = True
+    protection = np.where(primary, np.maximum(1.0, values), 0.0)
+    lower = np.ones(len(values))  # a non-empty count is at least 1
+    level = (np.indices(index.shape) == (np.array(index.shape) - 1)[:, None, None, None]).sum(axis=0).ravel()
+    cost = values * 10.0**level
+    heuristic = heuristic_pattern(values, relations, primary, protection, protection, cost, lower=lower)
+    audit = audit_pattern(values, heuristic, relations, sensitive=primary, protection_lower=protection,
+                          protection_upper=protection, lower=lower, upper=np.full(len(values), 1.5 * values.max()))
+    assert audit.passed
+    optimum = optimal_pattern(values, relations, primary, protection, protection, cost, lower=lower)
+    assert cost[heuristic].sum() >= cost[optimum].sum() - 1e-6
+    assert not heuristic[index[-1, -1, -1]]  # the grand total is never worth suppressing here
+
+
 def test_unprotectable_cell_is_reported():
     # a 1 x 1 table: the only cell equals its total, which is forced to be published
     values, relations, index = grid_table([[5]])

@@ -167,12 +167,15 @@ class ComponentLP:
     that hold them, published cells moved to the right-hand side."""
 
     def __init__(self, table: AuditTable, cells: np.ndarray, suppressed: np.ndarray):
+        self.table = table
         self.cells = cells
         block = table.matrix_csc[:, cells]
         rows = np.flatnonzero(np.diff(block.tocsr().indptr))
+        self.row_of = {int(r): k for k, r in enumerate(rows)}  # relation -> LP row
         block = block.tocsr()[rows].tocsc()
         published = np.where(suppressed, 0.0, table.values)
         rhs = -(table.matrix[rows] @ published)
+        self.rhs = rhs
         lp = highspy.HighsLp()
         lp.num_col_ = len(cells)
         lp.num_row_ = len(rows)
@@ -190,6 +193,45 @@ class ComponentLP:
         self._highs.setOptionValue("presolve", "off")  # keep the basis between re-solves
         self._highs.passModel(lp)
         self._objective_at = None
+        self._freed = None  # LP rows of a tentatively freed cell (free/unfree)
+
+    def reaches(self, cell: int, directions) -> bool:
+        """Whether ``cell`` reaches its required bound in each direction (-1: upper, +1: lower)."""
+        position = int(np.searchsorted(self.cells, cell))
+        table = self.table
+        for sign in directions:
+            value, _ = self.extreme(position, sign)
+            required = table.required_upper[cell] if sign < 0 else table.required_lower[cell]
+            if sign * (value - required) > AUDIT_TOLERANCE:
+                return False
+        return True
+
+    def free(self, cell: int) -> bool:
+        """Suppress the published ``cell`` tentatively, as one more column: possible when every relation
+        that holds it is a row of this LP (otherwise it would join other components; returns False).
+        ``unfree`` takes it back. The re-solve starts from the current basis."""
+        table = self.table
+        column = table.matrix_csc[:, cell]
+        rows = [self.row_of.get(int(r)) for r in column.indices]
+        if any(r is None for r in rows):
+            return False
+        h = self._highs
+        rows = np.array(rows, dtype=np.int32)
+        upper = table.upper[cell]
+        h.addCol(0.0, table.lower[cell], highspy.kHighsInf if np.isinf(upper) else upper,
+                 len(rows), rows, column.data)
+        shifted = self.rhs[rows] + column.data * table.values[cell]  # its value leaves the right-hand side
+        for r, b in zip(rows, shifted):
+            h.changeRowBounds(int(r), b, b)
+        self._freed = rows
+        return True
+
+    def unfree(self) -> None:
+        h = self._highs
+        h.deleteCols(1, np.array([h.getNumCol() - 1], dtype=np.int32))
+        for r in self._freed:
+            h.changeRowBounds(int(r), self.rhs[r], self.rhs[r])
+        self._freed = None
 
     def extreme(self, position: int, sign: float):
         """min (sign=+1) or max (sign=-1) of the cell at ``position``: (value, feasible point or None)."""
@@ -281,7 +323,7 @@ def unprotected_cells(table: AuditTable, suppressed, *, only=None, cache: dict |
 
 
 def _component_failures(table: AuditTable, cells, suppressed, check, clip: bool = True) -> list[int]:
-    lp = table.component_lp(cells, suppressed)
+    lp = None  # built when a cell needs it
     position_of = {int(c): p for p, c in enumerate(cells)}
     tol = AUDIT_TOLERANCE
     # every solution is a feasible table; keep the lowest and highest value seen per cell
@@ -294,6 +336,8 @@ def _component_failures(table: AuditTable, cells, suppressed, check, clip: bool 
                               (1.0, lambda: seen_low[p] <= table.required_lower[cell] + tol)):
             if reached():
                 continue
+            if lp is None:
+                lp = table.component_lp(cells, suppressed)
             value, point = lp.extreme(p, sign)
             if point is not None:
                 np.minimum(seen_low, point, out=seen_low)

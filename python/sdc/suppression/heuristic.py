@@ -95,11 +95,10 @@ def heuristic_pattern(
     incidence = (abs(table.matrix) > 0).astype(np.int32).tocsr()  # relations x cells
     incidence_t = incidence.T.tocsr()
 
-    def promising(cell):
-        """Open cells that could widen ``cell``'s interval, cheapest first: they share a relation with
-        the group of suppressed cells ``cell`` belongs to, and every relation they are in already holds
-        a suppressed cell (else the new cell would be exposed at once and add no freedom)."""
-        group = next(cells for cells in table.components(suppressed) if cell in cells)
+    def promising(group):
+        """Open cells that could widen the intervals of a group of suppressed cells, cheapest first: they
+        share a relation with the group, and every relation they are in already holds a suppressed cell
+        (else the new cell would be exposed at once and add no freedom)."""
         group_mask = np.zeros(n, np.int32)
         group_mask[group] = 1
         near_relations = (incidence @ group_mask) > 0
@@ -108,27 +107,47 @@ def heuristic_pattern(
         found = np.flatnonzero(near_cells & ~exposed & ~suppressed & candidates)
         return found[np.lexsort((found, cost[found]))]
 
+    def fixing_trial(cell):
+        """The first of the cheapest promising cells whose suppression gives ``cell`` its protection
+        interval, or None. A trial is one more column of the group's LP, re-solved from its basis, and
+        only in the directions that fail (the others cannot get worse)."""
+        group = next(cells for cells in table.components(suppressed) if cell in cells)
+        lp = table.component_lp(group, suppressed)
+        directions = [sign for sign in (-1.0, 1.0) if not lp.reaches(cell, [sign])]
+        for trial in promising(group)[:TRIAL_CELLS]:
+            if lp.free(trial):
+                fixed = lp.reaches(cell, directions)
+                lp.unfree()
+            else:  # it links the group with others: audit the merged group
+                attempt = suppressed.copy()
+                attempt[trial] = True
+                fixed = not unprotected_cells(table, attempt, only=[cell], clip=False)
+            if fixed:
+                return int(trial)
+        return None
+
     constraint_pass(first_run=True)
     cache: dict = {}
     local_tries: dict[int, int] = {}
     flow = None  # the protection LP, built when first needed
+    # Suppressing a further cell frees a published value within its bounds, so every feasible interval can
+    # only widen (and clipping only narrows requirements): a cell found protected stays protected.
+    known_safe = np.zeros(n, bool)
     for _ in range(MAX_ATTACK_ROUNDS):
-        failures = unprotected_cells(table, suppressed, cache=cache, clip=False)
+        pending = np.flatnonzero(sensitive & ~known_safe)
+        failures = unprotected_cells(table, suppressed, only=pending, cache=cache, clip=False)
         if not failures:
             return suppressed
+        known_safe[pending] = True
+        known_safe[failures] = False
         added = False
         for cell in failures:
             if not unprotected_cells(table, suppressed, only=[cell], cache=cache, clip=False):
                 continue  # fixed by a cell added for an earlier failure of this round
-            fixed = False
-            for trial in promising(cell)[:TRIAL_CELLS]:
-                attempt = suppressed.copy()
-                attempt[trial] = True
-                if not unprotected_cells(table, attempt, only=[cell], clip=False):
-                    suppress(trial)
-                    added = fixed = True
-                    break
-            if fixed:
+            trial = fixing_trial(cell)
+            if trial is not None:
+                suppress(trial)
+                known_safe[cell] = added = True
                 continue
             if table.clip_to_a_priori(cell):  # the bounds alone may make part of the interval unreachable
                 cache.clear()

@@ -143,7 +143,8 @@ def heuristic_pattern(
         added = False
         for cell in failures:
             if not unprotected_cells(table, suppressed, only=[cell], cache=cache, clip=False):
-                continue  # fixed by a cell added for an earlier failure of this round
+                known_safe[cell] = True  # fixed by a cell added for an earlier failure of this round
+                continue
             trial = fixing_trial(cell)
             if trial is not None:
                 suppress(trial)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
-from scipy.sparse import bmat, csr_matrix
+from scipy.sparse import bmat, csc_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import SdcError
@@ -176,22 +176,9 @@ class ComponentLP:
         published = np.where(suppressed, 0.0, table.values)
         rhs = -(table.matrix[rows] @ published)
         self.rhs = rhs
-        lp = highspy.HighsLp()
-        lp.num_col_ = len(cells)
-        lp.num_row_ = len(rows)
-        lp.col_cost_ = np.zeros(len(cells))
-        lp.col_lower_ = table.lower[cells]
-        lp.col_upper_ = np.where(np.isinf(table.upper[cells]), highspy.kHighsInf, table.upper[cells])
-        lp.row_lower_ = rhs
-        lp.row_upper_ = rhs
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = block.indptr
-        lp.a_matrix_.index_ = block.indices
-        lp.a_matrix_.value_ = block.data
-        self._highs = highspy.Highs()
-        self._highs.setOptionValue("output_flag", False)
+        upper = np.where(np.isinf(table.upper[cells]), highspy.kHighsInf, table.upper[cells])
+        self._highs = highs_model(block, np.zeros(len(cells)), table.lower[cells], upper, rhs, rhs)
         self._highs.setOptionValue("presolve", "off")  # keep the basis between re-solves
-        self._highs.passModel(lp)
         self._objective_at = None
         self._freed = None  # LP rows of a tentatively freed cell (free/unfree)
 
@@ -352,6 +339,24 @@ def _component_failures(table: AuditTable, cells, suppressed, check, clip: bool 
                 failing.append(int(cell))
                 break
     return failing
+
+
+def highs_model(matrix, cost, col_lower, col_upper, row_lower, row_upper) -> highspy.Highs:
+    """A quiet HiGHS instance holding the LP min cost·x, row_lower <= matrix·x <= row_upper,
+    col_lower <= x <= col_upper (``matrix`` sparse, any format)."""
+    matrix = csc_matrix(matrix)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = matrix.shape[1], matrix.shape[0]
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, col_lower, col_upper
+    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = matrix.indptr
+    lp.a_matrix_.index_ = matrix.indices
+    lp.a_matrix_.value_ = matrix.data
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    highs.passModel(lp)
+    return highs
 
 
 def relation_matrix(constraints, n) -> csr_matrix:

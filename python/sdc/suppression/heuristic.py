@@ -26,7 +26,7 @@ import numpy as np
 from scipy.sparse import csr_matrix, hstack, vstack
 
 from ..errors import SdcError
-from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, unprotected_cells
+from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, highs_model, unprotected_cells
 
 MAX_ATTACK_ROUNDS = 200
 # In the attack step, how many of the cheapest promising cells are tried before a relation-local choice,
@@ -198,40 +198,23 @@ class ProtectionFlow:
         sensitive = table.sensitive  # primaries may always move within their bounds
         up_room[sensitive] = np.maximum(table.upper - a, 0.0)[sensitive]
         down_room[sensitive] = np.maximum(a - table.lower, 0.0)[sensitive]
-        self.up_room = np.minimum(up_room, np.abs(a).max(initial=1.0) * 1e3)  # finite rooms keep it bounded
-        self.down_room = down_room
-        matrix = hstack([table.matrix, -table.matrix], format="csc")
+        up_room = np.minimum(up_room, np.abs(a).max(initial=1.0) * 1e3)  # finite rooms keep it bounded
         rows = table.matrix.shape[0]
-        lp = highspy.HighsLp()
-        lp.num_col_ = 2 * n
-        lp.num_row_ = rows + 1
-        lp.col_cost_ = np.concatenate([self._unit(self.up_room), self._unit(self.down_room)])
-        lp.col_lower_ = np.zeros(2 * n)
-        lp.col_upper_ = np.concatenate([self.up_room, self.down_room])
-        lp.row_lower_ = np.zeros(rows + 1)
-        lp.row_upper_ = np.zeros(rows + 1)
-        full = vstack([matrix, csr_matrix((1, 2 * n))], format="csc")
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = full.indptr
-        lp.a_matrix_.index_ = full.indices
-        lp.a_matrix_.value_ = full.data
-        self.target_row = rows
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
-        self.highs.passModel(lp)
-        self.free = np.zeros(n, bool)  # cells whose movement costs nothing (suppressed)
+        self.target_row = rows  # the last row, empty until a cell is targeted
+        unit = lambda room: self.cost / np.maximum(room, 1e-9)  # noqa: E731
+        self.highs = highs_model(vstack([hstack([table.matrix, -table.matrix]), csr_matrix((1, 2 * n))]),
+                                 np.concatenate([unit(up_room), unit(down_room)]), np.zeros(2 * n),
+                                 np.concatenate([up_room, down_room]), np.zeros(rows + 1), np.zeros(rows + 1))
+        self.costless = np.zeros(n, bool)  # cells whose movement costs nothing (suppressed)
         self.target = None
-
-    def _unit(self, room):
-        return self.cost / np.maximum(room, 1e-9)
 
     def cells_to_suppress(self, cell: int, suppressed) -> list[int]:
         h, n, table = self.highs, self.n, self.table
-        newly = np.flatnonzero(suppressed & ~self.free)
+        newly = np.flatnonzero(suppressed & ~self.costless)
         if newly.size:  # suppressed cells move for free
             h.changeColsCost(2 * newly.size, np.concatenate([newly, n + newly]).astype(np.int32),
                              np.zeros(2 * newly.size))
-            self.free[newly] = True
+            self.costless[newly] = True
         if self.target is not None:
             h.changeCoeff(self.target_row, self.target, 0.0)
             h.changeCoeff(self.target_row, n + self.target, 0.0)

@@ -77,6 +77,31 @@ def heuristic_pattern(
         open_cells = cells[~suppressed[cells] & candidates[cells]]
         return int(open_cells[np.lexsort((open_cells, cost[open_cells]))[0]]) if open_cells.size else None
 
+    coefficients = [np.array([coefficient for _, coefficient in relation]) for relation in constraints]
+
+    def too_narrow(r):
+        """Whether the relation alone keeps a sensitive cell of it from its protection interval: its
+        suppressed cells have a known weighted sum, so each ranges only as far as the bounds of the
+        others allow. Only one more suppressed cell in the relation can widen that."""
+        cells, coefficient = members[r], coefficients[r]
+        hidden = suppressed[cells]
+        if not sensitive[cells[hidden]].any():
+            return False
+        cells, coefficient = cells[hidden], coefficient[hidden]
+        total = float(coefficient @ a[cells])  # sum of coefficient * value over them: the published rest
+        ends = np.stack([coefficient * table.lower[cells], coefficient * table.upper[cells]])
+        low, high = ends.min(axis=0), ends.max(axis=0)  # each term's range within the cell's bounds
+        for k in np.flatnonzero(sensitive[cells]):
+            # coefficient_k * y_k = total - (the other terms)
+            ends_k = ((total - np.delete(high, k).sum()) / coefficient[k],
+                      (total - np.delete(low, k).sum()) / coefficient[k])
+            span = (min(ends_k), max(ends_k))
+            cell = cells[k]
+            if (span[1] < table.required_upper[cell] - AUDIT_TOLERANCE
+                    or span[0] > table.required_lower[cell] + AUDIT_TOLERANCE):
+                return True
+        return False
+
     def constraint_pass(first_run):
         # a relation with one suppressed cell gives it away; revisit only relations that changed
         queue = list(range(len(members)))
@@ -86,7 +111,7 @@ def heuristic_pattern(
             lone = hidden_count[r] == 1
             singleton_pair = (first_run and freq is not None and hidden_count[r] == 2
                               and any(freq[c] == 1 for c in cells[suppressed[cells]]))
-            if lone or singleton_pair:
+            if lone or singleton_pair or (hidden_count[r] > 1 and too_narrow(r)):
                 pick = cheapest(cells)
                 if pick is not None:
                     suppress(pick)
@@ -227,6 +252,7 @@ class ProtectionFlow:
             if abs(d) <= AUDIT_TOLERANCE:
                 continue
             h.changeRowBounds(self.target_row, d, d)
+            h.clearSolver()  # a new target row: a cold start takes ~1/10 of the iterations of a warm one
             h.run()
             if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
                 continue  # no perturbation reaches the bound: the caller reports the cell

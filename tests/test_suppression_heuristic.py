@@ -136,3 +136,31 @@ def test_tv14_singleton_and_a_second_primary_in_one_row_force_a_third_suppressio
     assert pattern[row_a].sum() >= 3
     assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=protection,
                          protection_upper=protection, upper=np.full(len(values), 1.5 * values.max())).passed
+
+
+def test_two_small_primaries_of_one_relation_get_a_third_cell_before_any_lp(monkeypatch):
+    # total 12 = 1 + 1 + 5 + 5, both ones primary (protection 1, non-empty counts are >= 1): with only
+    # the two ones suppressed their sum 2 is known and each is exactly 1. The relation check of the
+    # constraint pass sees that and suppresses the cheapest other child, so the first audit passes.
+    from sdc.suppression import heuristic
+
+    values = np.array([12.0, 1, 1, 5, 5])
+    relations = [[(0, 1.0), (1, -1.0), (2, -1.0), (3, -1.0), (4, -1.0)]]
+    primary = np.array([False, True, True, False, False])
+    ones = primary.astype(float)
+    audits = []
+    real_audit = heuristic.unprotected_cells
+
+    def recording_audit(*args, **kwargs):
+        audits.append(real_audit(*args, **kwargs))
+        return audits[-1]
+
+    monkeypatch.setattr(heuristic, "unprotected_cells", recording_audit)
+    pattern = heuristic_pattern(values, relations, primary, ones, ones, cost=values * [10, 1, 1, 1, 1],
+                                lower=np.ones(5))
+    assert audits == [[]]
+    assert list(np.flatnonzero(pattern)) == [1, 2, 3]
+    result = audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=ones,
+                           protection_upper=ones, lower=np.ones(5), upper=np.full(5, 18.0))
+    assert result.passed
+    assert [(c.feasible_lower, c.feasible_upper) for c in result.intervals] == [(1, 5), (1, 5), (1, 5)]

@@ -5,6 +5,8 @@ Phase A: a relation with exactly one suppressed cell would give that cell away, 
 cheapest publishable cell of it; repeat until no relation has a lone suppressed cell. Singletons: a
 relation whose suppressed cells are a singleton (frequency 1) and one other cell lets the singleton
 recompute the other, so a third cell is suppressed (when ``freq`` is given).
+A relation whose suppressed cells' known sum keeps a sensitive one of them short of its protection
+interval (each ranges only as far as the others' bounds allow) also gets one more suppressed cell.
 Phase B: run the LP audit; for every sensitive cell whose feasible interval is too narrow, try the
 cheapest promising publishable cells near it in turn (up to TRIAL_CELLS) and keep the first that gives
 the cell its protection interval (like sdcTable, which takes the cheapest cell of the sub-table); if none
@@ -61,6 +63,7 @@ def heuristic_pattern(
     table = AuditTable(a, constraints, sensitive=sensitive, protection_lower=protection_lower,
                        protection_upper=protection_upper, lower=lower, upper=upper)
     members = [np.array([cell for cell, _ in relation], dtype=int) for relation in constraints]
+    coefficients = [np.array([coefficient for _, coefficient in relation]) for relation in constraints]
     relations_of = [[] for _ in range(n)]
     for r, cells in enumerate(members):
         for cell in cells:
@@ -76,8 +79,6 @@ def heuristic_pattern(
     def cheapest(cells):
         open_cells = cells[~suppressed[cells] & candidates[cells]]
         return int(open_cells[np.lexsort((open_cells, cost[open_cells]))[0]]) if open_cells.size else None
-
-    coefficients = [np.array([coefficient for _, coefficient in relation]) for relation in constraints]
 
     def too_narrow(r):
         """Whether the relation alone keeps a sensitive cell of it from its protection interval: its

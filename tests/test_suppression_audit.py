@@ -109,3 +109,29 @@ def test_unbounded_cells_and_bad_input():
         audit_pattern(values, np.zeros(len(values), bool), relations, sensitive=np.eye(1, len(values), 0, dtype=bool)[0])
     with pytest.raises(SdcError, match=r"relation 0 names cell 99"):
         audit_pattern(values, suppressed, [[(99, 1.0)]])
+
+
+def test_a_kept_trial_column_gives_the_lp_of_the_grown_group():
+    # free + keep turns a component's LP into the one of the component grown by a cell, warm: every
+    # cell's min and max must equal those of an LP built afresh for the grown component
+    from sdc.suppression.audit import AuditTable
+
+    values, relations, index = grid_table([[7, 3, 9], [2, 8, 4], [6, 5, 1]])
+    suppressed = np.zeros(len(values), bool)
+    suppressed[[index(0, 0), index(0, 1), index(1, 0), index(1, 1), index(1, 2)]] = True
+    table = AuditTable(values, relations, upper=np.full(len(values), 100.0))
+    group = table.components(suppressed)[0]
+    lp = table.component_lp(group, suppressed)
+    x12 = lp.position_of[index(1, 2)]
+    assert [lp.extreme(x12, sign)[0] for sign in (1.0, -1.0)] == pytest.approx([4, 4])  # alone in column 2
+    assert lp.free(index(0, 2))
+    lp.keep()
+    grown = suppressed.copy()
+    grown[index(0, 2)] = True
+    fresh = table.component_lp(table.components(grown)[0], grown)
+    for cell in fresh.cells:
+        for sign in (1.0, -1.0):
+            assert lp.extreme(lp.position_of[cell], sign)[0] == pytest.approx(
+                fresh.extreme(fresh.position_of[cell], sign)[0]), (cell, sign)
+    # x02 + x12 = 13 with x02 >= 0, and row 1 and the rectangle above allow either end
+    assert [lp.extreme(x12, sign)[0] for sign in (1.0, -1.0)] == pytest.approx([0, 13])

@@ -164,3 +164,35 @@ def test_two_small_primaries_of_one_relation_get_a_third_cell_before_any_lp(monk
                            protection_upper=ones, lower=np.ones(5), upper=np.full(5, 18.0))
     assert result.passed
     assert [(c.feasible_lower, c.feasible_upper) for c in result.intervals] == [(1, 5), (1, 5), (1, 5)]
+
+
+@pytest.mark.parametrize("ipm_columns", [10**9, 0])
+def test_protection_lp_outside_the_neighbourhood_takes_the_whole_table(monkeypatch, ipm_columns):
+    # a lone primary of a 3 x 3 x 3 table: its neighbourhood is its three lines, but a perturbation that
+    # keeps every relation moves a whole 2 x 2 x 2 cube, whose far corners lie outside: the protection LP
+    # over the neighbourhood is infeasible and the whole table is searched (by simplex, and by interior
+    # point with crossover when the column limit is 0).
+    from sdc.suppression import heuristic
+    from sdc.suppression.audit import AuditTable
+
+    monkeypatch.setattr(heuristic, "FLOW_IPM_COLUMNS", ipm_columns)
+    inner = np.arange(27).reshape(3, 3, 3) % 7 + 4.0
+    inner[1, 1, 1] = 2
+    values, relations, index = cube_table(inner)
+    primary = np.zeros(len(values), bool)
+    primary[index[1, 1, 1]] = True
+    ones = primary.astype(float)
+    lower = np.ones(len(values))
+    table = AuditTable(values, relations, sensitive=primary, protection_lower=ones, protection_upper=ones,
+                       lower=lower)
+    lines = [index[:, 1, 1], index[1, :, 1], index[1, 1, :]]
+    around = np.unique(np.concatenate(lines))
+    flow = heuristic.ProtectionFlow(table, values, np.ones(len(values), bool))
+    cells = flow.cells_to_suppress(int(index[1, 1, 1]), primary, around)
+    assert not set(cells) <= set(around.tolist())
+    pattern = primary.copy()
+    pattern[cells] = True
+    assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=ones,
+                         protection_upper=ones, lower=lower).passed
+    # with every margin in the table, a perturbation that moves one cell moves a 2 x 2 x 2 cube at least
+    assert len(cells) >= 7

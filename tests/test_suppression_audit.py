@@ -135,3 +135,21 @@ def test_a_kept_trial_column_gives_the_lp_of_the_grown_group():
                 fresh.extreme(fresh.position_of[cell], sign)[0]), (cell, sign)
     # x02 + x12 = 13 with x02 >= 0, and row 1 and the rectangle above allow either end
     assert [lp.extreme(x12, sign)[0] for sign in (1.0, -1.0)] == pytest.approx([0, 13])
+
+
+def test_prices_tell_which_published_cell_can_widen_an_interval():
+    # 10 = 2 + 3 + 5 with 2 and 3 suppressed (bounds 0..100): x1 + x2 = 5. At min x1 = 0 the
+    # published 5 cannot help (price 0); at max x1 = 5 lowering it would raise x1 one for one (price +1:
+    # decreasing the new column improves). A cell of a relation outside the LP cannot be priced (NaN).
+    from sdc.suppression.audit import AuditTable
+
+    values = np.array([10.0, 2, 3, 5, 12, 2])
+    relations = [[(0, 1.0), (1, -1.0), (2, -1.0), (3, -1.0)], [(4, 1.0), (0, -1.0), (5, -1.0)]]
+    table = AuditTable(values, relations, upper=np.full(6, 100.0))
+    suppressed = np.array([False, True, True, False, False, False])
+    lp = table.component_lp(table.components(suppressed)[0], suppressed)
+    assert lp.extreme(lp.position_of[1], 1.0)[0] == pytest.approx(0)
+    assert lp.prices([3])[0] == pytest.approx(0)
+    assert lp.extreme(lp.position_of[1], -1.0)[0] == pytest.approx(5)
+    assert lp.prices([3])[0] == pytest.approx(1)
+    assert np.isnan(lp.prices([0, 4])).all()  # relation 1 holds no suppressed cell: not in this LP

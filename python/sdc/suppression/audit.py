@@ -174,6 +174,7 @@ class ComponentLP:
         self.position_of = {c: p for p, c in enumerate(self.cells)}
         block = table.matrix_csc[:, cells]
         rows = np.flatnonzero(np.diff(block.tocsr().indptr))
+        self.rows = rows  # the relations, in LP row order
         self.row_of = {int(r): k for k, r in enumerate(rows)}  # relation -> LP row
         block = block.tocsr()[rows].tocsc()
         published = np.where(suppressed, 0.0, table.values)
@@ -225,6 +226,19 @@ class ComponentLP:
             h.changeRowBounds(int(r), self.rhs[r], self.rhs[r])
         self._freed = None
         self._rhs_changed = True
+
+    def prices(self, cells) -> np.ndarray:
+        """The reduced cost each published cell of ``cells`` would have as a new column under the last
+        solution (the pricing step of column generation): only a cell with a nonzero one can improve the
+        objective from there (barring degeneracy). NaN for a cell with a relation outside this LP."""
+        table = self.table
+        duals = np.zeros(table.matrix.shape[0])
+        duals[self.rows] = np.asarray(self._highs.getSolution().row_dual)[:len(self.rows)]
+        outside = np.ones(table.matrix.shape[0])
+        outside[self.rows] = 0.0
+        columns = table.matrix_csc[:, cells]
+        reduced = -(columns.T @ duals)  # the new column's objective coefficient is 0
+        return np.where(abs(columns).T @ outside > 0, np.nan, reduced)
 
     def keep(self) -> None:
         """Make the freed cell a permanent column: the LP is then the one of the component grown by it,

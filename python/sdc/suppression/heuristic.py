@@ -8,8 +8,9 @@ recompute the other, so a third cell is suppressed (when ``freq`` is given).
 A relation whose suppressed cells' known sum keeps a sensitive one of them short of its protection
 interval (each ranges only as far as the others' bounds allow) also gets one more suppressed cell.
 Phase B: run the LP audit; for every sensitive cell whose feasible interval is too narrow, try the
-cheapest promising publishable cells near it in turn (up to TRIAL_CELLS) and keep the first that gives
-the cell its protection interval (like sdcTable, which takes the cheapest cell of the sub-table); if none
+cheapest promising publishable cells near it in turn (up to TRIAL_CELLS; only cells whose reduced cost in
+the failing LP says they can move its optimum) and keep the first that gives the cell its protection
+interval (like sdcTable, which takes the cheapest cell of the sub-table); if none
 does, suppress the cheapest publishable cell among the relations that contain it (preferring relations
 with few suppressions); for a cell that stays unprotected after LOCAL_TRIES such steps (in three or more
 dimensions protection often needs a whole cube of new suppressions at once), solve the cheapest
@@ -139,6 +140,14 @@ def heuristic_pattern(
         found = np.flatnonzero(neighbourhood(group) & ~exposed & ~suppressed & candidates)
         return found[np.lexsort((found, cost[found]))]
 
+    def improving(lp, cells):
+        """Which of ``cells`` could move the last solution's objective as one more column: a nonzero
+        reduced cost with room in its direction (cells that would join other groups cannot be priced
+        here and stay)."""
+        reduced = lp.prices(cells)
+        return (np.isnan(reduced) | ((reduced < -AUDIT_TOLERANCE) & (table.upper[cells] > a[cells]))
+                | ((reduced > AUDIT_TOLERANCE) & (a[cells] > table.lower[cells])))
+
     component_lps: dict[bytes, object] = {}  # attacker LPs of the components met in this attack round
 
     def group_of(cell):
@@ -151,10 +160,15 @@ def heuristic_pattern(
         worse). A successful trial's column stays: the LP is then the grown group's, for later cells."""
         group = group_of(cell)
         lp = component_lps.pop(group.tobytes(), None) or table.component_lp(group, suppressed)
-        directions = [sign for sign in (-1.0, 1.0) if not lp.reaches(cell, [sign])]
+        trials = promising(group)
+        directions = []
+        for sign in (-1.0, 1.0):
+            if not lp.reaches(cell, [sign]):
+                directions.append(sign)
+                trials = trials[improving(lp, trials)]
         found = None
         if directions:
-            for trial in promising(group)[:TRIAL_CELLS]:
+            for trial in trials[:TRIAL_CELLS]:
                 if lp.free(trial):
                     if lp.reaches(cell, directions):
                         lp.keep()

@@ -127,6 +127,12 @@ class AuditTable:
             raise SdcError(f"audit: sensitive cell {int(exposed[0])} is published, not suppressed")
         return suppressed
 
+    def bound_reached(self, cell: int, sign: float, value: float) -> bool:
+        """Whether ``value``, the least (sign +1) or greatest (sign -1) value an attacker finds for
+        ``cell``, reaches the end of its required interval on that side."""
+        required = self.required_lower[cell] if sign > 0 else self.required_upper[cell]
+        return sign * (value - required) <= AUDIT_TOLERANCE
+
     def components(self, suppressed) -> list[np.ndarray]:
         """The suppressed cells in groups that share relations (cell indices, ascending)."""
         hidden = np.flatnonzero(suppressed)
@@ -190,13 +196,7 @@ class ComponentLP:
     def reaches(self, cell: int, directions) -> bool:
         """Whether ``cell`` reaches its required bound in each direction (-1: upper, +1: lower)."""
         position = self.position_of[int(cell)]
-        table = self.table
-        for sign in directions:
-            value, _ = self.extreme(position, sign)
-            required = table.required_upper[cell] if sign < 0 else table.required_lower[cell]
-            if sign * (value - required) > AUDIT_TOLERANCE:
-                return False
-        return True
+        return all(self.table.bound_reached(cell, sign, self.extreme(position, sign)[0]) for sign in directions)
 
     def free(self, cell: int) -> bool:
         """Suppress the published ``cell`` tentatively, as one more column: possible when every relation
@@ -307,8 +307,8 @@ def audit_pattern(
             cell = int(cells[position])
             low, _ = lp.extreme(position, 1.0)
             high, _ = lp.extreme(position, -1.0)
-            if table.sensitive[cell] and (low > table.required_lower[cell] + AUDIT_TOLERANCE
-                                          or high < table.required_upper[cell] - AUDIT_TOLERANCE):
+            if table.sensitive[cell] and not (table.bound_reached(cell, 1.0, low)
+                                              and table.bound_reached(cell, -1.0, high)):
                 table.clip_to_a_priori(cell)
             intervals.append(CellInterval(cell, float(table.values[cell]), low, high, float(table.required_lower[cell]),
                                           float(table.required_upper[cell]), bool(table.sensitive[cell])))
@@ -346,15 +346,14 @@ def unprotected_cells(table: AuditTable, suppressed, *, only=None, cache: dict |
 def _component_failures(table: AuditTable, cells, suppressed, check, clip: bool = True) -> list[int]:
     lp = None  # built when a cell needs it
     position_of = {int(c): p for p, c in enumerate(cells)}
-    tol = AUDIT_TOLERANCE
     # every solution is a feasible table; keep the lowest and highest value seen per cell
     seen_low = table.values[cells].copy()
     seen_high = seen_low.copy()
     failing = []
     for cell in check:
         p = position_of[int(cell)]
-        for sign, reached in ((-1.0, lambda: seen_high[p] >= table.required_upper[cell] - tol),
-                              (1.0, lambda: seen_low[p] <= table.required_lower[cell] + tol)):
+        for sign, reached in ((-1.0, lambda: table.bound_reached(cell, -1.0, seen_high[p])),
+                              (1.0, lambda: table.bound_reached(cell, 1.0, seen_low[p]))):
             if reached():
                 continue
             if lp is None:

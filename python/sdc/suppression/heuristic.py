@@ -101,9 +101,7 @@ def heuristic_pattern(
             ends_k = ((total - np.delete(high, k).sum()) / coefficient[k],
                       (total - np.delete(low, k).sum()) / coefficient[k])
             span = (min(ends_k), max(ends_k))
-            cell = cells[k]
-            if (span[1] < table.required_upper[cell] - AUDIT_TOLERANCE
-                    or span[0] > table.required_lower[cell] + AUDIT_TOLERANCE):
+            if not (table.bound_reached(cells[k], 1.0, span[0]) and table.bound_reached(cells[k], -1.0, span[1])):
                 return True
         return False
 

@@ -103,3 +103,27 @@ def test_optimum_equals_a_brute_force_search(seed):
                              protection_upper=protection, upper=upper).passed:
                 best = cost[candidate].sum()
     assert cost[pattern].sum() == pytest.approx(best)
+
+
+def test_time_limit_also_bounds_the_set_up(monkeypatch):
+    # Before the first master solve every primary's interval is clipped to its a-priori interval (two LPs
+    # over the whole table each; minutes at 10^5 cells). The time limit covers that too: past it, the
+    # heuristic completes the primaries, with the time-limit warning.
+    from sdc.suppression.audit import AuditTable
+    from sdc.suppression.heuristic import heuristic_pattern
+
+    clipped = []
+    real_clip = AuditTable.clip_to_a_priori
+    monkeypatch.setattr(AuditTable, "clip_to_a_priori", lambda self, cell: clipped.append(cell) or real_clip(self, cell))
+    values, relations, index = grid_table([[20, 2, 30], [25, 31, 3], [40, 22, 27]])
+    primary = np.zeros(len(values), bool)
+    primary[[index(0, 1), index(1, 2)]] = True
+    ones = primary.astype(float)
+    with pytest.warns(UserWarning, match="stopped at the 0 s time limit"):
+        pattern = optimal_pattern(values, relations, primary, ones, ones, values, lower=np.ones(len(values)),
+                                  time_limit=0)
+    assert clipped == []  # the set-up stopped before its first LP, and the heuristic needed none
+    assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=ones,
+                         protection_upper=ones, lower=np.ones(len(values))).passed
+    assert (pattern == heuristic_pattern(values, relations, primary, ones, ones, values,
+                                         lower=np.ones(len(values)))).all()

@@ -68,6 +68,10 @@ def optimal_pattern(
                        protection_upper=protection_upper, lower=lower, upper=upper)
     requirements = []
     for k in np.flatnonzero(primary):
+        # two LPs over the whole table per primary: at 10^5 cells this alone outlasts a minute
+        if time.perf_counter() - started > time_limit:
+            return _finish_at_time_limit(None, values, constraints, primary, protection_lower, protection_upper, cost,
+                                         lower, upper, forced_publish, [], time_limit)
         table.clip_to_a_priori(k)
         for d in (table.required_upper[k] - a[k], table.required_lower[k] - a[k]):
             if abs(d) > AUDIT_TOLERANCE:

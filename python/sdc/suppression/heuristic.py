@@ -153,9 +153,10 @@ def heuristic_pattern(
 
     def fixing_trial(cell):
         """(True, None) when ``cell`` has its protection interval already; else (False, the first of the
-        cheapest promising cells whose suppression gives it, or None). A trial is one more column of the
-        group's LP, re-solved from its basis, and only in the directions that fail (the others cannot get
-        worse). A successful trial's column stays: the LP is then the grown group's, for later cells."""
+        cheapest promising cells, among those the failing LPs price as improving, whose suppression gives
+        it, or None). A trial is one more column of the group's LP, re-solved from its basis, and only in
+        the directions that fail (the others cannot get worse). A successful trial's column stays: the LP
+        is then the grown group's, for later cells."""
         group = group_of(cell)
         lp = component_lps.pop(group.tobytes(), None) or table.component_lp(group, suppressed)
         trials = promising(group)

@@ -191,7 +191,7 @@ class ComponentLP:
         self._highs.setOptionValue("presolve", "off")  # keep the basis between re-solves
         self._rhs_changed = True  # whether the last basis is primal infeasible (first solve, free/unfree)
         self._objective_at = None
-        self._freed = None  # LP rows of a tentatively freed cell (free/unfree)
+        self._freed = None  # a tentatively freed cell: (cell, its LP rows, their shifted right-hand sides)
 
     def reaches(self, cell: int, directions) -> bool:
         """Whether ``cell`` reaches its required bound in each direction (-1: upper, +1: lower)."""

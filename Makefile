@@ -7,8 +7,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SDC    := $(BIN)/sdc
 DBT    := $(BIN)/dbt
-# dbt reads profiles.yml from the project; no state in the home directory.
-export DBT_PROFILES_DIR := $(CURDIR)
+# The demo warehouse is its own dbt project (demo/) that uses this package by local path; dbt reads its
+# profiles.yml from there; no state in the home directory.
+DEMO   := demo
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 
 # The demo's perturbation table (documented in README.md; tests check the committed seed against it).
@@ -28,18 +29,20 @@ $(STAMP): requirements.lock pyproject.toml
 # Demo record keys are keyed by id with this published demo secret, so everyone gets the same numbers.
 # Production keys come from a secret kept out of the repository (or from key mode random).
 demo: export SDC_KEY_SECRET := sdc-demo-secret-not-for-production
+demo: export DBT_PROFILES_DIR := $(CURDIR)/$(DEMO)
+demo: export SDC_DUCKDB_PATH := $(CURDIR)/warehouse/sdc.duckdb
 demo: $(STAMP)
 	@mkdir -p warehouse/demo
-	$(SDC) ptable $(PTABLE_ARGS) --out seeds/sdc_ptable.csv --plot warehouse/sdc_ptable.png
+	$(SDC) ptable $(PTABLE_ARGS) --out $(DEMO)/seeds/sdc_ptable.csv --plot warehouse/sdc_ptable.png
 	$(SDC) demo generate --out warehouse/demo/students.parquet --enterprises warehouse/demo/enterprises.parquet
 	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/students.parquet --table students \
 		--id id --key-mode keyed --config python/sdc/demo/facts.yml
 	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/enterprises.parquet --table enterprises \
 		--id id --key-mode keyed
-	$(DBT) build --quiet
+	cd $(DEMO) && ../$(DBT) deps --quiet && ../$(DBT) build --quiet
 	$(SDC) microaggregate --db warehouse/sdc.duckdb --table raw.students --column einkommen --k 3 \
 		--method optimal --id id --out-table microdata.students
-	$(SDC) publish --db warehouse/sdc.duckdb --out warehouse/publication.duckdb --parquet warehouse/publication
+	$(SDC) publish --db warehouse/sdc.duckdb --project-dir $(DEMO) --out warehouse/publication.duckdb --parquet warehouse/publication
 	$(SDC) demo report --db warehouse/sdc.duckdb
 
 test: $(STAMP)
@@ -55,4 +58,4 @@ lock:
 	{ head -2 requirements.lock; /tmp/sdc-lock-venv/bin/pip freeze; echo "setuptools==80.9.0"; } > requirements.lock.new && mv requirements.lock.new requirements.lock
 
 clean:
-	rm -rf $(VENV) target logs warehouse .pytest_cache
+	rm -rf $(VENV) target logs warehouse .pytest_cache $(DEMO)/target $(DEMO)/logs $(DEMO)/dbt_packages

@@ -1,4 +1,4 @@
-"""A throwaway dbt project with the repository's macros, for tests of the SQL path."""
+"""A throwaway dbt project with the package's macros as its own, for tests of the SQL path."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sdc.scratch import PROFILES_YAML, package_dir, project_yaml
+
 REPO = Path(__file__).parent.parent
+DEMO_PTABLE = REPO / "demo" / "seeds" / "sdc_ptable.csv"
 DBT = Path(sys.executable).parent / "dbt"
 
 
@@ -17,12 +20,12 @@ class ScratchProject:
         self.root = root
         self.db = root / "warehouse.duckdb"
         root.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / "dbt_project.yml", root / "dbt_project.yml")
-        shutil.copy(REPO / "profiles.yml", root / "profiles.yml")
-        shutil.copytree(REPO / "macros", root / "macros")
+        (root / "dbt_project.yml").write_text(project_yaml())
+        (root / "profiles.yml").write_text(PROFILES_YAML)
+        shutil.copytree(package_dir() / "macros", root / "macros")
         (root / "seeds").mkdir()
         (root / "models").mkdir()
-        shutil.copy(REPO / "seeds" / "sdc_ptable.csv", root / "seeds" / "sdc_ptable.csv")
+        shutil.copy(DEMO_PTABLE, root / "seeds" / "sdc_ptable.csv")
 
     def seed(self, name: str, text: str) -> None:
         (self.root / "seeds" / f"{name}.csv").write_text(text)

@@ -13,7 +13,7 @@ from sdc.ptable.formats import read_ptable
 from conftest import DATA, REPO
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
-PTABLE = REPO / "seeds" / "sdc_ptable.csv"
+PTABLE = REPO / "demo" / "seeds" / "sdc_ptable.csv"
 
 
 def read_cells(path):

@@ -1,5 +1,6 @@
 """The committed seed, the conventions shared by Python and dbt, and the seed's dbt data test."""
 
+import json
 import os
 import re
 import shutil
@@ -11,11 +12,13 @@ import duckdb
 import pytest
 import yaml
 
-from sdc.conventions import INTERVAL_DECIMALS, PTABLE_COLUMNS, TOTAL_LABEL
+from dbt_project_helper import ScratchProject
+from sdc.conventions import DBT_SETTINGS, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.formats import render_ptable
 
 REPO = Path(__file__).parent.parent
+DEMO = REPO / "demo"
 DBT = Path(sys.executable).parent / "dbt"
 
 
@@ -30,18 +33,30 @@ def test_committed_seed_is_what_the_demo_parameters_build():
     assert args == {"D": "5", "V": "3", "js": "2", "pstay": "0.5"}
     params = PTableParams(D=int(args["D"]), V=float(args["V"]), js=int(args["js"]), pstay=float(args["pstay"]))
     expected = render_ptable(create_ptable(params).table)
-    assert (REPO / "seeds" / "sdc_ptable.csv").read_text() == expected
+    assert (DEMO / "seeds" / "sdc_ptable.csv").read_text() == expected
 
 
 def test_seed_header_and_dbt_column_types_follow_the_python_conventions():
-    header = (REPO / "seeds" / "sdc_ptable.csv").read_text().splitlines()[0]
+    header = (DEMO / "seeds" / "sdc_ptable.csv").read_text().splitlines()[0]
     assert tuple(header.split(",")) == PTABLE_COLUMNS
-    project = yaml.safe_load((REPO / "dbt_project.yml").read_text())
-    column_types = project["seeds"]["sdc"]["sdc_ptable"]["+column_types"]
-    assert tuple(column_types) == PTABLE_COLUMNS
-    assert column_types["p_int_ub"] == f"decimal({INTERVAL_DECIMALS + 1},{INTERVAL_DECIMALS})"
-    assert project["vars"]["sdc_interval_decimals"] == INTERVAL_DECIMALS
-    assert project["vars"]["sdc_total_label"] == TOTAL_LABEL
+    project = yaml.safe_load((DEMO / "dbt_project.yml").read_text())
+    assert project["seeds"]["sdc_demo"]["sdc_ptable"]["+column_types"] == PTABLE_SEED_COLUMN_TYPES
+
+
+def test_package_needs_no_vars_and_its_defaults_are_the_python_conventions(tmp_path):
+    """Every setting of the macros has its default inside the package (macros/_setting.sql), equal to
+    conventions.DBT_SETTINGS; the package's dbt_project.yml defines no vars a user would have to copy."""
+    package = yaml.safe_load((REPO / "dbt_project.yml").read_text())
+    assert "vars" not in package and "models" not in package and "seeds" not in package
+    project = ScratchProject(tmp_path / "p")
+    (project.root / "macros" / "show_settings.sql").write_text(
+        "{% macro show_settings() %}{% for name in " + repr(sorted(DBT_SETTINGS)) + " %}"
+        "{{ log('setting ' ~ name ~ '=' ~ tojson(sdc.setting(name)), info=true) }}{% endfor %}{% endmacro %}"
+    )
+    result = project.dbt("run-operation", "show_settings")
+    assert result.returncode == 0, result.stdout[-2000:]
+    shown = dict(line.split("setting ", 1)[1].split("=", 1) for line in result.stdout.splitlines() if "setting sdc_" in line)
+    assert {name: json.loads(value) for name, value in shown.items()} == DBT_SETTINGS
 
 
 def dbt_build(project: Path, tmp: Path, select: str = "sdc_ptable") -> subprocess.CompletedProcess:
@@ -54,13 +69,9 @@ def dbt_build(project: Path, tmp: Path, select: str = "sdc_ptable") -> subproces
 
 
 def copy_project(tmp: Path) -> Path:
-    project = tmp / "project"
-    project.mkdir()
-    for name in ("dbt_project.yml", "profiles.yml"):
-        shutil.copy(REPO / name, project / name)
-    for folder in ("macros", "models", "seeds"):
-        shutil.copytree(REPO / folder, project / folder)
-    return project
+    project = ScratchProject(tmp / "project")
+    shutil.copy(DEMO / "seeds" / "_seeds.yml", project.root / "seeds" / "_seeds.yml")
+    return project.root
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +80,9 @@ def dbt_tmp(tmp_path_factory):
 
 
 def test_dbt_build_loads_the_seed_exactly_and_its_data_test_passes(dbt_tmp):
-    result = dbt_build(REPO, dbt_tmp)
+    subprocess.run([str(DBT), "deps"], cwd=DEMO, env=dict(os.environ, DBT_PROFILES_DIR=str(DEMO)), check=True,
+                   capture_output=True)
+    result = dbt_build(DEMO, dbt_tmp)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "PASS=2" in result.stdout
     con = duckdb.connect(str(dbt_tmp / "sdc.duckdb"), read_only=True)
@@ -98,7 +111,7 @@ def test_dbt_data_test_reports_each_problem_of_a_broken_seed(tmp_path):
     assert "FAIL 7" in result.stdout
     con = duckdb.connect(str(tmp_path / "sdc.duckdb"), read_only=True)
     schema, table = con.execute(
-        "select table_schema, table_name from information_schema.tables where table_name like 'sdc_ptable_valid%'"
+        "select table_schema, table_name from information_schema.tables where table_name like '%sdc_ptable_valid%'"
     ).fetchone()
     problems = con.execute(f'select i, problem from "{schema}"."{table}" order by i, problem').fetchall()
     assert problems == [

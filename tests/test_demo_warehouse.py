@@ -14,6 +14,7 @@ from sdc.loader import load_microdata, read_facts_config
 from sdc.publish import publish
 
 REPO = Path(__file__).parent.parent
+DEMO = REPO / "demo"
 DBT = Path(sys.executable).parent / "dbt"
 PROTECTED = [
     "beurlaubte_nach_hochschulart",
@@ -36,10 +37,11 @@ def demo(tmp_path_factory):
     write_enterprises(tmp / "enterprises.parquet")
     load_microdata(db, tmp / "enterprises.parquet", "enterprises", id_column="id", key_mode="keyed",
                    secret=b"test secret")
-    env = dict(os.environ, DBT_PROFILES_DIR=str(REPO), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    env = dict(os.environ, DBT_PROFILES_DIR=str(DEMO), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    subprocess.run([str(DBT), "deps"], cwd=DEMO, env=env, capture_output=True, check=True, timeout=120)
     result = subprocess.run(
         [str(DBT), "build", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        cwd=DEMO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stdout[-4000:]
     publish(db, tmp / "publication.duckdb", tmp / "publication")

@@ -36,12 +36,12 @@
   {{ exceptions.raise_compiler_error("ckm_count: dims must be a non-empty list of column names") }}
 {%- endif -%}
 {%- set ptable = ptable if ptable is not none else ref('sdc_ptable') -%}
-{%- set modulus = modulus if modulus is not none else var('sdc_key_modulus') -%}
-{%- set reuse_from = reuse_from if reuse_from is not none else var('sdc_ptable_reuse_from', none) -%}
-{%- set scale = 10 ** var('sdc_interval_decimals') -%}
-{%- set rk = var('sdc_record_key_column') -%}
+{%- set modulus = modulus if modulus is not none else sdc.setting('sdc_key_modulus') -%}
+{%- set reuse_from = reuse_from if reuse_from is not none else sdc.setting('sdc_ptable_reuse_from') -%}
+{%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
+{%- set rk = sdc.setting('sdc_record_key_column') -%}
 {%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ adapter.quote(fact) ~ ')' -%}
-{%- set key_column = rk if fact is none else var('sdc_key_fact_prefix') ~ fact -%}
+{%- set key_column = rk if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact -%}
 {%- set wide = sdc.wide_integer_type() -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}

@@ -9,7 +9,7 @@
 {%- for dim in dims -%}
   {%- set shape = sdc.ckm_hierarchy_shape(hierarchy, dim) if hierarchy is not none else none -%}
   {%- if shape is none -%}
-    {%- do result.update({dim: {'columns': [dim], 'root': var('sdc_total_label'), 'paths': none}}) -%}
+    {%- do result.update({dim: {'columns': [dim], 'root': sdc.setting('sdc_total_label'), 'paths': none}}) -%}
   {%- else -%}
     {%- set columns = [] -%}
     {%- for level in range(1, shape.depth) -%}

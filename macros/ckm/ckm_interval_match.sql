@@ -4,7 +4,7 @@
   with lb_scaled = lb_units * M and ub_scaled = ub_units * M computed once per ptable row.
 #}
 {% macro ckm_interval_match(cell_key_int, lb_scaled, ub_scaled) -%}
-{%- set scale = 10 ** var('sdc_interval_decimals') -%}
+{%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 cast({{ cell_key_int }} as {{ sdc.wide_integer_type() }}) * {{ scale }} >= {{ lb_scaled }}
 and cast({{ cell_key_int }} as {{ sdc.wide_integer_type() }}) * {{ scale }} < {{ ub_scaled }}
 {%- endmacro %}

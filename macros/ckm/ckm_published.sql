@@ -4,7 +4,7 @@
   because they undo the protection.
 #}
 {% macro ckm_published(audit_relation) %}
-{%- set audit_columns = var('sdc_audit_columns') -%}
+{%- set audit_columns = sdc.setting('sdc_audit_columns') -%}
 {%- set columns = [] -%}
 {%- if execute -%}
   {%- for column in adapter.get_columns_in_relation(audit_relation) if column.name not in audit_columns -%}

@@ -17,7 +17,7 @@ problems as (
     select 'count is not original + noise', count(*) from {{ model }} where original > 0 and "count" <> original + noise
     union all
     select 'cell key outside [0, M)', count(*) from {{ model }}
-    where cell_key_int < 0 or cell_key_int >= {{ var('sdc_key_modulus') }}
+    where cell_key_int < 0 or cell_key_int >= {{ sdc.setting('sdc_key_modulus') }}
 )
 select * from problems where cells > 0
 {% endtest %}

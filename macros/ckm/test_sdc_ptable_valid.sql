@@ -5,7 +5,7 @@
   Bounds are compared as integers in units of 10^-sdc_interval_decimals.
 #}
 {% test sdc_ptable_valid(model, max_noise=none) %}
-{%- set scale = 10 ** var('sdc_interval_decimals', 8) -%}
+{%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 
 with units as (
     select

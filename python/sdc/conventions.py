@@ -24,6 +24,15 @@ PTABLE_COLUMNS: tuple[str, ...] = ("i", "j", "p", "v", "p_int_lb", "p_int_ub")
 # Interval bounds are cumulative probabilities rounded to this many decimals (as ptable/τ-Argus do).
 INTERVAL_DECIMALS: int = 8
 INTERVAL_SCALE: int = 10**INTERVAL_DECIMALS
+# dbt column types of a ptable seed: exact decimals, so the lookup compares bounds as integers.
+PTABLE_SEED_COLUMN_TYPES: dict[str, str] = {
+    "i": "integer",
+    "j": "integer",
+    "p": f"decimal({INTERVAL_DECIMALS + 1},{INTERVAL_DECIMALS})",
+    "v": "integer",
+    "p_int_lb": f"decimal({INTERVAL_DECIMALS + 1},{INTERVAL_DECIMALS})",
+    "p_int_ub": f"decimal({INTERVAL_DECIMALS + 1},{INTERVAL_DECIMALS})",
+}
 
 # Names of the ptable parameters, as used by the CLI flags (--D, --V, ...) and the Python API.
 PTABLE_PARAMETERS: dict[str, str] = {
@@ -50,3 +59,22 @@ LOAD_LOG_TABLE: str = "sdc_loads"
 # ------------------------------------------------------------------------------------------ tables
 # Code of a total along a flat dimension (dbt var sdc_total_label; a hierarchy's root code labels its own).
 TOTAL_LABEL: str = "Total"
+
+# ------------------------------------------------------------------------------------------ audit columns
+# Columns of a ckm_count relation that undo the protection: they stay in the audit layer, never published.
+CKM_AUDIT_COLUMNS: tuple[str, ...] = ("original", "key_sum", "cell_key_int", "cell_key", "ptable_row", "noise")
+
+# ------------------------------------------------------------------------------------------ dbt settings
+# The settings of the sdc dbt macros and their defaults (macros/_setting.sql holds the same values; a test
+# keeps the two equal). A project that uses the package overrides them under `vars:`.
+DBT_SETTINGS: dict[str, object] = {
+    "sdc_interval_decimals": INTERVAL_DECIMALS,
+    "sdc_key_modulus": DEFAULT_KEY_MODULUS,
+    "sdc_record_key_column": RECORD_KEY_COLUMN,
+    "sdc_key_fact_prefix": KEY_FACT_PREFIX,
+    "sdc_ptable_reuse_from": None,
+    "sdc_total_label": TOTAL_LABEL,
+    "sdc_audit_columns": list(CKM_AUDIT_COLUMNS),
+    "sdc_raw_schema": RAW_SCHEMA,
+    "sdc_load_log": LOAD_LOG_TABLE,
+}

@@ -16,7 +16,8 @@ def run_dbt(project: Path, db: Path, args: list[str], what: str, work_dir: Path 
 
     ``work_dir`` receives dbt's target and log folders (default: inside the project).
     """
-    env = dict(os.environ, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    env = dict(os.environ, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(Path(db).resolve()),
+               DBT_SEND_ANONYMOUS_USAGE_STATS="False")
     paths = ["--target-path", str(work_dir / "target"), "--log-path", str(work_dir / "logs")] if work_dir else []
     dbt = Path(sys.executable).parent / "dbt"
     result = subprocess.run([str(dbt), *args, *paths], cwd=project, env=env, capture_output=True, text=True)

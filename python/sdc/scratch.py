@@ -1,5 +1,10 @@
-"""A throwaway copy of the sdc dbt project on a temporary DuckDB, for the commands that run the warehouse
-macros on a single file (`sdc ckm`, `sdc suppress`, `sdc audit`)."""
+"""The sdc dbt package and throwaway dbt projects built on it, for the commands that run the warehouse
+macros on a single file (`sdc ckm`, `sdc suppress`, `sdc audit`, `sdc sql install`).
+
+The package (dbt_project.yml and macros/) ships inside the Python package as ``sdc/dbt_package`` (the
+build copies it there: setup.py), so every command works without a checkout; in an editable install from
+a checkout it is the checkout itself.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +12,48 @@ import csv
 import shutil
 from pathlib import Path
 
+from .conventions import PTABLE_SEED_COLUMN_TYPES
 from .errors import SdcError
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]  # the dbt project next to the package (python/sdc/..)
+_HERE = Path(__file__).resolve().parent
+PACKAGED = _HERE / "dbt_package"  # written by the build (setup.py)
+CHECKOUT = _HERE.parents[1]        # python/sdc/.. /.. in a checkout
 
 
-def project_dir() -> Path:
-    if not (PROJECT_DIR / "dbt_project.yml").is_file():
-        raise SdcError(f"the sdc dbt project was not found at {PROJECT_DIR}; install sdc from a checkout (pip install -e .)")
-    return PROJECT_DIR
+def package_dir() -> Path:
+    """The folder of the sdc dbt package (dbt_project.yml and macros/)."""
+    for candidate in (PACKAGED, CHECKOUT):
+        if (candidate / "dbt_project.yml").is_file() and (candidate / "macros").is_dir():
+            return candidate
+    raise SdcError(f"the sdc dbt macros are missing from this installation ({PACKAGED}); reinstall sdc")
+
+
+def project_yaml(name: str = "sdc") -> str:
+    """dbt_project.yml of a throwaway project named ``name`` (macros, models and seeds in its own folders)."""
+    types = ", ".join(f"{column}: {kind!r}" for column, kind in PTABLE_SEED_COLUMN_TYPES.items())
+    return (
+        f"name: {name}\nconfig-version: 2\nprofile: sdc_scratch\n"
+        "macro-paths: [macros]\nmodel-paths: [models]\nseed-paths: [seeds]\ntest-paths: [tests]\n"
+        "flags: {send_anonymous_usage_stats: false}\n"
+        f"seeds:\n  {name}:\n    sdc_ptable:\n      +column_types: {{{types}}}\n"
+        "    sdc_hierarchies:\n      +column_types: {dimension: varchar, code: varchar, parent: varchar}\n"
+    )
+
+
+PROFILES_YAML = (
+    "sdc_scratch:\n  target: duckdb\n  outputs:\n    duckdb:\n      type: duckdb\n"
+    "      path: \"{{ env_var('SDC_DUCKDB_PATH') }}\"\n      threads: 1\n"
+)
 
 
 def scratch_project(tmp: Path, source_tables: tuple[str, ...] = ("micro",)) -> Path:
-    """Project files, macros and empty seeds/models folders under ``tmp``, with sources raw.<table>."""
-    source = project_dir()
+    """A project under ``tmp`` with the package's macros as its own (so ``sdc.<macro>`` resolves), empty
+    seeds/ and models/ folders, and sources raw.<table>."""
     project = tmp / "project"
     project.mkdir()
-    for name in ("dbt_project.yml", "profiles.yml"):
-        shutil.copy(source / name, project / name)
-    shutil.copytree(source / "macros", project / "macros")
+    (project / "dbt_project.yml").write_text(project_yaml())
+    (project / "profiles.yml").write_text(PROFILES_YAML)
+    shutil.copytree(package_dir() / "macros", project / "macros")
     (project / "seeds").mkdir()
     (project / "models").mkdir()
     tables = "".join(f"      - name: {t}\n" for t in source_tables)

@@ -6,7 +6,7 @@ with table_2a as (
 ),
 table_2b as (
     select hochschulart as cell, "count" from {{ ref('beurlaubte_nach_hochschulart_geschlecht') }}
-    where geschlecht = '{{ var("sdc_total_label") }}'
+    where geschlecht = '{{ sdc.setting("sdc_total_label") }}'
 ),
 table_9 as (
     select hochschule as cell, "count" from {{ ref('beurlaubte_nach_hochschule') }}

@@ -1,0 +1,32 @@
+{#
+  setting(name): a setting of the sdc macros, with its default inside the package, so a project that uses
+  sdc needs no vars of its own. A project overrides any of them under `vars:` in its dbt_project.yml
+  (or with --vars). The defaults equal python/sdc/conventions.py DBT_SETTINGS (a test keeps them equal).
+
+    sdc_interval_decimals   ptable interval bounds are multiples of 10^-d                   8
+    sdc_key_modulus         record keys are integers in [0, M)                              10^8
+    sdc_record_key_column   the record key column of loaded microdata                       rk
+    sdc_key_fact_prefix     key fact of fact f: <prefix>f = rk * f                          rk_
+    sdc_ptable_reuse_from   counts above max i cycle through rows reuse_from..max i (ONS)   none
+    sdc_total_label         code of a total along a flat dimension                          Total
+    sdc_audit_columns       columns of a ckm_count relation that never leave the audit      original, ...
+    sdc_raw_schema          schema that `sdc load` writes microdata and its load log to     raw
+    sdc_load_log            the load log (one row per loaded table: key mode, modulus)       sdc_loads
+#}
+{% macro setting(name) %}
+{%- set defaults = {
+    'sdc_interval_decimals': 8,
+    'sdc_key_modulus': 100000000,
+    'sdc_record_key_column': 'rk',
+    'sdc_key_fact_prefix': 'rk_',
+    'sdc_ptable_reuse_from': none,
+    'sdc_total_label': 'Total',
+    'sdc_audit_columns': ['original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise'],
+    'sdc_raw_schema': 'raw',
+    'sdc_load_log': 'sdc_loads',
+} -%}
+{%- if name not in defaults -%}
+  {{ exceptions.raise_compiler_error("sdc: unknown setting '" ~ name ~ "'; known: " ~ (defaults.keys() | list | sort | join(', '))) }}
+{%- endif -%}
+{{ return(var(name, defaults[name])) }}
+{% endmacro %}

@@ -43,6 +43,13 @@
 {%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ adapter.quote(fact) ~ ')' -%}
 {%- set key_column = rk if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact -%}
 {%- set wide = sdc.wide_integer_type() -%}
+{%- if modulus is not number or modulus != modulus | int or modulus < 2 -%}
+  {{ exceptions.raise_compiler_error("ckm_count: modulus must be a whole number of at least 2, got " ~ modulus) }}
+{%- endif -%}
+{%- if reuse_from is not none and (reuse_from is not number or reuse_from != reuse_from | int or reuse_from < 1) -%}
+  {{ exceptions.raise_compiler_error("ckm_count: reuse_from must be a ptable row (a whole number of at least 1), got " ~ reuse_from) }}
+{%- endif -%}
+{%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 
@@ -53,7 +60,8 @@ with leaf_cells as (
         m.{{ adapter.quote(dim) }},
         {%- endfor %}
         {{ count_expr }} as original,
-        {{ sdc.ckm_key_sum(adapter.quote(key_column)) }} as key_sum
+        {{ sdc.ckm_key_sum(adapter.quote(key_column)) }} as key_sum,
+        max({{ adapter.quote(key_column) }}) as max_key
     from {{ relation }} as m
     group by {% for dim in dims %}m.{{ adapter.quote(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 ),
@@ -65,6 +73,9 @@ leaf_levels as (
 
 checked_leaf_levels as (
 {{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
+      -- a key at or above M was drawn for a larger modulus than this CKM uses
+      and {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
+            "'record key ' || cast(max_key as varchar) || ' of column " ~ sdc.sql_text(key_column) ~ " is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
 ),
 
 paired_metrics as (

@@ -30,7 +30,7 @@
 {%- set query -%}
 with recursive nodes as (
     select cast(code as varchar) as code, nullif(cast(parent as varchar), '') as parent
-    from {{ hierarchy }} where dimension = '{{ dim }}'
+    from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }}
 ),
 walk as (
     select code, 0 as depth from nodes where parent is null
@@ -74,10 +74,10 @@ select
 from {{ hierarchy }} as h{{ depth }}
 {%- for level in range(depth - 1, 0, -1) %}
 join {{ hierarchy }} as h{{ level }}
-    on h{{ level }}.dimension = '{{ dim }}' and cast(h{{ level }}.code as varchar) = cast(h{{ level + 1 }}.parent as varchar)
+    on h{{ level }}.dimension = {{ sdc.sql_string(dim) }} and cast(h{{ level }}.code as varchar) = cast(h{{ level + 1 }}.parent as varchar)
 {%- endfor %}
-where h{{ depth }}.dimension = '{{ dim }}'
+where h{{ depth }}.dimension = {{ sdc.sql_string(dim) }}
   and cast(h{{ depth }}.code as varchar) not in (
-      select cast(parent as varchar) from {{ hierarchy }} where dimension = '{{ dim }}' and parent is not null
+      select cast(parent as varchar) from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }} and parent is not null
   )
 {% endmacro %}

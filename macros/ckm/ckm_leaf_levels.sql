@@ -7,7 +7,7 @@
     select
         {{ source_cte }}.*
         {%- for dim in dims if levels[dim].paths %}
-        {%- set path = 'path_' ~ dim %},
+        {%- set path = 'path_' ~ loop.index %},
         {{ path }}.leaf as {{ adapter.quote(dim ~ '__leaf') }}
         {%- for column in levels[dim].columns[:-1] %},
         {{ path }}.level_{{ loop.index }} as {{ adapter.quote(column) }}
@@ -15,18 +15,28 @@
         {%- endfor %}
     from {{ source_cte }}
     {%- for dim in dims if levels[dim].paths %}
-    left join ({{ levels[dim].paths }}) as path_{{ dim }}
-        on path_{{ dim }}.leaf = cast({{ source_cte }}.{{ adapter.quote(dim) }} as varchar)
+    left join ({{ levels[dim].paths }}) as path_{{ loop.index }}
+        on path_{{ loop.index }}.leaf = cast({{ source_cte }}.{{ adapter.quote(dim) }} as varchar)
     {%- endfor %}
 {% endmacro %}
 
 
 {% macro ckm_check_leaves(source_cte, dims, levels) %}
+    {#- every leaf value is a leaf of its hierarchy; a flat dimension has no NULL and no category that
+        carries the code of its total (a category "Total" would publish two cells named Total) -#}
     select * from {{ source_cte }}
     where true
-    {%- for dim in dims if levels[dim].paths %}
+    {%- for dim in dims %}
+    {%- set column = adapter.quote(dim) %}
+    {%- if levels[dim].paths %}
       and {{ sdc.ckm_fail_if(adapter.quote(dim ~ '__leaf') ~ ' is null',
-            "'value ' || coalesce(cast(" ~ adapter.quote(dim) ~ " as varchar), 'NULL') || ' of dimension " ~ dim ~ " is not a leaf of the hierarchy'") }}
+            "'value ' || coalesce(cast(" ~ column ~ " as varchar), 'NULL') || ' of dimension " ~ sdc.sql_text(dim) ~ " is not a leaf of the hierarchy'") }}
+    {%- else %}
+      and {{ sdc.ckm_fail_if(column ~ ' is null',
+            "'dimension " ~ sdc.sql_text(dim) ~ " is NULL in some records: give missing values a code of their own'") }}
+      and {{ sdc.ckm_fail_if('cast(' ~ column ~ ' as varchar) = ' ~ sdc.sql_string(levels[dim].root),
+            "'dimension " ~ sdc.sql_text(dim) ~ " has a category " ~ sdc.sql_text(levels[dim].root) ~ ", the code of its total: rename the category or set var sdc_total_label'") }}
+    {%- endif %}
     {%- endfor %}
 {% endmacro %}
 
@@ -37,7 +47,7 @@
             {%- for column in levels[dim].columns | reverse %}
             when grouping({{ adapter.quote(column) }}) = 0 then cast({{ adapter.quote(column) }} as varchar)
             {%- endfor %}
-            else '{{ levels[dim].root }}'
+            else {{ sdc.sql_string(levels[dim].root) }}
         end as {{ adapter.quote(dim) }},
     {%- endfor %}
 {% endmacro %}

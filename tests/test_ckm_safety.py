@@ -1,0 +1,94 @@
+"""Set-ups that would publish unprotected numbers stop the build with a message that names the problem:
+keys loaded with another modulus, a category that carries the total's code, NULL in a dimension."""
+
+import duckdb
+import pytest
+
+from dbt_project_helper import ScratchProject
+from sdc.loader import load_microdata
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("safety")
+    p = ScratchProject(tmp / "project")
+    micro = tmp / "persons.csv"
+    micro.write_text("id,sex,state\n" + "".join(f"{k},{'mf'[k % 2]},s{k % 3}\n" for k in range(300)))
+    load_microdata(p.db, micro, "persons256", id_column="id", modulus=256)      # ONS-style keys
+    load_microdata(p.db, micro, "persons", id_column="id")                     # default 10^8
+    con = duckdb.connect(str(p.db))
+    # tables made without sdc load: keys drawn for 10^8; categories that break the table's labels
+    con.execute("create table raw.unlogged as select id, sex, rk from raw.persons")
+    con.execute("create table raw.total_category as select id, case when id < 5 then 'Total' else sex end as sex, state, rk "
+                "from raw.persons")
+    con.execute("create table raw.null_category as select id, case when id < 5 then null else sex end as sex, rk "
+                "from raw.persons")
+    con.close()
+    p.sources(["persons256", "persons", "unlogged", "total_category", "null_category"])
+    models = {
+        "ok_persons": "source('raw', 'persons'), dims=['sex', 'state']",
+        "ok_persons256": "source('raw', 'persons256'), dims=['sex'], modulus=256",
+        "fails_modulus_default": "source('raw', 'persons256'), dims=['sex']",
+        "fails_modulus_given": "source('raw', 'persons'), dims=['sex'], modulus=256",
+        "fails_keys_above_modulus": "source('raw', 'unlogged'), dims=['sex'], modulus=1000",
+        "fails_total_category": "source('raw', 'total_category'), dims=['sex', 'state']",
+        "fails_null_category": "source('raw', 'null_category'), dims=['sex']",
+    }
+    for name, arguments in models.items():
+        p.model(name, f"{{{{ sdc.ckm_count({arguments}) }}}}", tags=["broken"] if name.startswith("fails") else [])
+    result = p.dbt("build", "--exclude", "tag:broken")
+    assert result.returncode == 0, result.stdout[-3000:]
+    return p
+
+
+def build(project, model):
+    result = project.dbt("build", "--select", model)
+    assert result.returncode != 0, f"{model} was built"
+    return " ".join(result.stdout.split())
+
+
+def test_keys_loaded_with_256_and_a_ckm_with_the_default_modulus_is_refused_naming_both(project):
+    # before: 249 of 258 cells got the same noise -4, so original = published + 4
+    out = build(project, "fails_modulus_default")
+    assert "ckm_count: the keys of" in out and "persons256" in out
+    assert "were loaded with modulus 256, but the CKM uses modulus 100000000" in out
+
+
+def test_modulus_argument_that_disagrees_with_the_load_is_refused(project):
+    out = build(project, "fails_modulus_given")
+    assert "were loaded with modulus 100000000, but the CKM uses modulus 256" in out
+
+
+def test_keys_at_or_above_the_modulus_stop_the_query(project):
+    # raw.unlogged was not loaded by sdc load (no log entry): the SQL itself sees keys >= M
+    out = build(project, "fails_keys_above_modulus")
+    assert "of column rk is not below the modulus 1000 the CKM uses" in out
+
+
+def test_matching_moduli_build(project):
+    con = duckdb.connect(str(project.db), read_only=True)
+    try:
+        cells = con.execute("select count(*), max(cell_key_int) from ok_persons256").fetchone()
+    finally:
+        con.close()
+    assert cells[0] == 3 and cells[1] < 256
+
+
+def test_category_that_carries_the_code_of_the_total_is_refused_naming_the_dimension(project):
+    # before: two cells (Total, s0) - the category and the margin - in one table
+    out = build(project, "fails_total_category")
+    assert "dimension sex has a category Total, the code of its total" in out
+
+
+def test_null_in_a_dimension_is_refused_naming_it(project):
+    out = build(project, "fails_null_category")
+    assert "dimension sex is NULL in some records" in out
+
+
+def test_modulus_that_is_not_a_number_is_a_compile_error(tmp_path):
+    p = ScratchProject(tmp_path / "project")
+    p.model("cells", "{{ sdc.ckm_count(ref('sdc_ptable'), dims=['i'], modulus='10; drop table sdc_ptable') }}")
+    result = p.dbt("build")
+    assert result.returncode != 0
+    assert "ckm_count: modulus must be a whole number of at least 2, got 10; drop table sdc_ptable" in result.stdout
+    assert not p.db.exists() or "sdc_ptable" not in str(result.stdout).split("Compilation Error")[0]

@@ -33,10 +33,7 @@ def column_report(original, result: MicroaggregationResult) -> dict:
     sd = float(x.std(ddof=1)) if n > 1 else 0.0
     il1s_sum = float((np.abs(x - y) / (np.sqrt(2) * sd)).sum()) if sd > 0 else 0.0
     sizes = np.bincount(labels)
-    sharing = []
-    for g in range(len(sizes)):
-        _, counts = np.unique(y[labels == g], return_counts=True)
-        sharing.append(counts.min())
+    sharing = fewest_sharing(y, labels, sizes)
     small = int(((sizes == 2) | (sizes == 3)).sum()) if result.replacement == "hoehne" else 0
     warnings = []
     if sizes.min() < result.k:
@@ -55,7 +52,7 @@ def column_report(original, result: MicroaggregationResult) -> dict:
         "groups": int(len(sizes)),
         "min_group_size": int(sizes.min()),
         "max_group_size": int(sizes.max()),
-        "k_effective": int(min(sharing)),
+        "k_effective": int(sharing.min()),
         "sse": sse,
         "sst": sst,
         "il_percent": 100.0 * sse / sst if sst > 0 else 0.0,
@@ -70,3 +67,32 @@ def column_report(original, result: MicroaggregationResult) -> dict:
         "small_variance_preserving_groups": small,
         "warnings": warnings,
     }
+
+
+def fewest_sharing(values: np.ndarray, labels: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Per group (labels 0, 1, ..., every one non-empty), the fewest records that share one of the group's
+    values, in O(n) for groups of one or two distinct values (every group under mean or variance-preserving
+    replacement) and by one sort of the other groups' records (NaN counts as one value, -0.0 equals 0.0)."""
+    groups = len(sizes)
+    low = np.full(groups, np.inf)
+    high = np.full(groups, -np.inf)
+    with np.errstate(invalid="ignore"):  # NaN propagates: such a group never passes the checks below
+        np.minimum.at(low, labels, values)
+        np.maximum.at(high, labels, values)
+    at_low = np.bincount(labels[values == low[labels]], minlength=groups)
+    at_high = np.bincount(labels[values == high[labels]], minlength=groups)
+    sharing = np.where(at_low == sizes, sizes, np.minimum(at_low, at_high))
+    rest = np.flatnonzero((at_low != sizes) & (at_low + at_high != sizes))  # three or more values, or NaN
+    if len(rest):
+        chosen = np.zeros(groups, dtype=bool)
+        chosen[rest] = True
+        members = np.flatnonzero(chosen[labels])
+        order = members[np.lexsort((values[members], labels[members]))]
+        v, g = values[order], labels[order]
+        same = (g[1:] == g[:-1]) & ((v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1])))
+        run_starts = np.flatnonzero(np.r_[True, ~same])
+        run_lengths = np.diff(np.r_[run_starts, len(v)])
+        run_groups = g[run_starts]
+        group_starts = np.flatnonzero(np.r_[True, run_groups[1:] != run_groups[:-1]])
+        sharing[run_groups[group_starts]] = np.minimum.reduceat(run_lengths, group_starts)
+    return sharing

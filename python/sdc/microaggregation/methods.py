@@ -70,7 +70,7 @@ def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replace
     descending = method == "hoehne"
     # order by value (descending for Höhne's bigger/smaller halves), then record id (default: position)
     keys = -x[present] if descending else x[present]
-    if ids is None:
+    if ids is None or _ascending(np.asarray(ids)[present]):  # ids in input order tie like positions
         order = present[np.argsort(keys, kind="stable")]
     else:
         order = present[np.lexsort((np.asarray(ids)[present], keys))]
@@ -94,6 +94,13 @@ def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replace
     result.values[order] = protected
     result.group[order] = labels
     return result
+
+
+def _ascending(ids: np.ndarray) -> bool:
+    """Whether numeric ids strictly increase (then a stable sort by value alone breaks ties by id)."""
+    if not (np.issubdtype(ids.dtype, np.integer) or np.issubdtype(ids.dtype, np.floating)):
+        return False
+    return bool((ids[1:] > ids[:-1]).all())
 
 
 def _group_means(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -121,8 +128,9 @@ def _legacy_hoehne(values_desc: np.ndarray, labels: np.ndarray, m: int) -> np.nd
     sqrt((m - b) / b) and sqrt(b / (m - b)) in integer division with the nominal m, the bigger half cut
     into chunks of b of which only the first two are written (later rows keep their values)."""
     out = values_desc.copy()
+    bounds = np.r_[0, np.cumsum(np.bincount(labels))]  # groups are contiguous: one slice each, no mask
     for g in range(labels[-1] + 1):
-        idx = np.flatnonzero(labels == g)
+        idx = np.arange(bounds[g], bounds[g + 1])
         group = values_desc[idx]
         n = len(group)
         mean, sd = group.mean(), group.std()

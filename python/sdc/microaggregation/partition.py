@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import dijkstra
+from scipy.sparse.csgraph import breadth_first_order, dijkstra
 
 
 def fixed_groups(n: int, k: int) -> np.ndarray:
@@ -56,15 +56,22 @@ def window_sse(values: np.ndarray, k: int) -> dict[int, np.ndarray]:
     out = {}
     s1 = np.zeros(n)
     s2 = np.zeros(n)
+    d = np.empty(n)
     for t in range(2, 2 * k):
         m = n - t + 1
         if m <= 0:
             break
-        d = values[t - 1:t - 1 + m] - values[:m]
-        s1 = s1[:m] + d
-        s2 = s2[:m] + d * d
+        # in place, the same operations in the same order as s1 = s1[:m] + d; s2 = s2[:m] + d * d
+        s1, s2, d = s1[:m], s2[:m], d[:m]
+        np.subtract(values[t - 1:t - 1 + m], values[:m], out=d)
+        s1 += d
+        np.multiply(d, d, out=d)
+        s2 += d
         if t >= k:
-            out[t] = np.maximum(s2 - s1 * s1 / t, 0.0)
+            sse = np.multiply(s1, s1)
+            sse /= t
+            np.subtract(s2, sse, out=sse)
+            out[t] = np.maximum(sse, 0.0, out=sse)
     if k == 1:
         out[1] = np.zeros(n)
     return out
@@ -73,25 +80,41 @@ def window_sse(values: np.ndarray, k: int) -> dict[int, np.ndarray]:
 def optimal_groups(values: np.ndarray, k: int) -> np.ndarray:
     """The partition into groups of k..2k-1 consecutive sorted values with the least within-group sum of
     squares (Hansen & Mukherjee 2003): a shortest path from 0 to n over the edges i -> i+s, weighted by
-    the SSE of values[i:i+s], found by scipy's Dijkstra (C speed; every weight is >= 0)."""
+    the SSE of values[i:i+s], found by scipy's Dijkstra (C speed; every weight is >= 0). The graph is
+    written in CSR form directly (row i: the edges to i+k..i+2k-1, by target) and the path read back by
+    a breadth-first search over the predecessor links: O(n k) and O(n), no Python loop over groups."""
     n = len(values)
     if n < 2 * k:
         return np.zeros(n, dtype=np.int64)
-    sources, targets, weights = [], [], []
-    for s, sse in window_sse(values, k).items():
-        start = np.arange(len(sse))
-        sources.append(start)
-        targets.append(start + s)
-        # a zero-weight edge must stay an edge: the smallest positive double changes no comparison
-        weights.append(sse + np.finfo(float).tiny)
-    graph = csr_matrix((np.concatenate(weights), (np.concatenate(sources), np.concatenate(targets))),
-                       shape=(n + 1, n + 1))
+    full = n - 2 * k + 2  # sources 0..n-2k+1 have all k edges; n-2k+2..n-k have k-1..1; the rest none
+    counts = np.zeros(n + 1, dtype=np.int64)
+    counts[:full] = k
+    counts[full:n - k + 1] = np.arange(k - 1, 0, -1)
+    indptr = np.zeros(n + 2, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    index = np.int32 if indptr[-1] < np.iinfo(np.int32).max and n < np.iinfo(np.int32).max else np.int64
+    weights = np.empty(indptr[-1])
+    targets = np.empty(indptr[-1], dtype=index)
+    head_weights = weights[:full * k].reshape(full, k)
+    head_targets = targets[:full * k].reshape(full, k)
+    tiny = np.finfo(float).tiny  # a zero-weight edge must stay an edge: the smallest positive double
+    sse = window_sse(values, k)  # changes no comparison
+    for j, s in enumerate(range(k, 2 * k)):
+        np.add(sse[s][:full], tiny, out=head_weights[:, j])
+        head_targets[:, j] = np.arange(s, full + s, dtype=index)
+    for i in range(full, n - k + 1):
+        for j, s in enumerate(range(k, k + int(counts[i]))):
+            weights[indptr[i] + j] = sse[s][i] + tiny
+            targets[indptr[i] + j] = i + s
+    del sse, head_weights, head_targets
+    graph = csr_matrix((weights, targets, indptr.astype(index)), shape=(n + 1, n + 1))
     _, predecessor = dijkstra(graph, directed=True, indices=0, return_predecessors=True)
-    starts = []
-    node = n
-    while node > 0:
-        node = int(predecessor[node])
-        starts.append(node)
+    del graph, weights, targets
+    # the path n -> predecessor[n] -> ... -> 0: the nodes a search from n reaches over the links j -> pred[j]
+    linked = predecessor >= 0
+    links = csr_matrix((np.ones(int(linked.sum()), dtype=np.int8), predecessor[linked].astype(index),
+                        np.r_[0, np.cumsum(linked)].astype(index)), shape=(n + 1, n + 1))
+    path = breadth_first_order(links, n, directed=True, return_predecessors=False)
     boundaries = np.zeros(n, dtype=np.int64)
-    boundaries[np.array(starts[:-1], dtype=np.int64)] = 1  # every group start but the first
+    boundaries[path[(path > 0) & (path < n)]] = 1  # every group start but the first
     return np.cumsum(boundaries)

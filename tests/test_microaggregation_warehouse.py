@@ -125,3 +125,28 @@ def test_shuffle_moves_whole_rows(tmp_path):
     assert main(["microaggregate", *common, "--out", str(shuffled), "--shuffle-rows"]) == 0
     rows = lambda path: path.read_text().splitlines()[1:]  # noqa: E731
     assert rows(plain) != rows(shuffled) and sorted(rows(plain)) == sorted(rows(shuffled))
+
+
+@pytest.mark.parametrize("scan_in_row_order", [True, False])
+def test_large_file_copy_keeps_every_row_in_its_place(tmp_path, monkeypatch, scan_in_row_order):
+    # 300,000 rows (several row groups, read and written by both threads): every row stays in its place, NULLs
+    # stay NULL, the values are the Python method's; False: the path for a scan that returns sdc_rows out of
+    # row order (arrays put into row order, the copy sorted back by row number)
+    from sdc.microaggregation import tables
+
+    n = 300_000
+    rng = np.random.default_rng(1)
+    x = np.round(rng.lognormal(10, 1, n))
+    x[rng.random(n) < 0.01] = np.nan
+    source, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    con = duckdb.connect()
+    con.register("t", {"row_id": np.arange(n), "income": x, "tag": np.arange(n) % 7})
+    con.execute(f"copy (select row_id, nullif(income, 'NaN'::double) as income, tag from t) to '{source}' "
+                "(format parquet)")
+    if not scan_in_row_order:
+        monkeypatch.setattr(tables, "_in_row_order", lambda rows: False)
+    assert main(["microaggregate", "--input", str(source), "--out", str(out), "--column", "income", "--k", "3"]) == 0
+    got = con.execute(f"select row_id, coalesce(income, 'NaN'::double) as income, tag from '{out}'").fetchnumpy()
+    con.close()
+    assert np.array_equal(got["row_id"], np.arange(n)) and np.array_equal(got["tag"], np.arange(n) % 7)
+    assert np.array_equal(got["income"], microaggregate(x, 3, "optimal").values, equal_nan=True)

@@ -103,26 +103,42 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
             raise SdcError(f"column {name!r} of {where} is {types[name]}, not numeric")
     if len(set(columns)) != len(columns):
         raise SdcError("a column is named twice")
-    tie = quote(id_column) if id_column else "rowid"
+    # One scan fetches the row numbers, the ids and every column; sdc_rows comes back in row order (DuckDB
+    # keeps insertion order), else the arrays are put into row order here. The protected values go back
+    # in the scan's order and meet their rows by a positional join, each pair checked by its row number
+    # (no hash join, no sort of 10^7 rows).
     con.execute(f"create temp table sdc_rows as select row_number() over () as sdc_row, * from {source}")
-    ids = con.execute(f"select {tie if id_column else 'sdc_row'} from sdc_rows order by sdc_row").fetchnumpy()
-    ids = next(iter(ids.values()))
-    reports, protected = [], {"sdc_row": np.arange(1, len(ids) + 1)}
-    for name in columns:
-        values = con.execute(f"select coalesce(cast({quote(name)} as double), 'NaN'::double) from sdc_rows "
-                             "order by sdc_row").fetchnumpy()
-        x = next(iter(values.values())).astype(float)
+    fetched = con.execute(
+        f"select sdc_row, {quote(id_column) if id_column else 'sdc_row'} as sdc_tie, "
+        + ", ".join(f"coalesce(cast({quote(name)} as double), 'NaN'::double) as sdc_value_{i}"
+                    for i, name in enumerate(columns))
+        + " from sdc_rows").fetchnumpy()
+    rows = np.asarray(fetched["sdc_row"])
+    in_order = _in_row_order(rows)
+    to_rows = slice(None) if in_order else np.argsort(rows)  # scan position of row 1, 2, ...
+    ids = np.asarray(fetched["sdc_tie"])[to_rows]
+    reports, protected = [], {"sdc_row": rows}
+    for i, name in enumerate(columns):
+        x = np.asarray(fetched[f"sdc_value_{i}"])[to_rows].astype(float)
         try:
-            result = microaggregate(x, k, method, ids=np.asarray(ids), replacement=replacement)
+            result = microaggregate(x, k, method, ids=ids, replacement=replacement)
         except SdcError as exc:
             raise SdcError(f"column {name!r}: {exc}") from None
-        protected[name] = result.values
+        protected[name] = result.values if in_order else result.values[rows - 1]
         reports.append({"column": name, **column_report(x, result)})
+    del fetched
     con.register("sdc_protected_values", protected)
     replaced = ", ".join(f"nullif(p.{quote(c)}, 'NaN'::double) as {quote(c)}" for c in columns)
+    order = " order by random()" if shuffle_rows else "" if in_order else " order by r.sdc_row"
     query = (f"select r.* exclude (sdc_row) replace ({replaced}) from sdc_rows r "
-             f"join sdc_protected_values p using (sdc_row) order by {'random()' if shuffle_rows else 'r.sdc_row'}")
+             "positional join sdc_protected_values p where case when r.sdc_row = p.sdc_row then true "
+             f"else error('sdc microaggregate: the protected values are out of step with their rows') end{order}")
     return reports, query
+
+
+def _in_row_order(rows: np.ndarray) -> bool:
+    """Whether a scan of sdc_rows returned the row numbers 1, 2, ..., n in order."""
+    return bool(np.array_equal(rows, np.arange(1, len(rows) + 1)))
 
 
 def _parts(table: str) -> list[str]:

@@ -10,6 +10,8 @@ from sdc.cli import main
 from sdc.errors import SdcError
 from sdc.loader import load_microdata
 
+from conftest import DATA
+
 # Seed 002, Tables 3, 4 and 7: four records, their EF fields and "Zufallszahl" (2-digit record keys).
 SEED002_RECORDS = """id,ef21,ef28,ef32,ef33,ef35,ef36,zufallszahl
 1,6,3,6,182,6,021,0.63
@@ -187,3 +189,30 @@ def test_cli_load_errors_exit_2(tmp_path, seed002_csv, capsys, monkeypatch):
     assert not (tmp_path / "w.duckdb").exists() or duckdb.connect(str(tmp_path / "w.duckdb")).execute(
         "select count(*) from information_schema.tables where table_schema = 'raw' and table_name = 't'"
     ).fetchone()[0] == 0
+
+
+def test_locked_database_is_one_line_and_exit_2(tmp_path, capsys):
+    """DuckDB allows one writer: a warehouse another process holds open is named, not a traceback."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "held.duckdb"
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(db)!r}); "
+                               "print('held', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code = main(["load", "--db", str(db), "--input", str(DATA / "sdctable_microdata1.csv"), "--table", "t",
+                     "--key-mode", "existing", "--key-column", "val", "--modulus", "1000"])
+    finally:
+        holder.kill()
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"sdc load: error: cannot open {db}: another process is using it")
+
+
+def test_missing_database_folder_is_named(tmp_path, capsys):
+    code = main(["load", "--db", str(tmp_path / "nowhere" / "w.duckdb"), "--input", str(DATA / "sdctable_microdata1.csv"),
+                 "--table", "t", "--key-mode", "existing", "--key-column", "val", "--modulus", "1000"])
+    assert code == 2
+    assert f"folder {tmp_path / 'nowhere'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "nowhere").exists()

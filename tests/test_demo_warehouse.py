@@ -44,7 +44,7 @@ def demo(tmp_path_factory):
         cwd=DEMO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stdout[-4000:]
-    publish(db, tmp / "publication.duckdb", tmp / "publication")
+    publish(db, tmp / "publication.duckdb", tmp / "publication", manifest=tmp / "target" / "manifest.json")
     return tmp, db, result.stdout
 
 
@@ -70,13 +70,18 @@ def test_publication_file_holds_only_the_protected_tables(demo):
     con = duckdb.connect(str(tmp / "publication.duckdb"), read_only=True)
     try:
         databases = [r[0] for r in con.execute("select database_name from duckdb_databases() where not internal").fetchall()]
-        tables = con.execute("select schema_name, table_name from duckdb_tables() order by table_name").fetchall()
+        tables = con.execute("select schema_name, table_name from duckdb_tables() order by all").fetchall()
         views = con.execute("select view_name from duckdb_views() where not internal").fetchall()
-        columns = con.execute("select distinct column_name from duckdb_columns() where not internal").fetchall()
+        columns = con.execute("select distinct column_name from duckdb_columns() "
+                              "where not internal and schema_name = 'main'").fetchall()
+        index = con.execute("select * from sdc_publication.relations order by name").fetchall()
     finally:
         con.close()
     assert databases == ["publication"]
-    assert tables == [("main", name) for name in PROTECTED]
+    # the relations tagged sdc_publish (demo/dbt_project.yml: the protected folder), and the index that
+    # lists them and marks the file as written by sdc publish
+    assert tables == [("main", name) for name in PROTECTED] + [("sdc_publication", "relations")]
+    assert index == [(name, f"sdc.protected.{name}", f"model.sdc_demo.{name}", "table") for name in PROTECTED]
     assert views == []
     names = {c for (c,) in columns}
     assert names == {"hochschule", "hochschulart", "geschlecht", "fach", "count", "freq", "wz", "region", "value",
@@ -87,7 +92,8 @@ def test_publication_file_holds_only_the_protected_tables(demo):
 
 def test_publication_equals_the_protected_schema_and_parquet(demo):
     tmp, db, _ = demo
-    assert sorted(p.name for p in (tmp / "publication").iterdir()) == [f"{n}.parquet" for n in PROTECTED]
+    assert sorted(p.name for p in (tmp / "publication").iterdir()) == ["_sdc_publication.json"] + [
+        f"{n}.parquet" for n in PROTECTED]
     for name in PROTECTED:
         warehouse = query(db, f"select * from protected.{name} order by all")
         published = query(tmp / "publication.duckdb", f"select * from main.{name} order by all")

@@ -167,11 +167,23 @@ def _parser() -> argparse.ArgumentParser:
     audit.set_defaults(run=_run_audit)
 
     pub = commands.add_parser(
-        "publish", help="copy the protected schema into a separate database (and Parquet files) for BI tools"
+        "publish",
+        help="copy the relations tagged sdc_publish in dbt into a separate database (and Parquet files) for BI tools",
+        description="Copies every model, view, seed and snapshot the dbt manifest tags sdc_publish (views as tables) "
+        "into a new DuckDB file that clients from DuckDB 1.0.0 on read. Refuses raw microdata (a path to a dbt source "
+        "without sdc.ckm_count, sdc.ckm_published or sdc.suppression_published), record keys, audit columns and "
+        "the values of suppressed cells. Replaces only what an earlier sdc publish wrote; a failed run changes nothing.",
     )
-    pub.add_argument("--db", required=True, help="warehouse DuckDB file")
-    pub.add_argument("--out", required=True, help="publication DuckDB file to write")
-    pub.add_argument("--parquet", help="folder for one Parquet file per protected table")
+    pub.add_argument("--db", required=True, help="warehouse DuckDB file (opened read-only)")
+    pub.add_argument("--out", required=True,
+                     help="publication DuckDB file: new, or one sdc publish wrote (then replaced)")
+    pub.add_argument("--parquet", metavar="DIR",
+                     help="folder for one Parquet file per relation: new, empty, or one sdc publish wrote to "
+                     "(only its own files, listed in _sdc_publication.json, are replaced)")
+    manifest = pub.add_mutually_exclusive_group()
+    manifest.add_argument("--project-dir", metavar="DIR",
+                          help="dbt project whose target/manifest.json lists the relations (default: working directory)")
+    manifest.add_argument("--manifest", metavar="FILE", help="dbt manifest.json to read instead")
     pub.set_defaults(run=_run_publish)
 
     demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report")
@@ -324,8 +336,8 @@ def _run_audit(args: argparse.Namespace) -> int:
 def _run_publish(args: argparse.Namespace) -> int:
     from .publish import publish
 
-    tables = publish(args.db, args.out, args.parquet)
-    print(f"published {len(tables)} protected tables to {args.out}" + (f" and {args.parquet}/" if args.parquet else ""))
+    tables = publish(args.db, args.out, args.parquet, project_dir=args.project_dir, manifest=args.manifest)
+    print(f"published {len(tables)} relations to {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
     return 0
 
 

@@ -78,3 +78,33 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_raw_schema": RAW_SCHEMA,
     "sdc_load_log": LOAD_LOG_TABLE,
 }
+
+# ------------------------------------------------------------------------------------------ publication
+# `sdc publish` copies exactly the dbt relations (models, views, seeds, snapshots) with this tag.
+PUBLISH_TAG: str = "sdc_publish"
+# A tagged relation whose lineage reaches a dbt source must pass a node that calls one of these macros.
+PROTECTION_MACROS: tuple[str, ...] = (
+    "macro.sdc.ckm_count", "macro.sdc.ckm_published", "macro.sdc.suppression_published",
+)
+# Columns of the suppression layers that undo the protection (the status and rule of a cell, its protection
+# levels and audit bounds, its contributors and largest contributions): never published.
+SUPPRESSION_AUDIT_COLUMNS: tuple[str, ...] = (
+    "status", "rule", "protection_lower", "protection_upper", "lower", "upper", "contributors", "exactly_disclosed",
+)
+# ... and the column families: top_1..top_n (largest contributions), feasible_* and required_* (audit intervals).
+TOP_CONTRIBUTION_PREFIX: str = "top_"
+SUPPRESSION_AUDIT_PREFIXES: tuple[str, ...] = ("feasible_", "required_")
+# Every column name `sdc publish` refuses; also the record key's key facts (KEY_FACT_PREFIX), top_<n> and the
+# prefixes above. Compared without regard to case (DuckDB names are case-insensitive).
+UNPUBLISHABLE_COLUMNS: tuple[str, ...] = CKM_AUDIT_COLUMNS + (RECORD_KEY_COLUMN,) + SUPPRESSION_AUDIT_COLUMNS
+# A suppression publication shows each cell as text: its value, or a mark / interval where suppressed
+# (then the value column must be NULL).
+PUBLISHED_TEXT_COLUMN: str = "published_text"
+# Inside a publication file: the schema and table that list what sdc publish copied (and mark the file as its own).
+PUBLICATION_SCHEMA: str = "sdc_publication"
+PUBLICATION_INDEX_TABLE: str = "relations"
+# In a Parquet publication folder: the file that lists the files sdc publish wrote there (only those are replaced).
+PARQUET_MARKER_FILE: str = "_sdc_publication.json"
+# Storage format of the publication file: DuckDB 1.0.0 and every later client read it (DuckDB 2.0's default
+# format is unreadable for clients before 2.0).
+PUBLICATION_STORAGE_VERSION: str = "v1.0.0"

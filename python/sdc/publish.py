@@ -1,66 +1,494 @@
-"""Copy the protected relations into a separate publication database (and Parquet files) for BI tools.
+"""Copy the relations marked for publication into a separate DuckDB file (and Parquet files) for BI tools.
 
-DuckDB has no GRANT: a BI tool that opens the warehouse file could read the microdata. The publication
-file holds copies of the tables of the ``protected`` schema only: no raw microdata, no record keys, no
-audit columns, no view that could reach back into the warehouse. It is written to a temporary file and
-renamed, so a failed run leaves the previous publication as it was.
+DuckDB has no GRANT: a BI tool that opens the warehouse file could read the microdata. ``sdc publish``
+writes a separate file that holds copies of exactly the relations a dbt project tags ``sdc_publish``
+(conventions.PUBLISH_TAG): models, views, seeds and snapshots, found through the project's
+``target/manifest.json``; views are materialised, so nothing in the publication reaches back into the
+warehouse. It refuses
+
+* a tagged relation whose lineage (the manifest's ``depends_on.nodes``) reaches a dbt source without
+  passing a node that calls a protection macro (conventions.PROTECTION_MACROS): raw microdata;
+* a tagged relation with a column that undoes the protection (conventions.UNPUBLISHABLE_COLUMNS, key
+  facts ``rk_*``, ``top_<n>``, ``feasible_*``, ``required_*``), or with the true value of a suppressed cell
+  (a row whose ``published_text`` is a mark or an interval, while a value column is not NULL).
+
+It never deletes or overwrites what it did not write: ``--out`` is replaced only when it is a publication
+(it holds the table ``sdc_publication.relations``); in the Parquet folder only the files its marker file
+(conventions.PARQUET_MARKER_FILE) lists are replaced or removed. Everything is written under temporary
+names beside the targets and renamed at the end, so a failed run leaves the previous publication as it
+was. The file is written in DuckDB storage format ``v1.0.0`` (conventions.PUBLICATION_STORAGE_VERSION),
+which DuckDB clients from 1.0.0 on read.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
+from .conventions import (
+    KEY_FACT_PREFIX,
+    PARQUET_MARKER_FILE,
+    PROTECTION_MACROS,
+    PUBLICATION_INDEX_TABLE,
+    PUBLICATION_SCHEMA,
+    PUBLICATION_STORAGE_VERSION,
+    PUBLISH_TAG,
+    PUBLISHED_TEXT_COLUMN,
+    SUPPRESSION_AUDIT_PREFIXES,
+    TOP_CONTRIBUTION_PREFIX,
+    UNPUBLISHABLE_COLUMNS,
+)
 from .errors import SdcError
 
-PROTECTED_SCHEMA = "protected"
+PUBLISHABLE_RESOURCES = ("model", "seed", "snapshot")
+INDEX_COLUMNS = ("name", "relation", "dbt_node", "kind")
+TEMP_PREFIX = ".sdc-publish-"
+MARKER_WRITER = "sdc publish"
+# a relation's file name in the Parquet folder: letters, digits, _ - . ; not starting with a dot
+MAX_FILE_NAME = 200
+NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                 "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
 
 
-def publish(db: str | Path, out: str | Path, parquet_dir: str | Path | None = None) -> list[str]:
-    """Copy every table of schema ``protected`` of ``db`` into ``out`` (schema main); returns the names."""
+@dataclass(frozen=True)
+class Marked:
+    """A relation tagged for publication: its dbt node and where it lies in the warehouse."""
+
+    node_id: str
+    database: str | None
+    schema: str
+    name: str
+
+    @property
+    def relation(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+# ------------------------------------------------------------------------------------------ quoting
+def quote_identifier(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (embedded quotes doubled); works for any name but NUL."""
+    if not isinstance(name, str) or not name or "\x00" in name:
+        raise SdcError(f"{name!r} cannot be an SQL name")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    """``text`` as a single-quoted SQL string literal (embedded quotes doubled); works for any text but NUL."""
+    text = str(text)
+    if "\x00" in text:
+        raise SdcError(f"{text!r} cannot be an SQL string")
+    return "'" + text.replace("'", "''") + "'"
+
+
+# ------------------------------------------------------------------------------------------ the command
+def publish(
+    db: str | Path,
+    out: str | Path,
+    parquet_dir: str | Path | None = None,
+    *,
+    project_dir: str | Path | None = None,
+    manifest: str | Path | None = None,
+) -> list[str]:
+    """Copy every relation the dbt manifest tags ``sdc_publish`` from ``db`` into ``out`` (schema main) and,
+    with ``parquet_dir``, into one Parquet file each; returns the published names.
+
+    The manifest is ``manifest``, else ``<project_dir>/target/manifest.json``, else that of the working
+    directory."""
     db, out = Path(db), Path(out)
     if not db.is_file():
         raise SdcError(f"warehouse database not found: {db}")
-    con = duckdb.connect()  # in memory: the warehouse attached read-only, the publication read-write
+    _check_out(out, db)
+    folder = Path(parquet_dir) if parquet_dir is not None else None
+    previous = _check_parquet_folder(folder) if folder is not None else None
+    manifest_path = Path(manifest) if manifest is not None else Path(project_dir or ".") / "target" / "manifest.json"
+    marked = _marked_relations(_read_manifest(manifest_path, given=manifest is not None), manifest_path)
+    if folder is not None:
+        _check_file_names(marked, folder, previous, out)
+
+    con = _open_warehouse(db)
+    tmp_dirs: list[Path] = []
+    created_folder = False
     try:
-        con.execute(f"attach '{_literal(db)}' as warehouse (read_only)")
-        rows = con.execute(
-            "select table_name, table_type from information_schema.tables "
-            "where table_catalog = 'warehouse' and table_schema = ? order by 1",
-            [PROTECTED_SCHEMA],
-        ).fetchall()
-        views = [name for name, kind in rows if kind != "BASE TABLE"]
-        if views:
-            raise SdcError(f"protected relations must be tables to be published, not views: {', '.join(views)}")
-        tables = [name for name, _ in rows]
-        if not tables:
-            raise SdcError(f"{db} has no tables in schema {PROTECTED_SCHEMA!r}; run dbt build first")
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.unlink(missing_ok=True)
-        con.execute(f"attach '{_literal(tmp)}' as publication")
-        for name in tables:
-            con.execute(f'create table publication.main."{name}" as select * from warehouse.{PROTECTED_SCHEMA}."{name}"')
-        con.execute("detach publication")
-        if parquet_dir is not None:
-            _write_parquet(con, tables, Path(parquet_dir))
+        _check_catalog(con, marked, db, manifest_path)
+        kinds = {m: _find_relation(con, m, db) for m in marked}
+        columns = {m: _publishable_columns(con, m) for m in marked}
+        tmp_dirs.append(Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent)))
+        new_db = tmp_dirs[0] / "publication.duckdb"
+        alias = f"sdc_publication_{uuid.uuid4().hex}"
+        _execute(con, f"attach {quote_literal(new_db)} as {quote_identifier(alias)} "
+                      f"(read_write, storage_version {quote_literal(PUBLICATION_STORAGE_VERSION)})", f"cannot write {out}")
+        for m in marked:
+            _copy(con, alias, m, columns[m])
+            _check_published_text(con, alias, m)
+        _write_index(con, alias, marked, kinds)
+        parquet_tmp = None
+        if folder is not None:
+            if not folder.exists():
+                _mkdir(folder)
+                created_folder = True
+            parquet_tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=folder))
+            tmp_dirs.append(parquet_tmp)
+            for m in marked:
+                target = parquet_tmp / f"{m.name}.parquet"
+                _execute(con, f"copy {quote_identifier(alias)}.main.{quote_identifier(m.name)} "
+                              f"to {quote_literal(target)} (format parquet)", f"cannot write {folder / target.name}")
+        _execute(con, f"detach {quote_identifier(alias)}", f"cannot write {out}")
+        con.close()
+        # everything is written: rename into place
+        os.replace(new_db, out)
+        if folder is not None:
+            _replace_parquet(folder, parquet_tmp, previous, [f"{m.name}.parquet" for m in marked])
+    except BaseException as exc:
+        con.close()
+        for tmp in tmp_dirs:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if created_folder:
+            try:
+                folder.rmdir()  # only if still empty
+            except OSError:
+                pass
+        if isinstance(exc, OSError):  # e.g. no permission to write beside --out or into --parquet
+            raise SdcError(f"cannot write the publication: {exc}") from None
+        raise
+    for tmp in tmp_dirs:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [m.name for m in marked]
+
+
+# ------------------------------------------------------------------------------------------ outputs
+def _check_out(out: Path, db: Path) -> None:
+    """``out`` may be written: its folder exists, and it is new or a publication sdc wrote (never the warehouse)."""
+    parent = out.parent
+    if not parent.is_dir():
+        raise SdcError(f"output folder {parent} does not exist (--out {out})")
+    if out.exists() and os.path.samefile(out, db):
+        raise SdcError(f"--out {out} is the warehouse database {db} itself; give a separate file")
+    if out.is_symlink():
+        raise SdcError(f"--out {out} is a symbolic link; give the path of a separate file")
+    if out.exists():
+        if not out.is_file():
+            raise SdcError(f"--out {out} exists and is not a file")
+        if not _is_publication(out):
+            raise SdcError(f"--out {out} exists and is not a publication written by sdc publish; "
+                           "refusing to overwrite it (give a new file name)")
+    wal = out.with_name(out.name + ".wal")
+    if wal.exists():
+        raise SdcError(f"{wal} exists: the publication was opened for writing since sdc wrote it; "
+                       "refusing to replace it (remove both files or give a new --out)")
+
+
+def _is_publication(path: Path) -> bool:
+    """True for a DuckDB file that holds the index table of sdc publish."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(12)[8:12] != b"DUCK":
+                return False
+    except OSError:
+        return False
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:  # locked by a writer, or written by a newer DuckDB
+        raise SdcError(f"cannot read --out {path} to check that sdc publish wrote it: {_first_line(exc)}") from None
+    try:
+        names = [r[0] for r in con.execute(
+            "select column_name from duckdb_columns() where database_name = current_database() "
+            "and schema_name = ? and table_name = ? order by column_index",
+            [PUBLICATION_SCHEMA, PUBLICATION_INDEX_TABLE]).fetchall()]
+    except duckdb.Error:
+        return False
     finally:
         con.close()
-    os.replace(tmp, out)
-    return tables
+    return tuple(names) == INDEX_COLUMNS
 
 
-def _write_parquet(con, tables, folder: Path) -> None:
-    tmp = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for name in tables:
-        con.execute(f"copy warehouse.{PROTECTED_SCHEMA}.\"{name}\" to '{_literal(tmp / (name + '.parquet'))}' (format parquet)")
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(tmp, folder)
+def _check_parquet_folder(folder: Path) -> list[str]:
+    """The files sdc wrote into ``folder`` before (its marker); refuses a folder with other files and no marker."""
+    if folder.exists() or folder.is_symlink():
+        if not folder.is_dir():
+            raise SdcError(f"--parquet {folder} is not a folder")
+        marker = folder / PARQUET_MARKER_FILE
+        if marker.is_file():
+            return _read_marker(marker)
+        entries = sorted(p.name for p in folder.iterdir())
+        if entries:
+            shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+            raise SdcError(f"--parquet {folder} is not empty and has no {PARQUET_MARKER_FILE} of sdc publish "
+                           f"(it holds {shown}); refusing to write there: give a new or empty folder")
+        return []
+    if not folder.parent.is_dir():
+        raise SdcError(f"--parquet {folder}: folder {folder.parent} does not exist")
+    return []
 
 
-def _literal(path: Path) -> str:
-    return str(path).replace("'", "''")
+def _read_marker(marker: Path) -> list[str]:
+    try:
+        content = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SdcError(f"{marker} is not a marker file of sdc publish ({exc}); refusing to write there") from None
+    files = content.get("files") if isinstance(content, dict) else None
+    if not isinstance(content, dict) or content.get("written_by") != MARKER_WRITER or not isinstance(files, list):
+        raise SdcError(f"{marker} is not a marker file of sdc publish; refusing to write there")
+    for name in files:
+        if not (isinstance(name, str) and name.endswith(".parquet") and _safe_file_name(name[: -len(".parquet")])):
+            raise SdcError(f"{marker} lists {name!r}, which is no file sdc publish writes; refusing to write there")
+    return list(files)
+
+
+def _check_file_names(marked: list[Marked], folder: Path, previous: list[str] | None, out: Path) -> None:
+    for m in marked:
+        if not _safe_file_name(m.name):
+            raise SdcError(f"relation {m.relation!r} cannot be a Parquet file name (allowed: letters, digits, _ - . "
+                           f"not starting with a dot); rename it (dbt alias) or publish without --parquet")
+    if folder.is_dir():
+        for m in marked:
+            path = folder / f"{m.name}.parquet"
+            if (path.exists() or path.is_symlink()) and path.name not in (previous or []):
+                raise SdcError(f"--parquet {folder} already holds {path.name}, which sdc publish did not write; "
+                               "refusing to overwrite it")
+    targets = {os.path.normcase(os.path.abspath(folder / f"{m.name}.parquet")) for m in marked}
+    targets.add(os.path.normcase(os.path.abspath(folder / PARQUET_MARKER_FILE)))
+    if os.path.normcase(os.path.abspath(out)) in targets:
+        raise SdcError(f"--out {out} is a file of the Parquet folder {folder}; give another name")
+
+
+def _safe_file_name(name: str) -> bool:
+    return (0 < len(name) <= MAX_FILE_NAME and not name.startswith(".") and ".." not in name
+            and all(c.isalnum() or c in "_-." for c in name))
+
+
+def _mkdir(folder: Path) -> None:
+    try:
+        folder.mkdir()
+    except OSError as exc:
+        raise SdcError(f"cannot create --parquet {folder}: {exc.strerror}") from None
+
+
+def _replace_parquet(folder: Path, tmp: Path, previous: list[str], files: list[str]) -> None:
+    """Rename the new files into ``folder``; remove the files of the previous run no longer published. The
+    marker lists every file sdc may have written at each step, so an interrupted run can be cleaned up."""
+    marker = folder / PARQUET_MARKER_FILE
+    _write_marker(marker, tmp, sorted(set(previous) | set(files)))
+    for name in files:
+        os.replace(tmp / name, folder / name)
+    for name in sorted(set(previous) - set(files)):
+        path = folder / name
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+    _write_marker(marker, tmp, sorted(files))
+
+
+def _write_marker(marker: Path, tmp: Path, files: list[str]) -> None:
+    staged = tmp / PARQUET_MARKER_FILE
+    staged.write_text(json.dumps({"written_by": MARKER_WRITER, "files": files}, indent=2) + "\n", encoding="utf-8")
+    os.replace(staged, marker)
+
+
+# ------------------------------------------------------------------------------------------ the manifest
+def _read_manifest(path: Path, given: bool) -> dict:
+    if not path.is_file():
+        hint = "" if given else "run dbt build (or dbt parse) in the dbt project, give --project-dir, or give --manifest"
+        raise SdcError(f"dbt manifest not found: {path}" + (f"; {hint}" if hint else ""))
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SdcError(f"{path} is not a dbt manifest ({exc})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("nodes"), dict):
+        raise SdcError(f"{path} is not a dbt manifest (no nodes)")
+    return manifest
+
+
+def _tags(node: dict) -> set[str]:
+    tags: set[str] = set()
+    for value in (node.get("tags"), (node.get("config") or {}).get("tags")):
+        if isinstance(value, str):
+            tags.add(value)
+        elif isinstance(value, list):
+            tags.update(t for t in value if isinstance(t, str))
+    return tags
+
+
+def _marked_relations(manifest: dict, path: Path) -> list[Marked]:
+    sources = manifest.get("sources") or {}
+    tagged_sources = sorted(k for k, s in sources.items() if PUBLISH_TAG in _tags(s))
+    if tagged_sources:
+        raise SdcError(f"{path}: source {tagged_sources[0]} is tagged {PUBLISH_TAG}: a source is raw data; "
+                       "tag the protected model built on it")
+    marked = []
+    for node_id, node in sorted(manifest["nodes"].items()):
+        if node.get("resource_type") not in PUBLISHABLE_RESOURCES or PUBLISH_TAG not in _tags(node):
+            continue
+        name = node.get("alias") or node.get("name")
+        if (node.get("config") or {}).get("materialized") == "ephemeral":
+            raise SdcError(f"{node_id} is tagged {PUBLISH_TAG} but ephemeral: dbt builds no relation for it; "
+                           "materialise it as a table or view")
+        if not isinstance(name, str) or not isinstance(node.get("schema"), str):
+            raise SdcError(f"{path}: node {node_id} names no relation")
+        marked.append(Marked(node_id, node.get("database"), node["schema"], name))
+    if not marked:
+        raise SdcError(f"no relation in {path} is tagged {PUBLISH_TAG}: tag the protected models in dbt "
+                       f"(e.g. +tags: [\"{PUBLISH_TAG}\"] in dbt_project.yml) and run dbt build")
+    seen: dict[str, Marked] = {}
+    for m in marked:
+        other = seen.setdefault(m.name.lower(), m)
+        if other is not m:
+            raise SdcError(f"{other.relation} and {m.relation} would both be published as {m.name!r}; "
+                           "give one of them another dbt alias")
+    for m in marked:
+        _check_lineage(manifest, m)
+    return marked
+
+
+def _check_lineage(manifest: dict, marked: Marked) -> None:
+    """Refuses a path from the marked node up to a dbt source that passes no node calling a protection macro."""
+    nodes, sources = manifest["nodes"], manifest.get("sources") or {}
+    seen: set[str] = set()
+    stack = [(marked.node_id, [marked.node_id])]
+    while stack:
+        node_id, path = stack.pop()
+        if node_id in sources:
+            source = sources[node_id]
+            name = f"{source.get('source_name', '?')}.{source.get('name', '?')}"
+            steps = " <- ".join(nodes[n].get("name", n) if n in nodes else n for n in path[:-1])
+            raise SdcError(f"relation {marked.relation} ({marked.node_id}) reaches raw microdata, source {name}, "
+                           f"without a protection step ({', '.join(m.split('.', 1)[1] for m in PROTECTION_MACROS)}): "
+                           f"{steps} <- source {name}")
+        if node_id in seen or node_id not in nodes:
+            continue
+        seen.add(node_id)
+        node = nodes[node_id]
+        depends = node.get("depends_on") or {}
+        if _calls_protection(manifest, depends.get("macros") or []):
+            continue
+        for parent in depends.get("nodes") or []:
+            stack.append((parent, path + [parent]))
+
+
+def _calls_protection(manifest: dict, macros: list[str]) -> bool:
+    """True if any of ``macros`` is, or calls (through the manifest's macro dependencies), a protection macro."""
+    known = manifest.get("macros") or {}
+    stack, seen = list(macros), set()
+    while stack:
+        macro = stack.pop()
+        if macro in PROTECTION_MACROS:
+            return True
+        if macro in seen:
+            continue
+        seen.add(macro)
+        stack.extend(((known.get(macro) or {}).get("depends_on") or {}).get("macros") or [])
+    return False
+
+
+# ------------------------------------------------------------------------------------------ the warehouse
+def _open_warehouse(db: Path) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(str(db), read_only=True)
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot open the warehouse {db} read-only: {_first_line(exc)}") from None
+
+
+def _check_catalog(con, marked: list[Marked], db: Path, manifest_path: Path) -> None:
+    catalog = con.execute("select current_database()").fetchone()[0]
+    for m in marked:
+        if m.database is not None and m.database.lower() != catalog.lower():
+            raise SdcError(f"the manifest {manifest_path} belongs to warehouse {m.database!r} (database of "
+                           f"{m.node_id}), but {db} is warehouse {catalog!r}: run dbt build against {db} or give its manifest")
+
+
+def _find_relation(con, m: Marked, db: Path) -> str:
+    rows = con.execute(
+        "select table_type from information_schema.tables where table_catalog = current_database() "
+        "and lower(table_schema) = lower(?) and lower(table_name) = lower(?)", [m.schema, m.name]).fetchall()
+    if not rows:
+        raise SdcError(f"relation {m.relation} ({m.node_id}, tagged {PUBLISH_TAG}) is not in the warehouse {db}: "
+                       "run dbt build")
+    return "table" if rows[0][0] == "BASE TABLE" else "view"
+
+
+def unpublishable(column: str) -> bool:
+    """True for a column name that undoes the protection (conventions.UNPUBLISHABLE_COLUMNS and families)."""
+    name = column.lower()
+    if name in UNPUBLISHABLE_COLUMNS or name.startswith(KEY_FACT_PREFIX) or name.startswith(SUPPRESSION_AUDIT_PREFIXES):
+        return True
+    return name.startswith(TOP_CONTRIBUTION_PREFIX) and name[len(TOP_CONTRIBUTION_PREFIX):].isdigit()
+
+
+def _publishable_columns(con, m: Marked) -> list[str]:
+    columns = [r[0] for r in con.execute(
+        "select column_name from information_schema.columns where table_catalog = current_database() "
+        "and lower(table_schema) = lower(?) and lower(table_name) = lower(?) order by ordinal_position",
+        [m.schema, m.name]).fetchall()]
+    refused = [c for c in columns if unpublishable(c)]
+    if refused:
+        raise SdcError(f"relation {m.relation} ({m.node_id}) carries column {refused[0]!r}, which undoes the protection "
+                       f"(record keys, CKM audit columns and suppression internals are never published); "
+                       "publish the result of sdc.ckm_published / sdc.suppression_published instead")
+    return columns
+
+
+def _copy(con, alias: str, m: Marked, columns: list[str]) -> None:
+    select = ", ".join(quote_identifier(c) for c in columns)
+    _execute(con, f"create table {quote_identifier(alias)}.main.{quote_identifier(m.name)} as select {select} "
+                  f"from {quote_identifier(m.schema)}.{quote_identifier(m.name)}", f"cannot copy {m.relation}")
+
+
+def _check_published_text(con, alias: str, m: Marked) -> None:
+    """In a relation with published_text, a row that shows a mark or interval must have NULL in every value
+    column (a column that equals published_text in every row that shows a number)."""
+    table = f"{quote_identifier(alias)}.main.{quote_identifier(m.name)}"
+    columns = con.execute(
+        "select column_name, data_type from duckdb_columns() where database_name = ? and schema_name = 'main' "
+        "and table_name = ? order by column_index", [alias, m.name]).fetchall()
+    text = next((c for c, _ in columns if c.lower() == PUBLISHED_TEXT_COLUMN), None)
+    if text is None:
+        return
+    shown = f"try_cast({quote_identifier(text)} as double)"
+    published = f"({shown} is not null)"
+    any_published = con.execute(f"select count(*) from {table} where {published}").fetchone()[0] > 0
+    for column, kind in columns:
+        if column == text:
+            continue
+        c = quote_identifier(column)
+        if kind.upper() in NUMERIC_TYPES or kind.upper().startswith("DECIMAL("):
+            differs = f"({c} is null or abs(cast({c} as double) - {shown}) > 1e-6 * greatest(1, abs(cast({c} as double))))"
+        elif any_published and kind.upper() == "VARCHAR":
+            differs = f"({c} is distinct from {quote_identifier(text)})"
+        else:
+            continue
+        value_column, leaks, example = con.execute(
+            f"select count(*) filter (where {published} and {differs}) = 0, "
+            f"count(*) filter (where not coalesce({published}, false) and {c} is not null), "
+            f"min({quote_identifier(text)}) filter (where not coalesce({published}, false) and {c} is not null) "
+            f"from {table}").fetchone()
+        if value_column and leaks:
+            raise SdcError(f"relation {m.relation} ({m.node_id}) shows the true value of {leaks} suppressed cell(s) in "
+                           f"column {column!r} (published_text {example!r}); publish it through "
+                           "sdc.suppression_published, which sets the value of a suppressed cell to NULL")
+
+
+def _write_index(con, alias: str, marked: list[Marked], kinds: dict) -> None:
+    a = quote_identifier(alias)
+    schema = f"{a}.{quote_identifier(PUBLICATION_SCHEMA)}"
+    con.execute(f"create schema {schema}")
+    con.execute(f"create table {schema}.{quote_identifier(PUBLICATION_INDEX_TABLE)} "
+                f"({', '.join(quote_identifier(c) + ' varchar' for c in INDEX_COLUMNS)})")
+    catalog = con.execute("select current_database()").fetchone()[0]
+    con.executemany(f"insert into {schema}.{quote_identifier(PUBLICATION_INDEX_TABLE)} values (?, ?, ?, ?)",
+                    [[m.name, f"{catalog}.{m.schema}.{m.name}", m.node_id, kinds[m]] for m in marked])
+
+
+def _execute(con, sql: str, what: str) -> None:
+    try:
+        con.execute(sql)
+    except duckdb.Error as exc:
+        raise SdcError(f"{what}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

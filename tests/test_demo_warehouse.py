@@ -178,39 +178,6 @@ def test_report_prints_table_2b(demo, capsys):
     assert f"{universities:,}".replace(",", " ") in out
 
 
-def test_adhoc_sql_with_installed_macros_gives_the_published_numbers(demo, capsys):
-    _, db, _ = demo
-    for _ in range(2):  # idempotent
-        assert main(["sql", "install", "--db", str(db)]) == 0
-        assert "installed sdc_cell_key, sdc_noise, sdc_ckm (modulus 100000000, ptable rows 0..8)" in capsys.readouterr().out
-    adhoc = query(db, """
-        select coalesce(hochschulart, 'Total'), coalesce(geschlecht, 'Total'),
-               sdc_ckm(sum(f_beurlaubte), sum(rk_f_beurlaubte))
-        from raw.students
-        group by cube (hochschulart, geschlecht)
-        order by all""")
-    assert adhoc == query(db, "select * from protected.beurlaubte_nach_hochschulart_geschlecht order by all")
-    by_subject = query(db, """
-        select fach, geschlecht, sdc_ckm(sum(f_studierende), sum(rk_f_studierende)) as n,
-               sdc_noise(sum(f_studierende), sum(rk_f_studierende)) as v
-        from raw.students group by fach, geschlecht order by all""")
-    audit = query(db, "select fach, geschlecht, count, noise from audit.ckm_studierende_nach_fach_geschlecht "
-                      "where fach <> 'Total' and geschlecht <> 'Total' order by all")
-    assert by_subject == audit
-    assert query(db, "select sdc_ckm(0, 12345), sdc_noise(0, 99), sdc_cell_key(123456789012)") == [(0, 0, 23456789012 % 10**8)]
-
-
-def test_sql_install_refuses_a_bad_ptable(demo, tmp_path, capsys):
-    _, db, _ = demo
-    bad = tmp_path / "pt.csv"
-    bad.write_text("i,j,p,v,p_int_lb,p_int_ub\n0,0,0.9,0,0,0.9\n")
-    assert main(["sql", "install", "--db", str(db), "--ptable", str(bad)]) == 2
-    assert "row i=0: the intervals end at 0.9" in capsys.readouterr().err
-    # the installed macros still work with the previous table
-    assert query(db, "select sdc_ckm(sum(f_beurlaubte), sum(rk_f_beurlaubte)) from raw.students") == \
-        query(db, "select count from protected.beurlaubte_nach_hochschulart where hochschulart = 'Total'")
-
-
 def test_demo_income_microaggregation(demo, capsys):
     # as `make demo` does: a protected copy of the students with income microaggregated (optimal, k = 3)
     _, db, _ = demo

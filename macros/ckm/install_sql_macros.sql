@@ -1,36 +1,102 @@
 {#
-  install_sql_macros (run-operation): DuckDB macros for protecting ad-hoc SQL with the Cell Key Method,
-  built from the same pieces as ckm_count (ckm_ptable_row, ckm_interval_match), so an ad-hoc
-  GROUP BY / ROLLUP gets the numbers the dbt models publish. Idempotent.
+  SQL macros for protecting ad-hoc DuckDB queries with the Cell Key Method, built from the same pieces as
+  ckm_count (ckm_ptable_row, ckm_interval_match, ckm_fail_if), so an ad-hoc GROUP BY / ROLLUP / CUBE /
+  GROUPING SETS gets the numbers the dbt models publish.
 
-    sdc_cell_key(key_sum)        key_sum mod M (the cell key in units of 1/M)
-    sdc_noise(n, key_sum)        the noise of a cell with original count n and key sum key_sum
     sdc_ckm(n, key_sum)          the published count n + noise (zero stays zero)
+    sdc_noise(n, key_sum)        the noise of a cell with original count n and key sum key_sum
+    sdc_cell_key(key_sum)        key_sum mod M (the cell key in units of 1/M)
+    sdc_ptable_row(n)            the ptable row of a count n (helper)
+    sdc_ckm_check(n, key_sum)    true, or stops the query naming what sdc_ckm cannot protect (helper)
 
-  Arguments: ptable (a relation with the sdc ptable columns), modulus M, reuse_from (see ckm_count).
-  The macros read the intervals from sdc_ckm.ptable_intervals, which this operation (re)creates.
+  n must be a count of records (count(*), or sum(f) of a 0/1 fact f) and key_sum the sum of their record
+  keys (sum(rk), sum(rk_f)). The macros stop the query, naming the value, when
+    * n is not a whole number >= 0, or key_sum is not a whole number >= 0;
+    * key_sum > n (M - 1): each of the n record keys is below M;
+    * n is implausible for key_sum. Keys are uniform on [0, M), so by Hoeffding's inequality the sum S of
+      n keys satisfies P(|S - n(M-1)/2| >= t) <= 2 exp(-2 t^2 / (n (M-1)^2)). The check refuses
+      |S - n(M-1)/2| > t with t = (M-1) sqrt(n ln(2/1e-15) / 2), where that bound is 1e-15: a legitimate
+      cell is refused with probability at most 1e-15, while a sum of values passed as a count (e.g.
+      sdc_ckm(sum(income), sum(rk))) is refused because n(M-1)/2 is far from its key sum.
+  A NULL count gives NULL; a NULL key sum (sum(rk) over no records) gives 0 for the count 0, else NULL.
+
+  The ptable is read at query time through the view sdc_ckm.ptable_intervals over the given relation
+  (the warehouse's own seed, so a new `dbt seed` is used at once), and sdc_ckm.ptable_lookup holds it as
+  one map i -> intervals. The lookup is an uncorrelated subquery plus list functions, so the macros work
+  on aggregates (a correlated subquery would put the aggregate into a WHERE clause, which DuckDB refuses).
+
+  sdc_sql_macro_statements(ptable, modulus, reuse_from) returns the statements; the operation
+  install_sql_macros logs them as JSON for `sdc sql install`, which first checks the ptable and the
+  modulus against the warehouse and then runs them in one transaction. Arguments:
+    ptable      a quoted relation "schema"."name" with the ptable columns (sdc sql install chooses it)
+    modulus     M of the record keys, a whole number in [2, 2^62]
+    reuse_from  counts above max i cycle through rows reuse_from..max i (ONS: 501); none: row max i
 #}
-{% macro install_sql_macros(ptable, modulus=none, reuse_from=none) %}
-{%- set modulus = modulus if modulus is not none else var('sdc_key_modulus') -%}
-{%- set reuse_from = reuse_from if reuse_from is not none else var('sdc_ptable_reuse_from', none) -%}
-{%- set scale = 10 ** var('sdc_interval_decimals') -%}
+{% macro sdc_sql_macro_statements(ptable, modulus, reuse_from=none) %}
+{%- if not modules.re.fullmatch('"([^"]|"")+"\\."([^"]|"")+"', ptable | string) -%}
+  {{ exceptions.raise_compiler_error("install_sql_macros: ptable must be a quoted relation \"schema\".\"name\", got " ~ ptable) }}
+{%- endif -%}
+{%- if modulus is not number or modulus != modulus | int or modulus < 2 or modulus > 2 ** 62 -%}
+  {{ exceptions.raise_compiler_error("install_sql_macros: modulus must be a whole number in [2, 2^62], got " ~ modulus) }}
+{%- endif -%}
+{%- if reuse_from is not none and (reuse_from is not number or reuse_from != reuse_from | int or reuse_from < 1) -%}
+  {{ exceptions.raise_compiler_error("install_sql_macros: reuse_from must be a whole number >= 1 or none, got " ~ reuse_from) }}
+{%- endif -%}
+{%- set m = modulus | int -%}
+{%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 {%- set wide = sdc.wide_integer_type() -%}
-{%- set max_i = run_query('select max(i) from ' ~ ptable).columns[0].values()[0] -%}
+{%- set max_i = '(select max_i from sdc_ckm.ptable_lookup)' -%}
+{%- set intervals_of_row = '(select intervals_by_row from sdc_ckm.ptable_lookup)[sdc_ptable_row(n)]' -%}
+{%- set count_int = 'cast(n as ' ~ wide ~ ')' -%}
+{%- set key_sum_int = 'cast(key_sum as ' ~ wide ~ ')' -%}
+{%- set checks = [
+    sdc.ckm_fail_if("n < 0 or n % 1 <> 0",
+        "'sdc_ckm: the count ' || cast(n as varchar) || ' is not a whole number >= 0; the first argument "
+        ~ "must count records: count(*) or sum(f) of a 0/1 fact f'"),
+    sdc.ckm_fail_if("key_sum < 0 or key_sum % 1 <> 0",
+        "'sdc_ckm: the key sum ' || cast(key_sum as varchar) || ' is not a whole number >= 0; the second "
+        ~ "argument must be the sum of the record keys: sum(rk) or sum(rk_f)'"),
+    sdc.ckm_fail_if(key_sum_int ~ " > " ~ count_int ~ " * " ~ (m - 1),
+        "'sdc_ckm: the key sum ' || cast(key_sum as varchar) || ' exceeds n * (M - 1) = ' || cast("
+        ~ count_int ~ " * " ~ (m - 1) ~ " as varchar) || ' for the count n = ' || cast(n as varchar) || "
+        ~ "': each of n record keys is below M = " ~ m ~ ", so the key sum does not belong to this count "
+        ~ "(or the keys were loaded with another modulus)'"),
+    sdc.ckm_fail_if("abs(cast(2 * " ~ key_sum_int ~ " - " ~ count_int ~ " * " ~ (m - 1) ~ " as double)) > "
+        ~ "2 * " ~ (m - 1) ~ " * sqrt(cast(n as double) * ln(2 / 1e-15) / 2)",
+        "'sdc_ckm: the count ' || cast(n as varchar) || ' is implausible for the key sum ' || "
+        ~ "cast(key_sum as varchar) || ': the keys of n records, uniform on [0, " ~ m ~ "), sum to "
+        ~ "n (M - 1) / 2 = ' || cast(" ~ count_int ~ " * " ~ (m - 1) ~ " // 2 as varchar) || ' +- ' || "
+        ~ "cast(cast(ceil(" ~ (m - 1) ~ " * sqrt(cast(n as double) * ln(2 / 1e-15) / 2)) as " ~ wide ~ ") as varchar) || "
+        ~ "' except with probability 1e-15; the first argument must count records (count(*) or sum(f) of "
+        ~ "a 0/1 fact f), not add up values'"),
+] -%}
 {%- set statements = [
     "create schema if not exists sdc_ckm",
-    "create or replace table sdc_ckm.ptable_intervals as select i, v, "
-        ~ "cast(round(p_int_lb * " ~ scale ~ ") as " ~ wide ~ ") * " ~ modulus ~ " as lb_scaled, "
-        ~ "cast(round(p_int_ub * " ~ scale ~ ") as " ~ wide ~ ") * " ~ modulus ~ " as ub_scaled from " ~ ptable,
-    "create or replace macro sdc_cell_key(key_sum) as cast(key_sum % " ~ modulus ~ " as bigint)",
-    "create or replace macro sdc_ptable_row(n) as " ~ sdc.ckm_ptable_row('n', max_i, reuse_from),
-    "create or replace macro sdc_noise(n, key_sum) as case when n = 0 then 0 else coalesce("
-        ~ "(select p.v from sdc_ckm.ptable_intervals as p where p.i = sdc_ptable_row(n) and "
-        ~ sdc.ckm_interval_match('sdc_cell_key(key_sum)', 'p.lb_scaled', 'p.ub_scaled') ~ "), "
-        ~ "error('the perturbation table has no interval for i = ' || cast(sdc_ptable_row(n) as varchar))) end",
-    "create or replace macro sdc_ckm(n, key_sum) as n + sdc_noise(n, key_sum)",
+    "create or replace view sdc_ckm.ptable_intervals as select i, v, "
+        ~ "cast(round(p_int_lb * " ~ scale ~ ") as " ~ wide ~ ") * " ~ m ~ " as lb_scaled, "
+        ~ "cast(round(p_int_ub * " ~ scale ~ ") as " ~ wide ~ ") * " ~ m ~ " as ub_scaled from " ~ ptable,
+    "create or replace view sdc_ckm.ptable_lookup as select max(i) as max_i, "
+        ~ "map(list(i order by i), list(intervals order by i)) as intervals_by_row from ("
+        ~ "select cast(i as bigint) as i, list(struct_pack(v := v, lb_scaled := lb_scaled, ub_scaled := ub_scaled) "
+        ~ "order by lb_scaled) as intervals from sdc_ckm.ptable_intervals group by i)",
+    "create or replace macro sdc_cell_key(key_sum) as cast(key_sum % " ~ m ~ " as bigint)",
+    "create or replace macro sdc_ptable_row(n) as cast(" ~ sdc.ckm_ptable_row(count_int, max_i, reuse_from) ~ " as bigint)",
+    "create or replace macro sdc_ckm_check(n, key_sum) as " ~ checks | join(" and "),
+    "create or replace macro sdc_noise(n, key_sum) as case "
+        ~ "when n is null then null "
+        ~ "when key_sum is null then case when n = 0 then 0 end "
+        ~ "when not sdc_ckm_check(n, key_sum) then null "
+        ~ "when n = 0 then 0 "
+        ~ "else coalesce(list_filter(" ~ intervals_of_row ~ ", lambda p: "
+        ~ sdc.ckm_interval_match('sdc_cell_key(key_sum)', 'p.lb_scaled', 'p.ub_scaled') ~ ")[1].v, "
+        ~ "error('sdc_ckm: the perturbation table has no interval for i = ' || cast(sdc_ptable_row(n) as varchar) "
+        ~ "|| ' and cell key ' || cast(sdc_cell_key(key_sum) as varchar) || '/" ~ m ~ "')) end",
+    "create or replace macro sdc_ckm(n, key_sum) as cast(n as bigint) + sdc_noise(n, key_sum)",
 ] -%}
-{%- for statement in statements -%}
-  {%- do run_query(statement) -%}
-{%- endfor -%}
-{{ log("installed sdc_cell_key, sdc_noise, sdc_ckm (modulus " ~ modulus ~ ", ptable rows 0.." ~ max_i ~ ")", info=true) }}
+{{ return(statements) }}
+{% endmacro %}
+
+
+{% macro install_sql_macros(ptable, modulus, reuse_from=none) %}
+{{ log("sdc_sql_macro_statements: " ~ tojson(sdc.sdc_sql_macro_statements(ptable, modulus, reuse_from)), info=true) }}
 {% endmacro %}

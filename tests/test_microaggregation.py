@@ -13,6 +13,7 @@ import pytest
 from sdc.errors import SdcError
 from sdc.microaggregation import MicroaggregationResult, column_report, microaggregate
 from sdc.microaggregation.measures import fewest_sharing
+from sdc.microaggregation.methods import _stable_order
 from sdc.microaggregation.partition import optimal_groups
 
 from conftest import DATA
@@ -306,6 +307,19 @@ def test_fewest_sharing_counts_nan_as_one_value():
     # np.unique's counts per group, as the per-group loop had them: {NaN: 2, 1: 1}, {2: 2}, {NaN: 1},
     # {0: 2, 5: 1}, {NaN: 2}
     assert fewest_sharing(values, labels, np.bincount(labels)).tolist() == [1, 2, 1, 1, 2]
+
+
+@pytest.mark.parametrize("keys", [
+    [3.0, -1, 3, 0, -0.0, 0, 7, -1, 3],  # whole numbers with ties, -0.0 next to 0.0: the packed int64 sort
+    np.round(np.random.default_rng(1).lognormal(10, 2, 5000)),  # cents
+    np.random.default_rng(2).integers(-3, 3, 5000).astype(float),  # nearly all ties
+    [2.0 ** 52, -(2.0 ** 52), 0.0, 1.0],  # range 2^53: past the packed sort's room, numpy's stable sort
+    [0.5, 0.25, 0.5, 1.0],  # not whole numbers
+    [1.0, np.inf, 1.0, -np.inf],
+])
+def test_sort_by_value_then_position_equals_numpys_stable_argsort(keys):
+    keys = np.asarray(keys, dtype=float)
+    assert np.array_equal(_stable_order(keys), np.argsort(keys, kind="stable"))
 
 
 @pytest.mark.parametrize("args, message", [

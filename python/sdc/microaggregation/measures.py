@@ -25,8 +25,8 @@ SDID_K = 0.05
 def column_report(original, result: MicroaggregationResult) -> dict:
     x = np.asarray(original, dtype=float)
     present = ~np.isnan(x)
-    x, y = x[present], result.values[present]
-    labels = result.group[present]
+    x, y, labels = (x, result.values, result.group) if present.all() else \
+        (x[present], result.values[present], result.group[present])
     n = len(x)
     sst = float(((x - x.mean()) ** 2).sum())
     sse = float(((x - y) ** 2).sum())
@@ -75,14 +75,21 @@ def fewest_sharing(values: np.ndarray, labels: np.ndarray, sizes: np.ndarray) ->
     replacement) and by one sort of the other groups' records (NaN counts as one value, -0.0 equals 0.0)."""
     groups = len(sizes)
     low = np.full(groups, np.inf)
-    high = np.full(groups, -np.inf)
     with np.errstate(invalid="ignore"):  # NaN propagates: such a group never passes the checks below
         np.minimum.at(low, labels, values)
-        np.maximum.at(high, labels, values)
-    at_low = np.bincount(labels[values == low[labels]], minlength=groups)
-    at_high = np.bincount(labels[values == high[labels]], minlength=groups)
-    sharing = np.where(at_low == sizes, sizes, np.minimum(at_low, at_high))
-    rest = np.flatnonzero((at_low != sizes) & (at_low + at_high != sizes))  # three or more values, or NaN
+    at_low = values == low[labels]
+    low_count = np.bincount(labels[at_low], minlength=groups)
+    split = low_count != sizes  # groups of more than one value
+    if not split.any():
+        return sizes.copy()
+    others = ~at_low
+    other_labels, other_values = labels[others], values[others]
+    high = np.full(groups, -np.inf)
+    with np.errstate(invalid="ignore"):
+        np.maximum.at(high, other_labels, other_values)
+    high_count = np.bincount(other_labels[other_values == high[other_labels]], minlength=groups)
+    sharing = np.where(split, np.minimum(low_count, high_count), sizes)
+    rest = np.flatnonzero(split & (low_count + high_count != sizes))  # three or more values, or NaN
     if len(rest):
         chosen = np.zeros(groups, dtype=bool)
         chosen[rest] = True

@@ -64,19 +64,26 @@ def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replace
         raise SdcError("microaggregation works on one column at a time")
     if not isinstance(k, (int, np.integer)) or k < 2:
         raise SdcError(f"k must be an integer of at least 2 (a group of 1 is the record itself), got {k!r}")
-    present = np.flatnonzero(~np.isnan(x))
-    if len(present) < k:
-        raise SdcError(f"k = {k} exceeds the {len(present)} non-NULL values: no group of k can be formed")
+    null = np.isnan(x)
+    present = np.flatnonzero(~null) if null.any() else None  # None: every value (no copies)
+    count = len(x) if present is None else len(present)
+    if count < k:
+        raise SdcError(f"k = {k} exceeds the {count} non-NULL values: no group of k can be formed")
     descending = method == "hoehne"
     # order by value (descending for Höhne's bigger/smaller halves), then record id (default: position)
-    keys = -x[present] if descending else x[present]
-    if ids is None or _ascending(np.asarray(ids)[present]):  # ids in input order tie like positions
-        order = present[np.argsort(keys, kind="stable")]
+    keys = x if present is None else x[present]
+    keys = -keys if descending else keys
+    tie = None if ids is None else np.asarray(ids) if present is None else np.asarray(ids)[present]
+    if tie is None or _ascending(tie):  # ids in input order tie like positions
+        order = _stable_order(keys)
     else:
-        order = present[np.lexsort((np.asarray(ids)[present], keys))]
+        order = np.lexsort((tie, keys))
+    if present is not None:
+        order = present[order]
     sorted_values = x[order]
-    result = MicroaggregationResult(np.full(len(x), np.nan), np.full(len(x), -1, dtype=np.int64), method,
-                                    replacement, int(k), nulls=len(x) - len(present))
+    result = MicroaggregationResult(np.full(len(x), np.nan) if count < len(x) else np.empty(len(x)),
+                                    np.full(len(x), -1, dtype=np.int64) if count < len(x) else np.empty(len(x), np.int64),
+                                    method, replacement, int(k), nulls=len(x) - count)
     if method == "fixed":
         labels = fixed_groups(len(order), k)
     elif method == "optimal":
@@ -94,6 +101,24 @@ def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replace
     result.values[order] = protected
     result.group[order] = labels
     return result
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """np.argsort(keys, kind="stable"), in about half the time where the keys are whole numbers (cents,
+    counts) whose range leaves room for the position: one sort of the distinct int64 keys
+    (key - min) * 2^b + position, b the bits of a position."""
+    n = len(keys)
+    bits = max((n - 1).bit_length(), 1)
+    low, high = keys.min(), keys.max()
+    if not (np.isfinite(low) and np.isfinite(high) and abs(low) < 2.0 ** 53 and abs(high) < 2.0 ** 53
+            and high - low < 2.0 ** min(53, 62 - bits) and (np.trunc(keys) == keys).all()):
+        return np.argsort(keys, kind="stable")
+    packed = (keys - low).astype(np.int64)  # exact: whole numbers below 2^53 and their difference
+    packed <<= bits
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    packed &= (1 << bits) - 1
+    return packed
 
 
 def _ascending(ids: np.ndarray) -> bool:

@@ -52,29 +52,35 @@ def window_sse(values: np.ndarray, k: int) -> dict[int, np.ndarray]:
     keyed by s (entry i: the window starting at i). Computed from differences to the window's first
     value, so values around 10^8 (incomes in cents) keep their precision; global prefix sums of
     squares would pass 2^53 and cancel catastrophically."""
+    out = {s: sse.copy() for s, sse in _window_sse_steps(values, k)}
+    if k == 1:
+        out[1] = np.zeros(len(values))
+    return out
+
+
+def _window_sse_steps(values: np.ndarray, k: int):
+    """window_sse one s at a time, in place: yields s and the SSE of the windows of s (a view into a
+    buffer that the next step overwrites). The same operations in the same order as s1 = s1[:m] + d,
+    s2 = s2[:m] + d * d, max(s2 - s1 * s1 / s, 0): the same doubles."""
     n = len(values)
-    out = {}
     s1 = np.zeros(n)
     s2 = np.zeros(n)
     d = np.empty(n)
+    sse = np.empty(n)
     for t in range(2, 2 * k):
         m = n - t + 1
         if m <= 0:
             break
-        # in place, the same operations in the same order as s1 = s1[:m] + d; s2 = s2[:m] + d * d
-        s1, s2, d = s1[:m], s2[:m], d[:m]
+        s1, s2, d, sse = s1[:m], s2[:m], d[:m], sse[:m]
         np.subtract(values[t - 1:t - 1 + m], values[:m], out=d)
         s1 += d
         np.multiply(d, d, out=d)
         s2 += d
         if t >= k:
-            sse = np.multiply(s1, s1)
+            np.multiply(s1, s1, out=sse)
             sse /= t
             np.subtract(s2, sse, out=sse)
-            out[t] = np.maximum(sse, 0.0, out=sse)
-    if k == 1:
-        out[1] = np.zeros(n)
-    return out
+            yield t, np.maximum(sse, 0.0, out=sse)
 
 
 def optimal_groups(values: np.ndarray, k: int) -> np.ndarray:
@@ -87,33 +93,34 @@ def optimal_groups(values: np.ndarray, k: int) -> np.ndarray:
     if n < 2 * k:
         return np.zeros(n, dtype=np.int64)
     full = n - 2 * k + 2  # sources 0..n-2k+1 have all k edges; n-2k+2..n-k have k-1..1; the rest none
-    counts = np.zeros(n + 1, dtype=np.int64)
-    counts[:full] = k
-    counts[full:n - k + 1] = np.arange(k - 1, 0, -1)
-    indptr = np.zeros(n + 2, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    index = np.int32 if indptr[-1] < np.iinfo(np.int32).max and n < np.iinfo(np.int32).max else np.int64
-    weights = np.empty(indptr[-1])
-    targets = np.empty(indptr[-1], dtype=index)
+    edges = full * k + k * (k - 1) // 2
+    index = np.int32 if edges < np.iinfo(np.int32).max else np.int64
+    indptr = np.empty(n + 2, dtype=index)
+    indptr[:full + 1] = np.arange(0, (full + 1) * k, k, dtype=index)
+    indptr[full + 1:n - k + 2] = full * k + np.cumsum(np.arange(k - 1, 0, -1), dtype=index)
+    indptr[n - k + 2:] = edges
+    weights = np.empty(edges)
+    targets = np.empty(edges, dtype=index)
     head_weights = weights[:full * k].reshape(full, k)
     head_targets = targets[:full * k].reshape(full, k)
     tiny = np.finfo(float).tiny  # a zero-weight edge must stay an edge: the smallest positive double
-    sse = window_sse(values, k)  # changes no comparison
-    for j, s in enumerate(range(k, 2 * k)):
-        np.add(sse[s][:full], tiny, out=head_weights[:, j])
+    for s, sse in _window_sse_steps(values, k):  # changes no comparison
+        j = s - k
+        np.add(sse[:full], tiny, out=head_weights[:, j])
         head_targets[:, j] = np.arange(s, full + s, dtype=index)
-    for i in range(full, n - k + 1):
-        for j, s in enumerate(range(k, k + int(counts[i]))):
-            weights[indptr[i] + j] = sse[s][i] + tiny
-            targets[indptr[i] + j] = i + s
-    del sse, head_weights, head_targets
-    graph = csr_matrix((weights, targets, indptr.astype(index)), shape=(n + 1, n + 1))
+        tail = np.arange(full, n - s + 1)  # the sources past the head with an edge of s
+        weights[indptr[tail] + j] = sse[tail] + tiny
+        targets[indptr[tail] + j] = tail + s
+    del head_weights, head_targets
+    graph = csr_matrix((weights, targets, indptr), shape=(n + 1, n + 1))
     _, predecessor = dijkstra(graph, directed=True, indices=0, return_predecessors=True)
     del graph, weights, targets
     # the path n -> predecessor[n] -> ... -> 0: the nodes a search from n reaches over the links j -> pred[j]
     linked = predecessor >= 0
-    links = csr_matrix((np.ones(int(linked.sum()), dtype=np.int8), predecessor[linked].astype(index),
-                        np.r_[0, np.cumsum(linked)].astype(index)), shape=(n + 1, n + 1))
+    links_ptr = np.zeros(n + 2, dtype=index)
+    np.cumsum(linked, out=links_ptr[1:])
+    links = csr_matrix((np.ones(int(links_ptr[-1]), dtype=np.int8), predecessor[linked].astype(index), links_ptr),
+                       shape=(n + 1, n + 1))
     path = breadth_first_order(links, n, directed=True, return_predecessors=False)
     boundaries = np.zeros(n, dtype=np.int64)
     boundaries[path[(path > 0) & (path < n)]] = 1  # every group start but the first

@@ -65,13 +65,11 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
         raise SdcError(f"{out}: give a .csv or .parquet output file")
     if not out.parent.is_dir():
         raise SdcError(f"cannot write {out}: folder {out.parent} does not exist")
+    source = source_sql(input_path)
     con = duckdb.connect()
     try:
-        try:
-            con.execute(f"create table micro as select * from {source_sql(input_path)}")
-        except duckdb.Error as exc:
-            raise SdcError(f"cannot read {input_path}: {str(exc).splitlines()[0]}") from None
-        reports, protected = _protect(con, "micro", columns, k, method, id_column, replacement, str(input_path),
+        # read once, straight into _protect's numbered copy (no table of the file first)
+        reports, protected = _protect(con, source, columns, k, method, id_column, replacement, str(input_path),
                                       shuffle_rows)
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
         os.close(fd)
@@ -93,7 +91,10 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
     would cut every value from its record)."""
     if not columns:
         raise SdcError("give at least one --column")
-    types = dict(con.execute(f"select column_name, column_type from (describe select * from {source})").fetchall())
+    try:
+        types = dict(con.execute(f"select column_name, column_type from (describe select * from {source})").fetchall())
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot read {where}: {str(exc).splitlines()[0]}") from None
     for name in columns + ([id_column] if id_column else []):
         quote(name)
         if name not in types:
@@ -107,7 +108,10 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
     # keeps insertion order), else the arrays are put into row order here. The protected values go back
     # in the scan's order and meet their rows by a positional join, each pair checked by its row number
     # (no hash join, no sort of 10^7 rows).
-    con.execute(f"create temp table sdc_rows as select row_number() over () as sdc_row, * from {source}")
+    try:
+        con.execute(f"create temp table sdc_rows as select row_number() over () as sdc_row, * from {source}")
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot read {where}: {str(exc).splitlines()[0]}") from None
     fetched = con.execute(
         f"select sdc_row, {quote(id_column) if id_column else 'sdc_row'} as sdc_tie, "
         + ", ".join(f"coalesce(cast({quote(name)} as double), 'NaN'::double) as sdc_value_{i}"

@@ -113,17 +113,17 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
     except duckdb.Error as exc:
         raise SdcError(f"cannot read {where}: {str(exc).splitlines()[0]}") from None
     fetched = con.execute(
-        f"select sdc_row, {quote(id_column) if id_column else 'sdc_row'} as sdc_tie, "
+        f"select sdc_row, {quote(id_column) + ' as sdc_tie, ' if id_column else ''}"
         + ", ".join(f"coalesce(cast({quote(name)} as double), 'NaN'::double) as sdc_value_{i}"
                     for i, name in enumerate(columns))
         + " from sdc_rows").fetchnumpy()
     rows = np.asarray(fetched["sdc_row"])
     in_order = _in_row_order(rows)
     to_rows = slice(None) if in_order else np.argsort(rows)  # scan position of row 1, 2, ...
-    ids = np.asarray(fetched["sdc_tie"])[to_rows]
+    ids = np.asarray(fetched["sdc_tie"] if id_column else rows)[to_rows]
     reports, protected = [], {"sdc_row": rows}
     for i, name in enumerate(columns):
-        x = np.asarray(fetched[f"sdc_value_{i}"])[to_rows].astype(float)
+        x = np.asarray(fetched[f"sdc_value_{i}"], dtype=float)[to_rows]
         try:
             result = microaggregate(x, k, method, ids=ids, replacement=replacement)
         except SdcError as exc:

@@ -238,7 +238,8 @@ def report_oracle(original, result):
     small = sum(s in (2, 3) for s in sizes) if result.replacement == "hoehne" else 0
     warnings = []
     if min(sizes) < result.k:
-        warnings.append(f"{sum(s < result.k for s in sizes)} groups have fewer than k = {result.k} records: a disclosure")
+        below = sum(s < result.k for s in sizes)
+        warnings.append(f"{below} groups have fewer than k = {result.k} records: a disclosure")
     if small:
         warnings.append(f"{small} groups of 2 or 3 records under variance-preserving values: a group of 2 gives "
                         "both values away, in a group of 3 each member can compute the other two exactly")
@@ -307,6 +308,11 @@ def test_fewest_sharing_counts_nan_as_one_value():
     # np.unique's counts per group, as the per-group loop had them: {NaN: 2, 1: 1}, {2: 2}, {NaN: 1},
     # {0: 2, 5: 1}, {NaN: 2}
     assert fewest_sharing(values, labels, np.bincount(labels)).tolist() == [1, 2, 1, 1, 2]
+
+
+def test_ids_must_match_the_values():
+    with pytest.raises(SdcError, match="give one id per value"):
+        microaggregate([1.0, 2, 3, 4], 2, ids=[1, 2, 3])
 
 
 @pytest.mark.parametrize("keys", [

@@ -73,6 +73,8 @@ def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replace
     # order by value (descending for Höhne's bigger/smaller halves), then record id (default: position)
     keys = x if present is None else x[present]
     keys = -keys if descending else keys
+    if ids is not None and len(ids) != len(x):
+        raise SdcError(f"ids: give one id per value ({len(ids)} ids for {len(x)} values)")
     tie = None if ids is None else np.asarray(ids) if present is None else np.asarray(ids)[present]
     if tie is None or _ascending(tie):  # ids in input order tie like positions
         order = _stable_order(keys)
@@ -81,9 +83,10 @@ def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replace
     if present is not None:
         order = present[order]
     sorted_values = x[order]
-    result = MicroaggregationResult(np.full(len(x), np.nan) if count < len(x) else np.empty(len(x)),
-                                    np.full(len(x), -1, dtype=np.int64) if count < len(x) else np.empty(len(x), np.int64),
-                                    method, replacement, int(k), nulls=len(x) - count)
+    nulls = len(x) - count  # with none, every entry below is written: no fill
+    result = MicroaggregationResult(np.full(len(x), np.nan) if nulls else np.empty(len(x)),
+                                    np.full(len(x), -1, dtype=np.int64) if nulls else np.empty(len(x), dtype=np.int64),
+                                    method, replacement, int(k), nulls=nulls)
     if method == "fixed":
         labels = fixed_groups(len(order), k)
     elif method == "optimal":

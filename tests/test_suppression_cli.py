@@ -203,3 +203,153 @@ def test_roof_water_max_n_5_primaries_keep_their_intervals(tmp_path, capsys, met
     # the attacker is not toothless: with the primaries alone suppressed it recomputes r9/w9 = 5 exactly
     alone = [dict(r, status="published" if r["status"] == "secondary" else r["status"]) for r in rows]
     assert attacker_interval(alone, ["roof", "water"], ("r9", "w9")) == pytest.approx((5.0, 5.0))
+
+
+# project issue 12: refusals and errors are one line "sdc <cmd>: error: ..." with exit 2, never a traceback
+
+def one_line(err, command="suppress", kind="error"):
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(f"sdc {command}: {kind}: "), err
+    return err
+
+
+@pytest.mark.parametrize("rule", ["p:10", "nk:2,85", "pq:25,50"])
+def test_dominance_rules_need_a_value_column(tmp_path, students, capsys, rule):
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
+                 "--rule", rule, "--out", str(out)]) == 2
+    assert f"rule '{rule}' is a dominance rule: it needs --value" in one_line(capsys.readouterr().err)
+    assert not out.exists()
+    from sdc.errors import SdcError
+    from sdc.suppression.pipeline import suppress_table
+
+    with pytest.raises(SdcError, match="dominance rule: it needs --value"):
+        suppress_table(students, ["fach"], [rule], out)
+
+
+def test_a_text_value_column_is_refused(tmp_path, capsys):
+    data = tmp_path / "turnover.csv"
+    data.write_text("region,umsatz\nA,100\nA,viel\nB,50\n")
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(data), "--dims", "region", "--value", "umsatz", "--rule", "freq:2",
+                 "--out", str(out)]) == 2
+    assert "--value column 'umsatz'" in one_line(err := capsys.readouterr().err)
+    assert "has type VARCHAR, not a number" in err
+    assert not out.exists()
+
+
+def test_time_limit_warning_is_one_line_and_the_pattern_is_written(tmp_path, students, capsys):
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
+                 "--method", "optimal", "--time-limit", "0", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    warning = one_line(captured.err, kind="warning")
+    assert warning.startswith("sdc suppress: warning: the optimal method stopped at its time limit of 0 s; ")
+    assert "lower bound" in warning and warning.endswith("the heuristic completed the pattern, which passes the audit\n")
+    assert "UserWarning" not in warning and ".py:" not in warning
+    assert "1 primary, 3 secondary" in captured.out
+    assert main(["audit", "--cells", str(out)]) == 0
+
+
+@pytest.mark.parametrize("limit, message", [
+    ("-1", "--time-limit must be a number of seconds (>= 0), got '-1'"),
+    ("nan", "--time-limit must be a number of seconds (>= 0), got 'nan'"),
+    ("sechzig", "--time-limit must be a number of seconds (>= 0), got 'sechzig'"),
+    ("", "--time-limit must be a number of seconds (>= 0), got ''"),
+])
+def test_bad_time_limits(tmp_path, students, capsys, limit, message):
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(students), "--dims", "fach", "--rule", "freq:3", "--method", "optimal",
+                 "--time-limit", limit, "--out", str(out)]) == 2
+    assert message in one_line(capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_infinite_time_limit_means_none_and_heuristic_refuses_one(tmp_path, students, capsys):
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
+                 "--method", "optimal", "--time-limit", "inf", "--out", str(out)]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["suppress", "--input", str(students), "--dims", "fach", "--rule", "freq:3",
+                 "--time-limit", "10", "--out", str(out)]) == 2
+    assert "--time-limit applies to --method optimal only" in one_line(capsys.readouterr().err)
+
+
+def test_files_that_cannot_be_read_or_written(tmp_path, students, capsys):
+    def suppress(*args, out=tmp_path / "cells.csv", source=students):
+        code = main(["suppress", "--input", str(source), "--dims", "fach", "--rule", "freq:3", *args,
+                     "--out", str(out)])
+        return code, one_line(capsys.readouterr().err)
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert suppress(out=tmp_path / "missing" / "cells.csv") == (
+        2, f"sdc suppress: error: cannot write {tmp_path / 'missing' / 'cells.csv'}: folder "
+           f"{tmp_path / 'missing'} does not exist\n")
+    assert suppress(out=folder) == (2, f"sdc suppress: error: cannot write {folder}: it is a folder; give a file name\n")
+    assert suppress(source=tmp_path / "none.csv")[1].endswith(f"input file not found: {tmp_path / 'none.csv'}\n")
+    assert suppress(source=folder)[1].endswith(f"input file {folder} is a folder\n")
+    latin1 = tmp_path / "latin1.csv"
+    latin1.write_bytes("dimension,code,parent\nfach,Gesamt,\nfach,Bauingenieurwesen,Gesamt\nfach,Pr\xfcfung,Gesamt\n"
+                       .encode("latin-1"))
+    assert suppress("--hierarchy", str(latin1))[1].endswith(
+        f"hierarchy file {latin1} is not valid UTF-8 (byte 0xfc at offset 72); save it as UTF-8\n")
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("dimension,code,parent\n")
+    assert suppress("--hierarchy", str(header_only))[1].endswith(f"hierarchy file {header_only} has no rows below its header\n")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert suppress("--hierarchy", str(empty))[1].endswith(f"hierarchy file {empty} has no rows\n")
+    assert suppress("--hierarchy", str(folder))[1].endswith(f"hierarchy file {folder} is a folder\n")
+    assert not (tmp_path / "cells.csv").exists()
+
+
+def test_audit_files_that_cannot_be_read(tmp_path, capsys):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert main(["audit", "--cells", str(folder)]) == 2
+    assert one_line(capsys.readouterr().err, "audit").endswith(f"cells file {folder} is a folder\n")
+    latin1 = tmp_path / "cells.csv"
+    latin1.write_bytes("region,freq,status\nM\xfcnchen,2,primary\nTotal,2,published\n".encode("latin-1"))
+    assert main(["audit", "--cells", str(latin1)]) == 2
+    assert "is not valid UTF-8 (byte 0xfc" in one_line(capsys.readouterr().err, "audit")
+    text = tmp_path / "text.csv"
+    text.write_text("region,freq,status\nA,zwei,primary\nB,5,secondary\nTotal,7,published\n")
+    assert main(["audit", "--cells", str(text)]) == 2
+    assert "column 'freq' of cell region=A is 'zwei', not a number" in one_line(capsys.readouterr().err, "audit")
+
+
+def test_every_option_of_suppress_audit_and_sas_anon_has_help():
+    import argparse
+
+    from sdc.cli import _parser
+
+    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name in ("suppress", "audit", "sas-anon"):
+        options = [a for a in commands[name]._actions if a.option_strings and not isinstance(a, argparse._HelpAction)]
+        assert options, name
+        for action in options:
+            assert action.help and action.help.strip(), (name, action.option_strings)
+    assert {"--prefer-low-levels", "--time-limit"} <= {o for a in commands["suppress"]._actions for o in a.option_strings}
+
+
+@pytest.mark.parametrize("method", ["heuristic", "optimal"])
+def test_negative_cells_under_a_frequency_rule(tmp_path, capsys, method):
+    # turnover with negative contributions and negative cells (r1/s1 = -27, r3/s0 = -108, ...): the audit's
+    # a-priori lower bound 0 excluded the true table, and both methods ended in "internal: pattern fails the
+    # audit" or an infeasible LP. Now the bounds are -1.5 x and 1.5 x the largest absolute cell.
+    data = tmp_path / "turnover.csv"
+    data.write_text("region,sex,umsatz\nr3,s0,-49\nr2,s1,-4\nr3,s2,-9\nr2,s2,166\nr3,s2,85\nr1,s0,45\nr1,s1,-44\n"
+                    "r3,s0,-59\nr1,s1,-65\nr2,s0,30\nr0,s1,99\nr1,s0,24\nr3,s2,-84\nr1,s1,82\n")
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(data), "--dims", "region,sex", "--value", "umsatz", "--rule", "freq:3",
+                 "--method", method, "--out", str(out)]) == 0
+    rows = read(out)
+    hidden_rows = [r for r in rows if r["status"] in ("primary", "secondary")]
+    assert sum(r["status"] == "primary" for r in rows) == 7
+    for r in hidden_rows:  # the derived interval holds the true value
+        assert float(r["lower"]) <= float(r["value"]) <= float(r["upper"]), r
+    assert min(float(r["lower"]) for r in hidden_rows) < 0
+    capsys.readouterr()
+    assert main(["audit", "--cells", str(out)]) == 0
+    assert "audit passed: 7 sensitive cells" in capsys.readouterr().out

@@ -5,7 +5,7 @@ import pytest
 
 from sdc.errors import SdcError
 from sdc.suppression import audit_pattern
-from sdc.suppression.optimal import optimal_pattern
+from sdc.suppression.optimal import TimeLimitWarning, optimal_pattern
 
 from test_suppression_audit import grid_table
 
@@ -119,7 +119,7 @@ def test_time_limit_also_bounds_the_set_up(monkeypatch):
     primary = np.zeros(len(values), bool)
     primary[[index(0, 1), index(1, 2)]] = True
     ones = primary.astype(float)
-    with pytest.warns(UserWarning, match="stopped at the 0 s time limit"):
+    with pytest.warns(TimeLimitWarning, match="stopped at its time limit of 0 s"):
         pattern = optimal_pattern(values, relations, primary, ones, ones, values, lower=np.ones(len(values)),
                                   time_limit=0)
     assert clipped == []  # the set-up stopped before its first LP, and the heuristic needed none
@@ -127,3 +127,26 @@ def test_time_limit_also_bounds_the_set_up(monkeypatch):
                          protection_upper=ones, lower=np.ones(len(values))).passed
     assert (pattern == heuristic_pattern(values, relations, primary, ones, ones, values,
                                          lower=np.ones(len(values)))).all()
+
+
+def test_time_limit_warning_gives_cost_and_lower_bound_and_bad_limits_are_refused():
+    import warnings
+
+    values, relations, index = grid_table([[20, 2, 30], [25, 31, 3], [40, 22, 27]])
+    primary = np.zeros(len(values), bool)
+    primary[[index(0, 1), index(1, 2)]] = True
+    ones = primary.astype(float)
+    with pytest.warns(TimeLimitWarning) as caught:
+        pattern = optimal_pattern(values, relations, primary, ones, ones, values, time_limit=0)
+    warning = caught[0].message
+    assert issubclass(TimeLimitWarning, UserWarning)  # a library warns; the CLI prints it as one line
+    assert (warning.time_limit, warning.cost) == (0, values[pattern].sum())
+    assert warning.lower_bound == values[primary].sum() <= warning.cost  # nothing proven beyond the primaries
+    assert str(warning).endswith("the heuristic completed the pattern, which passes the audit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no limit: no warning
+        best = optimal_pattern(values, relations, primary, ones, ones, values, time_limit=float("inf"))
+    assert values[best].sum() <= values[pattern].sum()
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(SdcError, match="the time limit must be a number of seconds >= 0"):
+            optimal_pattern(values, relations, primary, ones, ones, values, time_limit=bad)

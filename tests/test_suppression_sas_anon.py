@@ -120,3 +120,48 @@ def test_cli_prints_the_readme_output_and_writes_csv(tmp_path, capsys):
     fixed = run(README_INPUT, fixed_c_intervals=True).rows[-1]
     assert lines[-1][3:] == [fixed["Wert_korr"], fixed["Wert_fallLang"], text_of(fixed["Wert_min"]),
                                         text_of(fixed["Wert_max"]), fixed["Wert_fall"]]
+
+
+@pytest.mark.parametrize("rows, kwargs, message", [
+    ([{"Kreis": "1", "Quartier": "0", "Wert": "viel"}], {}, "row 1: value column 'Wert' holds 'viel', not a number"),
+    ([{"Kreis": "1", "Quartier": "0", "Wert": "nan"}], {}, "row 1: value column 'Wert' holds 'nan', not a number"),
+    ([{"Kreis": "eins", "Quartier": "0", "Wert": "2"}], {}, "row 1: level column 'Kreis' holds 'eins', not a whole"),
+    ([{"Kreis": "1", "Quartier": "0", "Wert": ""}], {}, "row 1: column 'Wert' is missing or empty"),
+    ([{"Kreis": "1", "Quartier": "0", "Wert": "2"}], {"min_value": float("nan")}, "min_value (--min-value) must be"),
+    ([{"Kreis": "1", "Quartier": "0", "Wert": "2"}], {"max_value": float("inf")}, "max_value (--max-value) must be"),
+    ([{"Kreis": "1", "Quartier": "0", "Wert": "2"}], {"min_value": 5, "max_value": 3}, "min_value (--min-value) 5 is "
+     "larger than max_value (--max-value) 3"),
+])
+def test_values_codes_and_bounds_that_are_not_numbers(rows, kwargs, message):
+    options = {"min_value": 1, "max_value": 3} | kwargs
+    with pytest.raises(SdcError) as error:
+        anonymise(rows, levels=["Quartier", "Kreis"], value="Wert", **options)
+    assert message in str(error.value)
+
+
+def test_cli_files_that_cannot_be_read_or_written(tmp_path, capsys):
+    from sdc.cli import main
+
+    def sas_anon(source, *args):
+        code = main(["sas-anon", "--input", str(source), "--levels", "Quartier,Kreis", "--value", "Wert", *args])
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and err.count("\n") == 1 and err.startswith("sdc sas-anon: error: "), err
+        return code, err
+
+    good = tmp_path / "kreise.csv"
+    good.write_text("Kreis,Quartier,Wert\n0,0,28\n1,0,9\n1,1,2\n1,2,7\n")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert sas_anon(folder) == (2, f"sdc sas-anon: error: input file {folder} is a folder\n")
+    latin1 = tmp_path / "latin1.csv"
+    latin1.write_bytes("Kreis,Quartier,Wert,Name\n0,0,28,Z\xfcrich\n".encode("latin-1"))
+    assert "is not valid UTF-8 (byte 0xfc" in sas_anon(latin1)[1]
+    header = tmp_path / "header.csv"
+    header.write_text("Kreis,Quartier,Wert\n")
+    assert sas_anon(header) == (2, f"sdc sas-anon: error: {header}: no rows below the header\n")
+    text = tmp_path / "text.csv"
+    text.write_text("Kreis,Quartier,Wert\n0,0,viel\n")
+    assert "value column 'Wert' holds 'viel', not a number" in sas_anon(text)[1]
+    assert "cannot write" in sas_anon(good, "--out", str(folder))[1]
+    assert "folder" in sas_anon(good, "--out", str(tmp_path / "missing" / "out.csv"))[1]
+    assert "min_value (--min-value) must be a finite number, got nan" in sas_anon(good, "--min-value", "nan")[1]

@@ -124,10 +124,24 @@ def _parser() -> argparse.ArgumentParser:
     supp.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name)")
     supp.add_argument("--value", help="numeric column of a magnitude table (default: a frequency table)")
     supp.add_argument("--holding", help="column of the holding / enterprise group of each contributor")
-    supp.add_argument("--rule", action="append", default=[], help="freq:n, holdings:n, p:p, nk:n,k, pq:p,q, zero")
-    supp.add_argument("--preset", default="handbook", choices=("handbook", "tauargus", "sdctable", "acro", "sas_anon"))
-    supp.add_argument("--method", default="heuristic", choices=("heuristic", "optimal"))
-    supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"))
+    supp.add_argument("--rule", action="append", default=[],
+                      help="primary rule, repeatable: freq:n, holdings:n, zero, manual:col; the dominance rules "
+                      "p:p, nk:n,k, pq:p,q need --value")
+    supp.add_argument("--preset", default="handbook", choices=("handbook", "tauargus", "sdctable", "acro", "sas_anon"),
+                      help="how the rules treat their boundaries (f < n or f <= n, > or >=), as the named tool does "
+                      "(default handbook)")
+    supp.add_argument("--method", default="heuristic", choices=("heuristic", "optimal"),
+                      help="secondary suppression: heuristic (fast, default) or optimal (least total cost by "
+                      "mixed-integer programming, up to --time-limit)")
+    supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"),
+                      help="what the secondary suppressions minimise: their total value (default), total frequency "
+                      "or number of cells")
+    supp.add_argument("--prefer-low-levels", action="store_true",
+                      help="multiply each cell's cost by 10^k, k = the number of dimensions along which it is a "
+                      "total, so that totals are kept where possible (the minimum is then of that weighted cost)")
+    supp.add_argument("--time-limit", metavar="SECONDS",
+                      help="seconds for --method optimal (default 60; 0: the heuristic's pattern at once; inf: no "
+                      "limit); at the limit the heuristic completes the pattern, with a warning")
     supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .)")
     supp.add_argument("--publish-intervals", action="store_true",
                       help="publish suppressed cells as the interval an attacker can derive (lower-upper) instead of --mark")
@@ -262,28 +276,41 @@ def _run_sql_install(args: argparse.Namespace) -> int:
 
 
 def _run_suppress(args: argparse.Namespace) -> int:
-    from .suppression.pipeline import suppress_table
+    import warnings
 
-    counts = suppress_table(
-        args.input, _split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
-        holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
-        publish_intervals=args.publish_intervals,
-    )
+    from .suppression.optimal import TimeLimitWarning
+    from .suppression.pipeline import DEFAULT_TIME_LIMIT, check_time_limit, suppress_table
+
+    if args.time_limit is not None and args.method != "optimal":
+        raise SdcError("--time-limit applies to --method optimal only")
+    time_limit = DEFAULT_TIME_LIMIT if args.time_limit is None else check_time_limit(args.time_limit)
+    # the library warns (warnings.warn); here a warning is one line on stderr, without file and line
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TimeLimitWarning)
+        try:
+            counts = suppress_table(
+                args.input, _split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
+                holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
+                publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
+                time_limit=time_limit,
+            )
+        finally:
+            for warning in caught:
+                print(f"sdc suppress: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
     print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return 0
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:
-    import csv
-
     from .files import csv_field, write_text_atomically
+    from .suppression.pipeline import check_output_path, read_csv_rows
     from .suppression.sas_anon import anonymise, text_of
 
-    try:
-        with open(args.input, encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise SdcError(f"input file not found: {args.input}") from None
+    rows = read_csv_rows(args.input, "input file")
+    if not rows:
+        raise SdcError(f"{args.input}: no rows below the header")
+    if args.out:
+        check_output_path(args.out)
     result = anonymise(rows, levels=_split(args.levels), value=args.value, function=args.function,
                        min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals)
     for error in result.consistency_errors:

@@ -39,6 +39,20 @@ def default_upper(values) -> np.ndarray:
     return np.full(len(values), 1.5 * np.abs(values).max() if len(values) else 0.0)
 
 
+def a_priori_lower(values, freq, *, magnitude: bool) -> np.ndarray:
+    """The a-priori lower bound of every cell, as the attacker of the audit assumes it: in a frequency
+    table 1 for a non-empty cell, else 0; in a magnitude table 0, or, where a cell of the table is
+    negative (a variable such as profit), -1.5 x the largest absolute value for every cell, the mirror of
+    default_upper: the true table must lie within the bounds, and no sign is known beforehand."""
+    values = np.asarray(values, dtype=float)
+    freq = np.asarray(freq, dtype=float)
+    if not magnitude:
+        return np.where(freq > 0, 1.0, 0.0)
+    if values.size and values.min() < 0:
+        return -default_upper(values)
+    return np.zeros(len(values))
+
+
 def forced_mask(n: int, primary, forced_publish) -> np.ndarray:
     """Cells that must be published; a primary among them is an error naming the cell."""
     forced = np.zeros(n, bool) if forced_publish is None else np.asarray(forced_publish, dtype=bool)

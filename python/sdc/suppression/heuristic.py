@@ -18,8 +18,9 @@ protecting perturbation as an LP (ProtectionFlow) and suppress every cell it mov
 then Phase A again; repeat until the audit passes. The result always passes the audit, or the function
 raises.
 
-Costs decide which cell goes: pass e.g. value, frequency or 1 per cell, multiplied by a level weight so
-that totals are kept (seed 003's principle: "je höher die Hierarchiestufe, desto wertvoller").
+Costs decide which cell goes: pass e.g. value, frequency or 1 per cell, optionally multiplied by a level
+weight so that totals are kept (pipeline.cell_costs with prefer_low_levels; seed 003's principle: "je
+höher die Hierarchiestufe, desto wertvoller").
 """
 
 from __future__ import annotations

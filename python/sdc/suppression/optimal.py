@@ -18,6 +18,9 @@ valid for every pattern (the LP value is concave in the capacities) and violated
 loop ends when no requirement is violated: that pattern is safe and, since every cut is a necessary
 condition, of minimum cost. Two families of cuts are known in advance: in each relation that holds a
 primary, another cell must be suppressed.
+
+At the time limit the heuristic completes the last master pattern, and a TimeLimitWarning gives the cost
+of the result and the lower bound the master problem has proven.
 """
 
 from __future__ import annotations
@@ -33,6 +36,19 @@ from ..errors import SdcError
 from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, unprotected_cells
 
 MAX_ROUNDS = 500
+
+
+class TimeLimitWarning(UserWarning):
+    """The optimal method stopped at its time limit; the heuristic completed the pattern (which passes the
+    audit). ``time_limit``, ``cost`` (of the returned pattern) and ``lower_bound`` (on the optimum)."""
+
+    def __init__(self, time_limit: float, cost: float, lower_bound: float):
+        self.time_limit, self.cost, self.lower_bound = time_limit, cost, lower_bound
+        super().__init__(
+            f"the optimal method stopped at its time limit of {time_limit:g} s; the pattern costs {cost:g}, the "
+            f"minimum is at least {lower_bound:g} (lower bound); the heuristic completed the pattern, which "
+            "passes the audit"
+        )
 
 
 def optimal_pattern(
@@ -51,10 +67,14 @@ def optimal_pattern(
     """Boolean mask of the suppressed cells (primaries included) of the minimum-cost safe pattern.
 
     lower/upper: a-priori bounds of the cells (default 0 and 1.5 x the largest value, sdcTable's default).
-    At the time limit the last master pattern is completed by the heuristic (safe, with a warning that
-    gives the proven lower bound).
+    time_limit: seconds (>= 0; inf: none). At the time limit the last master pattern is completed by the
+    heuristic (safe, with a TimeLimitWarning that gives the proven lower bound); 0 gives the heuristic's
+    pattern at once.
     """
     started = time.perf_counter()
+    time_limit = float(time_limit)
+    if np.isnan(time_limit) or time_limit < 0:
+        raise SdcError(f"optimal suppression: the time limit must be a number of seconds >= 0, got {time_limit!r}")
     a = np.asarray(values, dtype=float)
     n = len(a)
     primary = np.asarray(primary, dtype=bool)
@@ -66,12 +86,13 @@ def optimal_pattern(
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
     table = AuditTable(a, constraints, sensitive=primary, protection_lower=protection_lower,
                        protection_upper=protection_upper, lower=lower, upper=upper)
+    bound = float(cost[primary].sum())  # proven lower bound of the optimum so far
     requirements = []
     for k in np.flatnonzero(primary):
         # two LPs over the whole table per primary: at 10^5 cells this alone outlasts a minute
-        if time.perf_counter() - started > time_limit:
+        if time.perf_counter() - started >= time_limit:
             return _finish_at_time_limit(None, values, constraints, primary, protection_lower, protection_upper, cost,
-                                         lower, upper, forced_publish, [], time_limit)
+                                         lower, upper, forced_publish, bound, time_limit)
         table.clip_to_a_priori(k)
         for d in (table.required_upper[k] - a[k], table.required_lower[k] - a[k]):
             if abs(d) > AUDIT_TOLERANCE:
@@ -95,20 +116,25 @@ def optimal_pattern(
         remaining = time_limit - (time.perf_counter() - started)
         if remaining <= 0:
             return _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper, cost,
-                                         lower, upper, forced_publish, cuts, time_limit)
+                                         lower, upper, forced_publish, bound, time_limit)
         master_constraints = []
         if cuts:
             master_constraints.append(LinearConstraint(vstack([c for c, _ in cuts], format="csr"),
                                                        np.array([b for _, b in cuts]), np.inf))
         result = milp(cost, constraints=master_constraints, integrality=np.ones(n), bounds=Bounds(low, high),
                       options={"time_limit": remaining})
+        if result.status == 1:  # time limit inside the master: its incumbent (if any) is not proven optimal
+            dual_bound = getattr(result, "mip_dual_bound", None)
+            if dual_bound is not None and np.isfinite(dual_bound):
+                bound = max(bound, float(dual_bound))
+            start = x if result.x is None else result.x > 0.5
+            return _finish_at_time_limit(start, values, constraints, primary, protection_lower, protection_upper,
+                                         cost, lower, upper, forced_publish, bound, time_limit)
         if result.x is None:
-            if result.status == 1:  # time limit inside the master
-                return _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper,
-                                             cost, lower, upper, forced_publish, cuts, time_limit)
             raise SdcError("optimal suppression: no pattern protects every primary (a requirement needs a "
                            "forced-publish cell, or the bounds leave no room)")
         x = result.x > 0.5
+        bound = max(bound, float(result.fun))  # every cut is necessary: the master's optimum bounds the optimum
         violated = False
         failing = set(unprotected_cells(table, x, cache=audits))  # the audit is cheaper than a cut LP
         for k, d in requirements:
@@ -172,16 +198,12 @@ def _relation_cuts(matrix: csr_matrix, primary) -> list[tuple[csr_matrix, float]
 
 
 def _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper, cost, lower, upper,
-                          forced_publish, cuts, time_limit):
+                          forced_publish, bound, time_limit):
     from .heuristic import heuristic_pattern
 
     start = primary if x is None else x
     pattern = heuristic_pattern(values, constraints, primary, protection_lower, protection_upper, cost, lower=lower,
                                 upper=upper, forced_publish=forced_publish, start=start)
-    bound = float(np.asarray(cost)[start].sum())
-    warnings.warn(
-        f"optimal suppression stopped at the {time_limit:g} s time limit: the pattern is safe but not proven "
-        f"optimal (cost {float(np.asarray(cost)[pattern].sum()):g}, lower bound {bound:g})",
-        stacklevel=3,
-    )
+    cost = np.asarray(cost, dtype=float)
+    warnings.warn(TimeLimitWarning(time_limit, float(cost[pattern].sum()), bound), stacklevel=3)
     return pattern

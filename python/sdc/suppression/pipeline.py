@@ -3,14 +3,18 @@
 The cell table, the primary rules and the additivity relations come from the dbt macros
 (suppression_cells, suppression_primary, suppression_constraints) run on a temporary DuckDB, the same SQL
 as in the warehouse; secondary suppression and the audit run in Python (heuristic.py, optimal.py,
-audit.py). Costs prefer cells at low hierarchy levels: a cell's cost (value, frequency or 1) is
-multiplied by 10^k, k = the number of dimensions along which it is a total or subtotal, so totals are
-kept where possible (seed 003: the higher the level, the more valuable the information).
+audit.py). A cell's cost is its value, its frequency or 1 (``cost``), and the methods minimise the total
+cost of the secondary suppressions. ``prefer_low_levels`` multiplies each cost by 10^k, k = the number of
+dimensions along which the cell is a total or subtotal, so that totals are kept where possible (seed 003:
+the higher the level, the more valuable the information); the minimum is then one of those weighted costs,
+not of the suppressed value or frequency.
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import math
 import tempfile
 from pathlib import Path
 
@@ -24,11 +28,13 @@ from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
 from ..files import csv_field, write_text_atomically
 from ..scratch import scratch_project, write_hierarchy_seed
-from .audit import AUDIT_TOLERANCE, audit_pattern, default_upper
+from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
 from .heuristic import heuristic_pattern
 from .optimal import optimal_pattern
 
 COSTS = ("value", "freq", "cells")
+DOMINANCE_RULES = ("p", "nk", "pq")
+DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
 METHODS = ("heuristic", "optimal")
 STATUSES = ("published", "primary", "secondary", "empty")
 # what secondary suppression adds to each cell (after the dimension columns, freq and value)
@@ -49,17 +55,30 @@ def suppress_table(
     cost: str = "value",
     mark: str = "x",
     publish_intervals: bool = False,
+    prefer_low_levels: bool = False,
+    time_limit: float = DEFAULT_TIME_LIMIT,
 ) -> dict:
-    """Write the protected cell table to ``out``; returns counts by status."""
+    """Write the protected cell table to ``out``; returns counts by status.
+
+    ``cost``: what the secondary suppressions minimise (value, freq or cells = their number);
+    ``prefer_low_levels``: multiply each cell's cost by 10^(number of dimensions along which it is a total);
+    ``time_limit``: seconds for method optimal (then the heuristic completes its pattern, with a warning)."""
     if method not in METHODS:
         raise SdcError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if cost not in COSTS:
         raise SdcError(f"--cost must be one of {', '.join(COSTS)}, got {cost!r}")
+    time_limit = check_time_limit(time_limit)
     if not rules:
         raise SdcError("give at least one --rule (e.g. freq:3, p:10, nk:2,85, pq:25,50)")
+    dominance = [r for r in rules if _rule_name(r) in DOMINANCE_RULES]
+    if dominance and not value:
+        raise SdcError(f"rule {dominance[0]!r} is a dominance rule: it needs --value, the column whose contributions "
+                       "it judges (without --value the table holds counts)")
+    check_output_path(out)
     cells, relations = _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset)
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
-                              publish_intervals=publish_intervals)
+                              publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
+                              time_limit=time_limit)
     columns = dims + ["freq"] + (["value"] if value else []) + list(PATTERN_COLUMNS)
     lines = [",".join(columns)]
     for c, p in zip(cells, protected):
@@ -72,27 +91,24 @@ def suppress_table(
 
 
 def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = "heuristic", cost: str = "value",
-                  mark: str = "x", publish_intervals: bool = False) -> list[dict]:
+                  mark: str = "x", publish_intervals: bool = False, prefer_low_levels: bool = False,
+                  time_limit: float = DEFAULT_TIME_LIMIT) -> list[dict]:
     """Secondary suppression and audit of a cell table from suppression_primary (rows as dicts with
     value, freq, contributors, status, rule, protection_lower/upper), one output dict per cell with
-    PATTERN_COLUMNS. ``magnitude``: the values are sums of a value column (not counts)."""
+    PATTERN_COLUMNS. ``magnitude``: the values are sums of a value column (not counts). ``cost`` and
+    ``prefer_low_levels``: see cell_costs; ``time_limit``: seconds for method optimal."""
     if method not in METHODS:
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if cost not in COSTS:
         raise SdcError(f"cost must be one of {', '.join(COSTS)}, got {cost!r}")
-    n = len(cells)
+    time_limit = check_time_limit(time_limit)
     values = np.array([c["value"] for c in cells], dtype=float)
     freq = np.array([c["freq"] for c in cells], dtype=float)
     primary = np.array([c["status"] == "primary" for c in cells])
     lpl = np.array([float(c["protection_lower"]) for c in cells])
     upl = np.array([float(c["protection_upper"]) for c in cells])
-    level = np.zeros(n)
-    for relation in relations:
-        parent = next(cell for cell, coefficient in relation if coefficient > 0)
-        level[parent] += 1
-    base = {"value": np.maximum(values, 1e-9), "freq": freq, "cells": np.ones(n)}[cost]
-    weights = base * 10.0 ** level
-    lower = np.where(~magnitude & (freq > 0), 1.0, 0.0)  # non-empty count cells are at least 1
+    weights = cell_costs(values, freq, relations, cost, prefer_low_levels=prefer_low_levels)
+    lower = a_priori_lower(values, freq, magnitude=magnitude)  # what the attacker knows beforehand
     upper = default_upper(values)
     # empty cells are published as empty: a known zero protects nothing (sdcTable's status z)
     empty = np.array([c["status"] == "empty" for c in cells])
@@ -103,7 +119,7 @@ def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str 
                                        freq=np.array([c["contributors"] for c in cells]) if magnitude else None)
     else:
         suppressed = optimal_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
-                                     forced_publish=empty)
+                                     forced_publish=empty, time_limit=time_limit)
     result = audit_pattern(values, suppressed, relations, sensitive=primary, protection_lower=lpl,
                            protection_upper=upl, lower=lower, upper=upper)
     if not result.passed:  # never emit a pattern that fails its own audit
@@ -124,8 +140,90 @@ def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str 
     return protected
 
 
+def cell_costs(values, freq, relations, cost: str, *, prefer_low_levels: bool = False) -> np.ndarray:
+    """The cost of suppressing each cell: its absolute value (cost 'value'), its frequency ('freq') or 1
+    ('cells'). With ``prefer_low_levels`` each is multiplied by 10^k, k = the number of relations in which
+    the cell is the total (in a table without hierarchies: the number of dimensions along which it is a
+    total), so that totals are kept where possible; the methods then minimise that weighted cost."""
+    if cost not in COSTS:
+        raise SdcError(f"cost must be one of {', '.join(COSTS)}, got {cost!r}")
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    base = {"value": lambda: np.maximum(np.abs(values), 1e-9), "freq": lambda: np.asarray(freq, dtype=float),
+            "cells": lambda: np.ones(n)}[cost]()
+    if not prefer_low_levels:
+        return base
+    level = np.zeros(n)
+    for relation in relations:
+        parent = next(cell for cell, coefficient in relation if coefficient > 0)
+        level[parent] += 1
+    return base * 10.0 ** level
+
+
+def check_time_limit(time_limit) -> float:
+    """The optimal method's time limit in seconds: a number >= 0 (0: the heuristic's pattern at once;
+    inf: no limit)."""
+    try:
+        seconds = float(time_limit)
+    except (TypeError, ValueError):
+        raise SdcError(f"--time-limit must be a number of seconds (>= 0), got {time_limit!r}") from None
+    if math.isnan(seconds) or seconds < 0:
+        raise SdcError(f"--time-limit must be a number of seconds (>= 0), got {time_limit!r}")
+    return seconds
+
+
+def _rule_name(rule) -> str:
+    return str(rule).split(":")[0].strip().lower()
+
+
+def check_output_path(out) -> None:
+    """Fail before the work, not after it, when ``out`` cannot be written."""
+    out = Path(out)
+    if out.is_dir():
+        raise SdcError(f"cannot write {out}: it is a folder; give a file name")
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise SdcError(f"cannot write {out}: folder {folder} does not exist")
+
+
+def _read_hierarchy(path):
+    """read_hierarchy, with one-line errors for a file that is a folder, is not UTF-8 or has no rows."""
+    path = Path(path)
+    if path.is_dir():
+        raise SdcError(f"hierarchy file {path} is a folder")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise SdcError(f"hierarchy file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise SdcError(f"hierarchy file {path} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at "
+                       f"offset {exc.start}); save it as UTF-8") from None
+    rows = [row for row in csv.reader(text.splitlines()) if any(field.strip() for field in row)]
+    if len(rows) < 2:
+        raise SdcError(f"hierarchy file {path} has no rows" + (" below its header" if rows else ""))
+    return read_hierarchy(path)
+
+
+def read_csv_rows(path, what: str) -> list[dict]:
+    """The rows of a UTF-8 CSV file as dicts, with one-line errors for a missing file, a folder or bytes
+    that are not UTF-8."""
+    path = Path(path)
+    if path.is_dir():
+        raise SdcError(f"{what} {path} is a folder")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise SdcError(f"{what} not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise SdcError(f"{what} {path} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
+                       f"{exc.start}); save it as UTF-8") from None
+    return list(csv.DictReader(io.StringIO(text, newline="")))
+
+
 def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset):
     input_path = Path(input_path)
+    if input_path.is_dir():
+        raise SdcError(f"input file {input_path} is a folder")
     for name in dims + [x for x in (value, holding) if x]:
         quote(name)
     with tempfile.TemporaryDirectory(prefix="sdc-suppress-") as tmp:
@@ -135,15 +233,19 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
         try:
             con.execute("create schema raw")
             con.execute(f"create table raw.micro as select * from {source_sql(input_path)}")
-            columns = [r[0] for r in con.execute("select name from pragma_table_info('raw.micro')").fetchall()]
+            types = dict(con.execute("select name, type from pragma_table_info('raw.micro')").fetchall())
         except duckdb.Error as exc:
             raise SdcError(f"cannot read {input_path}: {str(exc).splitlines()[0]}") from None
         finally:
             con.close()
+        columns = list(types)
         missing = [c for c in dims + [x for x in (value, holding) if x] if c not in columns]
         if missing:
             raise SdcError(f"column {missing[0]!r} is not in {input_path} (columns: {', '.join(columns)})")
-        dominance = [r for r in rules if r.split(":")[0] in ("p", "nk", "pq")]
+        if value and not _numeric_type(types[value]):
+            raise SdcError(f"--value column {value!r} of {input_path} has type {types[value]}, not a number; "
+                           "a magnitude table needs a numeric column")
+        dominance = [r for r in rules if _rule_name(r) in DOMINANCE_RULES]
         if value and dominance:
             con = duckdb.connect(str(db), read_only=True)
             try:
@@ -158,7 +260,7 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
                     f"negative contribution {negative[-1]:g} in column {value!r} (cell {cell}): the rules "
                     f"{', '.join(dominance)} assume non-negative contributions; transform the variable first"
                 )
-        hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
+        hierarchy = _read_hierarchy(hierarchy_path) if hierarchy_path else None
         h = write_hierarchy_seed(project, hierarchy)
         value_arg = repr(value) if value else "none"
         holding_arg = repr(holding) if holding else "none"
@@ -192,6 +294,12 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
     return cells, _group_relations(members, [tuple(c[d] for d in dims) for c in cells], dims)
 
 
+def _numeric_type(duckdb_type: str) -> bool:
+    name = str(duckdb_type).upper()
+    return name.split("(")[0] in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                                  "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "NUMERIC")
+
+
 def _number(x) -> str:
     if x is None:
         return ""
@@ -208,11 +316,7 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     then freq, optionally value, status, and optionally protection_lower/protection_upper).
     Returns (passed, report lines)."""
     cells_path = Path(cells_path)
-    try:
-        with cells_path.open(encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise SdcError(f"cells file not found: {cells_path}") from None
+    rows = read_csv_rows(cells_path, "cells file")
     if not rows:
         raise SdcError(f"{cells_path}: no cells")
     header = list(rows[0])
@@ -230,10 +334,10 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     if len(set(keys)) != len(keys):
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise SdcError(f"{cells_path}: duplicate cell {dict(zip(dims, duplicate))}")
-    hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else []
+    hierarchy = _read_hierarchy(hierarchy_path) if hierarchy_path else []
     _check_totals(rows, dims, hierarchy, cells_path)
     relations = _relations_for(rows, dims, hierarchy_path)
-    values = np.array([float(r[value_column]) for r in rows])
+    values = _numbers(rows, value_column, dims, cells_path)
     for relation in relations:  # name the cell whose total is not the sum of its children
         residual = sum(coefficient * values[cell] for cell, coefficient in relation)
         if abs(residual) > 1e-6 * max(1.0, np.abs(values).max()):
@@ -244,10 +348,10 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])
     sensitive = np.array([r["status"] == "primary" for r in rows])
     default = np.where(sensitive, 1.0, 0.0)
-    lpl = np.array([float(r["protection_lower"]) for r in rows]) if "protection_lower" in header else default
-    upl = np.array([float(r["protection_upper"]) for r in rows]) if "protection_upper" in header else default
-    freq = np.array([float(r["freq"]) for r in rows])
-    lower = np.where((value_column == "freq") & (freq > 0), 1.0, 0.0)
+    lpl = _numbers(rows, "protection_lower", dims, cells_path) if "protection_lower" in header else default
+    upl = _numbers(rows, "protection_upper", dims, cells_path) if "protection_upper" in header else default
+    freq = _numbers(rows, "freq", dims, cells_path)
+    lower = a_priori_lower(values, freq, magnitude=value_column == "value")
     upper = default_upper(values)
     result = audit_pattern(values, suppressed, relations, sensitive=sensitive, protection_lower=lpl,
                            protection_upper=upl, lower=lower, upper=upper)
@@ -261,6 +365,21 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     lines.append(f"audit {'passed' if result.passed else 'FAILED'}: {sum(sensitive)} sensitive cells, "
                  f"{int(suppressed.sum())} suppressed, {failures} not protected")
     return result.passed, lines
+
+
+def _numbers(rows, column, dims, cells_path) -> np.ndarray:
+    """A numeric column of a cells file; an empty or non-numeric field is an error naming the cell."""
+    out = np.empty(len(rows))
+    for k, r in enumerate(rows):
+        text = (r[column] or "").strip()
+        try:
+            out[k] = float(text)
+        except ValueError:
+            out[k] = np.nan
+        if not np.isfinite(out[k]):
+            where = ", ".join(f"{d}={r[d]}" for d in dims)
+            raise SdcError(f"{cells_path}: column {column!r} of cell {where} is {text!r}, not a number")
+    return out
 
 
 def _check_totals(rows, dims, hierarchy, cells_path) -> None:
@@ -293,7 +412,7 @@ def _relations_for(rows, dims, hierarchy_path):
             con.executemany(f"insert into raw.micro values ({', '.join('?' for _ in dims)})", [[r[d] for d in dims] for r in rows])
         finally:
             con.close()
-        hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
+        hierarchy = _read_hierarchy(hierarchy_path) if hierarchy_path else None
         h = write_hierarchy_seed(project, hierarchy)
         (project / "models" / "relations.sql").write_text(
             "{{ config(materialized='table') }}\n"

@@ -21,6 +21,7 @@ with the interval the constraints actually allow instead (see ``_tertiary``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..errors import SdcError
@@ -69,11 +70,16 @@ def anonymise(
         raise SdcError(f"function must be min or max, got {function!r}")
     if not levels:
         raise SdcError("levels: give the hierarchy columns from the lowest to the highest level")
+    for name, bound in (("min_value", min_value), ("max_value", max_value)):
+        if not isinstance(bound, (int, float)) or not math.isfinite(bound):
+            raise SdcError(f"{name} (--{name.replace('_', '-')}) must be a finite number, got {bound!r}")
+    if min_value > max_value:
+        raise SdcError(f"min_value (--min-value) {min_value:g} is larger than max_value (--max-value) {max_value:g}")
     for k, row in enumerate(rows):
         for column in levels + [value]:
-            if column not in row or row[column] is None:
+            if column not in row or row[column] is None or not str(row[column]).strip():
                 raise SdcError(f"row {k + 1}: column {column!r} is missing or empty")
-    cells = [Cell([0] + [int(row[l]) for l in levels] + [1], float(row[value])) for row in rows]
+    cells = [Cell([0] + [_code(row, l, k) for l in levels] + [1], _value(row, value, k)) for k, row in enumerate(rows)]
     keys = [tuple(c.codes) for c in cells]
     if len(set(keys)) != len(keys):
         duplicate = next(k for k in keys if keys.count(k) > 1)
@@ -93,6 +99,26 @@ def anonymise(
         result.append({**row, **dict(zip(out_columns, extra))})
     columns = list(reversed(levels)) + [value] + out_columns
     return SasAnonResult(result, columns, errors)
+
+
+def _code(row, column, k) -> int:
+    text = str(row[column]).strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise SdcError(f"row {k + 1}: level column {column!r} holds {text!r}, not a whole-number code "
+                       "(0 for the total)") from None
+
+
+def _value(row, column, k) -> float:
+    text = str(row[column]).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise SdcError(f"row {k + 1}: value column {column!r} holds {text!r}, not a number")
+    return number
 
 
 def _children(cells, i, parent):

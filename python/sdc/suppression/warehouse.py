@@ -5,7 +5,8 @@ A model of the warehouse calls one of these with the DuckDB session dbt hands it
     def model(dbt, session):
         from sdc.suppression.warehouse import secondary_suppression
         return secondary_suppression(session, dbt.ref("supp_x_primary"), dbt.ref("supp_x_relations"),
-                                     dims=["fach", "geschlecht"], method="heuristic", cost="freq")
+                                     dims=["fach", "geschlecht"], method="heuristic", cost="freq",
+                                     prefer_low_levels=True)
 
 The cells come from the SQL macros suppression_cells + suppression_primary, the relations from
 suppression_constraints; the pattern is the same as `sdc suppress` computes from a file (protect_cells).
@@ -18,19 +19,25 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SdcError
-from .audit import audit_pattern, default_upper
-from .pipeline import PATTERN_COLUMNS, _group_relations, protect_cells
+from .audit import a_priori_lower, audit_pattern, default_upper
+from .pipeline import DEFAULT_TIME_LIMIT, PATTERN_COLUMNS, _group_relations, protect_cells
 
 
 def secondary_suppression(session, cells, relations, *, dims: list[str], magnitude: bool = False,
                           method: str = "heuristic", cost: str = "value", mark: str = "x",
-                          publish_intervals: bool = False):
+                          publish_intervals: bool = False, prefer_low_levels: bool = False,
+                          time_limit: float = DEFAULT_TIME_LIMIT):
     """The pattern of a suppression_primary relation: its columns plus PATTERN_COLUMNS (status now
-    includes 'secondary'; lower/upper are the audit interval of each suppressed cell)."""
+    includes 'secondary'; lower/upper are the audit interval of each suppressed cell).
+
+    ``cost``: what the secondary suppressions minimise (value, freq, cells); ``prefer_low_levels``: each
+    cell's cost times 10^(number of dimensions along which it is a total), so totals are kept where
+    possible; ``time_limit``: seconds for method optimal."""
     rows = _rows(cells, dims)
     relation_list = _relations(relations, rows, dims)
     protected = protect_cells(rows, relation_list, magnitude=magnitude, method=method, cost=cost, mark=mark,
-                              publish_intervals=publish_intervals)
+                              publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
+                              time_limit=time_limit)
     keep = [c for c in _columns(cells) if c not in PATTERN_COLUMNS]
     columns = {name: _array([r[name] for r in rows]) for name in keep}
     for name in PATTERN_COLUMNS:
@@ -50,7 +57,7 @@ def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude
     freq = np.array([r["freq"] for r in rows], dtype=float)
     suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])
     sensitive = np.array([r["status"] == "primary" for r in rows])
-    lower = np.where(~magnitude & (freq > 0), 1.0, 0.0)
+    lower = a_priori_lower(values, freq, magnitude=magnitude)
     result = audit_pattern(values, suppressed, relation_list, sensitive=sensitive,
                            protection_lower=[float(r["protection_lower"] or 0) for r in rows],
                            protection_upper=[float(r["protection_upper"] or 0) for r in rows],

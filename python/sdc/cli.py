@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from . import __version__
 from .conventions import DEFAULT_KEY_MODULUS
 from .errors import SdcError
 from .ptable import PTableParams, create_ptable
@@ -26,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sdc", description="Statistical disclosure control in the data warehouse.")
+    parser.add_argument("--version", action="version", version=f"sdc {__version__}", help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True)
 
     pt = commands.add_parser(
@@ -69,7 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--input", required=True, help="microdata file (.csv or .parquet)")
     load.add_argument("--table", required=True, help="target table name in schema raw")
     load.add_argument("--id", dest="id_column", help="record id column (needed by key modes random and keyed)")
-    load.add_argument("--key-mode", default="random", choices=("random", "keyed", "existing"))
+    load.add_argument("--key-mode", default="random", choices=("random", "keyed", "existing"),
+                      help="random: fresh secure keys, stored by id (default); keyed: HMAC of the id under a secret; "
+                      "existing: a column of the file")
     load.add_argument("--modulus", type=int, default=DEFAULT_KEY_MODULUS, help="record keys lie in [0, M); default 10^8")
     load.add_argument("--secret-env", default="SDC_KEY_SECRET", help="environment variable holding the keyed-mode secret")
     load.add_argument("--key-column", help="column with existing record keys (key mode existing)")
@@ -89,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--record-key", required=True, help="column with the record keys")
     ckm.add_argument("--key-digits", type=int, required=True, help="decimals of the record keys: M = 10^digits")
     ckm.add_argument("--ptable", required=True, help="perturbation table file (any format sdc ptable imports)")
-    ckm.add_argument("--totals", default="cube", choices=("cube", "rollup", "none"))
+    ckm.add_argument("--totals", default="cube", choices=("cube", "rollup", "none"),
+                     help="cube: every margin and subtotal (default); rollup: SQL ROLLUP order; none: inner cells only")
     ckm.add_argument("--out", required=True, help="CSV file to write")
     ckm.add_argument("--audit", action="store_true", help="also write original, cell_key and noise (never publish these)")
     ckm.set_defaults(run=_run_ckm)
@@ -174,7 +179,8 @@ def _parser() -> argparse.ArgumentParser:
     micro.add_argument("--out", help="protected copy of --input (.csv or .parquet)")
     micro.add_argument("--column", action="append", required=True, help="numeric column (repeat for more)")
     micro.add_argument("--k", type=int, required=True, help="minimum group size (at least 2)")
-    micro.add_argument("--method", default="optimal", choices=("optimal", "hoehne", "fixed"))
+    micro.add_argument("--method", default="optimal", choices=("optimal", "hoehne", "fixed"),
+                       help="optimal: least within-group sum of squares (default); hoehne: seed 004; fixed: groups of k")
     micro.add_argument("--replacement", choices=("mean", "hoehne"),
                        help="group mean (default) or variance-preserving values (always for --method hoehne)")
     micro.add_argument("--id", dest="id_column", help="record id column that breaks ties (default: row order)")
@@ -212,8 +218,8 @@ def _parser() -> argparse.ArgumentParser:
     demo_commands = demo.add_subparsers(dest="demo_command", required=True)
     generate = demo_commands.add_parser("generate", help="write synthetic university-statistics microdata")
     generate.add_argument("--out", required=True, help=".parquet or .csv file")
-    generate.add_argument("--rows", type=int, default=500_000)
-    generate.add_argument("--seed", type=int, default=2018)
+    generate.add_argument("--rows", type=int, default=500_000, help="number of student records (default 500000)")
+    generate.add_argument("--seed", type=int, default=2018, help="random seed (default 2018)")
     generate.add_argument("--enterprises", help="also write synthetic enterprises (turnover by WZ x region, holdings) "
                           "for the suppression demo to this .parquet or .csv file")
     generate.set_defaults(run=_run_demo_generate)

@@ -3,4 +3,5 @@ def model(dbt, session):
     from sdc.suppression.warehouse import secondary_suppression
 
     return secondary_suppression(session, dbt.ref("supp_studierende_primary"), dbt.ref("supp_studierende_relations"),
-                                 dims=["fach", "geschlecht", "hochschule"], method="heuristic", cost="freq", mark="x")
+                                 dims=["fach", "geschlecht", "hochschule"], method="heuristic", cost="freq", mark="x",
+                                 prefer_low_levels=True)

@@ -4,4 +4,4 @@ def model(dbt, session):
 
     return secondary_suppression(session, dbt.ref("supp_umsatz_primary"), dbt.ref("supp_umsatz_relations"),
                                  dims=["wz", "region"], magnitude=True, method="heuristic", cost="value",
-                                 publish_intervals=True)
+                                 publish_intervals=True, prefer_low_levels=True)

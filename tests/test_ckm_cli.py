@@ -115,3 +115,16 @@ def test_hierarchy_level_format_is_converted():
     rows = read_hierarchy(DATA / "cellkey_testdata_hierarchies.csv")
     assert ("age", "Total", "") in rows and ("age", "young", "Total") in rows and ("age", "age_group4", "old") in rows
     assert ("water", "w9", "wB") in rows
+
+
+@pytest.mark.parametrize("content, message", [
+    ("dimension,code,parent\nsex,Gesamt,\nsex,m\xe4nnlich,Gesamt\n".encode("latin-1"), "is not valid UTF-8 (byte 0xe4"),
+    (b"dimension,code,parent\n", "has no rows below its header"),
+])
+def test_unreadable_hierarchy_file_is_one_line(tmp_path, capsys, content, message):
+    hierarchy = tmp_path / "h.csv"
+    hierarchy.write_bytes(content)
+    code = main(["ckm", "--input", str(MICRODATA), "--dims", "sex", "--hierarchy", str(hierarchy), "--record-key",
+                 "rkeys", "--key-digits", "7", "--ptable", str(PTABLE), "--out", str(tmp_path / "cells.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err

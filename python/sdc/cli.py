@@ -308,8 +308,8 @@ def _run_suppress(args: argparse.Namespace) -> int:
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:
-    from .files import csv_field, write_text_atomically
-    from .suppression.pipeline import check_output_path, read_csv_rows
+    from .files import csv_field, read_csv_rows, write_text_atomically
+    from .suppression.pipeline import check_output_path
     from .suppression.sas_anon import anonymise, text_of
 
     rows = read_csv_rows(args.input, "input file")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import tempfile
 from pathlib import Path
@@ -27,3 +29,19 @@ def csv_field(value) -> str:
     """A value as a CSV field: empty for None, quoted when it holds a comma or a quote."""
     text = "" if value is None else str(value)
     return '"' + text.replace('"', '""') + '"' if "," in text or '"' in text else text
+
+
+def read_csv_rows(path, what: str) -> list[dict]:
+    """The rows of a UTF-8 CSV file as dicts, with one-line errors for a missing file, a folder or bytes
+    that are not UTF-8."""
+    path = Path(path)
+    if path.is_dir():
+        raise SdcError(f"{what} {path} is a folder")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise SdcError(f"{what} not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise SdcError(f"{what} {path} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
+                       f"{exc.start}); save it as UTF-8") from None
+    return list(csv.DictReader(io.StringIO(text, newline="")))

@@ -4,21 +4,21 @@ total), or the level format of sdcHierarchies/sdcTable ``dim, level, name`` with
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from .errors import SdcError
+from .files import read_csv_rows
 
 
 def read_hierarchy(path: str | Path) -> list[tuple[str, str, str]]:
     """Rows (dimension, code, parent) from either format; checks one root per dimension."""
     path = Path(path)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise SdcError(f"hierarchy file not found: {path}") from None
-    header = set(rows[0]) if rows else set()
+    read = read_csv_rows(path, "hierarchy file")
+    rows = [r for r in read if any((v or "").strip() for v in r.values() if isinstance(v, str))]
+    if not rows:
+        header = path.read_text(encoding="utf-8-sig").strip()
+        raise SdcError(f"hierarchy file {path} has no rows" + (" below its header" if header else ""))
+    header = set(rows[0])
     if {"dimension", "code", "parent"} <= header:
         out = [(r["dimension"].strip(), r["code"].strip(), (r["parent"] or "").strip()) for r in rows]
     elif {"dim", "level", "name"} <= header:

@@ -12,8 +12,6 @@ not of the suppressed value or frequency.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import tempfile
 from pathlib import Path
@@ -26,7 +24,7 @@ from ..conventions import TOTAL_LABEL
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
-from ..files import csv_field, write_text_atomically
+from ..files import csv_field, read_csv_rows, write_text_atomically
 from ..scratch import scratch_project, write_hierarchy_seed
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
 from .heuristic import heuristic_pattern
@@ -186,40 +184,6 @@ def check_output_path(out) -> None:
         raise SdcError(f"cannot write {out}: folder {folder} does not exist")
 
 
-def _read_hierarchy(path):
-    """read_hierarchy, with one-line errors for a file that is a folder, is not UTF-8 or has no rows."""
-    path = Path(path)
-    if path.is_dir():
-        raise SdcError(f"hierarchy file {path} is a folder")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise SdcError(f"hierarchy file not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise SdcError(f"hierarchy file {path} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at "
-                       f"offset {exc.start}); save it as UTF-8") from None
-    rows = [row for row in csv.reader(text.splitlines()) if any(field.strip() for field in row)]
-    if len(rows) < 2:
-        raise SdcError(f"hierarchy file {path} has no rows" + (" below its header" if rows else ""))
-    return read_hierarchy(path)
-
-
-def read_csv_rows(path, what: str) -> list[dict]:
-    """The rows of a UTF-8 CSV file as dicts, with one-line errors for a missing file, a folder or bytes
-    that are not UTF-8."""
-    path = Path(path)
-    if path.is_dir():
-        raise SdcError(f"{what} {path} is a folder")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise SdcError(f"{what} not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise SdcError(f"{what} {path} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
-                       f"{exc.start}); save it as UTF-8") from None
-    return list(csv.DictReader(io.StringIO(text, newline="")))
-
-
 def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset):
     input_path = Path(input_path)
     if input_path.is_dir():
@@ -260,7 +224,7 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
                     f"negative contribution {negative[-1]:g} in column {value!r} (cell {cell}): the rules "
                     f"{', '.join(dominance)} assume non-negative contributions; transform the variable first"
                 )
-        hierarchy = _read_hierarchy(hierarchy_path) if hierarchy_path else None
+        hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
         h = write_hierarchy_seed(project, hierarchy)
         value_arg = repr(value) if value else "none"
         holding_arg = repr(holding) if holding else "none"
@@ -334,7 +298,7 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     if len(set(keys)) != len(keys):
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise SdcError(f"{cells_path}: duplicate cell {dict(zip(dims, duplicate))}")
-    hierarchy = _read_hierarchy(hierarchy_path) if hierarchy_path else []
+    hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else []
     _check_totals(rows, dims, hierarchy, cells_path)
     relations = _relations_for(rows, dims, hierarchy_path)
     values = _numbers(rows, value_column, dims, cells_path)
@@ -412,7 +376,7 @@ def _relations_for(rows, dims, hierarchy_path):
             con.executemany(f"insert into raw.micro values ({', '.join('?' for _ in dims)})", [[r[d] for d in dims] for r in rows])
         finally:
             con.close()
-        hierarchy = _read_hierarchy(hierarchy_path) if hierarchy_path else None
+        hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
         h = write_hierarchy_seed(project, hierarchy)
         (project / "models" / "relations.sql").write_text(
             "{{ config(materialized='table') }}\n"

@@ -27,7 +27,8 @@ from sdc.conventions import (
 )
 from sdc.errors import SdcError
 from sdc.loader import load_microdata
-from sdc.publish import publish, quote_identifier, quote_literal, unpublishable
+from sdc.publish import publish, unpublishable
+from sdc.quoting import quote_identifier, quote_literal
 
 REPO = Path(__file__).resolve().parent.parent
 DBT = Path(sys.executable).parent / "dbt"

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
-import pytest
 
 from conftest import DATA, REPO
 

@@ -2,7 +2,6 @@
 the dbt macro ckm_count; what the macros refuse; how the install treats paths, locks and hostile names."""
 
 import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path

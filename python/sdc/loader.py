@@ -40,6 +40,7 @@ from .conventions import (
     RECORD_KEY_COLUMN,
 )
 from .errors import SdcError
+from .quoting import quote_literal
 
 KEY_MODES = ("random", "keyed", "existing")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -165,7 +166,7 @@ def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, fa
 def source_sql(path: Path) -> str:
     if not path.is_file():
         raise SdcError(f"input file not found: {path}")
-    literal = "'" + str(path).replace("'", "''") + "'"
+    literal = quote_literal(path)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return f"read_parquet({literal})"

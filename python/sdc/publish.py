@@ -46,6 +46,7 @@ from .conventions import (
     UNPUBLISHABLE_COLUMNS,
 )
 from .errors import SdcError
+from .quoting import quote_identifier, quote_literal
 
 PUBLISHABLE_RESOURCES = ("model", "seed", "snapshot")
 INDEX_COLUMNS = ("name", "relation", "dbt_node", "kind")
@@ -69,22 +70,6 @@ class Marked:
     @property
     def relation(self) -> str:
         return f"{self.schema}.{self.name}"
-
-
-# ------------------------------------------------------------------------------------------ quoting
-def quote_identifier(name: str) -> str:
-    """``name`` as a double-quoted SQL identifier (embedded quotes doubled); works for any name but NUL."""
-    if not isinstance(name, str) or not name or "\x00" in name:
-        raise SdcError(f"{name!r} cannot be an SQL name")
-    return '"' + name.replace('"', '""') + '"'
-
-
-def quote_literal(text: str) -> str:
-    """``text`` as a single-quoted SQL string literal (embedded quotes doubled); works for any text but NUL."""
-    text = str(text)
-    if "\x00" in text:
-        raise SdcError(f"{text!r} cannot be an SQL string")
-    return "'" + text.replace("'", "''") + "'"
 
 
 # ------------------------------------------------------------------------------------------ the command

@@ -35,6 +35,7 @@ import duckdb
 from .conventions import DEFAULT_KEY_MODULUS, INTERVAL_DECIMALS, LOAD_LOG_TABLE, PTABLE_COLUMNS, RAW_SCHEMA
 from .dbt_runner import run_dbt
 from .errors import SdcError
+from .quoting import quote_identifier
 from .ptable.formats import parse_ptable, read_ptable, render_ptable
 from .ptable.table import PTable
 from .scratch import scratch_project
@@ -60,11 +61,6 @@ class Relation:
     def label(self) -> str:
         plain = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
         return ".".join(p if plain.match(p) else quote_identifier(p) for p in (self.schema, self.name))
-
-
-def quote_identifier(name: str) -> str:
-    """A DuckDB identifier in double quotes (inner quotes doubled): safe whatever the name holds."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def install(

@@ -16,6 +16,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from ..quoting import quote_literal
+
 FACTS_CONFIG = Path(__file__).with_name("facts.yml")
 
 # (institution, Hochschulart, relative size): about the Bavarian landscape, names as in seed 002 Table 9.
@@ -86,8 +88,7 @@ def _write(path: str | Path, columns: dict[str, np.ndarray]) -> int:
     con = duckdb.connect()
     con.register("records", columns)
     fmt = "parquet" if str(path).endswith(".parquet") else "csv, header true"
-    literal = str(path).replace("'", "''")
-    con.execute(f"copy (select * from records order by id) to '{literal}' (format {fmt})")
+    con.execute(f"copy (select * from records order by id) to {quote_literal(path)} (format {fmt})")
     con.close()
     return len(columns["id"])
 

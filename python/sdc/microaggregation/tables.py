@@ -15,6 +15,7 @@ import duckdb
 import numpy as np
 
 from ..errors import SdcError
+from ..quoting import quote_literal
 from ..loader import quote, source_sql
 from .measures import column_report
 from .methods import microaggregate
@@ -74,8 +75,7 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
         fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
         os.close(fd)
         try:
-            literal = tmp.replace("'", "''")
-            con.execute(f"copy ({protected}) to '{literal}' (format {fmt})")
+            con.execute(f"copy ({protected}) to {quote_literal(tmp)} (format {fmt})")
             os.replace(tmp, out)
         except BaseException:
             os.unlink(tmp)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SdcError
+from ..quoting import quote_identifier
 from .audit import a_priori_lower, audit_pattern, default_upper
 from .pipeline import DEFAULT_TIME_LIMIT, PATTERN_COLUMNS, _group_relations, protect_cells
 
@@ -82,7 +83,7 @@ def _rows(relation, dims) -> list[dict]:
     missing = [d for d in dims if d not in names]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in the cell table (columns: {', '.join(names)})")
-    order = ", ".join(_quote(d) for d in dims)
+    order = ", ".join(quote_identifier(d) for d in dims)
     rows = [dict(zip(names, row)) for row in relation.order(order).fetchall()]
     if not rows:
         raise SdcError("the cell table is empty")
@@ -94,7 +95,7 @@ def _relations(relations, rows, dims):
     for name in ["constraint_id", *dims, "coefficient"]:
         if name not in names:
             raise SdcError(f"the relations table has no column {name!r} (made by suppression_constraints?)")
-    members = relations.select(", ".join(["constraint_id", *map(_quote, dims), "coefficient"])) \
+    members = relations.select(", ".join(["constraint_id", *map(quote_identifier, dims), "coefficient"])) \
         .order("constraint_id").fetchall()
     return _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
 
@@ -113,11 +114,8 @@ def _relation(session, columns: dict):
     name = "sdc_python_model_result"
     session.register(name, columns)
     select = ", ".join(
-        f"nullif({_quote(c)}, 'NaN'::double) as {_quote(c)}" if a.dtype.kind == "f" else _quote(c)
+        f"nullif({quote_identifier(c)}, 'NaN'::double) as {quote_identifier(c)}" if a.dtype.kind == "f" else quote_identifier(c)
         for c, a in columns.items()
     )
     return session.sql(f"select {select} from {name}")
 
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

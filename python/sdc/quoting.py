@@ -1,0 +1,24 @@
+"""Text that reaches SQL from names, codes and paths goes through these two functions (one place).
+
+Names the design allows only in a plain form are refused at the edge instead (``loader.quote``); the dbt
+macros have their twin in macros/_quoting.sql.
+"""
+
+from __future__ import annotations
+
+from .errors import SdcError
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (embedded quotes doubled); works for any name but NUL."""
+    if not isinstance(name, str) or not name or "\x00" in name:
+        raise SdcError(f"{name!r} cannot be an SQL name")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text) -> str:
+    """``text`` as a single-quoted SQL string literal (embedded quotes doubled); works for any text but NUL."""
+    text = str(text)
+    if "\x00" in text:
+        raise SdcError(f"{text!r} cannot be an SQL string")
+    return "'" + text.replace("'", "''") + "'"

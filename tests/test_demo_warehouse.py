@@ -13,6 +13,8 @@ from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
 from sdc.loader import load_microdata, read_facts_config
 from sdc.publish import publish
 
+from conftest import query
+
 REPO = Path(__file__).parent.parent
 DEMO = REPO / "demo"
 DBT = Path(sys.executable).parent / "dbt"
@@ -47,13 +49,6 @@ def demo(tmp_path_factory):
     publish(db, tmp / "publication.duckdb", tmp / "publication", manifest=tmp / "target" / "manifest.json")
     return tmp, db, result.stdout
 
-
-def query(db, sql):
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_demo_builds_and_every_data_test_passes(demo):

@@ -17,6 +17,8 @@ import pytest
 from sdc.cli import main
 from sdc.loader import load_microdata
 
+from conftest import query
+
 REPO = Path(__file__).parent.parent
 DBT = Path(sys.executable).parent / "dbt"
 
@@ -121,13 +123,6 @@ def census(tmp_path_factory):
     assert build.returncode == 0, build.stdout[-4000:]
     return tmp, root, db, build.stdout
 
-
-def query(db, sql):
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_the_package_builds_nothing_of_its_own(census):

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import ons_10_5_rule
+from conftest import ons_10_5_rule, query
 from dbt_project_helper import ScratchProject
 from sdc.cli import main
 from sdc.loader import load_microdata
@@ -53,13 +53,6 @@ def write_persons(path: Path, n: int = 500, seed: int = 2) -> None:
         for k in range(n):
             f.write(f"{k},{rng.choice('mw')},{int(rng.lognormvariate(10.3, 0.6) * 100)}\n")  # cents, about 30,000 EUR
 
-
-def query(db, sql, params=None):
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params).fetchall() if params else con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def execute(db, *statements):

@@ -23,8 +23,12 @@ def project(tmp_path_factory):
                 "from raw.persons")
     con.execute("create table raw.null_category as select id, case when id < 5 then null else sex end as sex, rk "
                 "from raw.persons")
+    # names and codes with quotes: a dimension column o'kreis, a hierarchy whose root code is Ge'samt
+    con.execute("""create table raw.quoted as select id, case when id % 2 = 0 then 'A''1' else 'B' end as "o'kreis", rk
+                   from raw.persons""")
     con.close()
-    p.sources(["persons256", "persons", "unlogged", "total_category", "null_category"])
+    p.seed("quoted_hierarchy", "dimension,code,parent\no'kreis,Ge'samt,\no'kreis,A'1,Ge'samt\no'kreis,B,Ge'samt\n")
+    p.sources(["persons256", "persons", "unlogged", "total_category", "null_category", "quoted"])
     models = {
         "ok_persons": "source('raw', 'persons'), dims=['sex', 'state']",
         "ok_persons256": "source('raw', 'persons256'), dims=['sex'], modulus=256",
@@ -33,6 +37,7 @@ def project(tmp_path_factory):
         "fails_keys_above_modulus": "source('raw', 'unlogged'), dims=['sex'], modulus=1000",
         "fails_total_category": "source('raw', 'total_category'), dims=['sex', 'state']",
         "fails_null_category": "source('raw', 'null_category'), dims=['sex']",
+        "ok_quoted": "source('raw', 'quoted'), dims=[\"o'kreis\"], hierarchy=ref('quoted_hierarchy')",
     }
     for name, arguments in models.items():
         p.model(name, f"{{{{ sdc.ckm_count({arguments}) }}}}", tags=["broken"] if name.startswith("fails") else [])
@@ -92,3 +97,14 @@ def test_modulus_that_is_not_a_number_is_a_compile_error(tmp_path):
     assert result.returncode != 0
     assert "ckm_count: modulus must be a whole number of at least 2, got 10; drop table sdc_ptable" in result.stdout
     assert not p.db.exists() or "sdc_ptable" not in str(result.stdout).split("Compilation Error")[0]
+
+
+def test_names_and_codes_with_quotes_reach_sql_quoted(project):
+    """A dimension o'kreis with a hierarchy whose root code is Ge'samt: before, both were formatted into SQL
+    between single quotes unescaped, and the build failed (or ran what the text said)."""
+    con = duckdb.connect(str(project.db), read_only=True)
+    try:
+        cells = con.execute('select "o\'kreis", original from ok_quoted order by 1').fetchall()
+    finally:
+        con.close()
+    assert cells == [("A'1", 150), ("B", 150), ("Ge'samt", 300)]

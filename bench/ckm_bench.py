@@ -5,6 +5,7 @@ For N generated microdata rows (40 regions x 20 age groups, a 0/1 fact, 8-digit 
   ckm    create table as <the SQL that dbt renders for sdc.ckm_count(..., fact='f', totals='rollup')>:
          the audit table (9 columns), and the published projection (dimensions and count)
   floor  the one pass over the microdata that any CKM needs: count and key sum per finest cell, nothing else
+  check  the audit SQL without its record-key range check (max key < M per cell), to price that check
 on the same DuckDB database, best of R runs each, and prints the ratios to plain.
 The CKM SQL is compiled by dbt once (the dbt path); timing the SQL leaves out dbt's start-up (printed
 separately as the wall time of one `dbt build`).
@@ -13,6 +14,7 @@ Usage: .venv/bin/python bench/ckm_bench.py [N ...]      (default 1e6 1e7)
 """
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -50,6 +52,16 @@ def best_of(con, sql: str) -> float:
     return min(times)
 
 
+def without_key_check(sql: str) -> str:
+    """The ckm_count SQL without the max-key aggregate and the check that no key reaches M."""
+    sql, n = re.subn(r",\s*max\([^)]*\) as max_key", "", sql)
+    sql, m = re.subn(r"\n\s*-- a key at or above M[^\n]*\n\s*and \(case when max_key >= .*? else true end\)", "", sql,
+                     flags=re.S)
+    if (n, m) != (1, 1):
+        raise SystemExit("the key check of ckm_count was not found in the compiled SQL")
+    return sql
+
+
 def main(sizes: list[int]) -> None:
     with tempfile.TemporaryDirectory(prefix="sdc-bench-") as tmp:
         project = ScratchProject(Path(tmp) / "project")
@@ -68,7 +80,7 @@ def main(sizes: list[int]) -> None:
         print(f"DuckDB {duckdb.__version__}, {os.cpu_count()} cores; best of {REPEATS} runs")
         print(f"{'rows':>12} {'cells':>6} {'plain s':>9} {'floor s':>8} {'by hand s':>10} {'audit s':>9} "
               f"{'published s':>12} {'floor/plain':>12} {'hand/plain':>11} {'audit/plain':>12} {'published/plain':>16} "
-              f"{'dbt build s':>12}")
+              f"{'dbt build s':>12} {'key check':>10}")
         for n in sizes:
             con = duckdb.connect(str(project.db))
             generate(con, n)
@@ -86,11 +98,12 @@ def main(sizes: list[int]) -> None:
             t_hand = best_of(con, by_hand)
             t_ckm = best_of(con, ckm)
             t_published = best_of(con, f'select region, age, "count" from ({ckm})')
+            t_unchecked = best_of(con, without_key_check(ckm))
             cells = con.execute("select count(*) from bench_result").fetchone()[0]
             con.close()
             print(f"{n:>12,} {cells:>6} {t_plain:>9.3f} {t_floor:>8.3f} {t_hand:>10.3f} {t_ckm:>9.3f} {t_published:>12.3f} "
                   f"{t_floor / t_plain:>12.3f} {t_hand / t_plain:>11.3f} {t_ckm / t_plain:>12.3f} "
-                  f"{t_published / t_plain:>16.3f} {dbt_seconds:>12.2f}")
+                  f"{t_published / t_plain:>16.3f} {dbt_seconds:>12.2f} {t_ckm / t_unchecked:>10.3f}")
 
 
 if __name__ == "__main__":

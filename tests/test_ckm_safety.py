@@ -40,6 +40,8 @@ def project(tmp_path_factory):
         "fails_null_category": "source('raw', 'null_category'), dims=['sex']",
         "ok_quoted": "source('raw', 'quoted'), dims=[\"o'kreis\"], hierarchy=ref('quoted_hierarchy')",
     }
+    models["fails_modulus_derived"] = "ref('stg_persons256'), dims=['sex']"
+    p.model("stg_persons256", "select * from {{ source('raw', 'persons256') }} where sex is not null")
     for name, arguments in models.items():
         p.model(name, f"{{{{ sdc.ckm_count({arguments}) }}}}", tags=["broken"] if name.startswith("fails") else [])
     result = p.dbt("build", "--exclude", "tag:broken")
@@ -63,6 +65,13 @@ def test_keys_loaded_with_256_and_a_ckm_with_the_default_modulus_is_refused_nami
 def test_modulus_argument_that_disagrees_with_the_load_is_refused(project):
     out = build(project, "fails_modulus_given")
     assert "were loaded with modulus 100000000, but the CKM uses modulus 256" in out
+
+
+def test_keys_of_another_modulus_behind_a_staging_model_stop_the_query(project):
+    """The load log cannot say which load a staging model comes from (two moduli are logged); the key sums
+    can: 150 keys below 256 cannot be the keys of 150 records under M = 10^8 (ckm_key_sum_implausible)."""
+    out = build(project, "fails_modulus_derived")
+    assert "records cannot come from record keys uniform on [0, 100000000): the keys were loaded with another modulus" in out
 
 
 def test_keys_at_or_above_the_modulus_stop_the_query(project):

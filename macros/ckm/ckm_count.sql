@@ -93,11 +93,19 @@ paired_metrics as (
     )
 ),
 
+checked_key_sums as (
+    -- the keys of n records, uniform on [0, M), sum to about n (M - 1) / 2 (ckm_key_sum_implausible): a cell
+    -- far from that was keyed for another modulus, whatever the load log says about the relation
+    select * from paired_metrics
+    where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('original', 'key_sum', modulus),
+        "'the key sum ' || cast(key_sum as varchar) || ' of a cell of ' || cast(original as varchar) || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
+),
+
 cell_keys as (
     select
         *,
         cast(key_sum % {{ modulus }} as bigint) as cell_key_int
-    from paired_metrics
+    from checked_key_sums
 ),
 
 ptable_rows as (

@@ -13,11 +13,8 @@
   keys (sum(rk), sum(rk_f)). The macros stop the query, naming the value, when
     * n is not a whole number >= 0, or key_sum is not a whole number >= 0;
     * key_sum > n (M - 1): each of the n record keys is below M;
-    * n is implausible for key_sum. Keys are uniform on [0, M), so by Hoeffding's inequality the sum S of
-      n keys satisfies P(|S - n(M-1)/2| >= t) <= 2 exp(-2 t^2 / (n (M-1)^2)). The check refuses
-      |S - n(M-1)/2| > t with t = (M-1) sqrt(n ln(2/1e-15) / 2), where that bound is 1e-15: a legitimate
-      cell is refused with probability at most 1e-15, while a sum of values passed as a count (e.g.
-      sdc_ckm(sum(income), sum(rk))) is refused because n(M-1)/2 is far from its key sum.
+    * n is implausible for key_sum (ckm_key_sum_implausible: a Hoeffding bound with false-alarm
+      probability 1e-15), e.g. a sum of values passed as a count (sdc_ckm(sum(income), sum(rk))).
   A NULL count gives NULL; a NULL key sum (sum(rk) over no records) gives 0 for the count 0, else NULL.
 
   The ptable is read at query time through the view sdc_ckm.ptable_intervals over the given relation
@@ -61,8 +58,7 @@
         ~ count_int ~ " * " ~ (m - 1) ~ " as varchar) || ' for the count n = ' || cast(n as varchar) || "
         ~ "': each of n record keys is below M = " ~ m ~ ", so the key sum does not belong to this count "
         ~ "(or the keys were loaded with another modulus)'"),
-    sdc.ckm_fail_if("abs(cast(2 * " ~ key_sum_int ~ " - " ~ count_int ~ " * " ~ (m - 1) ~ " as double)) > "
-        ~ "2 * " ~ (m - 1) ~ " * sqrt(cast(n as double) * ln(2 / 1e-15) / 2)",
+    sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('n', 'key_sum', m),
         "'sdc_ckm: the count ' || cast(n as varchar) || ' is implausible for the key sum ' || "
         ~ "cast(key_sum as varchar) || ': the keys of n records, uniform on [0, " ~ m ~ "), sum to "
         ~ "n (M - 1) / 2 = ' || cast(" ~ count_int ~ " * " ~ (m - 1) ~ " // 2 as varchar) || ' +- ' || "

@@ -69,6 +69,13 @@ MODELS = {
     "staging/stg_persons.sql": "select * from {{ source('raw', 'persons') }}\n",
     "other/raw_counts.sql": "select sex, count(*) as n from {{ source('raw', 'persons') }} group by 1\n",
     "other/counts_from_staging.sql": "select sex, count(*) as n from {{ ref('stg_persons') }} group by 1\n",
+    # the original behind a new name, read from the audit relation (found by a new user)
+    "other/renamed_original.sql": "select sex, region, original as persons from {{ ref('ckm_persons') }}\n",
+    # a protection step beside raw data: two parents
+    "other/published_union_raw.sql": "{{ sdc.ckm_published(ref('ckm_persons')) }}\nunion all\n"
+                                     "select sex, region, 1 from {{ source('raw', 'persons') }}\n",
+    # a BI view on a protected model: allowed
+    "other/bi_view.sql": "select * from {{ ref('persons_by_sex_region') }} where sex = 'm'\n",
 }
 PUBLISHED = ["persons_by_sex_region", "persons_view"]
 
@@ -250,17 +257,35 @@ def test_a_tagged_relation_built_on_raw_microdata_without_protection_is_refused(
     assert not (tmp_path / "pub.duckdb").exists() and no_temp_files(tmp_path)
 
 
+@pytest.mark.parametrize("model, message", [
+    ("renamed_original", "relation main.renamed_original .* reads the audit relation ckm_persons, which holds the "
+                         "original values, without a protection step .*: renamed_original <- ckm_persons$"),
+    ("published_union_raw", "relation main.published_union_raw .* (reads the audit relation ckm_persons|"
+                            "reaches raw microdata, source raw.persons)"),
+])
+def test_originals_behind_a_new_name_or_beside_a_protection_step_are_refused(built, tmp_path, model, message):
+    """Before, a model reading ckm_count's relation counted as protected: `original as persons` was published."""
+    with pytest.raises(SdcError, match=message):
+        publish(built.db, tmp_path / "pub.duckdb", manifest=edited_manifest(built, tmp_path, tag=(model,)))
+    assert not (tmp_path / "pub.duckdb").exists()
+
+
+def test_a_view_on_a_protected_model_is_published(built, tmp_path):
+    manifest = edited_manifest(built, tmp_path, tag=("bi_view",))
+    assert publish(built.db, tmp_path / "pub.duckdb", manifest=manifest) == sorted(PUBLISHED + ["bi_view"])
+
+
 def test_lineage_counts_a_protection_macro_called_through_a_project_macro(tmp_path):
     db, _ = hand_made(tmp_path, {"t": "select 'm' as sex, 3 as count"})
     source = {"source.p.raw.persons": {"resource_type": "source", "source_name": "raw", "name": "persons"}}
-    wrapped = node("t", macros=["macro.p.my_count"], parents=["source.p.raw.persons"])
-    macros = {"macro.p.my_count": {"depends_on": {"macros": ["macro.sdc.ckm_count"]}}}
-    assert publish(db, tmp_path / "a.duckdb", manifest=write_manifest(tmp_path / "a.json", {"model.p.t": wrapped},
-                                                                       source, macros)) == ["t"]
-    macros = {"macro.p.my_count": {"depends_on": {"macros": ["macro.dbt.something"]}}}
-    with pytest.raises(SdcError, match="reaches raw microdata, source raw.persons"):
-        publish(db, tmp_path / "b.duckdb", manifest=write_manifest(tmp_path / "b.json", {"model.p.t": wrapped},
-                                                                     source, macros))
+    audit = node("audit", "audit", tags=(), macros=["macro.sdc.ckm_count"], parents=["source.p.raw.persons"])
+    wrapped = node("t", macros=["macro.p.my_publish"], parents=["model.p.audit"])
+    nodes = {"model.p.t": wrapped, "model.p.audit": audit}
+    macros = {"macro.p.my_publish": {"depends_on": {"macros": ["macro.sdc.ckm_published"]}}}
+    assert publish(db, tmp_path / "a.duckdb", manifest=write_manifest(tmp_path / "a.json", nodes, source, macros)) == ["t"]
+    macros = {"macro.p.my_publish": {"depends_on": {"macros": ["macro.dbt.something"]}}}
+    with pytest.raises(SdcError, match="reads the audit relation audit"):
+        publish(db, tmp_path / "b.duckdb", manifest=write_manifest(tmp_path / "b.json", nodes, source, macros))
     tagged_source = dict(source)
     tagged_source["source.p.raw.persons"] = dict(source["source.p.raw.persons"], tags=["sdc_publish"])
     with pytest.raises(SdcError, match="source source.p.raw.persons is tagged sdc_publish: a source is raw data"):
@@ -270,14 +295,15 @@ def test_lineage_counts_a_protection_macro_called_through_a_project_macro(tmp_pa
 
 def test_a_tagged_audit_relation_is_refused_naming_the_column(built, tmp_path):
     manifest = edited_manifest(built, tmp_path, tag=("ckm_persons",))
-    with pytest.raises(SdcError, match="relation main_audit.ckm_persons .* carries column 'original', which undoes"):
+    with pytest.raises(SdcError, match="relation main_audit.ckm_persons .* is an audit relation: it holds the original"):
         publish(built.db, tmp_path / "pub.duckdb", manifest=manifest)
 
 
 @pytest.mark.parametrize("column", [*CKM_AUDIT_COLUMNS, "rk", "rk_f_students", *SUPPRESSION_AUDIT_COLUMNS, "top_1",
                                     "top_12", "feasible_lower", "required_upper", "RK", "Noise"])
 def test_a_column_that_undoes_the_protection_is_refused(tmp_path, column):
-    db, manifest = hand_made(tmp_path, {"cells": f"select 'a' as dim, 3 as count, 7 as {quote_identifier(column)}"})
+    # status, rule, lower and upper are refused beside a suppression column (here freq)
+    db, manifest = hand_made(tmp_path, {"cells": f"select 'a' as dim, 3 as freq, 7 as {quote_identifier(column)}"})
     with pytest.raises(SdcError, match=f"relation protected.cells .* carries column '{column}'"):
         publish(db, tmp_path / "pub.duckdb", manifest=manifest)
     assert not (tmp_path / "pub.duckdb").exists()
@@ -287,6 +313,15 @@ def test_publishable_column_names():
     assert not any(unpublishable(c) for c in ["count", "sex", "value", "freq", "published_text", "top", "topic",
                                               "top_x", "risk", "original_code"])
     assert all(unpublishable(c) for c in ["rk", "rk_x", "cell_key", "top_3", "feasible_x", "required_x", "Status"])
+    # a census dimension called status is not a suppression status (reviewer's finding)
+    assert not unpublishable("status", ["state", "status", "count"])
+    assert unpublishable("status", ["state", "status", "published_text"])
+    assert unpublishable("Rule", ["dim", "Rule", "protection_lower"])
+
+
+def test_a_table_with_a_dimension_called_status_is_published(tmp_path):
+    db, manifest = hand_made(tmp_path, {"employment": "select 'employed' as status, 'm' as sex, 7 as count"})
+    assert publish(db, tmp_path / "pub.duckdb", manifest=manifest) == ["employment"]
 
 
 SUPPRESSED_OK = ("select * from (values ('a', 5, '5'), ('b', null, 'x'), ('Total', 9, '9'), ('c', null, '3-8'), "
@@ -636,3 +671,19 @@ def test_the_oldest_supported_client_reads_every_published_table(built, tmp_path
     assert old["version"] == OLDEST_CLIENT and new["version"] == duckdb.__version__
     assert sorted(old["tables"]) == ["main.persons_by_sex_region", "main.persons_view", "sdc_publication.relations"]
     assert old["tables"] == new["tables"] and all(old["tables"].values())
+
+
+def test_nothing_is_published_after_a_failed_dbt_run(built, tmp_path, capsys):
+    """Found by a new user: a build that failed on one model left the old tables, and sdc publish shipped them
+    (the same cell with two values across tables). dbt's run_results.json beside the manifest says so."""
+    manifest = edited_manifest(built, tmp_path)
+    results = {"results": [{"unique_id": "model.pubtest.persons_by_sex_region", "status": "success"},
+                           {"unique_id": "model.pubtest.ckm_persons", "status": "error"}]}
+    (tmp_path / "run_results.json").write_text(json.dumps(results))
+    code = main(["publish", "--db", str(built.db), "--manifest", str(manifest), "--out", str(tmp_path / "pub.duckdb")])
+    assert code == 2
+    assert "did not succeed: 1 node(s) failed or were skipped, first model.pubtest.ckm_persons" in capsys.readouterr().err
+    assert not (tmp_path / "pub.duckdb").exists()
+    results["results"][1]["status"] = "success"
+    (tmp_path / "run_results.json").write_text(json.dumps(results))
+    assert publish(built.db, tmp_path / "pub.duckdb", manifest=manifest) == PUBLISHED

@@ -82,9 +82,13 @@ DBT_SETTINGS: dict[str, object] = {
 # ------------------------------------------------------------------------------------------ publication
 # `sdc publish` copies exactly the dbt relations (models, views, seeds, snapshots) with this tag.
 PUBLISH_TAG: str = "sdc_publish"
-# A tagged relation whose lineage reaches a dbt source must pass a node that calls one of these macros.
-PROTECTION_MACROS: tuple[str, ...] = (
-    "macro.sdc.ckm_count", "macro.sdc.ckm_published", "macro.sdc.suppression_published",
+# The protection step: a node that calls one of these macros on exactly one parent relation. Every path from
+# a tagged relation up to a dbt source or to an audit relation must pass one.
+PROTECTION_MACROS: tuple[str, ...] = ("macro.sdc.ckm_published", "macro.sdc.suppression_published")
+# Audit relations hold original values (counts, sums, contributions) next to their protection.
+AUDIT_MACROS: tuple[str, ...] = (
+    "macro.sdc.ckm_count", "macro.sdc.suppression_cells", "macro.sdc.suppression_cells_from_aggregate",
+    "macro.sdc.suppression_primary",
 )
 # Columns of the suppression layers that undo the protection (the status and rule of a cell, its protection
 # levels and audit bounds, its contributors and largest contributions): never published.
@@ -97,6 +101,10 @@ SUPPRESSION_AUDIT_PREFIXES: tuple[str, ...] = ("feasible_", "required_")
 # Every column name `sdc publish` refuses; also the record key's key facts (KEY_FACT_PREFIX), top_<n> and the
 # prefixes above. Compared without regard to case (DuckDB names are case-insensitive).
 UNPUBLISHABLE_COLUMNS: tuple[str, ...] = CKM_AUDIT_COLUMNS + (RECORD_KEY_COLUMN,) + SUPPRESSION_AUDIT_COLUMNS
+# Of these, names that are also ordinary dimensions (a census "status"): refused only in a relation of the
+# suppression layers, i.e. one that also has published_text, freq or another suppression column.
+SUPPRESSION_COLUMNS_ALSO_DIMENSIONS: tuple[str, ...] = ("status", "rule", "lower", "upper")
+SUPPRESSION_LAYER_COLUMNS: tuple[str, ...] = ("published_text", "freq")
 # A suppression publication shows each cell as text: its value, or a mark / interval where suppressed
 # (then the value column must be NULL).
 PUBLISHED_TEXT_COLUMN: str = "published_text"

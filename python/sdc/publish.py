@@ -6,8 +6,9 @@ writes a separate file that holds copies of exactly the relations a dbt project 
 ``target/manifest.json``; views are materialised, so nothing in the publication reaches back into the
 warehouse. It refuses
 
-* a tagged relation whose lineage (the manifest's ``depends_on.nodes``) reaches a dbt source without
-  passing a node that calls a protection macro (conventions.PROTECTION_MACROS): raw microdata;
+* a tagged relation whose lineage (the manifest's ``depends_on.nodes``) reaches a dbt source or an audit
+  relation (conventions.AUDIT_MACROS: it holds the originals) without passing a protection step, a node
+  that calls conventions.PROTECTION_MACROS on exactly one parent relation;
 * a tagged relation with a column that undoes the protection (conventions.UNPUBLISHABLE_COLUMNS, key
   facts ``rk_*``, ``top_<n>``, ``feasible_*``, ``required_*``), or with the true value of a suppressed cell
   (a row whose ``published_text`` is a mark or an interval, while a value column is not NULL).
@@ -33,6 +34,7 @@ from pathlib import Path
 import duckdb
 
 from .conventions import (
+    AUDIT_MACROS,
     KEY_FACT_PREFIX,
     PARQUET_MARKER_FILE,
     PROTECTION_MACROS,
@@ -42,6 +44,8 @@ from .conventions import (
     PUBLISH_TAG,
     PUBLISHED_TEXT_COLUMN,
     SUPPRESSION_AUDIT_PREFIXES,
+    SUPPRESSION_COLUMNS_ALSO_DIMENSIONS,
+    SUPPRESSION_LAYER_COLUMNS,
     TOP_CONTRIBUTION_PREFIX,
     UNPUBLISHABLE_COLUMNS,
 )
@@ -94,6 +98,7 @@ def publish(
     previous = _check_parquet_folder(folder) if folder is not None else None
     manifest_path = Path(manifest) if manifest is not None else Path(project_dir or ".") / "target" / "manifest.json"
     marked = _marked_relations(_read_manifest(manifest_path, given=manifest is not None), manifest_path)
+    _check_last_run(manifest_path.with_name("run_results.json"))
     if folder is not None:
         _check_file_names(marked, folder, previous, out)
 
@@ -289,6 +294,24 @@ def _read_manifest(path: Path, given: bool) -> dict:
     return manifest
 
 
+FAILED_STATUSES = ("error", "fail", "runtime error", "skipped")
+
+
+def _check_last_run(path: Path) -> None:
+    """dbt's run results beside the manifest: after a build with errors, the warehouse holds old relations next
+    to new ones (the same cell with two values across tables), so nothing is published."""
+    if not path.is_file():
+        return
+    try:
+        results = json.loads(path.read_text(encoding="utf-8")).get("results") or []
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+        raise SdcError(f"{path} is not a dbt run result ({exc})") from None
+    failed = [r.get("unique_id", "?") for r in results if str(r.get("status", "")).lower() in FAILED_STATUSES]
+    if failed:
+        raise SdcError(f"the last dbt run ({path}) did not succeed: {len(failed)} node(s) failed or were skipped, "
+                       f"first {failed[0]}; fix it and run dbt build before publishing")
+
+
 def _tags(node: dict) -> set[str]:
     tags: set[str] = set()
     for value in (node.get("tags"), (node.get("config") or {}).get("tags")):
@@ -331,37 +354,47 @@ def _marked_relations(manifest: dict, path: Path) -> list[Marked]:
 
 
 def _check_lineage(manifest: dict, marked: Marked) -> None:
-    """Refuses a path from the marked node up to a dbt source that passes no node calling a protection macro."""
+    """Refuses a path from the marked node up to a dbt source, or to an audit relation (it holds the original
+    values), that passes no protection step: a node that calls sdc.ckm_published or sdc.suppression_published
+    on exactly one parent relation (a second parent, e.g. a union with raw data, would bypass it)."""
     nodes, sources = manifest["nodes"], manifest.get("sources") or {}
+    steps_named = ", ".join(m.split(".", 1)[1] for m in PROTECTION_MACROS)
     seen: set[str] = set()
     stack = [(marked.node_id, [marked.node_id])]
     while stack:
         node_id, path = stack.pop()
+        route = " <- ".join(nodes[n].get("name", n) if n in nodes else n for n in path[:-1])
         if node_id in sources:
             source = sources[node_id]
             name = f"{source.get('source_name', '?')}.{source.get('name', '?')}"
-            steps = " <- ".join(nodes[n].get("name", n) if n in nodes else n for n in path[:-1])
             raise SdcError(f"relation {marked.relation} ({marked.node_id}) reaches raw microdata, source {name}, "
-                           f"without a protection step ({', '.join(m.split('.', 1)[1] for m in PROTECTION_MACROS)}): "
-                           f"{steps} <- source {name}")
+                           f"without a protection step ({steps_named}): {route} <- source {name}")
         if node_id in seen or node_id not in nodes:
             continue
         seen.add(node_id)
-        node = nodes[node_id]
-        depends = node.get("depends_on") or {}
-        if _calls_protection(manifest, depends.get("macros") or []):
+        depends = nodes[node_id].get("depends_on") or {}
+        macros, parents = depends.get("macros") or [], depends.get("nodes") or []
+        if _calls(manifest, macros, PROTECTION_MACROS) and len(parents) == 1 and parents[0] not in sources:
             continue
-        for parent in depends.get("nodes") or []:
+        if _calls(manifest, macros, AUDIT_MACROS) and node_id == marked.node_id:
+            raise SdcError(f"relation {marked.relation} ({marked.node_id}) is an audit relation: it holds the original "
+                           f"values; publish a model that calls {steps_named} on it instead")
+        if _calls(manifest, macros, AUDIT_MACROS):
+            name = nodes[node_id].get("name", node_id)
+            raise SdcError(f"relation {marked.relation} ({marked.node_id}) reads the audit relation {name}, which holds "
+                           f"the original values, without a protection step ({steps_named}): "
+                           + " <- ".join(nodes[n].get("name", n) for n in path))
+        for parent in parents:
             stack.append((parent, path + [parent]))
 
 
-def _calls_protection(manifest: dict, macros: list[str]) -> bool:
-    """True if any of ``macros`` is, or calls (through the manifest's macro dependencies), a protection macro."""
+def _calls(manifest: dict, macros: list[str], targets: tuple[str, ...]) -> bool:
+    """True if any of ``macros`` is, or calls (through the manifest's macro dependencies), one of ``targets``."""
     known = manifest.get("macros") or {}
     stack, seen = list(macros), set()
     while stack:
         macro = stack.pop()
-        if macro in PROTECTION_MACROS:
+        if macro in targets:
             return True
         if macro in seen:
             continue
@@ -396,9 +429,14 @@ def _find_relation(con, m: Marked, db: Path) -> str:
     return "table" if rows[0][0] == "BASE TABLE" else "view"
 
 
-def unpublishable(column: str) -> bool:
-    """True for a column name that undoes the protection (conventions.UNPUBLISHABLE_COLUMNS and families)."""
+def unpublishable(column: str, columns: list[str] | None = None) -> bool:
+    """True for a column name that undoes the protection (conventions.UNPUBLISHABLE_COLUMNS and families) in a
+    relation with ``columns``: status, rule, lower and upper only beside a suppression column."""
     name = column.lower()
+    if name in SUPPRESSION_COLUMNS_ALSO_DIMENSIONS and columns is not None:
+        others = {c.lower() for c in columns} - {name}
+        return any(o in SUPPRESSION_LAYER_COLUMNS or (o not in SUPPRESSION_COLUMNS_ALSO_DIMENSIONS and unpublishable(o))
+                   for o in others)
     if name in UNPUBLISHABLE_COLUMNS or name.startswith(KEY_FACT_PREFIX) or name.startswith(SUPPRESSION_AUDIT_PREFIXES):
         return True
     return name.startswith(TOP_CONTRIBUTION_PREFIX) and name[len(TOP_CONTRIBUTION_PREFIX):].isdigit()
@@ -409,7 +447,7 @@ def _publishable_columns(con, m: Marked) -> list[str]:
         "select column_name from information_schema.columns where table_catalog = current_database() "
         "and lower(table_schema) = lower(?) and lower(table_name) = lower(?) order by ordinal_position",
         [m.schema, m.name]).fetchall()]
-    refused = [c for c in columns if unpublishable(c)]
+    refused = [c for c in columns if unpublishable(c, columns)]
     if refused:
         raise SdcError(f"relation {m.relation} ({m.node_id}) carries column {refused[0]!r}, which undoes the protection "
                        f"(record keys, CKM audit columns and suppression internals are never published); "

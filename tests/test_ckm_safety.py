@@ -38,6 +38,8 @@ def project(tmp_path_factory):
         "fails_keys_above_modulus": "source('raw', 'unlogged'), dims=['sex'], modulus=1000",
         "fails_total_category": "source('raw', 'total_category'), dims=['sex', 'state']",
         "fails_null_category": "source('raw', 'null_category'), dims=['sex']",
+        "fails_hierarchy_case": "source('raw', 'quoted'), dims=[\"O'Kreis\"], hierarchy=ref('quoted_hierarchy')",
+        "fails_hierarchy_other_dims": "source('raw', 'persons'), dims=['sex'], hierarchy=ref('quoted_hierarchy')",
         "ok_quoted": "source('raw', 'quoted'), dims=[\"o'kreis\"], hierarchy=ref('quoted_hierarchy')",
     }
     models["fails_modulus_derived"] = "ref('stg_persons256'), dims=['sex']"
@@ -110,3 +112,11 @@ def test_names_and_codes_with_quotes_reach_sql_quoted(project):
     between single quotes unescaped, and the build failed (or ran what the text said)."""
     cells = query(project.db, 'select "o\'kreis", original from ok_quoted order by 1')
     assert cells == [("A'1", 150), ("B", 150), ("Ge'samt", 300)]
+
+
+def test_a_hierarchy_for_none_of_the_dimensions_or_spelt_otherwise_is_refused(project):
+    """Found by a new user: dims=['State'] with a hierarchy of 'state' built a flat table labelled Total."""
+    out = build(project, "fails_hierarchy_other_dims")
+    assert "has none of the dimensions sex (it has: o'kreis); leave hierarchy= out for flat dimensions" in out
+    out = build(project, "fails_hierarchy_case")
+    assert "has dimension 'o'kreis', not 'O'Kreis': spell the dimension the same way in both" in out

@@ -5,6 +5,7 @@
   Hierarchies must be balanced (every leaf at the same depth); anything else is an error naming the codes.
 #}
 {% macro ckm_dimension_levels(dims, hierarchy, totals) %}
+{%- do sdc.ckm_check_hierarchy_dimensions(dims, hierarchy) -%}
 {%- set result = {} -%}
 {%- for dim in dims -%}
   {%- set shape = sdc.ckm_hierarchy_shape(hierarchy, dim) if hierarchy is not none else none -%}
@@ -80,4 +81,20 @@ where h{{ depth }}.dimension = {{ sdc.sql_string(dim) }}
   and cast(h{{ depth }}.code as varchar) not in (
       select cast(parent as varchar) from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }} and parent is not null
   )
+{% endmacro %}
+
+
+{% macro ckm_check_hierarchy_dimensions(dims, hierarchy) %}
+{#- a hierarchy given for none of the dims, or for a dim spelt another way (State for state), is a mistake:
+    the dimension would silently be flat, its levels missing and its total labelled Total -#}
+{%- if hierarchy is none or not execute -%}{{ return(none) }}{%- endif -%}
+{%- set known = run_query('select distinct cast(dimension as varchar) from ' ~ hierarchy ~ ' order by 1').columns[0].values() | list -%}
+{%- for dim in dims if dim not in known -%}
+  {%- for other in known if other | lower == dim | lower -%}
+    {{ exceptions.raise_compiler_error("the hierarchy " ~ hierarchy ~ " has dimension '" ~ other ~ "', not '" ~ dim ~ "': spell the dimension the same way in both") }}
+  {%- endfor -%}
+{%- endfor -%}
+{%- if dims | select('in', known) | list | length == 0 -%}
+  {{ exceptions.raise_compiler_error("the hierarchy " ~ hierarchy ~ " has none of the dimensions " ~ (dims | join(', ')) ~ " (it has: " ~ (known | join(', ')) ~ "); leave hierarchy= out for flat dimensions") }}
+{%- endif -%}
 {% endmacro %}

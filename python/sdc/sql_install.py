@@ -32,7 +32,7 @@ from pathlib import Path
 
 import duckdb
 
-from .conventions import DEFAULT_KEY_MODULUS, INTERVAL_DECIMALS, LOAD_LOG_TABLE, PTABLE_COLUMNS, RAW_SCHEMA
+from .conventions import DEFAULT_KEY_MODULUS, LOAD_LOG_TABLE, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES, RAW_SCHEMA
 from .dbt_runner import run_dbt
 from .errors import SdcError
 from .quoting import quote_identifier
@@ -143,8 +143,7 @@ def _execute(con: duckdb.DuckDBPyConnection, statements: tuple[str, ...], file_t
 
 
 def _copy_ptable(con: duckdb.DuckDBPyConnection, table: PTable) -> None:
-    exact = f"decimal({INTERVAL_DECIMALS + 1},{INTERVAL_DECIMALS})"
-    types = {"i": "integer", "j": "integer", "p": exact, "v": "integer", "p_int_lb": exact, "p_int_ub": exact}
+    types = PTABLE_SEED_COLUMN_TYPES
     with tempfile.TemporaryDirectory(prefix="sdc-sql-") as tmp:
         path = Path(tmp) / "ptable.csv"
         path.write_text(render_ptable(table))

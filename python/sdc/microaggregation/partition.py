@@ -47,21 +47,12 @@ def group_moments(values: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, n
     return values[starts] + shift, variance, sizes
 
 
-def window_sse(values: np.ndarray, k: int) -> dict[int, np.ndarray]:
-    """Sum of squared deviations from the window mean of every window of s = k..2k-1 sorted values,
-    keyed by s (entry i: the window starting at i). Computed from differences to the window's first
-    value, so values around 10^8 (incomes in cents) keep their precision; global prefix sums of
-    squares would pass 2^53 and cancel catastrophically."""
-    out = {s: sse.copy() for s, sse in _window_sse_steps(values, k)}
-    if k == 1:
-        out[1] = np.zeros(len(values))
-    return out
-
-
 def _window_sse_steps(values: np.ndarray, k: int):
-    """window_sse one s at a time, in place: yields s and the SSE of the windows of s (a view into a
-    buffer that the next step overwrites). The same operations in the same order as s1 = s1[:m] + d,
-    s2 = s2[:m] + d * d, max(s2 - s1 * s1 / s, 0): the same doubles."""
+    """Sum of squared deviations from the window mean of every window of s = 2..2k-1 sorted values, one s at a
+    time, in place: yields s and the SSEs (entry i: the window starting at i; a view into a buffer that the next
+    step overwrites). Computed from differences to the window's first value (s1 = s1[:m] + d,
+    s2 = s2[:m] + d * d, max(s2 - s1 * s1 / s, 0)), so values around 10^8 (incomes in cents) keep their
+    precision; global prefix sums of squares would pass 2^53 and cancel catastrophically."""
     n = len(values)
     s1 = np.zeros(n)
     s2 = np.zeros(n)

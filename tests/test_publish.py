@@ -558,7 +558,7 @@ def test_a_locked_warehouse_is_one_line_and_exit_2(built, tmp_path, capsys):
         holder.kill()
         holder.wait()
     err = capsys.readouterr().err
-    assert err.startswith(f"sdc publish: error: cannot open the warehouse {db} read-only: IO Error: ")
+    assert err.startswith(f"sdc publish: error: cannot open the warehouse {db}: another process is using it (IO Error: ")
     assert err.count("\n") == 1 and "lock" in err
     assert no_temp_files(tmp_path) and not (tmp_path / "pub.duckdb").exists()
     # a previous publication that a program holds open for writing is left alone, in one line too

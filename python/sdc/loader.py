@@ -39,6 +39,7 @@ from .conventions import (
     RAW_SCHEMA,
     RECORD_KEY_COLUMN,
 )
+from .database import connect
 from .errors import SdcError
 from .quoting import quote_literal
 
@@ -123,23 +124,6 @@ def load_microdata(
         if con is not db:
             con.close()
     return report
-
-
-def connect(db: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """A connection to the DuckDB file ``db``; a missing folder or a file that another process holds open
-    (DuckDB allows one writer) is an SdcError naming the file."""
-    path = Path(db)
-    if not path.parent.is_dir():
-        raise SdcError(f"cannot open {db}: folder {path.parent} does not exist")
-    if read_only and not path.is_file():
-        raise SdcError(f"database file not found: {db}")
-    try:
-        return duckdb.connect(str(path), read_only=read_only)
-    except duckdb.Error as exc:
-        message = str(exc).splitlines()[0]
-        if "lock" in message.lower():
-            raise SdcError(f"cannot open {db}: another process is using it ({message})") from None
-        raise SdcError(f"cannot open {db}: {message}") from None
 
 
 def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts) -> None:

@@ -49,6 +49,7 @@ from .conventions import (
     TOP_CONTRIBUTION_PREFIX,
     UNPUBLISHABLE_COLUMNS,
 )
+from .database import connect, first_line, is_numeric_type
 from .errors import SdcError
 from .quoting import quote_identifier, quote_literal
 
@@ -58,9 +59,6 @@ TEMP_PREFIX = ".sdc-publish-"
 MARKER_WRITER = "sdc publish"
 # a relation's file name in the Parquet folder: letters, digits, _ - . ; not starting with a dot
 MAX_FILE_NAME = 200
-NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-                 "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
-
 
 @dataclass(frozen=True)
 class Marked:
@@ -185,7 +183,7 @@ def _is_publication(path: Path) -> bool:
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:  # locked by a writer, or written by a newer DuckDB
-        raise SdcError(f"cannot read --out {path} to check that sdc publish wrote it: {_first_line(exc)}") from None
+        raise SdcError(f"cannot read --out {path} to check that sdc publish wrote it: {first_line(exc)}") from None
     try:
         names = [r[0] for r in con.execute(
             "select column_name from duckdb_columns() where database_name = current_database() "
@@ -405,10 +403,7 @@ def _calls(manifest: dict, macros: list[str], targets: tuple[str, ...]) -> bool:
 
 # ------------------------------------------------------------------------------------------ the warehouse
 def _open_warehouse(db: Path) -> duckdb.DuckDBPyConnection:
-    try:
-        return duckdb.connect(str(db), read_only=True)
-    except duckdb.Error as exc:
-        raise SdcError(f"cannot open the warehouse {db} read-only: {_first_line(exc)}") from None
+    return connect(db, read_only=True, what="the warehouse")
 
 
 def _check_catalog(con, marked: list[Marked], db: Path, manifest_path: Path) -> None:
@@ -478,7 +473,7 @@ def _check_published_text(con, alias: str, m: Marked) -> None:
         if column == text:
             continue
         c = quote_identifier(column)
-        if kind.upper() in NUMERIC_TYPES or kind.upper().startswith("DECIMAL("):
+        if is_numeric_type(kind):
             differs = f"({c} is null or abs(cast({c} as double) - {shown}) > 1e-6 * greatest(1, abs(cast({c} as double))))"
         elif any_published and kind.upper() == "VARCHAR":
             differs = f"({c} is distinct from {quote_identifier(text)})"
@@ -510,8 +505,6 @@ def _execute(con, sql: str, what: str) -> None:
     try:
         con.execute(sql)
     except duckdb.Error as exc:
-        raise SdcError(f"{what}: {_first_line(exc)}") from None
+        raise SdcError(f"{what}: {first_line(exc)}") from None
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

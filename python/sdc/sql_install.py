@@ -34,6 +34,7 @@ import duckdb
 
 from .conventions import DEFAULT_KEY_MODULUS, LOAD_LOG_TABLE, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES, RAW_SCHEMA
 from .dbt_runner import run_dbt
+from .database import connect
 from .errors import SdcError
 from .quoting import quote_identifier
 from .ptable.formats import parse_ptable, read_ptable, render_ptable
@@ -106,12 +107,7 @@ def install(
 def _open(db: Path) -> duckdb.DuckDBPyConnection:
     if not db.exists():
         raise SdcError(f"database file not found: {db}; sdc sql install adds macros to an existing warehouse")
-    if not db.is_file():
-        raise SdcError(f"--db {db} is not a file")
-    try:
-        return duckdb.connect(str(db))
-    except duckdb.Error as exc:
-        raise SdcError(f"cannot open {db}: {_one_line(exc)}") from None
+    return connect(db, must_exist=True)
 
 
 def _one_line(exc: Exception) -> str:

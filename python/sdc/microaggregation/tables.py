@@ -14,15 +14,12 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from ..database import connect, is_numeric_type
 from ..errors import SdcError
 from ..quoting import quote_literal
 from ..loader import quote, source_sql
 from .measures import column_report
 from .methods import microaggregate
-
-NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-                 "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL")
-
 
 def microaggregate_table(db, table: str, columns: list[str], k: int, method: str, *, out_table: str | None = None,
                          id_column: str | None = None, replacement: str | None = None,
@@ -32,10 +29,7 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
     target = _qualified(out_table or f"{table}_microaggregated")
     if target == source:
         raise SdcError("the protected copy must not replace its source table; give another --out-table")
-    try:
-        con = duckdb.connect(str(db))
-    except duckdb.Error as exc:
-        raise SdcError(f"cannot open {db}: {str(exc).splitlines()[0]}") from None
+    con = connect(db, must_exist=True)
     try:
         exists = con.execute("select count(*) from duckdb_tables() where schema_name = ? and table_name = ?",
                              _parts(table)).fetchone()[0]
@@ -100,7 +94,7 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
         if name not in types:
             raise SdcError(f"column {name!r} is not in {where} (columns: {', '.join(types)})")
     for name in columns:
-        if types[name] not in NUMERIC_TYPES and not types[name].startswith("DECIMAL"):
+        if not is_numeric_type(types[name]):
             raise SdcError(f"column {name!r} of {where} is {types[name]}, not numeric")
     if len(set(columns)) != len(columns):
         raise SdcError("a column is named twice")

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..dbt_runner import run_dbt
 from ..conventions import TOTAL_LABEL
+from ..database import is_numeric_type
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
@@ -206,7 +207,7 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
         missing = [c for c in dims + [x for x in (value, holding) if x] if c not in columns]
         if missing:
             raise SdcError(f"column {missing[0]!r} is not in {input_path} (columns: {', '.join(columns)})")
-        if value and not _numeric_type(types[value]):
+        if value and not is_numeric_type(types[value]):
             raise SdcError(f"--value column {value!r} of {input_path} has type {types[value]}, not a number; "
                            "a magnitude table needs a numeric column")
         dominance = [r for r in rules if _rule_name(r) in DOMINANCE_RULES]
@@ -256,12 +257,6 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
         finally:
             con.close()
     return cells, _group_relations(members, [tuple(c[d] for d in dims) for c in cells], dims)
-
-
-def _numeric_type(duckdb_type: str) -> bool:
-    name = str(duckdb_type).upper()
-    return name.split("(")[0] in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-                                  "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "NUMERIC")
 
 
 def _number(x) -> str:

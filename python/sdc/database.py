@@ -1,0 +1,42 @@
+"""Opening the DuckDB files of a warehouse, and reading DuckDB's answers, in one place for every command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from .errors import SdcError
+
+_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
+            "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "NUMERIC")
+
+
+def connect(db: str | Path, *, read_only: bool = False, must_exist: bool = False,
+            what: str = "") -> duckdb.DuckDBPyConnection:
+    """A connection to the DuckDB file ``db`` (``what`` names it in messages, e.g. "the warehouse"). A missing
+    folder, a missing file where one must exist, or a file another process holds open (DuckDB allows one
+    writer) is an SdcError naming the file."""
+    path = Path(db)
+    name = f"{what} {db}" if what else str(db)
+    if not path.parent.is_dir():
+        raise SdcError(f"cannot open {name}: folder {path.parent} does not exist")
+    if (read_only or must_exist) and not path.is_file():
+        raise SdcError(f"database file not found: {db}" if not path.exists() else f"{db} is not a file")
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as exc:
+        message = first_line(exc)
+        if "lock" in message.lower():
+            raise SdcError(f"cannot open {name}: another process is using it ({message})") from None
+        raise SdcError(f"cannot open {name}: {message}") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error message (DuckDB's messages go on with hints and context)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def is_numeric_type(duckdb_type: str) -> bool:
+    """True for DuckDB's integer, floating-point and decimal types (DECIMAL(p, s) included)."""
+    return str(duckdb_type).upper().split("(")[0].strip() in _NUMERIC

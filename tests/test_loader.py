@@ -216,3 +216,20 @@ def test_missing_database_folder_is_named(tmp_path, capsys):
     assert code == 2
     assert f"folder {tmp_path / 'nowhere'} does not exist" in capsys.readouterr().err
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("table", ["students__record_keys", "sdc_loads", "X__RECORD_KEYS"])
+def test_the_load_s_own_table_names_are_refused(tmp_path, table):
+    """Issue 17: `--table t__record_keys` replaced table t's stored random keys."""
+    with pytest.raises(SdcError, match=f"table name '{table}' is taken by sdc load itself"):
+        load_microdata(tmp_path / "w.duckdb", DATA / "sdctable_microdata1.csv", table, key_mode="existing",
+                       key_column="val", modulus=1000)
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_a_data_file_as_the_warehouse_is_refused(tmp_path):
+    """Issue 17: `sdc load --db file.csv` reported success and stored nothing a user would find."""
+    with pytest.raises(SdcError, match="looks like a data file; the warehouse is a DuckDB file"):
+        load_microdata(tmp_path / "micro.csv", DATA / "sdctable_microdata1.csv", "t", key_mode="existing",
+                       key_column="val", modulus=1000)
+    assert not (tmp_path / "micro.csv").exists()

@@ -150,3 +150,18 @@ def test_large_file_copy_keeps_every_row_in_its_place(tmp_path, monkeypatch, sca
     con.close()
     assert np.array_equal(got["row_id"], np.arange(n)) and np.array_equal(got["tag"], np.arange(n) % 7)
     assert np.array_equal(got["income"], microaggregate(x, 3, "optimal").values, equal_nan=True)
+
+
+@pytest.mark.parametrize("bad", ["'inf'", "'-inf'", "'nan'"])
+def test_a_value_that_is_not_finite_is_refused_naming_column_and_row(tmp_path, capsys, bad):
+    """Issue 17: one inf made all 1,000 values inf ("IL 0.0000 %"); NaN is no value to protect (NULL is)."""
+    import duckdb
+
+    data = tmp_path / "x.parquet"
+    duckdb.execute(f"copy (select range as id, case when range = 6 then cast({bad} as double) else range * 1.5 end "
+                   f"as income from range(20)) to '{data}' (format parquet)")
+    out = tmp_path / "safe.parquet"
+    code = main(["microaggregate", "--input", str(data), "--out", str(out), "--column", "income", "--k", "3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "column 'income'" in err and "in row 7: microaggregation needs finite values" in err
+    assert not out.exists()

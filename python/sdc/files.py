@@ -25,6 +25,15 @@ def write_text_atomically(path: Path, text: str) -> None:
         raise
 
 
+def check_not_an_input(out, *inputs) -> None:
+    """Refuses an output path that is one of the command's input files: sdc never writes over what it reads."""
+    target = Path(out).resolve()
+    for given in inputs:
+        if given is not None and (Path(given).resolve() == target
+                                  or (target.exists() and Path(given).exists() and os.path.samefile(given, target))):
+            raise SdcError(f"--out {out} is the input file {given}: give another file (sdc never writes over what it reads)")
+
+
 def csv_field(value) -> str:
     """A value as a CSV field: empty for None, quoted when it holds a comma or a quote."""
     text = "" if value is None else str(value)

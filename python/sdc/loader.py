@@ -44,6 +44,7 @@ from .errors import SdcError
 from .quoting import quote_literal
 
 KEY_MODES = ("random", "keyed", "existing")
+DATA_FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -109,6 +110,9 @@ def load_microdata(
     facts = facts or {}
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
     source = source_sql(Path(input_path))
+    if not isinstance(db, duckdb.DuckDBPyConnection) and Path(db).suffix.lower() in DATA_FILE_SUFFIXES:
+        raise SdcError(f"--db {db} looks like a data file; the warehouse is a DuckDB file (e.g. warehouse.duckdb), "
+                       "and the microdata go to --input")
     con = db if isinstance(db, duckdb.DuckDBPyConnection) else connect(db)
     try:
         con.execute("begin transaction")
@@ -128,6 +132,9 @@ def load_microdata(
 
 def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts) -> None:
     quote(table)
+    if table.lower().endswith(KEY_STORE_SUFFIX) or table.lower() == LOAD_LOG_TABLE:
+        raise SdcError(f"table name {table!r} is taken by sdc load itself (the key store <table>{KEY_STORE_SUFFIX}, "
+                       f"the load log {LOAD_LOG_TABLE}); give another --table")
     if key_mode not in KEY_MODES:
         raise SdcError(f"unknown key mode {key_mode!r}; known: {', '.join(KEY_MODES)}")
     if isinstance(modulus, bool) or not isinstance(modulus, int) or not 2 <= modulus <= 2**62:

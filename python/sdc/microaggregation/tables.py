@@ -16,6 +16,7 @@ import numpy as np
 
 from ..database import connect, is_numeric_type
 from ..errors import SdcError
+from ..files import check_not_an_input
 from ..quoting import quote_literal
 from ..loader import quote, source_sql
 from .measures import column_report
@@ -55,6 +56,7 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
                         replacement: str | None = None, shuffle_rows: bool = False) -> list[dict]:
     """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet)."""
     input_path, out = Path(input_path), Path(out)
+    check_not_an_input(out, input_path)
     fmt = {".csv": "csv, header true", ".parquet": "parquet"}.get(out.suffix.lower())
     if fmt is None:
         raise SdcError(f"{out}: give a .csv or .parquet output file")
@@ -106,6 +108,13 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
         con.execute(f"create temp table sdc_rows as select row_number() over () as sdc_row, * from {source}")
     except duckdb.Error as exc:
         raise SdcError(f"cannot read {where}: {str(exc).splitlines()[0]}") from None
+    for name in columns:  # one inf would make every group mean inf; NaN is no value to protect
+        if types[name].upper() in ("DOUBLE", "FLOAT", "REAL"):
+            bad = con.execute(f"select sdc_row, {quote(name)} from sdc_rows where isnan({quote(name)}) "
+                              f"or isinf({quote(name)}) limit 1").fetchone()
+            if bad:
+                raise SdcError(f"column {name!r} of {where} holds {bad[1]} in row {bad[0]}: microaggregation needs "
+                               "finite values (use NULL for a missing value)")
     fetched = con.execute(
         f"select sdc_row, {quote(id_column) + ' as sdc_tie, ' if id_column else ''}"
         + ", ".join(f"coalesce(cast({quote(name)} as double), 'NaN'::double) as sdc_value_{i}"

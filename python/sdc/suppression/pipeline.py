@@ -25,7 +25,7 @@ from ..database import is_numeric_type
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
-from ..files import csv_field, read_csv_rows, write_text_atomically
+from ..files import check_not_an_input, csv_field, read_csv_rows, write_text_atomically
 from ..scratch import scratch_project, write_hierarchy_seed
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
 from .heuristic import heuristic_pattern
@@ -74,6 +74,7 @@ def suppress_table(
         raise SdcError(f"rule {dominance[0]!r} is a dominance rule: it needs --value, the column whose contributions "
                        "it judges (without --value the table holds counts)")
     check_output_path(out)
+    check_not_an_input(out, input_path, hierarchy_path)
     cells, relations = _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset)
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
                               publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,

@@ -187,3 +187,24 @@ def test_constraints_follow_the_hierarchy(built):
         select k.constraint_id from uni_constraints k join uni_cells c using (universitaet, geschlecht)
         group by 1 having sum(k.coefficient * c.freq) <> 0""")
     assert residuals == []
+
+
+def test_rules_out_of_range_are_compile_errors(tmp_path):
+    """Issue 17: malformed rules such as nk:0,50 or pq:10,0 were accepted or ended in raw engine errors.
+    All in one project: each model is compiled on its own (dbt stops at the first error)."""
+    p = ScratchProject(tmp_path / "project")
+    p.model("cells", "{{ sdc.suppression_cells(ref('sdc_ptable'), dims=['i']) }}")
+    cases = {
+        "freq:0": "the threshold must be a whole number of at least 1",
+        "holdings:2.5": "the threshold must be a whole number of at least 1",
+        "nk:0,50": "n (the number of largest contributions) must be a whole number of at least 1",
+        "nk:2,0": "k must be a percentage above 0 and at most 100",
+        "nk:2,150": "k must be a percentage above 0 and at most 100",
+        "p:0": "p must be a percentage above 0",
+        "pq:10,0": "p and q must both be above 0",
+        'manual:x"; drop table cells; --': "the column must be a plain name",
+    }
+    for rule, message in cases.items():
+        (p.root / "models" / "bad_rule.sql").write_text(f"{{{{ sdc.suppression_primary(ref('cells'), [{rule!r}]) }}}}")
+        result = p.dbt("compile", "--select", "bad_rule")
+        assert result.returncode != 0 and f"rule '{rule}': {message}" in result.stdout, rule

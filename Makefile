@@ -36,9 +36,9 @@ demo: $(STAMP)
 	$(SDC) ptable $(PTABLE_ARGS) --out $(DEMO)/seeds/sdc_ptable.csv --plot warehouse/sdc_ptable.png
 	$(SDC) demo generate --out warehouse/demo/students.parquet --enterprises warehouse/demo/enterprises.parquet
 	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/students.parquet --table students \
-		--id id --key-mode keyed --config python/sdc/demo/facts.yml
+		--id id --key-mode keyed --allow-demo-secret --config python/sdc/demo/facts.yml
 	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/enterprises.parquet --table enterprises \
-		--id id --key-mode keyed
+		--id id --key-mode keyed --allow-demo-secret
 	cd $(DEMO) && ../$(DBT) deps --quiet && ../$(DBT) build --quiet
 	$(SDC) microaggregate --db warehouse/sdc.duckdb --table raw.students --column einkommen --k 3 \
 		--method optimal --id id --out-table microdata.students

@@ -35,10 +35,10 @@ def demo(tmp_path_factory):
     db = tmp / "sdc.duckdb"
     write_students(tmp / "students.parquet")
     load_microdata(db, tmp / "students.parquet", "students", id_column="id", key_mode="keyed",
-                   secret=b"test secret", facts=read_facts_config(FACTS_CONFIG))
+                   secret=b"test secret of the demo suite", facts=read_facts_config(FACTS_CONFIG))
     write_enterprises(tmp / "enterprises.parquet")
     load_microdata(db, tmp / "enterprises.parquet", "enterprises", id_column="id", key_mode="keyed",
-                   secret=b"test secret")
+                   secret=b"test secret of the demo suite")
     env = dict(os.environ, DBT_PROFILES_DIR=str(DEMO), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
     subprocess.run([str(DBT), "deps"], cwd=DEMO, env=env, capture_output=True, check=True, timeout=120)
     result = subprocess.run(

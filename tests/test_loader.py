@@ -58,9 +58,9 @@ def test_seed002_facts_and_key_sums(tmp_path, seed002_csv):
 
 def test_keyed_mode_is_hmac_sha256_of_the_id(tmp_path, seed002_csv):
     db = tmp_path / "w.duckdb"
-    load_microdata(db, seed002_csv, "students", id_column="id", key_mode="keyed", secret=b"office secret")
+    load_microdata(db, seed002_csv, "students", id_column="id", key_mode="keyed", secret=b"office secret 2026-11")
     for record_id, rk in rows(db, "select id, rk from raw.students"):
-        digest = hmac.new(b"office secret", str(record_id).encode(), hashlib.sha256).digest()
+        digest = hmac.new(b"office secret 2026-11", str(record_id).encode(), hashlib.sha256).digest()
         assert rk == int.from_bytes(digest[:8], "big") % 10**8
 
 
@@ -163,7 +163,7 @@ def test_missing_or_unknown_input_file(tmp_path):
 def test_cli_load_reports_rows_and_facts(tmp_path, seed002_csv, capsys, monkeypatch):
     config = tmp_path / "facts.yml"
     config.write_text('facts:\n  f_studierende: "ef28 < 4"\n')
-    monkeypatch.setenv("OFFICE_SECRET", "s3cret")
+    monkeypatch.setenv("OFFICE_SECRET", "s3cret of the office 2026")
     code = main(["load", "--db", str(tmp_path / "w.duckdb"), "--input", str(seed002_csv), "--table", "students",
                  "--id", "id", "--key-mode", "keyed", "--secret-env", "OFFICE_SECRET", "--config", str(config)])
     out = capsys.readouterr().out
@@ -233,3 +233,21 @@ def test_a_data_file_as_the_warehouse_is_refused(tmp_path):
         load_microdata(tmp_path / "micro.csv", DATA / "sdctable_microdata1.csv", "t", key_mode="existing",
                        key_column="val", modulus=1000)
     assert not (tmp_path / "micro.csv").exists()
+
+
+@pytest.mark.parametrize("secret, message", [
+    (b"x", "the keyed-mode secret has 1 bytes; give one of at least 16"),
+    (b"sdc-demo-secret-not-for-production", "the keyed-mode secret is the demo's, which is published"),
+])
+def test_a_short_or_published_keyed_secret_is_refused(tmp_path, seed002_csv, secret, message):
+    """Issue 17: a one-character secret, or the demo's published one, was accepted outside the demo."""
+    with pytest.raises(SdcError, match=message):
+        load_microdata(tmp_path / "w.duckdb", seed002_csv, "students", id_column="id", key_mode="keyed", secret=secret)
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_the_demo_may_use_its_published_secret(tmp_path, seed002_csv, monkeypatch, capsys):
+    monkeypatch.setenv("SDC_KEY_SECRET", "sdc-demo-secret-not-for-production")
+    code = main(["load", "--db", str(tmp_path / "w.duckdb"), "--input", str(seed002_csv), "--table", "students",
+                 "--id", "id", "--key-mode", "keyed", "--allow-demo-secret"])
+    assert code == 0 and "record keys: keyed" in capsys.readouterr().out

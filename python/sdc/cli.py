@@ -75,7 +75,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="random: fresh secure keys, stored by id (default); keyed: HMAC of the id under a secret; "
                       "existing: a column of the file")
     load.add_argument("--modulus", type=int, default=DEFAULT_KEY_MODULUS, help="record keys lie in [0, M); default 10^8")
-    load.add_argument("--secret-env", default="SDC_KEY_SECRET", help="environment variable holding the keyed-mode secret")
+    load.add_argument("--secret-env", default="SDC_KEY_SECRET",
+                      help="environment variable holding the keyed-mode secret (at least 16 bytes)")
+    load.add_argument("--allow-demo-secret", action="store_true",
+                      help="accept the demo's published secret (the demo only: anyone can recompute its keys)")
     load.add_argument("--key-column", help="column with existing record keys (key mode existing)")
     load.add_argument("--config", help="YAML file with 'facts: {f_name: condition}'")
     load.set_defaults(run=_run_load)
@@ -249,6 +252,7 @@ def _run_load(args: argparse.Namespace) -> int:
         secret=secret,
         key_column=args.key_column,
         facts=facts,
+        allow_demo_secret=args.allow_demo_secret,
     )
     for line in report.lines():
         print(line)

@@ -55,6 +55,9 @@ RAW_SCHEMA: str = "raw"
 # Per loaded table: the stored keys of random mode, and the modulus the keys were drawn for.
 KEY_STORE_SUFFIX: str = "__record_keys"
 LOAD_LOG_TABLE: str = "sdc_loads"
+# Keyed mode: the secret is at least this long; the demo's secret is published, so only the demo may use it.
+MIN_SECRET_BYTES: int = 16
+DEMO_KEY_SECRET: str = "sdc-demo-secret-not-for-production"
 
 # ------------------------------------------------------------------------------------------ tables
 # Code of a total along a flat dimension (dbt var sdc_total_label; a hierarchy's root code labels its own).

@@ -33,9 +33,11 @@ import duckdb
 
 from .conventions import (
     DEFAULT_KEY_MODULUS,
+    DEMO_KEY_SECRET,
     KEY_FACT_PREFIX,
     KEY_STORE_SUFFIX,
     LOAD_LOG_TABLE,
+    MIN_SECRET_BYTES,
     RAW_SCHEMA,
     RECORD_KEY_COLUMN,
 )
@@ -105,10 +107,14 @@ def load_microdata(
     secret: bytes | None = None,
     key_column: str | None = None,
     facts: dict[str, str] | None = None,
+    allow_demo_secret: bool = False,
 ) -> LoadReport:
-    """Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring."""
+    """Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring.
+    ``allow_demo_secret``: accept the demo's published keyed-mode secret (the demo only)."""
     facts = facts or {}
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
+    if key_mode == "keyed":
+        _check_secret(secret, allow_demo_secret)
     source = source_sql(Path(input_path))
     if not isinstance(db, duckdb.DuckDBPyConnection) and Path(db).suffix.lower() in DATA_FILE_SUFFIXES:
         raise SdcError(f"--db {db} looks like a data file; the warehouse is a DuckDB file (e.g. warehouse.duckdb), "
@@ -128,6 +134,16 @@ def load_microdata(
         if con is not db:
             con.close()
     return report
+
+
+def _check_secret(secret: bytes, allow_demo_secret: bool) -> None:
+    """Keyed-mode keys are only as secret as the secret: anyone who knows it recomputes every record's key."""
+    if len(secret) < MIN_SECRET_BYTES:
+        raise SdcError(f"the keyed-mode secret has {len(secret)} bytes; give one of at least {MIN_SECRET_BYTES} "
+                       "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    if secret == DEMO_KEY_SECRET.encode() and not allow_demo_secret:
+        raise SdcError("the keyed-mode secret is the demo's, which is published: anyone can recompute the keys; "
+                       "give a secret of your own (--allow-demo-secret is for the demo only)")
 
 
 def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts) -> None:

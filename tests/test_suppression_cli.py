@@ -353,3 +353,30 @@ def test_negative_cells_under_a_frequency_rule(tmp_path, capsys, method):
     capsys.readouterr()
     assert main(["audit", "--cells", str(out)]) == 0
     assert "audit passed: 7 sensitive cells" in capsys.readouterr().out
+
+
+AUDIT_CELLS = ("a,freq,value,status,published_text,protection_lower,protection_upper\n"
+               "x,5,5,published,5,0,0\ny,1,1,primary,x,1,1\nz,1,1,secondary,x,0,0\nTotal,7,7,published,7,0,0\n")
+
+
+def test_audit_checks_what_is_published_not_only_the_status(tmp_path, capsys):
+    """Issue 17: `sdc audit` read only `status`; a file whose published text showed every suppressed value passed."""
+    cells = tmp_path / "cells.csv"
+    cells.write_text(AUDIT_CELLS)
+    assert main(["audit", "--cells", str(cells)]) == 0
+    cells.write_text(AUDIT_CELLS.replace("y,1,1,primary,x", "y,1,1,primary,1").replace("z,1,1,secondary,x", "z,1,1,secondary,1"))
+    assert main(["audit", "--cells", str(cells)]) == 1
+    out = capsys.readouterr().out
+    assert "a=y: sensitive, but its published text shows a number  NOT PROTECTED" in out
+    assert out.rstrip().endswith("audit FAILED: 1 sensitive cells, 0 suppressed, 1 not protected")
+
+
+@pytest.mark.parametrize("change, message", [
+    (("y,1,1,primary,x,1,1", "y,1,nan,primary,x,1,1"), "column 'value' of cell a=y is 'nan', not a number"),
+    (("y,1,1,primary,x,1,1", "y,1,1,primary,x,-1,1"), "column 'protection_lower' of cell a=y is -1; protection levels"),
+])
+def test_audit_bad_input_is_exit_2_never_passed(tmp_path, capsys, change, message):
+    cells = tmp_path / "cells.csv"
+    cells.write_text(AUDIT_CELLS.replace(*change))
+    assert main(["audit", "--cells", str(cells)]) == 2
+    assert message in capsys.readouterr().err

@@ -305,15 +305,24 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
             where = ", ".join(f"{d}={rows[parent][d]}" for d in dims)
             raise SdcError(f"{cells_path}: cell {where} is {_number(values[parent])} but its children sum to "
                            f"{_number(values[parent] - residual)}; the table is not additive")
-    suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])
+    # the audit checks what is published: a suppressed cell whose published text is a number is published
+    shown = np.array([r["status"] in ("primary", "secondary") and _is_number(r.get("published_text")) for r in rows])
+    suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows]) & ~shown
     sensitive = np.array([r["status"] == "primary" for r in rows])
     default = np.where(sensitive, 1.0, 0.0)
     lpl = _numbers(rows, "protection_lower", dims, cells_path) if "protection_lower" in header else default
     upl = _numbers(rows, "protection_upper", dims, cells_path) if "protection_upper" in header else default
+    for levels, name in ((lpl, "protection_lower"), (upl, "protection_upper")):
+        if (levels < 0).any():
+            k = int(np.argmax(levels < 0))
+            where = ", ".join(f"{d}={rows[k][d]}" for d in dims)
+            raise SdcError(f"{cells_path}: column {name!r} of cell {where} is {_number(levels[k])}; protection levels "
+                           "are distances, at least 0")
+    disclosed = [", ".join(f"{d}={rows[k][d]}" for d in dims) for k in np.flatnonzero(shown & sensitive)]
     freq = _numbers(rows, "freq", dims, cells_path)
     lower = a_priori_lower(values, freq, magnitude=value_column == "value")
     upper = default_upper(values)
-    result = audit_pattern(values, suppressed, relations, sensitive=sensitive, protection_lower=lpl,
+    result = audit_pattern(values, suppressed, relations, sensitive=sensitive & suppressed, protection_lower=lpl,
                            protection_upper=upl, lower=lower, upper=upper)
     lines = []
     for iv in result.intervals:
@@ -321,10 +330,20 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
         verdict = "" if not iv.sensitive else ("  protected" if iv.protected else "  NOT PROTECTED")
         lines.append(f"{cell}: {_number(iv.value)} in [{_number(iv.feasible_lower)}, {_number(iv.feasible_upper)}], "
                      f"required [{_number(iv.required_lower)}, {_number(iv.required_upper)}]{verdict}")
-    failures = len(result.failures)
-    lines.append(f"audit {'passed' if result.passed else 'FAILED'}: {sum(sensitive)} sensitive cells, "
+    lines += [f"{cell}: sensitive, but its published text shows a number  NOT PROTECTED" for cell in disclosed]
+    failures = len(result.failures) + len(disclosed)
+    passed = result.passed and not disclosed
+    lines.append(f"audit {'passed' if passed else 'FAILED'}: {sum(sensitive)} sensitive cells, "
                  f"{int(suppressed.sum())} suppressed, {failures} not protected")
-    return result.passed, lines
+    return passed, lines
+
+
+def _is_number(text) -> bool:
+    """Whether a published text shows a number (not a mark such as x, not an interval such as 3-8)."""
+    try:
+        return np.isfinite(float((text or "").strip()))
+    except ValueError:
+        return False
 
 
 def _numbers(rows, column, dims, cells_path) -> np.ndarray:

@@ -95,6 +95,7 @@ def project(tmp_path_factory, data_dir_module):
     p.seed("pt_ons750", render_ptable(ons750))
     p.seed("pt_t2", render_ptable(create_ptable(PTableParams(D=2, V=0.9)).table))
     p.seed("pt_gap", T8_PTABLE.replace("3,4,0.3,1,0.7,1.0\n", ""))
+    p.seed("pt_overlap", T8_PTABLE.replace("3,4,0.3,1,0.7,1.0\n", "3,4,0.4,1,0.6,1.0\n"))
     p.seed("sdc_hierarchies", UNI_HIERARCHY)
     p.seed("bad_hierarchy", UNI_HIERARCHY + "universitaet,Residenz,München\n")
 
@@ -122,6 +123,8 @@ def project(tmp_path_factory, data_dir_module):
             "modulus=10, hierarchy=ref('sdc_hierarchies')) }}", tags=["broken"])
     p.model("fails_unbalanced", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet'], ptable=ref('pt_seed000'), "
             "modulus=1000000, hierarchy=ref('bad_hierarchy')) }}", tags=["broken"])
+    p.model("fails_ptable_overlap", f"{{{{ sdc.ckm_count({m.format('t8')}, dims=['cell'], ptable=ref('pt_overlap'), "
+            "modulus=10) }}", tags=["broken"])
     p.model("fails_ptable_gap", f"{{{{ sdc.ckm_count({m.format('t8')}, dims=['cell'], ptable=ref('pt_gap'), modulus=10) }}}}",
             tags=["broken"])
     result = p.dbt("build", "--exclude", "tag:broken")
@@ -301,3 +304,12 @@ def test_cell_keys_do_not_depend_on_threads_or_row_order(tmp_path):
     con.close()
     assert len(results[0]) == 37 * 11 + 37 + 11 + 1
     assert all(r == results[0] for r in results[1:])
+
+
+def test_ptable_with_overlapping_intervals_stops_the_build(project):
+    """Issue 17: a seed with overlapping intervals, built without its data test, published every cell of the
+    overlap twice: perturbed and original. The CKM SQL itself stops on an overlap, as it does on a gap."""
+    result = project.dbt("build", "--select", "fails_ptable_overlap")
+    assert result.returncode == 1
+    assert "the perturbation table has overlapping intervals in row i = 3 (one ends at 0.7, the next starts at 0.6)" \
+        in result.stdout

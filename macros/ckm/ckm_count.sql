@@ -121,8 +121,17 @@ ptable_intervals as (
         i,
         v,
         cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
-        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
+        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled,
+        lead(p_int_lb) over (partition by i order by p_int_lb, p_int_ub) as next_lb,
+        p_int_ub
     from {{ ptable }}
+),
+
+checked_ptable_intervals as (
+    -- overlapping intervals would give a cell two noise values: two published rows, one of them the original
+    select i, v, lb_scaled, ub_scaled from ptable_intervals
+    where {{ sdc.ckm_fail_if('next_lb < p_int_ub',
+        "'the perturbation table has overlapping intervals in row i = ' || cast(i as varchar) || ' (one ends at ' || cast(p_int_ub as varchar) || ', the next starts at ' || cast(next_lb as varchar) || ')'") }}
 ),
 
 overlay as (
@@ -130,7 +139,7 @@ overlay as (
         ptable_rows.*,
         ptable_intervals.v as noise
     from ptable_rows
-    left join ptable_intervals
+    left join checked_ptable_intervals as ptable_intervals
         on ptable_intervals.i = ptable_rows.ptable_row
         and {{ sdc.ckm_interval_match('ptable_rows.cell_key_int', 'ptable_intervals.lb_scaled', 'ptable_intervals.ub_scaled') }}
 ),

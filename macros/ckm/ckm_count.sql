@@ -49,6 +49,8 @@
 {%- if reuse_from is not none and (reuse_from is not number or reuse_from != reuse_from | int or reuse_from < 1) -%}
   {{ exceptions.raise_compiler_error("ckm_count: reuse_from must be a ptable row (a whole number of at least 1), got " ~ reuse_from) }}
 {%- endif -%}
+{%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
+{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_count', roles=roles) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}

@@ -13,20 +13,20 @@ not of the suppressed value or frequency.
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 
 import duckdb
 import numpy as np
 
 from ..dbt_runner import run_dbt
-from ..conventions import TOTAL_LABEL
+from ..conventions import SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL
+from ..dimension_names import check_dimension_names
 from ..database import is_numeric_type
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
 from ..files import check_not_an_input, csv_field, read_csv_rows, write_text_atomically
-from ..scratch import scratch_project, write_hierarchy_seed
+from ..scratch import scratch_folder, scratch_project, write_hierarchy_seed
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
 from .heuristic import heuristic_pattern
 from .optimal import optimal_pattern
@@ -192,7 +192,9 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
         raise SdcError(f"input file {input_path} is a folder")
     for name in dims + [x for x in (value, holding) if x]:
         quote(name)
-    with tempfile.TemporaryDirectory(prefix="sdc-suppress-") as tmp:
+    check_dimension_names(dims, SUPPRESSION_OWN_COLUMNS, {value: "--value column", holding: "--holding column"},
+                          top_contributions=True)
+    with scratch_folder("suppress") as tmp:
         project = scratch_project(Path(tmp))
         db = Path(tmp) / "cells.duckdb"
         con = duckdb.connect(str(db))
@@ -381,7 +383,7 @@ def _check_totals(rows, dims, hierarchy, cells_path) -> None:
 
 def _relations_for(rows, dims, hierarchy_path):
     """The additivity relations of a cell file, from the same macro as `sdc suppress`."""
-    with tempfile.TemporaryDirectory(prefix="sdc-audit-") as tmp:
+    with scratch_folder("audit") as tmp:
         project = scratch_project(Path(tmp))
         db = Path(tmp) / "cells.duckdb"
         con = duckdb.connect(str(db))

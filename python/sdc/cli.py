@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from . import __version__
@@ -15,14 +17,41 @@ from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_p
 from .ptable.table import PTable
 
 
+# Commands that read or write confidential data (microdata, record keys, original values): the files and
+# folders they create are for their owner only.
+CONFIDENTIAL_COMMANDS = ("load", "ckm", "sql", "suppress", "sas-anon", "microaggregate", "audit")
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP: raised in the main thread so that temporary files are removed and dbt is ended."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    umask = os.umask(0o077) if args.command in CONFIDENTIAL_COMMANDS else None
+    in_main_thread = threading.current_thread() is threading.main_thread()  # only there can signals be handled
+    previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS} if in_main_thread else {}
     try:
         return args.run(args)
     except SdcError as exc:
         print(f"sdc {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except (Stopped, KeyboardInterrupt) as exc:
+        sig = exc.args[0] if isinstance(exc, Stopped) else signal.SIGINT
+        print(f"sdc {args.command}: stopped by {signal.Signals(sig).name} before it finished; its temporary files "
+              "are removed", file=sys.stderr)
+        return 128 + sig
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if umask is not None:
+            os.umask(umask)
+
+
+def _stop(sig, frame) -> None:
+    raise Stopped(sig)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -26,7 +26,6 @@ import functools
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +38,7 @@ from .errors import SdcError
 from .quoting import quote_identifier
 from .ptable.formats import parse_ptable, read_ptable, render_ptable
 from .ptable.table import PTable
-from .scratch import scratch_project
+from .scratch import scratch_folder, scratch_project
 
 SCHEMA = "sdc_ckm"             # what the install owns: never taken for the warehouse's ptable
 PTABLE_NAME = "sdc_ptable"     # the seed's name (ckm_count's default ref('sdc_ptable'))
@@ -140,7 +139,7 @@ def _execute(con: duckdb.DuckDBPyConnection, statements: tuple[str, ...], file_t
 
 def _copy_ptable(con: duckdb.DuckDBPyConnection, table: PTable) -> None:
     types = PTABLE_SEED_COLUMN_TYPES
-    with tempfile.TemporaryDirectory(prefix="sdc-sql-") as tmp:
+    with scratch_folder("sql") as tmp:
         path = Path(tmp) / "ptable.csv"
         path.write_text(render_ptable(table))
         columns = ", ".join(f"'{c}': '{t}'" for c, t in types.items())
@@ -330,7 +329,7 @@ def _render(ptable_sql: str, modulus: int, reuse_from: int | None) -> tuple[str,
     """The statements of the dbt operation install_sql_macros, rendered in a throwaway project (no database).
     Rendering depends on nothing but the arguments and the macros, so a process renders each set once."""
     args = {"ptable": ptable_sql, "modulus": modulus, "reuse_from": reuse_from}
-    with tempfile.TemporaryDirectory(prefix="sdc-dbt-") as tmp:
+    with scratch_folder("dbt") as tmp:
         project = scratch_project(Path(tmp))
         stdout = run_dbt(project, Path(tmp) / "render.duckdb",
                          ["run-operation", "install_sql_macros", "--args", json.dumps(args)],

@@ -40,7 +40,7 @@
 {%- set reuse_from = reuse_from if reuse_from is not none else sdc.setting('sdc_ptable_reuse_from') -%}
 {%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 {%- set rk = sdc.setting('sdc_record_key_column') -%}
-{%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ adapter.quote(fact) ~ ')' -%}
+{%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ sdc.sql_identifier(fact) ~ ')' -%}
 {%- set key_column = rk if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact -%}
 {%- set wide = sdc.wide_integer_type() -%}
 {%- if modulus is not number or modulus != modulus | int or modulus < 2 -%}
@@ -59,13 +59,13 @@ with leaf_cells as (
     -- one pass over the microdata: original count and key sum of every cell of the finest level
     select
         {%- for dim in dims %}
-        m.{{ adapter.quote(dim) }},
+        m.{{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         {{ count_expr }} as original,
-        {{ sdc.ckm_key_sum(adapter.quote(key_column)) }} as key_sum,
-        max({{ adapter.quote(key_column) }}) as max_key
+        {{ sdc.ckm_key_sum(sdc.sql_identifier(key_column)) }} as key_sum,
+        max({{ sdc.sql_identifier(key_column) }}) as max_key
     from {{ relation }} as m
-    group by {% for dim in dims %}m.{{ adapter.quote(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+    group by {% for dim in dims %}m.{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 ),
 
 leaf_levels as (
@@ -149,7 +149,7 @@ overlay as (
 published as (
     select
         {%- for dim in dims %}
-        {{ adapter.quote(dim) }},
+        {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         original,
         cast(key_sum as {{ wide }}) as key_sum,
@@ -162,7 +162,7 @@ published as (
             when {{ sdc.ckm_fail_if('noise is null',
                 "'the perturbation table has no interval for i = ' || cast(ptable_row as varchar) || ' and cell key ' || cast(cell_key as varchar)") }}
             then original + noise
-        end as {{ adapter.quote('count') }}
+        end as {{ sdc.sql_identifier('count') }}
     from overlay
 )
 

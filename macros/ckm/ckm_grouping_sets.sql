@@ -9,7 +9,7 @@
 {%- for dim in dims -%}
   {%- set options = [] -%}
   {%- for column in levels[dim].columns | reverse -%}
-    {%- do options.append({'columns': [adapter.quote(column)], 'leaf': loop.first, 'root': false}) -%}
+    {%- do options.append({'columns': [sdc.sql_identifier(column)], 'leaf': loop.first, 'root': false}) -%}
   {%- endfor -%}
   {%- if totals != 'none' -%}
     {%- do options.append({'columns': [], 'leaf': false, 'root': true}) -%}

@@ -8,15 +8,15 @@
         {{ source_cte }}.*
         {%- for dim in dims if levels[dim].paths %}
         {%- set path = 'path_' ~ loop.index %},
-        {{ path }}.leaf as {{ adapter.quote(dim ~ '__leaf') }}
+        {{ path }}.leaf as {{ sdc.sql_identifier(dim ~ '__leaf') }}
         {%- for column in levels[dim].columns[:-1] %},
-        {{ path }}.level_{{ loop.index }} as {{ adapter.quote(column) }}
+        {{ path }}.level_{{ loop.index }} as {{ sdc.sql_identifier(column) }}
         {%- endfor %}
         {%- endfor %}
     from {{ source_cte }}
     {%- for dim in dims if levels[dim].paths %}
     left join ({{ levels[dim].paths }}) as path_{{ loop.index }}
-        on path_{{ loop.index }}.leaf = cast({{ source_cte }}.{{ adapter.quote(dim) }} as varchar)
+        on path_{{ loop.index }}.leaf = cast({{ source_cte }}.{{ sdc.sql_identifier(dim) }} as varchar)
     {%- endfor %}
 {% endmacro %}
 
@@ -27,9 +27,9 @@
     select * from {{ source_cte }}
     where true
     {%- for dim in dims %}
-    {%- set column = adapter.quote(dim) %}
+    {%- set column = sdc.sql_identifier(dim) %}
     {%- if levels[dim].paths %}
-      and {{ sdc.ckm_fail_if(adapter.quote(dim ~ '__leaf') ~ ' is null',
+      and {{ sdc.ckm_fail_if(sdc.sql_identifier(dim ~ '__leaf') ~ ' is null',
             "'value ' || coalesce(cast(" ~ column ~ " as varchar), 'NULL') || ' of dimension " ~ sdc.sql_text(dim) ~ " is not a leaf of the hierarchy'") }}
     {%- else %}
       and {{ sdc.ckm_fail_if(column ~ ' is null',
@@ -45,9 +45,9 @@
     {%- for dim in dims %}
         case
             {%- for column in levels[dim].columns | reverse %}
-            when grouping({{ adapter.quote(column) }}) = 0 then cast({{ adapter.quote(column) }} as varchar)
+            when grouping({{ sdc.sql_identifier(column) }}) = 0 then cast({{ sdc.sql_identifier(column) }} as varchar)
             {%- endfor %}
             else {{ sdc.sql_string(levels[dim].root) }}
-        end as {{ adapter.quote(dim) }},
+        end as {{ sdc.sql_identifier(dim) }},
     {%- endfor %}
 {% endmacro %}

@@ -8,7 +8,7 @@
 {%- set columns = [] -%}
 {%- if execute -%}
   {%- for column in adapter.get_columns_in_relation(audit_relation) if column.name not in audit_columns -%}
-    {%- do columns.append(adapter.quote(column.name)) -%}
+    {%- do columns.append(sdc.sql_identifier(column.name)) -%}
   {%- endfor -%}
 {%- endif -%}
 select {{ columns | join(', ') if columns else '*' }}

@@ -15,7 +15,7 @@
 #}
 {% macro ckm_quality(audit_relation, table_name) %}
 with cells as (
-    select cast(original as double) as o, cast({{ adapter.quote('count') }} as double) as p
+    select cast(original as double) as o, cast({{ sdc.sql_identifier('count') }} as double) as p
     from {{ audit_relation }}
     where original > 0
 ),
@@ -26,7 +26,7 @@ totals as (
 
 measures as (
     select
-        '{{ table_name }}' as table_name,
+        {{ sdc.sql_string(table_name) }} as table_name,
         count(*) as cells,
         avg(abs(p - o)) as mean_absolute_deviation,
         avg(case when p = o then 1.0 else 0.0 end) as stay_share,

@@ -16,8 +16,8 @@
 {%- if replacement not in ('mean', 'hoehne') -%}
   {{ exceptions.raise_compiler_error("microaggregate_fixed: replacement must be 'mean' or 'hoehne', got " ~ replacement) }}
 {%- endif -%}
-{%- set x = adapter.quote(column) -%}
-{%- set id = adapter.quote(id_column) -%}
+{%- set x = sdc.sql_identifier(column) -%}
+{%- set id = sdc.sql_identifier(id_column) -%}
 
 with ranked as (
     -- non-NULL values get ranks 0 .. n-1 by (value, id)

@@ -18,13 +18,13 @@
       roles={value: 'value column', holding: 'holding column'}, top_contributions=true) -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
-{%- set value_expr = 'cast(' ~ adapter.quote(value) ~ ' as double)' if value is not none else 'cast(1 as double)' -%}
+{%- set value_expr = 'cast(' ~ sdc.sql_identifier(value) ~ ' as double)' if value is not none else 'cast(1 as double)' -%}
 
 with records as (
     select
         m.*,
         {{ value_expr }} as sdc_value,
-        {{ 'cast(' ~ adapter.quote(holding) ~ ' as varchar)' if holding is not none else 'cast(row_number() over () as varchar)' }} as sdc_contributor
+        {{ 'cast(' ~ sdc.sql_identifier(holding) ~ ' as varchar)' if holding is not none else 'cast(row_number() over () as varchar)' }} as sdc_contributor
     from {{ relation }} as m
 ),
 
@@ -32,13 +32,13 @@ leaf_contributions as (
     -- one pass over the microdata: each contributor's sum and record count per finest cell
     select
         {%- for dim in dims %}
-        {{ adapter.quote(dim) }},
+        {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         sdc_contributor,
         sum(sdc_value) as contribution,
         count(*) as records
     from records
-    group by {% for dim in dims %}{{ adapter.quote(dim) }}, {% endfor %}sdc_contributor
+    group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}, {% endfor %}sdc_contributor
 ),
 
 leaf_levels as (
@@ -67,7 +67,7 @@ cell_contributions as (
 ranked as (
     select
         *,
-        row_number() over (partition by {% for dim in dims %}{{ adapter.quote(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+        row_number() over (partition by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
                            order by contribution desc, sdc_contributor) as contribution_rank
     from cell_contributions
 ),
@@ -75,7 +75,7 @@ ranked as (
 cells as (
     select
         {%- for dim in dims %}
-        {{ adapter.quote(dim) }},
+        {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         cast(sum(records) as bigint) as freq,
         count(*) as contributors,
@@ -84,7 +84,7 @@ cells as (
         coalesce(max(case when contribution_rank = {{ k }} then contribution end), 0) as top_{{ k }}
         {%- endfor %}
     from ranked
-    group by {% for dim in dims %}{{ adapter.quote(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+    group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 )
 
 select * from cells

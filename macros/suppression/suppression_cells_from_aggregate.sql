@@ -19,11 +19,11 @@
       roles=roles, top_contributions=true) -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
-{%- set q = adapter.quote -%}
+{%- set q = sdc.sql_identifier -%}
 {%- set partition = [] -%}
 {%- for dim in dims %}{% do partition.append(q(dim)) %}{% endfor -%}
 {%- set cell_name -%}
-'{% for dim in dims %}{{ dim }}=' || coalesce(cast({{ q(dim) }} as varchar), 'NULL'){{ " || ', ' || '" if not loop.last }}{% endfor %}
+{% for dim in dims %}{{ sdc.sql_string(dim ~ '=') }} || coalesce(cast({{ q(dim) }} as varchar), 'NULL'){{ " || ', ' || " if not loop.last }}{% endfor %}
 {%- endset %}
 
 with aggregate as (

@@ -8,25 +8,25 @@
 #}
 {% macro suppression_constraints(cells, dims, hierarchy=none) %}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, 'cube') -%}
-{%- set q = adapter.quote -%}
+{%- set q = sdc.sql_identifier -%}
 
 with
 {%- for dim in dims %}
 edges_{{ loop.index }} as (
     {%- if levels[dim].paths %}
     select cast(parent as varchar) as parent, cast(code as varchar) as child
-    from {{ hierarchy }} where dimension = '{{ dim }}' and parent is not null and cast(parent as varchar) <> ''
+    from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }} and parent is not null and cast(parent as varchar) <> ''
     {%- else %}
-    select distinct '{{ levels[dim].root }}' as parent, {{ q(dim) }} as child
-    from {{ cells }} where {{ q(dim) }} <> '{{ levels[dim].root }}'
+    select distinct {{ sdc.sql_string(levels[dim].root) }} as parent, {{ q(dim) }} as child
+    from {{ cells }} where {{ q(dim) }} <> {{ sdc.sql_string(levels[dim].root) }}
     {%- endif %}
 ),
 
 constraints_{{ loop.index }} as (
     {%- set others = dims | reject('equalto', dim) | list %}
     select
-        '{{ dim }}:' || p.{{ q(dim) }}{% for other in others %} || '|' || p.{{ q(other) }}{% endfor %} as constraint_id,
-        '{{ dim }}' as dimension,
+        {{ sdc.sql_string(dim ~ ':') }} || p.{{ q(dim) }}{% for other in others %} || '|' || p.{{ q(other) }}{% endfor %} as constraint_id,
+        {{ sdc.sql_string(dim) }} as dimension,
         {%- for d in dims %}
         member.{{ q(d) }},
         {%- endfor %}

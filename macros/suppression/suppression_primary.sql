@@ -59,7 +59,7 @@
   {%- elif name == 'zero' and not numbers -%}
     {%- do checks.append({'rule': rule, 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
   {%- elif name == 'manual' and numbers | length == 1 -%}
-    {%- do checks.append({'rule': rule, 'cond': 'coalesce(' ~ adapter.quote(numbers[0]) ~ ', false)', 'level': cfg.freq_protection}) -%}
+    {%- do checks.append({'rule': rule, 'cond': 'coalesce(' ~ sdc.sql_identifier(numbers[0]) ~ ', false)', 'level': cfg.freq_protection}) -%}
   {%- else -%}
     {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ rule ~ "'; use freq:n, holdings:n, p:p, nk:n,k, pq:p,q, zero or manual:column") }}
   {%- endif -%}
@@ -81,7 +81,7 @@ with primary_status as (
         {%- if checks %}
         nullif(concat_ws(','
             {%- for check in checks %},
-            case when {{ check.cond }} then '{{ check.rule }}' end
+            case when {{ check.cond }} then {{ sdc.sql_string(check.rule) }} end
             {%- endfor %}), '') as rule,
         {%- else %}
         cast(null as varchar) as rule,

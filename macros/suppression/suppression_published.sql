@@ -7,9 +7,9 @@
 {% macro suppression_published(pattern, dims, value='value') %}
 select
     {%- for dim in dims %}
-    {{ adapter.quote(dim) }},
+    {{ sdc.sql_identifier(dim) }},
     {%- endfor %}
-    case when status in ('published', 'empty') then {{ adapter.quote(value) }} end as {{ adapter.quote(value) }},
+    case when status in ('published', 'empty') then {{ sdc.sql_identifier(value) }} end as {{ sdc.sql_identifier(value) }},
     published_text
 from {{ pattern }}
 {% endmacro %}

@@ -41,9 +41,9 @@ from .conventions import (
     RAW_SCHEMA,
     RECORD_KEY_COLUMN,
 )
-from .database import connect
+from .database import connect, first_line
 from .errors import SdcError
-from .quoting import quote_literal
+from .quoting import quote_path
 
 KEY_MODES = ("random", "keyed", "existing")
 DATA_FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")
@@ -129,7 +129,7 @@ def load_microdata(
             con.execute("rollback")
             raise
     except duckdb.Error as exc:
-        raise SdcError(f"loading {input_path} failed: {exc}") from None
+        raise SdcError(f"loading {input_path} failed: {first_line(exc)}") from None
     finally:
         if con is not db:
             con.close()
@@ -173,11 +173,17 @@ def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, fa
 def source_sql(path: Path) -> str:
     if not path.is_file():
         raise SdcError(f"input file not found: {path}")
-    literal = quote_literal(path)
+    literal = quote_path(path)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         return f"read_parquet({literal})"
-    if suffix in (".csv", ".txt", ".tsv"):
+    # the dialect of .csv and .tsv is given, not sniffed: a value or name full of ';' or "'" made the sniffer
+    # read a comma-separated file as one column
+    if suffix == ".csv":
+        return f"read_csv({literal}, header = true, auto_detect = true, delim = ',', quote = '\"', escape = '\"')"
+    if suffix == ".tsv":
+        return f"read_csv({literal}, header = true, auto_detect = true, delim = '\t', quote = '\"', escape = '\"')"
+    if suffix == ".txt":
         return f"read_csv({literal}, header = true, auto_detect = true)"
     raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
 

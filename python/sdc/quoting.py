@@ -22,3 +22,10 @@ def quote_literal(text) -> str:
     if "\x00" in text:
         raise SdcError(f"{text!r} cannot be an SQL string")
     return "'" + text.replace("'", "''") + "'"
+
+
+def quote_path(path) -> str:
+    """``path`` as a SQL string literal for DuckDB's file readers, which take glob patterns: each of ``* ? [``
+    becomes a one-character class (``[*]``), so a file named ``m*.csv`` is read alone, never ``m1.csv`` beside it."""
+    escaped = "".join(f"[{c}]" if c in "*?[" else c for c in str(path))
+    return quote_literal(escaped)

@@ -40,6 +40,8 @@ def protect_table(
         raise SdcError(f"--key-digits must be between 1 and 18, got {key_digits}")
     if totals not in ("cube", "rollup", "none"):
         raise SdcError(f"totals must be cube, rollup or none, got {totals!r}")
+    for dim in dims:  # plain names only, as sdc suppress: checked before the dbt run, not after it
+        quote(dim)
     check_dimension_names(dims, CKM_OWN_COLUMNS + (RECORD_KEY_COLUMN, COUNT_FACT),
                           {record_key: "--record-key column", count_var: "--count-var column"})
     check_not_an_input(out, input_path, ptable_path, hierarchy_path)

@@ -28,7 +28,8 @@
     'sdc_load_log': 'sdc_loads',
     'sdc_ckm_own_columns': ['count', 'max_key', 'original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise'],
     'sdc_suppression_own_columns': ['freq', 'value', 'contribution', 'records', 'contribution_rank', 'sdc_value',
-                                    'sdc_contributor', 'sdc_contribution_id', 'published_text', 'status', 'rule',
+                                    'sdc_contributor', 'sdc_contribution_id', 'published_text', 'constraint_id',
+                                    'dimension', 'coefficient', 'status', 'rule',
                                     'protection_lower', 'protection_upper', 'lower', 'upper', 'contributors',
                                     'exactly_disclosed'],
 } -%}

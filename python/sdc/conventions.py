@@ -113,7 +113,7 @@ PUBLICATION_STORAGE_VERSION: str = "v1.0.0"
 CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "max_key") + CKM_AUDIT_COLUMNS
 SUPPRESSION_OWN_COLUMNS: tuple[str, ...] = (
     "freq", "value", "contribution", "records", "contribution_rank", "sdc_value", "sdc_contributor",
-    "sdc_contribution_id", "published_text",
+    "sdc_contribution_id", "published_text", "constraint_id", "dimension", "coefficient",  # the last three: relations
 ) + SUPPRESSION_AUDIT_COLUMNS
 HIERARCHY_LEVEL_MARKERS: tuple[str, ...] = ("__level_", "__leaf")
 

@@ -1,0 +1,740 @@
+"""Hostile-input suite (issue 17, section 1): names, codes, file names and option values built from quotes of
+both kinds, ``;``, comment markers, newlines, NUL, glob characters, path separators, SQL keywords, Jinja
+markers, the method's own column names and letter case, driven through every surface that takes them.
+
+Every test asserts that nothing ran that the text said (the canary file is not created, the canary table
+keeps its row) and that the command either stops with a clear error (SdcError, or exit 2 with one line
+``sdc <command>: error: ...``) or round-trips exactly (every code and name comes back as itself, every CSV
+row parses). The dbt-running surfaces batch many payloads into one file per example, so that one dbt run
+covers them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import csv
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+from hypothesis import HealthCheck, Phase, assume, event, example, given, settings
+from hypothesis import strategies as st
+
+from conftest import query
+from dbt_project_helper import DEMO_PTABLE, ScratchProject
+from sdc.ckm import COUNT_FACT, protect_table
+from sdc.conventions import (CKM_AUDIT_COLUMNS, CKM_OWN_COLUMNS, RECORD_KEY_COLUMN, SUPPRESSION_AUDIT_COLUMNS,
+                             SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL)
+from sdc.errors import SdcError
+from sdc.loader import load_microdata, read_facts_config
+from sdc.microaggregation.tables import microaggregate_file, microaggregate_table
+from sdc.ptable.formats import read_ptable
+from sdc.publish import publish
+from sdc.quoting import quote_identifier, quote_literal, quote_path
+from sdc.sql_install import install
+from sdc.suppression.pipeline import audit_cells_file, suppress_table
+
+SDC = Path(sys.executable).parent / "sdc"
+PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# ------------------------------------------------------------------------------------------ canaries
+# One folder per test session; payloads write the canary file or touch the canary table if they ever run.
+CANARY_DIR = Path(tempfile.mkdtemp(prefix="sdc-hostile-"))
+atexit.register(shutil.rmtree, CANARY_DIR, ignore_errors=True)
+CANARY_FILE = CANARY_DIR / "canary.csv"
+CANARY_ROW = ("alive",)
+
+PAYLOADS = [
+    f"x'; copy (select 1) to '{CANARY_FILE}'; --",
+    f'x"; copy (select 1) to \'{CANARY_FILE}\'; --',
+    f"x\") from m; copy (select 1) to '{CANARY_FILE}'; --",
+    f"x'); copy (select 1) to '{CANARY_FILE}'; --",
+    f"*/ copy (select 1) to '{CANARY_FILE}'; /*",
+    "x\"; drop table canary; --",
+    "x'; delete from canary; --",
+    "x'); insert into canary values ('dead'); --",
+    'x" as y; create table canary_made as select 1; --',
+    "x' || (select status from canary) || '",
+    "{{ 7 * 7 }}", "{% do x %}", "{# c #}", "}}", "{{",
+]
+OWN_COLUMNS = [*CKM_AUDIT_COLUMNS, "count", "rk", "rk_f", "freq", "value", *SUPPRESSION_AUDIT_COLUMNS, "published_text",
+               "sdc_contributor", "dimension", "code", "parent", "level_1", "leaf", "i", "j", "p", "v", "p_int_lb",
+               "m", "cells", "canary"]
+KEYWORDS = ["select", "SELECT", "from", "drop table", "union all", "null", "NULL", TOTAL_LABEL, "total", "TOTAL"]
+INGREDIENTS = ["'", '"', "''", '""', ";", "--", "/*", "*/", "\n", "\r", "\r\n", "\t", "\x00", "*", "?", "[", "]",
+               "../", "/", "\\", "..", " ", ",", "%", "$1", "é", "ß", "{{", "}}", "{%", "#", *KEYWORDS,
+               *OWN_COLUMNS, *(c.upper() for c in OWN_COLUMNS), *(c.title() for c in OWN_COLUMNS)]
+
+_ordinary = st.text(alphabet="abcxyzABC_0123 -.", min_size=1, max_size=4)
+_fragment = st.one_of(st.sampled_from(INGREDIENTS), _ordinary)
+# any hostile text: a payload, or ingredients mixed with ordinary text
+hostile_text = st.one_of(st.sampled_from(PAYLOADS), st.lists(_fragment, min_size=1, max_size=5).map("".join))
+# names and codes a CSV file can carry (no NUL, not empty, nothing a reader trims away)
+names = hostile_text.filter(lambda s: "\x00" not in s and s.strip() == s and s != "")
+codes = names
+# names the design allows where it wants plain names (loader.quote): keywords and the method's own columns
+plain_names = st.sampled_from([c for c in OWN_COLUMNS + KEYWORDS if c.replace("_", "a").isalnum()]
+                              + [c.upper() for c in OWN_COLUMNS])
+# file names (no path separator: that names a folder; no NUL: no file can have it)
+file_names = st.lists(st.one_of(st.sampled_from(["'", '"', ";", "*", "?", "[", "]", "{", "}", " ", "$", "..", "--",
+                                                 "\n", "\r", "é", "~", "select", "m1", "#", "!", "\\"]), _ordinary),
+                      min_size=1, max_size=5).map("".join).filter(lambda s: s not in (".", "..") and "/" not in s)
+
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MEDIUM = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def slow(examples: int):
+    """A subprocess (dbt, the CLI) per example: few examples, and no shrinking (minutes per step); a failure
+    is reported as found."""
+    return settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate])
+
+
+SLOW = slow(2)
+
+
+def canary_table(db: Path | duckdb.DuckDBPyConnection) -> None:
+    con = db if isinstance(db, duckdb.DuckDBPyConnection) else duckdb.connect(str(db))
+    con.execute("create or replace table main.canary as select 'alive' as status")
+    if con is not db:
+        con.close()
+
+
+def assert_no_side_effect(db: Path | None = None) -> None:
+    assert not CANARY_FILE.exists(), "a payload ran: the canary file was written"
+    if db is not None:
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            assert con.execute("select * from main.canary").fetchall() == [CANARY_ROW]
+            made = con.execute("select count(*) from duckdb_tables() where table_name ilike 'canary_made'").fetchone()[0]
+            assert made == 0, "a payload ran: it created a table"
+        finally:
+            con.close()
+
+
+def assert_clear_error(exc: BaseException, *hostile: str) -> None:
+    """An SdcError with a message that, apart from the hostile text it quotes, is one line."""
+    assert isinstance(exc, SdcError), f"{type(exc).__name__}: {exc}"
+    message = str(exc)
+    event("clear error")
+    for text in sorted(hostile, key=len, reverse=True):
+        message = message.replace(repr(text)[1:-1], "<h>").replace(text, "<h>")
+    assert message.strip() and "\n" not in message and "\r" not in message, message
+    assert "Traceback" not in message
+
+
+def write_csv(path: Path, header: list[str], rows: list[list]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SDC), *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def assert_cli_result(result: subprocess.CompletedProcess, command: str, *hostile: str) -> bool:
+    """True when the command succeeded; else it must be exit 2 with one line 'sdc <command>: error: ...'."""
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    if result.returncode == 0:
+        event("round trip")
+        return True
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    if result.stderr.startswith(f"sdc {command}: error: "):
+        assert_clear_error(SdcError(result.stderr.strip()), *hostile)
+    else:  # argparse: usage line(s), then 'sdc <command>: error: ...' as its last line
+        assert f"sdc {command}" in result.stderr and "error:" in result.stderr, result.stderr
+    return False
+
+
+def distinct_ci(values: list[str]) -> list[str]:
+    """The values without case-insensitive duplicates (DuckDB names are case-insensitive)."""
+    seen, out = set(), []
+    for v in values:
+        if v.lower() not in seen:
+            seen.add(v.lower())
+            out.append(v)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ quoting.py
+@FAST
+@given(text=hostile_text)
+def test_quote_literal_and_identifier_round_trip_through_duckdb(text):
+    con = duckdb.connect()
+    canary_table(con)
+    if "\x00" in text:
+        for quote in (quote_identifier, quote_literal):
+            with pytest.raises(SdcError, match="cannot be an SQL"):
+                quote(text)
+        return
+    assert con.execute(f"select {quote_literal(text)}").fetchone()[0] == text
+    con.execute(f"create table {quote_identifier(text)} as select 1 as {quote_identifier(text)}")
+    assert con.execute("select table_name, column_name from duckdb_columns() where not internal and table_name <> 'canary'").fetchall() \
+        == [(text, text)]
+    assert con.execute("select * from main.canary").fetchall() == [CANARY_ROW]
+    assert not CANARY_FILE.exists()
+
+
+@FAST
+@given(name=file_names)
+def test_quote_path_reads_the_file_itself_never_a_pattern(name):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        folder = Path(tmp)
+        target = folder / f"{name}.csv"
+        target.write_text("a\ntarget\n")
+        # files a glob of the name would also match
+        for other in ("m1.csv", "x.csv", "a.csv", "select.csv", "1.csv"):
+            if other != target.name:
+                (folder / other).write_text("a\nother\n")
+        con = duckdb.connect()
+        assert con.execute(f"select a from read_csv({quote_path(target)})").fetchall() == [("target",)]
+
+
+# ------------------------------------------------------------------------------------------ sdc load
+@MEDIUM
+@given(columns=st.lists(names, min_size=1, max_size=4), values=st.lists(codes, min_size=1, max_size=6),
+       table=st.one_of(names, plain_names))
+def test_load_round_trips_hostile_column_names_and_values_or_refuses_clearly(columns, values, table):
+    columns = [c for c in distinct_ci(columns) if c.lower() != "id"]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        micro = tmp / "micro.csv"
+        # an id column, and a plain first row so the reader types every column as text
+        rows = [[str(k)] + [(["plain"] + values)[k % (len(values) + 1)] for _ in columns] for k in range(len(values) + 1)]
+        write_csv(micro, ["id", *columns], rows)
+        db = tmp / "wh.duckdb"
+        canary_table(db)
+        try:
+            load_microdata(db, micro, table, id_column="id")
+        except Exception as exc:  # noqa: BLE001 - the assertion names any other type
+            assert_clear_error(exc, table, *columns, *values)
+        else:
+            event("round trip")
+            con = duckdb.connect(str(db), read_only=True)
+            try:
+                loaded = con.execute(
+                    f"select cast(id as varchar), {', '.join(quote_identifier(c) for c in columns)} "
+                    f"from raw.{quote_identifier(table)} order by id").fetchall()
+                names_loaded = [r[0] for r in con.execute(
+                    "select column_name from duckdb_columns() where schema_name = 'raw' and table_name = ? "
+                    "order by column_index", [table]).fetchall()]
+            finally:
+                con.close()
+            assert loaded == [tuple(r) for r in rows]
+            assert names_loaded[:len(columns) + 1] == ["id", *columns]
+        assert_no_side_effect(db)
+
+
+@MEDIUM
+@given(name=file_names)
+def test_load_reads_exactly_the_named_input_file(name):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        micro = tmp / f"{name}.csv"
+        micro.write_text("id,a\n1,target\n")
+        for other in ("m1.csv", "select.csv", "x.csv"):  # what a glob of the name could also match
+            if other != micro.name:
+                (tmp / other).write_text("id,a\n2,other\n")
+        db = tmp / "wh.duckdb"
+        canary_table(db)
+        load_microdata(db, micro, "t", id_column="id")
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            assert con.execute("select id, a from raw.t").fetchall() == [(1, "target")]
+        finally:
+            con.close()
+        assert_no_side_effect(db)
+
+
+@slow(3)
+@given(table=st.one_of(names, plain_names), name=file_names, column=names)
+def test_load_cli_with_hostile_options(table, name, column):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        micro = tmp / f"{name}.csv"
+        write_csv(micro, ["id", column], [["1", "plain"], ["2", "x"]])
+        db = tmp / "wh.duckdb"
+        canary_table(db)
+        result = run_cli("load", "--db", str(db), "--input", str(micro), "--table", table, "--id", "id",
+                         "--key-mode", "existing", "--key-column", column)
+        assert not assert_cli_result(result, "load", table, column, name)  # 'plain' is no record key
+        result = run_cli("load", "--db", str(db), "--input", str(micro), "--table", table, "--id", "id")
+        if assert_cli_result(result, "load", table, column, name):
+            con = duckdb.connect(str(db), read_only=True)
+            try:
+                assert con.execute(f"select {quote_identifier(column)} from raw.{quote_identifier(table)} "
+                                   "order by id").fetchall() == [("plain",), ("x",)]
+            finally:
+                con.close()
+        assert_no_side_effect(db)
+
+
+@MEDIUM
+@example(fact="f_SELECT", rule="sex = 'm' or sex = '*/' or sex = '\"'")
+@example(fact="f_count", rule="sex")  # a column that is not 0/1
+@given(fact=st.one_of(names, plain_names.map(lambda n: "f_" + n)), rule=hostile_text.filter(lambda s: "\x00" not in s))
+def test_load_config_with_hostile_fact_names_and_rules(fact, rule):
+    """A facts config is YAML; its names must be plain, its rules one SQL condition on the input."""
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        write_csv(tmp / "m.csv", ["id", "sex"], [["1", "m"], ["2", "w"]])
+        (tmp / "facts.yml").write_text(yaml.safe_dump({"facts": {fact: rule}}), encoding="utf-8")
+        db = tmp / "wh.duckdb"
+        canary_table(db)
+        try:
+            load_microdata(db, tmp / "m.csv", "t", id_column="id", facts=read_facts_config(tmp / "facts.yml"))
+        except Exception as exc:  # noqa: BLE001
+            assert_clear_error(exc, fact, rule)
+        else:
+            event("round trip")
+            values = [r[0] for r in query(db, f"select {quote_identifier(fact)} from raw.t order by id")]
+            assert values in ([0, 0], [0, 1], [1, 0], [1, 1])
+        assert_no_side_effect(db)
+
+
+# ------------------------------------------------------------------------------------------ sdc ckm
+def microdata(path: Path, dims: list[str], codes_by_dim: list[list[str]], records: int = 60,
+              extra: tuple = ()) -> list[tuple]:
+    """A CSV file with the dims (codes cycling with different periods, then the ``extra`` cells), an id and
+    record keys; returns the records' dimension codes."""
+    rows, cells = [], []
+    for k in range(records + len(extra)):
+        cell = tuple(c[(k * (d + 1) + k // 7) % len(c)] for d, c in enumerate(codes_by_dim)) if k < records \
+            else extra[k - records]
+        cells.append(cell)
+        rows.append([*cell, str(k), str((k * 1_654_321 + 12_345) % 10**8)])
+    write_csv(path, [*dims, "id", "key"], rows)
+    return cells
+
+
+def hostile_hierarchy(path: Path, dim: str, root: str, leaves: list[str]) -> None:
+    write_csv(path, ["dimension", "code", "parent"], [[dim, root, ""]] + [[dim, leaf, root] for leaf in leaves])
+
+
+def expected_counts(cells: list[tuple], roots: list[str]) -> dict[tuple, int]:
+    """Every cell of the cube (each dimension at its code or at its root) with its number of records."""
+    out = collections.Counter()
+    for cell in cells:
+        for mask in itertools.product((False, True), repeat=len(cell)):
+            out[tuple(r if m else c for c, m, r in zip(cell, mask, roots))] += 1
+    return dict(out)
+
+
+# plain dimension names that are SQL keywords, the total's label or names the macros use inside
+ALLOWED_DIMS = ["region", "kind", "select", "from", "Total", "status", "level_1", "leaf", "m", "dimension", "code",
+                "parent", "canary", "I", "P_INT_LB"]
+
+
+@SLOW
+@given(leaf_codes=st.lists(codes, min_size=2, max_size=12, unique=True), other=st.lists(codes, min_size=1, max_size=6,
+       unique=True), root=codes, dims=st.lists(st.sampled_from(ALLOWED_DIMS), min_size=2, max_size=2, unique_by=str.lower))
+def test_ckm_round_trips_hostile_codes_and_hierarchy_codes(leaf_codes, other, root, dims):
+    """One hierarchical dimension (hostile root and leaf codes), one flat one (hostile codes). Every code comes
+    back as itself and every count (with --audit: the original) is the true one."""
+    assume(root not in leaf_codes and TOTAL_LABEL not in other)
+    leaf_codes, other = ["plain", *leaf_codes], ["plain", *other]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        cells = microdata(tmp / "m.csv", dims, [leaf_codes, other])
+        hostile_hierarchy(tmp / "h.csv", dims[0], root, leaf_codes)
+        out = tmp / "out.csv"
+        written = protect_table(tmp / "m.csv", dims, "key", 8, DEMO_PTABLE, out, hierarchy_path=tmp / "h.csv", audit=True)
+        table = read_csv(out)
+        assert table[0] == [*dims, "count", "original", "cell_key", "noise"]
+        got = {tuple(r[:2]): int(r[3]) for r in table[1:]}
+        assert len(table) - 1 == written == len(got)
+        assert got == expected_counts(cells, [root, TOTAL_LABEL])
+        assert_no_side_effect()
+
+
+OWN_CASES = st.sampled_from(OWN_COLUMNS).flatmap(lambda c: st.sampled_from([c, c.upper(), c.title()]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(dims=st.lists(st.one_of(OWN_CASES, st.sampled_from(ALLOWED_DIMS)), min_size=1, max_size=3))
+def test_ckm_and_suppress_refuse_own_column_names_in_any_letter_case_before_any_work(dims):
+    """A dimension named like a column the method adds (count, Noise, STATUS, ...) or listed twice is refused by
+    name, before a dbt run; other keyword-like names are not refused for that."""
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        microdata(tmp / "m.csv", dims, [["a", "b"]] * len(dims))
+        for run, own in ((lambda: protect_table(tmp / "m.csv", dims, "key", 8, DEMO_PTABLE, tmp / "out.csv"),
+                          [*CKM_OWN_COLUMNS, RECORD_KEY_COLUMN, COUNT_FACT]),
+                         (lambda: suppress_table(tmp / "m.csv", dims, ["freq:3"], tmp / "out.csv"),
+                          [*SUPPRESSION_OWN_COLUMNS, "top_1", "top_2", "top_3"])):
+            lowered = [d.lower() for d in dims]
+            clash = next((d for k, d in enumerate(dims) if d.lower() in own or d.lower() in lowered[:k]), None)
+            if clash is None:
+                continue  # a dbt run: the round-trip tests cover these names
+            with pytest.raises(SdcError) as caught:
+                run()
+            assert_clear_error(caught.value, *dims)
+            assert f"dimension {clash!r}" in str(caught.value)
+            assert not (tmp / "out.csv").exists()
+        assert_no_side_effect()
+
+
+@settings(max_examples=60, deadline=None)
+@given(dim=names, record_key=names)
+def test_ckm_refuses_hostile_dimension_and_key_names_before_any_work(dim, record_key):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        write_csv(tmp / "m.csv", [dim, "key"] if dim != "key" else [dim, "k2"], [["a", "1"]])
+        with pytest.raises(SdcError) as caught:
+            protect_table(tmp / "m.csv", [dim], record_key, 8, DEMO_PTABLE, tmp / "out.csv")
+        assert_clear_error(caught.value, dim, record_key)
+        assert not (tmp / "out.csv").exists()
+        assert_no_side_effect()
+
+
+@slow(1)
+@given(leaf_codes=st.lists(codes, min_size=1, max_size=5, unique=True), root=codes, out_name=file_names)
+def test_ckm_cli_with_hostile_codes_and_file_names(leaf_codes, root, out_name):
+    assume(root not in leaf_codes and root != "plain")
+    leaf_codes = ["plain", *leaf_codes]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        cells = microdata(tmp / f"{out_name}.in.csv", ["region"], [leaf_codes])
+        hostile_hierarchy(tmp / f"{out_name}.h.csv", "region", root, leaf_codes)
+        out = tmp / f"{out_name}.csv"
+        result = run_cli("ckm", "--input", str(tmp / f"{out_name}.in.csv"), "--dims", "region", "--record-key", "key",
+                         "--key-digits", "8", "--ptable", str(DEMO_PTABLE), "--hierarchy", str(tmp / f"{out_name}.h.csv"),
+                         "--out", str(out))
+        if assert_cli_result(result, "ckm", root, *leaf_codes, out_name):
+            table = read_csv(out)
+            assert table[0] == ["region", "count"]
+            assert sorted(r[0] for r in table[1:]) == sorted(set(c[0] for c in cells) | {root})
+        assert_no_side_effect()
+
+
+# ------------------------------------------------------------------------------------------ sdc suppress
+@SLOW
+@given(leaf_codes=st.lists(codes, min_size=2, max_size=8, unique=True), other=st.lists(codes, min_size=1, max_size=4,
+       unique=True), root=codes, mark=hostile_text.filter(lambda s: "\x00" not in s))
+def test_suppress_round_trips_hostile_codes_hierarchy_and_mark(leaf_codes, other, root, mark):
+    assume(root not in leaf_codes and TOTAL_LABEL not in other)
+    leaf_codes, other = ["plain", *leaf_codes], ["plain", *other]
+    dims = ["region", "kind"]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        # one record alone in its cell: a primary suppression, and secondaries beside it
+        cells = microdata(tmp / "m.csv", dims, [leaf_codes, other], records=40, extra=[("plain", "rare")])
+        hostile_hierarchy(tmp / "h.csv", "region", root, leaf_codes)
+        out = tmp / "out.csv"
+        suppress_table(tmp / "m.csv", dims, ["freq:3"], out, hierarchy_path=tmp / "h.csv", mark=mark)
+        table = read_csv(out)
+        header = table[0]
+        assert header[:3] == ["region", "kind", "freq"]
+        got = {tuple(r[:2]): int(r[2]) for r in table[1:] if int(r[2])}
+        assert got == expected_counts(cells, [root, TOTAL_LABEL])
+        text, status = header.index("published_text"), header.index("status")
+        assert {r[status] for r in table[1:]} & {"primary", "secondary"}
+        for r in table[1:]:
+            assert r[text] == (mark if r[status] in ("primary", "secondary") else r[2])
+        # the cells file, hostile codes and all, goes back into sdc audit with its hierarchy
+        passed, lines = audit_cells_file(out, tmp / "h.csv")
+        assert passed, lines
+        assert_no_side_effect()
+
+
+@slow(2)
+@given(column=names, rule_column=names)
+def test_suppress_cli_refuses_hostile_dimension_and_manual_rule_columns(column, rule_column):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        write_csv(tmp / "m.csv", [column, "flag"], [["a", "true"], ["b", "false"]])
+        result = run_cli("suppress", "--input", str(tmp / "m.csv"), "--dims", column.replace(",", ""), "--rule",
+                         f"manual:{rule_column}", "--out", str(tmp / "out.csv"))
+        # a name the design does not allow, or a manual rule on no column of the cells: refused, nothing written
+        assert not assert_cli_result(result, "suppress", column, column.replace(",", ""), rule_column)
+        assert not (tmp / "out.csv").exists()
+        assert_no_side_effect()
+
+
+# ------------------------------------------------------------------------------------------ sdc microaggregate
+@MEDIUM
+@given(others=st.lists(names, min_size=1, max_size=3), values=st.lists(codes, min_size=1, max_size=4),
+       column=st.one_of(names, plain_names), out_name=file_names)
+def test_microaggregate_file_keeps_hostile_names_and_values_of_other_columns(others, values, column, out_name):
+    others = [o for o in distinct_ci(others) if o.lower() not in (column.lower(), "id")]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        rows = [[str(k), str(10 * k + k % 3)] + [(["plain"] + values)[k % (len(values) + 1)] for _ in others]
+                for k in range(8)]
+        write_csv(tmp / "in.csv", ["id", column, *others], rows)
+        out = tmp / f"{out_name}.csv"
+        try:
+            microaggregate_file(tmp / "in.csv", out, [column], 2, "fixed", id_column="id")
+        except Exception as exc:  # noqa: BLE001
+            assert_clear_error(exc, column, *others, *values, out_name)
+            assert not out.exists()
+        else:
+            event("round trip")
+            table = read_csv(out)
+            assert table[0] == ["id", column, *others]
+            assert [r[:1] + r[2:] for r in table[1:]] == [r[:1] + r[2:] for r in rows]
+            assert sorted(os.listdir(tmp)) == sorted(["in.csv", out.name])
+        assert_no_side_effect()
+
+
+@MEDIUM
+@example(table="select", schema="Count", column="noise")
+@given(table=st.one_of(names, plain_names, plain_names), schema=st.one_of(names, plain_names, plain_names),
+       column=st.one_of(names, plain_names, plain_names))
+def test_microaggregate_table_with_hostile_names(table, schema, column):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        db = Path(tmp) / "wh.duckdb"
+        con = duckdb.connect(str(db))
+        canary_table(con)
+        con.execute(f"create schema if not exists {quote_identifier(schema)}")
+        con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as "
+                    f"select range as id, range * 3.0 as {quote_identifier(column)} from range(6)")
+        con.close()
+        name = f"{schema}.{table}"
+        try:
+            microaggregate_table(db, name, [column], 2, "fixed", id_column="id" if column.lower() != "id" else None)
+        except Exception as exc:  # noqa: BLE001
+            assert_clear_error(exc, table, schema, column, name)
+        else:
+            event("round trip")
+            con = duckdb.connect(str(db), read_only=True)
+            try:
+                got = con.execute(f"select {quote_identifier(column)} from {quote_identifier(schema)}."
+                                  f"{quote_identifier(table + '_microaggregated')} order by 1").fetchall()
+            finally:
+                con.close()
+            assert [g[0] for g in got] == [1.5, 1.5, 7.5, 7.5, 13.5, 13.5]
+        assert_no_side_effect(db)
+
+
+@slow(3)
+@given(table=st.one_of(names, plain_names), column=st.one_of(names, plain_names), out_table=st.one_of(names, plain_names))
+def test_microaggregate_cli_with_hostile_names(table, column, out_table):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        db = Path(tmp) / "wh.duckdb"
+        con = duckdb.connect(str(db))
+        canary_table(con)
+        con.execute(f"create table main.{quote_identifier(table)} as select range as id, range * 3.0 as "
+                    f"{quote_identifier(column)} from range(4)")
+        con.close()
+        result = run_cli("microaggregate", "--db", str(db), "--table", table, "--column", column, "--k", "2",
+                         "--method", "fixed", "--out-table", out_table)
+        if assert_cli_result(result, "microaggregate", table, column, out_table):
+            assert query(db, f"select {quote_identifier(column)} from main.{quote_identifier(out_table)} order by 1") \
+                == [(1.5,), (1.5,), (7.5,), (7.5,)]
+        assert_no_side_effect(db)
+
+
+# ------------------------------------------------------------------------------------------ ptable files
+PTABLE_TEXT = DEMO_PTABLE.read_text()
+
+
+@FAST
+@given(field=hostile_text, line=st.integers(0, 40), column=st.integers(0, 5))
+def test_ptable_file_with_a_hostile_field_is_refused_clearly(field, line, column):
+    lines = PTABLE_TEXT.splitlines()
+    line = min(line, len(lines) - 1)
+    cells = lines[line].split(",")
+    cells[column] = field
+    text = "\n".join(lines[:line] + [",".join(cells)] + lines[line + 1:]) + "\n"
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        path = Path(tmp) / "pt.csv"
+        path.write_bytes(text.encode("utf-8"))
+        try:
+            table, _, _ = read_ptable(path)
+        except Exception as exc:  # noqa: BLE001
+            assert_clear_error(exc, field, cells[column])
+        else:  # only a field that reads as the same number can pass
+            assert len(table) == len(read_ptable(DEMO_PTABLE)[0])
+    assert_no_side_effect()
+
+
+@slow(3)
+@given(name=file_names)
+def test_ptable_cli_writes_and_reads_exactly_the_named_files(name):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        out = tmp / f"{name}.csv"
+        result = run_cli("ptable", "--import", str(DEMO_PTABLE), "--out", str(out))
+        assert assert_cli_result(result, "ptable", name)
+        assert sorted(os.listdir(tmp)) == [out.name]
+        result = run_cli("ptable", "--import", str(out), "--out", str(tmp / "copy.csv"))
+        assert assert_cli_result(result, "ptable", name)
+        assert (tmp / "copy.csv").read_text() == out.read_text()
+    assert_no_side_effect()
+
+
+# ------------------------------------------------------------------------------------------ sdc publish
+def manifest(path: Path, schema: str, tables: list[str]) -> Path:
+    nodes = {f"model.p.n{k}": {"resource_type": "model", "name": f"n{k}", "alias": t, "schema": schema,
+                               "database": "wh", "tags": ["sdc_publish"],
+                               "config": {"materialized": "table", "tags": ["sdc_publish"]},
+                               "depends_on": {"macros": ["macro.sdc.ckm_published"], "nodes": []}}
+             for k, t in enumerate(tables)}
+    path.write_text(json.dumps({"metadata": {}, "nodes": nodes, "sources": {}, "macros": {}}))
+    return path
+
+
+@MEDIUM
+@given(schema=names, tables=st.lists(names, min_size=1, max_size=3, unique_by=str.lower), column=names,
+       value=codes, folder=st.one_of(st.none(), file_names, file_names.map(lambda n: f"sub/../{n}")))
+def test_publish_hostile_relation_names_and_parquet_folder(schema, tables, column, value, folder):
+    assume(column.lower() != "n")
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        (tmp / "sub").mkdir()
+        db = tmp / "wh.duckdb"
+        con = duckdb.connect(str(db))
+        canary_table(con)
+        con.execute(f"create schema if not exists {quote_identifier(schema)}")
+        for t in tables:
+            con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(t)} as "
+                        f"select {quote_literal(value)} as {quote_identifier(column)}, 3 as n")
+        con.close()
+        before = set(tmp.rglob("*"))
+        out, parquet = tmp / "pub.duckdb", (tmp / folder if folder is not None else None)
+        try:
+            published = publish(db, out, parquet, manifest=manifest(tmp / "m.json", schema, tables))
+        except Exception as exc:  # noqa: BLE001
+            assert_clear_error(exc, schema, *tables, column, value, folder or "", f"{schema}.{tables[0]}")
+            assert not out.exists()
+            assert set(tmp.rglob("*")) == before | {tmp / "m.json"}
+        else:
+            event("round trip")
+            assert published == tables
+            con = duckdb.connect(str(out), read_only=True)
+            try:
+                for t in tables:
+                    assert con.execute(f"select * from main.{quote_identifier(t)}").fetchall() == [(value, 3)]
+                    if parquet is not None:
+                        assert con.execute(f"select * from read_parquet({quote_path(parquet.resolve() / (t + '.parquet'))})"
+                                           ).fetchall() == [(value, 3)]
+            finally:
+                con.close()
+            written = set(tmp.rglob("*")) - before - {tmp / "m.json", out}
+            assert all(parquet is not None and p.resolve().is_relative_to(parquet.resolve()) for p in written), written
+        assert_no_side_effect(db)
+
+
+@slow(3)
+@given(table=names, folder=file_names)
+def test_publish_cli_with_hostile_names(table, folder):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        db = tmp / "wh.duckdb"
+        con = duckdb.connect(str(db))
+        canary_table(con)
+        con.execute("create schema protected")
+        con.execute(f"create table protected.{quote_identifier(table)} as select 'a' as dim, 3 as n")
+        con.close()
+        result = run_cli("publish", "--db", str(db), "--out", str(tmp / "pub.duckdb"), "--parquet", str(tmp / folder),
+                         "--manifest", str(manifest(tmp / "m.json", "protected", [table])))
+        if assert_cli_result(result, "publish", table, folder):
+            assert sorted(os.listdir(tmp / folder)) == sorted(["_sdc_publication.json", f"{table}.parquet"])
+        assert_no_side_effect(db)
+
+
+# ------------------------------------------------------------------------------------------ sdc sql install
+@slow(2)
+@given(schema=names, name=names, bad_relation=hostile_text)
+def test_sql_install_with_a_hostile_ptable_relation(schema, name, bad_relation):
+    """The warehouse's ptable lies in a relation with a hostile schema and name; --ptable-relation names it."""
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        db = Path(tmp) / "wh.duckdb"
+        con = duckdb.connect(str(db))
+        canary_table(con)
+        con.execute(f"create schema if not exists {quote_identifier(schema)}")
+        con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(name)} as "
+                    f"select * from read_csv({quote_path(DEMO_PTABLE)})")
+        con.close()
+        with pytest.raises(SdcError) as caught:  # a relation that does not exist, however it is spelt
+            install(db, ptable_relation=bad_relation + "\x01")
+        assert_clear_error(caught.value, bad_relation + "\x01")
+        relation = f"{quote_identifier(schema)}.{quote_identifier(name)}"
+        try:
+            install(db, ptable_relation=relation)
+        except Exception as exc:  # noqa: BLE001
+            assert_clear_error(exc, schema, name, relation)
+        else:
+            event("round trip")
+            con = duckdb.connect(str(db), read_only=True)
+            try:  # the installed macros use that ptable: a cell of 1 record with key 0 gets row 1's noise
+                assert con.execute("select sdc_ckm(1, 0)").fetchone()[0] is not None
+            finally:
+                con.close()
+        assert_no_side_effect(db)
+
+
+@slow(3)
+@given(value=hostile_text.filter(lambda s: "\x00" not in s and not s.startswith("-")),
+       option=st.sampled_from(["--modulus", "--reuse-from", "--ptable-relation", "--ptable"]))
+def test_sql_install_cli_with_hostile_option_values(value, option):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        db = Path(tmp) / "wh.duckdb"
+        canary_table(db)
+        result = run_cli("sql", "install", "--db", str(db), f"{option}={value}")
+        assert not assert_cli_result(result, "sql", value)
+        assert_no_side_effect(db)
+
+
+# ------------------------------------------------------------------------------------------ dbt macro arguments
+@SLOW
+@given(dims=st.lists(names, min_size=2, max_size=2, unique_by=str.lower), leaf_codes=st.lists(codes, min_size=1,
+       max_size=10, unique=True), root=codes, manual=names)
+def test_dbt_macros_with_hostile_dimension_names_codes_and_manual_rule(dims, leaf_codes, root, manual):
+    """ckm_count with hostile dims and a hierarchy keyed by a hostile dimension name, and suppression with a
+    hostile manual rule, in a scratch dbt project (arguments written as the CLI writes them: Python repr)."""
+    # names the macros refuse by design (their own columns, the record key, level suffixes): the own-column test
+    own = {c.lower() for c in (*CKM_OWN_COLUMNS, *SUPPRESSION_OWN_COLUMNS, RECORD_KEY_COLUMN, "id")}
+    assume(root not in leaf_codes and root != "plain" and not any(
+        d.lower() in own or re.fullmatch("top_[0-9]+", d.lower()) or "__level_" in d.lower() or d.lower().endswith("__leaf")
+        for d in dims))
+    leaf_codes = ["plain", *leaf_codes]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        p = ScratchProject(Path(tmp) / "project")
+        micro = Path(tmp) / "m.csv"
+        cells = microdata(micro, dims, [leaf_codes, ["a", "b"]])
+        con = duckdb.connect(str(p.db))
+        canary_table(con)
+        con.execute("create schema raw")
+        con.execute(f"create table raw.m as select {', '.join(quote_identifier(d) for d in dims)}, "
+                    f"cast(key as bigint) as rk from read_csv({quote_path(micro)}, all_varchar = true)")
+        con.close()
+        with (p.root / "seeds" / "sdc_hierarchies.csv").open("w", newline="", encoding="utf-8") as handle:
+            csv.writer(handle, lineterminator="\n").writerows(
+                [["dimension", "code", "parent"], [dims[0], root, ""]] + [[dims[0], c, root] for c in leaf_codes])
+        p.sources(["m"])
+        p.model("cells", f"{{{{ sdc.ckm_count(source('raw', 'm'), dims={dims!r}, hierarchy=ref('sdc_hierarchies')) }}}}")
+        p.model("supp_cells", f"{{{{ sdc.suppression_cells(source('raw', 'm'), dims={dims!r}) }}}}")
+        result = p.dbt("build")
+        assert result.returncode == 0, result.stdout[-3000:]
+        dim_sql = ", ".join(quote_identifier(d) for d in dims)
+        got = {tuple(r[:2]): r[2] for r in query(p.db, f"select {dim_sql}, original from main.cells")}
+        assert got == expected_counts(cells, [root, TOTAL_LABEL])
+        supp = {tuple(r[:2]): r[2] for r in query(p.db, f"select {dim_sql}, freq from main.supp_cells") if r[2]}
+        assert supp == expected_counts(cells, [TOTAL_LABEL, TOTAL_LABEL])
+        # a manual rule on a hostile name is a compile error that names the rule (only plain names are columns)
+        p.model("supp_primary", f"{{{{ sdc.suppression_primary(ref('supp_cells'), ['freq:3', {('manual:' + manual)!r}]) }}}}")
+        result = p.dbt("build", "--select", "supp_primary")
+        assert result.returncode != 0
+        if not PLAIN.match(manual):
+            assert "suppression_primary: rule" in result.stdout, result.stdout[-2000:]
+        assert_no_side_effect(p.db)

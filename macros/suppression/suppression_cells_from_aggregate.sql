@@ -45,7 +45,7 @@ checked_aggregate as (
     select * from aggregate
     where true
     {%- for dim in dims %}
-      and {{ sdc.ckm_fail_if(q(dim) ~ " = '" ~ levels[dim].root ~ "'",
+      and {{ sdc.ckm_fail_if(q(dim) ~ ' = ' ~ sdc.sql_string(levels[dim].root),
                              "'row ' || " ~ cell_name ~ " || ' is a total; give the finest cells only (subtotals are formed from them)'") }}
     {%- endfor %}
     qualify {{ sdc.ckm_fail_if('count(*) over (partition by ' ~ partition | join(', ') ~ ') > 1',

@@ -194,6 +194,8 @@ def test_quote_literal_and_identifier_round_trip_through_duckdb(text):
 
 
 @FAST
+@example(name="m*")  # before: read every file beginning with m
+@example(name="m[1]")  # before: read m1.csv
 @given(name=file_names)
 def test_quote_path_reads_the_file_itself_never_a_pattern(name):
     with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
@@ -210,6 +212,7 @@ def test_quote_path_reads_the_file_itself_never_a_pattern(name):
 
 # ------------------------------------------------------------------------------------------ sdc load
 @MEDIUM
+@example(columns=[";'"], values=["x'; y; --"], table="t")  # before: sniffed as one ';'-separated column
 @given(columns=st.lists(names, min_size=1, max_size=4), values=st.lists(codes, min_size=1, max_size=6),
        table=st.one_of(names, plain_names))
 def test_load_round_trips_hostile_column_names_and_values_or_refuses_clearly(columns, values, table):
@@ -244,6 +247,8 @@ def test_load_round_trips_hostile_column_names_and_values_or_refuses_clearly(col
 
 
 @MEDIUM
+@example(name="m*")
+@example(name="m[1]")
 @given(name=file_names)
 def test_load_reads_exactly_the_named_input_file(name):
     with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
@@ -369,6 +374,7 @@ OWN_CASES = st.sampled_from(OWN_COLUMNS).flatmap(lambda c: st.sampled_from([c, c
 
 
 @settings(max_examples=40, deadline=None)
+@example(dims=["dimension"])  # a column of suppression_constraints
 @given(dims=st.lists(st.one_of(OWN_CASES, st.sampled_from(ALLOWED_DIMS)), min_size=1, max_size=3))
 def test_ckm_and_suppress_refuse_own_column_names_in_any_letter_case_before_any_work(dims):
     """A dimension named like a column the method adds (count, Noise, STATUS, ...) or listed twice is refused by
@@ -379,7 +385,7 @@ def test_ckm_and_suppress_refuse_own_column_names_in_any_letter_case_before_any_
         for run, own in ((lambda: protect_table(tmp / "m.csv", dims, "key", 8, DEMO_PTABLE, tmp / "out.csv"),
                           [*CKM_OWN_COLUMNS, RECORD_KEY_COLUMN, COUNT_FACT]),
                          (lambda: suppress_table(tmp / "m.csv", dims, ["freq:3"], tmp / "out.csv"),
-                          [*SUPPRESSION_OWN_COLUMNS, "top_1", "top_2", "top_3"])):
+                          [*SUPPRESSION_OWN_COLUMNS, "constraint_id", "dimension", "coefficient", "top_1", "top_2"])):
             lowered = [d.lower() for d in dims]
             clash = next((d for k, d in enumerate(dims) if d.lower() in own or d.lower() in lowered[:k]), None)
             if clash is None:
@@ -700,8 +706,9 @@ def test_sql_install_cli_with_hostile_option_values(value, option):
 @given(dims=st.lists(names, min_size=2, max_size=2, unique_by=str.lower), leaf_codes=st.lists(codes, min_size=1,
        max_size=10, unique=True), root=codes, manual=names)
 def test_dbt_macros_with_hostile_dimension_names_codes_and_manual_rule(dims, leaf_codes, root, manual):
-    """ckm_count with hostile dims and a hierarchy keyed by a hostile dimension name, and suppression with a
-    hostile manual rule, in a scratch dbt project (arguments written as the CLI writes them: Python repr)."""
+    """ckm_count, suppression_cells, suppression_constraints and suppression_cells_from_aggregate with hostile
+    dims, a hierarchy keyed by a hostile dimension name with hostile codes, and suppression_primary with a hostile
+    manual rule, in a scratch dbt project (arguments written as the CLI writes them: Python repr)."""
     # names the macros refuse by design (their own columns, the record key, level suffixes): the own-column test
     own = {c.lower() for c in (*CKM_OWN_COLUMNS, *SUPPRESSION_OWN_COLUMNS, RECORD_KEY_COLUMN, "id")}
     assume(root not in leaf_codes and root != "plain" and not any(
@@ -723,14 +730,23 @@ def test_dbt_macros_with_hostile_dimension_names_codes_and_manual_rule(dims, lea
                 [["dimension", "code", "parent"], [dims[0], root, ""]] + [[dims[0], c, root] for c in leaf_codes])
         p.sources(["m"])
         p.model("cells", f"{{{{ sdc.ckm_count(source('raw', 'm'), dims={dims!r}, hierarchy=ref('sdc_hierarchies')) }}}}")
-        p.model("supp_cells", f"{{{{ sdc.suppression_cells(source('raw', 'm'), dims={dims!r}) }}}}")
+        h = "hierarchy=ref('sdc_hierarchies')"
+        p.model("supp_cells", f"{{{{ sdc.suppression_cells(source('raw', 'm'), dims={dims!r}, {h}) }}}}")
+        p.model("supp_relations", f"{{{{ sdc.suppression_constraints(ref('supp_cells'), {dims!r}, {h}) }}}}")
+        dim_sql = ", ".join(quote_identifier(d) for d in dims)
+        p.model("leaf_counts", f"select {dim_sql}, count(*) as freq from {{{{ source('raw', 'm') }}}} group by all")
+        p.model("agg_cells", f"{{{{ sdc.suppression_cells_from_aggregate(ref('leaf_counts'), {dims!r}, {h}) }}}}")
         result = p.dbt("build")
         assert result.returncode == 0, result.stdout[-3000:]
-        dim_sql = ", ".join(quote_identifier(d) for d in dims)
+        expected = expected_counts(cells, [root, TOTAL_LABEL])
         got = {tuple(r[:2]): r[2] for r in query(p.db, f"select {dim_sql}, original from main.cells")}
-        assert got == expected_counts(cells, [root, TOTAL_LABEL])
-        supp = {tuple(r[:2]): r[2] for r in query(p.db, f"select {dim_sql}, freq from main.supp_cells") if r[2]}
-        assert supp == expected_counts(cells, [TOTAL_LABEL, TOTAL_LABEL])
+        assert got == expected
+        for table in ("supp_cells", "agg_cells"):
+            assert {tuple(r[:2]): r[2] for r in query(p.db, f"select {dim_sql}, freq from main.{table}") if r[2]} == expected
+        # the relations name each dimension as itself, and every one holds: parent = sum of its children
+        assert {r[0] for r in query(p.db, "select distinct dimension from main.supp_relations")} == set(dims)
+        assert query(p.db, f"select constraint_id from main.supp_relations join main.supp_cells using ({dim_sql}) "
+                           "group by all having sum(coefficient * freq) <> 0") == []
         # a manual rule on a hostile name is a compile error that names the rule (only plain names are columns)
         p.model("supp_primary", f"{{{{ sdc.suppression_primary(ref('supp_cells'), ['freq:3', {('manual:' + manual)!r}]) }}}}")
         result = p.dbt("build", "--select", "supp_primary")

@@ -27,5 +27,8 @@ def quote_literal(text) -> str:
 def quote_path(path) -> str:
     """``path`` as a SQL string literal for DuckDB's file readers, which take glob patterns: each of ``* ? [``
     becomes a one-character class (``[*]``), so a file named ``m*.csv`` is read alone, never ``m1.csv`` beside it."""
-    escaped = "".join(f"[{c}]" if c in "*?[" else c for c in str(path))
-    return quote_literal(escaped)
+    text = str(path)
+    if "\\" in text and any(c in text for c in "*?["):
+        # in a pattern DuckDB takes a backslash for a path separator, and no escape keeps it
+        raise SdcError(f"{text!r}: a path with a backslash and one of * ? [ cannot be read; rename the file")
+    return quote_literal("".join(f"[{c}]" if c in "*?[" else c for c in text))

@@ -51,6 +51,7 @@ from .conventions import (
 )
 from .database import connect, first_line, is_numeric_type
 from .errors import SdcError
+from .files import disk_full
 from .quoting import quote_identifier, quote_literal
 
 PUBLISHABLE_RESOURCES = ("model", "seed", "snapshot")
@@ -103,6 +104,7 @@ def publish(
     con = _open_warehouse(db)
     tmp_dirs: list[Path] = []
     created_folder = False
+    writing = out  # what a full disk stops, named in the message: the publication file, then the Parquet folder
     try:
         _check_catalog(con, marked, db, manifest_path)
         kinds = {m: _find_relation(con, m, db) for m in marked}
@@ -121,12 +123,14 @@ def publish(
             if not folder.exists():
                 _mkdir(folder)
                 created_folder = True
+            writing = folder
             parquet_tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=folder))
             tmp_dirs.append(parquet_tmp)
             for m in marked:
                 target = parquet_tmp / f"{m.name}.parquet"
                 _execute(con, f"copy {quote_identifier(alias)}.main.{quote_identifier(m.name)} "
                               f"to {quote_literal(target)} (format parquet)", f"cannot write {folder / target.name}")
+        writing = out
         _execute(con, f"detach {quote_identifier(alias)}", f"cannot write {out}")
         con.close()
         # everything is written: rename into place
@@ -142,6 +146,9 @@ def publish(
                 folder.rmdir()  # only if still empty
             except OSError:
                 pass
+        full = disk_full(exc, writing)
+        if full is not None:
+            raise full from None
         if isinstance(exc, OSError):  # e.g. no permission to write beside --out or into --parquet
             raise SdcError(f"cannot write the publication: {exc}") from None
         raise

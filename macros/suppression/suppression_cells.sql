@@ -14,6 +14,7 @@
   Arguments: relation, dims, value=none, holding=none, hierarchy=none, totals='cube', top_n=3.
 #}
 {% macro suppression_cells(relation, dims, value=none, holding=none, hierarchy=none, totals='cube', top_n=3) %}
+{{- sdc.build_record_hook() -}}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 {%- set value_expr = 'cast(' ~ adapter.quote(value) ~ ' as double)' if value is not none else 'cast(1 as double)' -%}

@@ -13,6 +13,7 @@
 #}
 {% macro suppression_cells_from_aggregate(relation, dims, freq='freq', value=none, top=[], contributors=none,
                                           hierarchy=none, totals='cube', top_n=3) %}
+{{- sdc.build_record_hook() -}}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 {%- set q = adapter.quote -%}

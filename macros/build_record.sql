@@ -2,12 +2,14 @@
   build_record: which load of the loaded source tables a relation was built from, so that `sdc publish`
   can refuse a publication mixed from two loads (a build killed half-way leaves new tables next to old).
 
-  The protection macros (ckm_count, ckm_published, suppression_*) add `post_hook: "{{ sdc.build_record() }}"`
-  to the model that calls them; a post-hook runs inside the model's transaction, so the record is committed
-  together with the relation. It is the relation's comment:
+  The sdc macros that build relations (ckm_count, ckm_published, suppression_cells / _primary / _constraints /
+  _published) add `post_hook: "{{ sdc.build_record() }}"` to the model that calls them; a post-hook runs inside
+  the model's transaction, so the record is committed together with the relation. It is the relation's comment:
 
     {"sdc_build": {"invocation_id": "<dbt invocation>", "loads": {"raw.<table>": ["<loaded_at>", ...]}}}
 
+  (dbt's persist_docs for relations writes a model's description over the comment after the hook: such a
+  model has no record, and `sdc publish` refuses it.)
   A load is named by its `loaded_at` in the load log (<sdc_raw_schema>.<sdc_load_log>, written by `sdc load`).
   The loads of a relation are those of its parents, at the moment it is built:
     a source of the raw schema      the load the log shows for it
@@ -17,7 +19,8 @@
 #}
 {% macro build_record() %}
 {%- if not execute -%}{{ return('') }}{%- endif -%}
-{%- set record = {'sdc_build': {'invocation_id': invocation_id, 'loads': sdc.build_record_loads(model.depends_on.nodes, sdc.build_record_load_log())}} -%}
+{%- set loads = sdc.build_record_loads(model.depends_on.nodes, sdc.build_record_load_log()) -%}
+{%- set record = {'sdc_build': {'invocation_id': invocation_id, 'loads': loads}} -%}
 comment on {{ 'view' if config.get('materialized') == 'view' else 'table' }} {{ this }} is {{ sdc.sql_string(tojson(record)) }}
 {%- endmacro %}
 

@@ -455,7 +455,7 @@ def _check_leftovers(con, marked: list[Marked]) -> None:
 
 BUILD_RECORD_HINT = ('the sdc macros (ckm_count, ckm_published, suppression_*) record it; for another model add '
                      '{{ config(post_hook="{{ sdc.build_record() }}") }} to it, or +post-hook: "{{ sdc.build_record() }}" '
-                     'to its folder in dbt_project.yml, and run dbt build')
+                     'to its folder in dbt_project.yml, and run dbt build (persist_docs for relations writes over the record)')
 
 
 def _check_one_build(con, manifest: dict, marked: list[Marked], kinds: dict) -> None:

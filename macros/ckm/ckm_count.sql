@@ -29,6 +29,7 @@
                sdc_ptable_reuse_from (none: every larger count uses row max i)
 #}
 {% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none) %}
+{{- sdc.build_record_hook() -}}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
 {%- endif -%}

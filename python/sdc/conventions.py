@@ -96,6 +96,14 @@ SUPPRESSION_LAYER_COLUMNS: tuple[str, ...] = ("published_text", "freq")
 # A suppression publication shows each cell as text: its value, or a mark / interval where suppressed
 # (then the value column must be NULL).
 PUBLISHED_TEXT_COLUMN: str = "published_text"
+# The published measure of a ckm_published relation; beside it, the columns are the dimensions of a cell.
+CKM_COUNT_COLUMN: str = "count"
+# The comment that macros/build_record.sql puts on each relation the sdc macros build: a JSON object under this
+# key, with the loads (loaded_at of raw.sdc_loads) of the source tables it was built from.
+BUILD_RECORD_KEY: str = "sdc_build"
+# dbt-duckdb renames a model's old relation to <name>__dbt_backup and builds the new one as <name>__dbt_tmp until
+# the commit: one left in the warehouse means a build was interrupted.
+DBT_LEFTOVER_SUFFIXES: tuple[str, ...] = ("__dbt_backup", "__dbt_tmp")
 # Inside a publication file: the schema and table that list what sdc publish copied (and mark the file as its own).
 PUBLICATION_SCHEMA: str = "sdc_publication"
 PUBLICATION_INDEX_TABLE: str = "relations"

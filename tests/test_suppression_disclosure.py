@@ -171,3 +171,60 @@ def test_suppress_publishes_no_original_without_audit(tmp_path, capsys):
     assert "(audit layout with the true values: do not publish)" in capsys.readouterr().out
     assert next(r for r in read(audit) if (r["fach"], r["geschlecht"]) == ("Med", "w"))["freq"] == "1"
     assert main(["audit", "--cells", str(audit)]) == 0
+
+
+def attack_published_file(rows, dims):
+    """The attacker's derivation from a publishable 2-D file alone (independent of sdc: dense equations,
+    scipy's linprog): every suppressed count at least 1, no upper bound. {cell: (min, max)}"""
+    index = {tuple(r[d] for d in dims): k for k, r in enumerate(rows)}
+    hidden = [k for k, r in enumerate(rows) if r["published_value"] == ""]
+    column = {k: j for j, k in enumerate(hidden)}
+    equations, rhs = [], []
+    for d, dim in enumerate(dims):
+        other = dims[1 - d]
+        for parent in {r[other] for r in rows}:
+            members = [k for k, r in enumerate(rows) if r[other] == parent and r[dim] != "Total"]
+            total = index[tuple("Total" if x == dim else parent for x in dims)]
+            row, known = np.zeros(len(hidden)), 0.0
+            for k, sign in [(total, 1.0)] + [(m, -1.0) for m in members]:
+                if k in column:
+                    row[column[k]] += sign
+                else:
+                    known -= sign * float(rows[k]["published_value"])
+            equations.append(row)
+            rhs.append(known)
+    out = {}
+    for k in hidden:
+        target = np.zeros(len(hidden))
+        target[column[k]] = 1.0
+        ends = []
+        for sign in (1.0, -1.0):
+            lp = linprog(sign * target, A_eq=equations, b_eq=rhs, bounds=[(1, None)] * len(hidden))
+            ends.append(sign * lp.fun if lp.status == 0 else -sign * np.inf)
+        out[tuple(rows[k][d] for d in dims)] = tuple(ends)
+    return out
+
+
+def test_sdc_suppress_intervals_are_the_attackers_from_the_published_file_and_ignore_suppressed_values(tmp_path):
+    # the same published cells, two sets of true values of the suppressed ones (A/w 1 or 2, moved around
+    # the rectangle A/m, B/m, B/w): the published intervals must not change, and must be the LP of the
+    # published file alone
+    published_texts = []
+    for t in (0, 1):
+        counts = {("A", "m"): 10 - t, ("A", "w"): 1 + t, ("B", "m"): 10 + t, ("B", "w"): 10 - t,
+                  ("C", "m"): 20, ("C", "w"): 20}
+        data = tmp_path / f"micro{t}.csv"
+        data.write_text("fach,sex\n" + "".join(f"{f},{s}\n" for (f, s), n in counts.items() for _ in range(n)))
+        out = tmp_path / f"cells{t}.csv"
+        assert main(["suppress", "--input", str(data), "--dims", "fach,sex", "--rule", "freq:3", "--publish-intervals",
+                     "--out", str(out)]) == 0
+        rows = read(out)
+        hidden = {(r["fach"], r["sex"]): (float(r["published_lower"]), float(r["published_upper"]))
+                  for r in rows if r["published_value"] == ""}
+        assert sorted(hidden) == [("A", "m"), ("A", "w"), ("B", "m"), ("B", "w")]
+        attacker = attack_published_file(rows, ["fach", "sex"])
+        assert sorted(attacker) == sorted(hidden)
+        assert all(hidden[cell] == pytest.approx(attacker[cell]) for cell in hidden)
+        published_texts.append([(r["fach"], r["sex"], r["published_value"], r["published_text"]) for r in rows])
+    assert published_texts[0] == published_texts[1]
+    assert ("A", "w", "", "1-10") in published_texts[0]  # A/w + B/w = 11 (column w), B/w >= 1

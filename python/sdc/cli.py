@@ -181,8 +181,12 @@ def _parser() -> argparse.ArgumentParser:
                       "limit); at the limit the heuristic completes the pattern, with a warning")
     supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .)")
     supp.add_argument("--publish-intervals", action="store_true",
-                      help="publish suppressed cells as the interval an attacker can derive (lower-upper) instead of --mark")
-    supp.add_argument("--out", required=True, help="CSV file to write")
+                      help="publish suppressed cells as the interval anyone can derive from the published cells "
+                      "(lower-upper, >=lower where unbounded) instead of --mark")
+    supp.add_argument("--audit", action="store_true",
+                      help="write the audit layout instead: freq, value (the true value of every suppressed cell), "
+                      "protection levels and audit intervals, as sdc audit reads it (never publish it)")
+    supp.add_argument("--out", required=True, help="CSV file to write (the publishable columns unless --audit)")
     supp.set_defaults(run=_run_suppress)
 
     anon = commands.add_parser(
@@ -222,7 +226,7 @@ def _parser() -> argparse.ArgumentParser:
     micro.set_defaults(run=_run_microaggregate)
 
     audit = commands.add_parser("audit", help="re-check a suppression pattern with the LP audit (exit 1 if it fails)")
-    audit.add_argument("--cells", required=True, help="cells CSV (as written by sdc suppress)")
+    audit.add_argument("--cells", required=True, help="cells CSV (as written by sdc suppress --audit)")
     audit.add_argument("--hierarchy", help="hierarchy CSV")
     audit.set_defaults(run=_run_audit)
 
@@ -318,7 +322,7 @@ def _run_suppress(args: argparse.Namespace) -> int:
     import warnings
 
     from .suppression.optimal import TimeLimitWarning
-    from .suppression.pipeline import DEFAULT_TIME_LIMIT, check_time_limit, suppress_table
+    from .suppression.pipeline import DEFAULT_TIME_LIMIT, IntegerCheckWarning, check_time_limit, suppress_table
 
     if args.time_limit is not None and args.method != "optimal":
         raise SdcError("--time-limit applies to --method optimal only")
@@ -326,17 +330,19 @@ def _run_suppress(args: argparse.Namespace) -> int:
     # the library warns (warnings.warn); here a warning is one line on stderr, without file and line
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TimeLimitWarning)
+        warnings.simplefilter("always", IntegerCheckWarning)
         try:
             counts = suppress_table(
                 args.input, _split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
                 holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
                 publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
-                time_limit=time_limit,
+                time_limit=time_limit, audit=args.audit,
             )
         finally:
             for warning in caught:
                 print(f"sdc suppress: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
-    print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+          + (" (audit layout with the true values: do not publish)" if args.audit else ""))
     return 0
 
 

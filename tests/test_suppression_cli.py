@@ -54,7 +54,7 @@ def test_tv8_microdata1_with_the_sdctable_preset(tmp_path):
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(DATA / "sdctable_microdata1.csv"), "--dims", "region,gender",
                  "--rule", "freq:3", "--preset", "sdctable", "--method", "optimal", "--cost", "freq",
-                 "--out", str(out)]) == 0
+                 "--audit", "--out", str(out)]) == 0
     assert hidden(read(out), "region", "gender") == [
         (("A", "female"), "primary"), (("A", "male"), "secondary"), (("C", "female"), "secondary"),
         (("C", "male"), "secondary"),
@@ -118,7 +118,7 @@ def test_bad_audit_input(tmp_path, capsys):
         in capsys.readouterr().err
 
 
-def test_publish_intervals_prints_the_audit_interval(tmp_path, students):
+def test_publish_intervals_prints_the_interval_the_published_cells_give(tmp_path, students):
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
                  "--publish-intervals", "--out", str(out)]) == 0

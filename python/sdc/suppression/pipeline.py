@@ -81,8 +81,9 @@ def suppress_table(
 ) -> dict:
     """Write the protected cell table to ``out``; returns counts by status.
 
-    ``out`` holds the publishable columns only (dimensions, status, rule, published_value, published_text
-    and, with ``publish_intervals``, published_lower/published_upper); ``audit`` writes the audit layout
+    ``out`` holds the publishable columns only (dimensions, published_value, published_text and, with
+    ``publish_intervals``, published_lower/published_upper: not status or rule, which tell which cells are
+    sensitive, as `sdc publish` refuses them); ``audit`` writes the audit layout
     instead (freq, value and the true value of every suppressed cell, protection levels, audit intervals),
     which `sdc audit` reads: never publish it.
 
@@ -111,7 +112,8 @@ def suppress_table(
         columns = dims + ["freq"] + (["value"] if value else []) + [c for c in PATTERN_COLUMNS if c not in
                                                                      ("published_lower", "published_upper")]
     else:
-        columns = dims + ["status", "rule", "published_value", "published_text"]
+        # no status or rule: "primary" under freq:3 says the count is 1 or 2, narrower than any interval
+        columns = dims + ["published_value", "published_text"]
     columns += intervals
     lines = [",".join(csv_field(c) for c in columns)]
     for c, p in zip(cells, protected):

@@ -12,6 +12,12 @@
     sdc_audit_columns       columns of a ckm_count relation that never leave the audit      original, ...
     sdc_raw_schema          schema that `sdc load` writes microdata and its load log to     raw
     sdc_load_log            the load log (one row per loaded table: key mode, modulus)       sdc_loads
+    sdc_check_record_keys   ckm_count refuses keys that cannot be uniform random            true
+                            (false only for hand-picked teaching keys)
+    sdc_record_key_alpha    ... when the Kolmogorov-Smirnov (DKW) bound p is below          1e-6
+    sdc_record_key_min_distinct_fraction  ... or distinct keys < this x expected            0.5
+    sdc_record_key_min_records            ... from this many keys on                        50
+    sdc_record_key_bins     ... the distance read at the edges of this many equal bins      1000
 #}
 {% macro setting(name) %}
 {%- set defaults = {
@@ -24,6 +30,11 @@
     'sdc_audit_columns': ['original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise'],
     'sdc_raw_schema': 'raw',
     'sdc_load_log': 'sdc_loads',
+    'sdc_check_record_keys': true,
+    'sdc_record_key_alpha': 1e-6,
+    'sdc_record_key_min_distinct_fraction': 0.5,
+    'sdc_record_key_min_records': 50,
+    'sdc_record_key_bins': 1000,
 } -%}
 {%- if name not in defaults -%}
   {{ exceptions.raise_compiler_error("sdc: unknown setting '" ~ name ~ "'; known: " ~ (defaults.keys() | list | sort | join(', '))) }}

@@ -27,8 +27,10 @@
     modulus    M of the record keys, default var sdc_key_modulus
     reuse_from counts above max i cycle through rows reuse_from..max i (ONS: 501), default var
                sdc_ptable_reuse_from (none: every larger count uses row max i)
+    check_keys refuse keys that cannot be uniform random (ckm_check_record_keys), default var
+               sdc_check_record_keys (true); false only for hand-picked teaching keys
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none) %}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
 {%- endif -%}
@@ -50,6 +52,9 @@
   {{ exceptions.raise_compiler_error("ckm_count: reuse_from must be a ptable row (a whole number of at least 1), got " ~ reuse_from) }}
 {%- endif -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
+{%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
+  {%- do sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count') -%}
+{%- endif -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 

@@ -79,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="environment variable holding the keyed-mode secret (at least 16 bytes)")
     load.add_argument("--allow-demo-secret", action="store_true",
                       help="accept the demo's published secret (the demo only: anyone can recompute its keys)")
-    load.add_argument("--key-column", help="column with existing record keys (key mode existing)")
+    load.add_argument("--key-column", help="column with existing record keys (key mode existing); keys that cannot "
+                      "be uniform random (all equal, few distinct values, bunched) are refused")
     load.add_argument("--config", help="YAML file with 'facts: {f_name: condition}'")
     load.set_defaults(run=_run_load)
 

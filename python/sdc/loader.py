@@ -16,7 +16,8 @@ Key modes:
              gets the same key, so keys survive rebuilds. The secret comes from the caller (CLI: an
              environment variable), never from the command line or the database.
 ``existing`` a column of the input: integers in [0, M), or doubles in [0, 1) with at most log10(M)
-             decimals (k / M exactly).
+             decimals (k / M exactly). Keys that cannot be uniform random (all equal, few distinct values,
+             bunched) are refused (record_keys.py; ``check_keys=False`` for hand-picked teaching keys only).
 
 The modulo reduction of a 64-bit HMAC value biases keys by at most M / 2^64 (5e-12 for M = 10^8).
 A load is one transaction: on any error nothing in the database changes.
@@ -44,6 +45,7 @@ from .conventions import (
 from .database import connect
 from .errors import SdcError
 from .quoting import quote_literal
+from .record_keys import check_record_keys
 
 KEY_MODES = ("random", "keyed", "existing")
 DATA_FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")
@@ -108,9 +110,11 @@ def load_microdata(
     key_column: str | None = None,
     facts: dict[str, str] | None = None,
     allow_demo_secret: bool = False,
+    check_keys: bool = True,
 ) -> LoadReport:
     """Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring.
-    ``allow_demo_secret``: accept the demo's published keyed-mode secret (the demo only)."""
+    ``allow_demo_secret``: accept the demo's published keyed-mode secret (the demo only).
+    ``check_keys``: refuse existing keys that cannot be uniform (False only for hand-picked teaching keys)."""
     facts = facts or {}
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
     if key_mode == "keyed":
@@ -123,7 +127,8 @@ def load_microdata(
     try:
         con.execute("begin transaction")
         try:
-            report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts)
+            report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
+                           check_keys, input_path)
             con.execute("commit")
         except BaseException:
             con.execute("rollback")
@@ -182,7 +187,8 @@ def source_sql(path: Path) -> str:
     raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
 
 
-def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts) -> LoadReport:
+def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
+          check_keys, input_path) -> LoadReport:
     con.execute(f"create schema if not exists {RAW_SCHEMA}")
     con.execute(f"create or replace temp table sdc_input as select * from {source}")
     columns = [row[0] for row in con.execute("select name from pragma_table_info('sdc_input')").fetchall()]
@@ -211,6 +217,8 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     if rows_out != rows_in:
         raise SdcError(f"{rows_in} rows read but {rows_out} written; nothing was loaded")
     _check_keys_in_range(con, target, modulus)
+    if key_mode == "existing" and check_keys:
+        check_record_keys(con, target, RECORD_KEY_COLUMN, modulus, f"in column {key_column!r} of {input_path}")
     counts = {}
     for name in facts:
         counts[name] = con.execute(f"select coalesce(sum({quote(name)}), 0) from {target}").fetchone()[0]

@@ -1,4 +1,4 @@
-"""Issue 17: degenerate record keys are refused.
+"""Issue 17: degenerate record keys are refused, and random-mode reloads match ids by value.
 
 Record keys that were all 0 were accepted: every cell of 8 or more got -5, so original = published + 5.
 `sdc load --key-mode existing`, `sdc ckm` and `ckm_count` check range, share of distinct values and
@@ -14,6 +14,7 @@ from conftest import DATA, query
 from dbt_project_helper import DEMO_PTABLE, ScratchProject
 from sdc.cli import main
 from sdc.conventions import DEFAULT_KEY_MODULUS, RECORD_KEY_ALPHA
+from sdc.errors import SdcError
 from sdc.loader import load_microdata
 from sdc.record_keys import expected_distinct, log10_p, problem, statistics
 
@@ -227,3 +228,68 @@ def test_false_alarm_rate_on_uniform_keys_by_simulation():
     # DuckDB counts distinct keys with HyperLogLog (standard error about 3 %): the worst of these draws is 0.88
     # of the expected count, far above the 0.5 that is refused
     assert worst_share > 0.8
+
+
+# ------------------------------------------------------------------------------------------------ reloads
+
+def test_a_reload_with_the_id_column_now_double_keeps_every_key(tmp_path, capsys):
+    """Issue 17: INTEGER ids reloaded as DOUBLE gave every record a new key ("0 kept, 200 new")."""
+    db = tmp_path / "w.duckdb"
+    first = load_microdata(db, microdata(tmp_path / "a.csv", [0] * 200), "t", id_column="id")
+    assert (first.keys_kept, first.keys_new) == (0, 200)
+    keys = query(db, "select cast(id as bigint), rk from raw.t order by 1")
+    assert query(db, "select typeof(id) from raw.t limit 1") == [("BIGINT",)]
+    again = microdata(tmp_path / "b.csv", [0] * 200, ids=[f"{i}.0" for i in range(1, 201)])
+    assert main(["load", "--db", str(db), "--input", str(again), "--table", "t", "--id", "id"]) == 0
+    assert "200 kept, 0 new" in capsys.readouterr().out
+    assert query(db, "select typeof(id) from raw.t limit 1") == [("DOUBLE",)]
+    assert query(db, "select cast(id as bigint), rk from raw.t order by 1") == keys
+    assert query(db, "select count(*), count(distinct id) from raw.t__record_keys") == [(200, 200)]
+
+
+def test_keyed_mode_keys_do_not_depend_on_the_id_column_type(tmp_path):
+    secret = b"0123456789abcdef-secret"
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, microdata(tmp_path / "a.csv", [0] * 20), "a", id_column="id", key_mode="keyed", secret=secret)
+    load_microdata(db, microdata(tmp_path / "b.csv", [0] * 20, ids=[f"{i}.0" for i in range(1, 21)]), "b",
+                   id_column="id", key_mode="keyed", secret=secret)
+    assert query(db, "select rk from raw.a order by id") == query(db, "select rk from raw.b order by id")
+
+
+def test_a_reload_whose_ids_are_all_new_is_refused_and_changes_nothing(tmp_path, capsys):
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, microdata(tmp_path / "a.csv", [0] * 200), "t", id_column="id")
+    store = query(db, "select id, rk from raw.t__record_keys order by id")
+    table = query(db, "select * from raw.t order by id")
+    renumbered = microdata(tmp_path / "b.csv", [0] * 200, ids=range(1001, 1201))
+    code = main(["load", "--db", str(db), "--input", str(renumbered), "--table", "t", "--id", "id"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert ("none of the 200 ids in column 'id' (BIGINT) matches one of the 200 ids stored for t (BIGINT): every "
+            "record would get a new key and every published number would change; if these really are new records, "
+            "load with --allow-all-new-keys") in err
+    assert query(db, "select id, rk from raw.t__record_keys order by id") == store
+    assert query(db, "select * from raw.t order by id") == table
+    # asked for: loaded with new keys; the stored ones stay (an old id that comes back gets its old key)
+    assert main(["load", "--db", str(db), "--input", str(renumbered), "--table", "t", "--id", "id",
+                 "--allow-all-new-keys"]) == 0
+    assert "0 kept, 200 new" in capsys.readouterr().out
+    assert query(db, "select count(*) from raw.t__record_keys") == [(400,)]
+    assert query(db, "select id, rk from raw.t__record_keys where cast(id as int) <= 200 order by id") == store
+
+
+@pytest.mark.parametrize("ids, message", [
+    (["1.5"] + [str(i) for i in range(2, 201)],
+     "id column 'id' is DOUBLE and holds 1.5, which is not a whole number up to 2^53: it cannot be matched to the "
+     "same id in another load without loss (the stored ids of t were BIGINT); give ids as integers or text"),
+    ([f"{2**60 + 1024 * i}.0" for i in range(200)], "id column 'id' is DOUBLE and holds 1.152921504606847e+18, which is not "
+     "a whole number up to 2^53"),
+])
+def test_ids_that_a_cast_would_change_are_refused(tmp_path, ids, message):
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, microdata(tmp_path / "a.csv", [0] * 200), "t", id_column="id")
+    store = query(db, "select id, rk from raw.t__record_keys order by id")
+    with pytest.raises(SdcError) as err:
+        load_microdata(db, microdata(tmp_path / "b.csv", [0] * 200, ids=ids), "t", id_column="id")
+    assert message in str(err.value)
+    assert query(db, "select id, rk from raw.t__record_keys order by id") == store

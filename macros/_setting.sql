@@ -12,6 +12,8 @@
     sdc_audit_columns       columns of a ckm_count relation that never leave the audit      original, ...
     sdc_raw_schema          schema that `sdc load` writes microdata and its load log to     raw
     sdc_load_log            the load log (one row per loaded table: key mode, modulus)       sdc_loads
+    sdc_ckm_own_columns     columns ckm_count adds: no dimension may be named so             count, ...
+    sdc_suppression_own_columns  columns the suppression macros add (likewise)               freq, ...
     sdc_check_record_keys   ckm_count refuses keys that cannot be uniform random            true
                             (false only for hand-picked teaching keys)
     sdc_record_key_alpha    ... when the Kolmogorov-Smirnov (DKW) bound p is below          1e-6
@@ -30,6 +32,11 @@
     'sdc_audit_columns': ['original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise'],
     'sdc_raw_schema': 'raw',
     'sdc_load_log': 'sdc_loads',
+    'sdc_ckm_own_columns': ['count', 'max_key', 'original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise'],
+    'sdc_suppression_own_columns': ['freq', 'value', 'contribution', 'records', 'contribution_rank', 'sdc_value',
+                                    'sdc_contributor', 'sdc_contribution_id', 'published_text', 'status', 'rule',
+                                    'protection_lower', 'protection_upper', 'lower', 'upper', 'contributors',
+                                    'exactly_disclosed'],
     'sdc_check_record_keys': true,
     'sdc_record_key_alpha': 1e-6,
     'sdc_record_key_min_distinct_fraction': 0.5,

@@ -31,6 +31,7 @@
                sdc_check_record_keys (true); false only for hand-picked teaching keys
 #}
 {% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none) %}
+{{- sdc.build_record_hook() -}}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
 {%- endif -%}
@@ -51,6 +52,8 @@
 {%- if reuse_from is not none and (reuse_from is not number or reuse_from != reuse_from | int or reuse_from < 1) -%}
   {{ exceptions.raise_compiler_error("ckm_count: reuse_from must be a ptable row (a whole number of at least 1), got " ~ reuse_from) }}
 {%- endif -%}
+{%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
+{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_count', roles=roles) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
 {%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
   {%- do sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count') -%}

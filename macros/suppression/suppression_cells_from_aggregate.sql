@@ -13,6 +13,11 @@
 #}
 {% macro suppression_cells_from_aggregate(relation, dims, freq='freq', value=none, top=[], contributors=none,
                                           hierarchy=none, totals='cube', top_n=3) %}
+{%- set roles = {freq: 'freq column', value: 'value column', contributors: 'contributors column'} -%}
+{%- for column in top %}{% do roles.update({column: 'top contribution column'}) %}{% endfor -%}
+{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_suppression_own_columns'), 'suppression_cells_from_aggregate',
+      roles=roles, top_contributions=true) -%}
+{{- sdc.build_record_hook() -}}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 {%- set q = adapter.quote -%}

@@ -3,18 +3,19 @@ running the dbt macro ``ckm_count`` on a temporary DuckDB: the same SQL as the w
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import duckdb
 
+from .conventions import CKM_OWN_COLUMNS, RECORD_KEY_COLUMN
 from .dbt_runner import run_dbt
+from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .hierarchy import read_hierarchy
 from .loader import load_microdata, quote, source_sql
-from .files import check_not_an_input, csv_field, write_text_atomically
+from .files import check_not_an_input, check_output_file, csv_field, read_failure, write_text_atomically
 from .ptable.formats import read_ptable, render_ptable
-from .scratch import scratch_project, write_hierarchy_seed
+from .scratch import scratch_folder, scratch_project, write_hierarchy_seed
 
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
 COUNT_FACT = "f_sdc_count"
@@ -39,6 +40,9 @@ def protect_table(
         raise SdcError(f"--key-digits must be between 1 and 18, got {key_digits}")
     if totals not in ("cube", "rollup", "none"):
         raise SdcError(f"totals must be cube, rollup or none, got {totals!r}")
+    check_dimension_names(dims, CKM_OWN_COLUMNS + (RECORD_KEY_COLUMN, COUNT_FACT),
+                          {record_key: "--record-key column", count_var: "--count-var column"})
+    check_output_file(out)
     check_not_an_input(out, input_path, ptable_path, hierarchy_path)
     columns = _input_columns(Path(input_path))
     missing = [d for d in dims + [record_key] + ([count_var] if count_var else []) if d not in columns]
@@ -47,7 +51,7 @@ def protect_table(
     table, _, _ = read_ptable(ptable_path)
     hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
     modulus = 10**key_digits
-    with tempfile.TemporaryDirectory(prefix="sdc-ckm-") as tmp:
+    with scratch_folder("ckm") as tmp:
         project = scratch_project(Path(tmp))
         db = Path(tmp) / "ckm.duckdb"
         facts = {COUNT_FACT: count_var} if count_var else {}
@@ -85,6 +89,6 @@ def _input_columns(path: Path) -> list[str]:
     try:
         return [r[0] for r in con.execute(f"describe select * from {source_sql(path)}").fetchall()]
     except duckdb.Error as exc:
-        raise SdcError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+        raise read_failure(exc, path) from None
     finally:
         con.close()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from . import __version__
@@ -15,14 +17,41 @@ from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_p
 from .ptable.table import PTable
 
 
+# Commands that read or write confidential data (microdata, record keys, original values): the files and
+# folders they create are for their owner only.
+CONFIDENTIAL_COMMANDS = ("load", "ckm", "sql", "suppress", "sas-anon", "microaggregate", "audit")
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP: raised in the main thread so that temporary files are removed and dbt is ended."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    umask = os.umask(0o077) if args.command in CONFIDENTIAL_COMMANDS else None
+    in_main_thread = threading.current_thread() is threading.main_thread()  # only there can signals be handled
+    previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS} if in_main_thread else {}
     try:
         return args.run(args)
     except SdcError as exc:
         print(f"sdc {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except (Stopped, KeyboardInterrupt) as exc:
+        sig = exc.args[0] if isinstance(exc, Stopped) else signal.SIGINT
+        print(f"sdc {args.command}: stopped by {signal.Signals(sig).name} before it finished; its temporary files "
+              "are removed", file=sys.stderr)
+        return 128 + sig
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if umask is not None:
+            os.umask(umask)
+
+
+def _stop(sig, frame) -> None:
+    raise Stopped(sig)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -317,17 +346,15 @@ def _run_suppress(args: argparse.Namespace) -> int:
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:
-    from .files import csv_field, read_csv_rows, write_text_atomically
-    from .suppression.pipeline import check_output_path
+    from .files import check_output_file, csv_field, read_csv_rows, write_text_atomically
     from .suppression.sas_anon import anonymise, text_of
 
-    rows = read_csv_rows(args.input, "input file")
-    if not rows:
-        raise SdcError(f"{args.input}: no rows below the header")
     if args.out:
-        check_output_path(args.out)
+        check_output_file(args.out)
+    rows = read_csv_rows(args.input, "input file")
     result = anonymise(rows, levels=_split(args.levels), value=args.value, function=args.function,
-                       min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals)
+                       min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals,
+                       source=args.input)
     for error in result.consistency_errors:
         print(f"warning: {error}", file=sys.stderr)
     if args.out:
@@ -342,10 +369,13 @@ def _run_sas_anon(args: argparse.Namespace) -> int:
 
 
 def _run_microaggregate(args: argparse.Namespace) -> int:
+    from .files import check_output_file, write_text_atomically
     from .microaggregation.tables import microaggregate_file, microaggregate_table
 
     if bool(args.db) == bool(args.input) or (args.db and not args.table) or (args.input and not args.out):
         raise SdcError("give either --db FILE --table T [--out-table T2] or --input FILE --out FILE")
+    if args.report:
+        check_output_file(args.report)
     options = dict(id_column=args.id_column, replacement=args.replacement, shuffle_rows=args.shuffle_rows)
     if args.db:
         reports = microaggregate_table(args.db, args.table, args.column, args.k, args.method,
@@ -366,8 +396,6 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
             print(f"  warning: {warning}", file=sys.stderr)
     if args.report:
         import json
-
-        from .files import write_text_atomically
 
         write_text_atomically(Path(args.report), json.dumps(reports, indent=2) + "\n")
     print(f"wrote {target}")
@@ -393,7 +421,11 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 def _run_demo_generate(args: argparse.Namespace) -> int:
     from .demo import write_enterprises, write_students
+    from .files import check_output_file
 
+    for path in (args.out, args.enterprises):
+        if path:
+            check_output_file(path)
     rows = write_students(args.out, args.rows, args.seed)
     print(f"wrote {rows} synthetic student records to {args.out}")
     if args.enterprises:
@@ -410,6 +442,11 @@ def _run_demo_report(args: argparse.Namespace) -> int:
 
 
 def _run_ptable(args: argparse.Namespace) -> int:
+    from .files import check_output_file
+
+    for path in (args.out, args.plot):
+        if path:
+            check_output_file(path)
     if args.format not in EXPORT_FORMATS:
         raise SdcError(f"unknown --format {args.format!r}; known: {', '.join(EXPORT_FORMATS)}")
     if args.plot and not args.plot.lower().endswith(".png"):

@@ -87,27 +87,6 @@ TOTAL_LABEL: str = "Total"
 # Columns of a ckm_count relation that undo the protection: they stay in the audit layer, never published.
 CKM_AUDIT_COLUMNS: tuple[str, ...] = ("original", "key_sum", "cell_key_int", "cell_key", "ptable_row", "noise")
 
-# ------------------------------------------------------------------------------------------ dbt settings
-# The settings of the sdc dbt macros and their defaults (macros/_setting.sql holds the same values; a test
-# keeps the two equal). A project that uses the package overrides them under `vars:`.
-DBT_SETTINGS: dict[str, object] = {
-    "sdc_interval_decimals": INTERVAL_DECIMALS,
-    "sdc_key_modulus": DEFAULT_KEY_MODULUS,
-    "sdc_record_key_column": RECORD_KEY_COLUMN,
-    "sdc_key_fact_prefix": KEY_FACT_PREFIX,
-    "sdc_ptable_reuse_from": None,
-    "sdc_total_label": TOTAL_LABEL,
-    "sdc_audit_columns": list(CKM_AUDIT_COLUMNS),
-    "sdc_raw_schema": RAW_SCHEMA,
-    "sdc_load_log": LOAD_LOG_TABLE,
-    # false only for hand-picked teaching keys: every published number could then be undone
-    "sdc_check_record_keys": True,
-    "sdc_record_key_alpha": RECORD_KEY_ALPHA,
-    "sdc_record_key_min_distinct_fraction": RECORD_KEY_MIN_DISTINCT_FRACTION,
-    "sdc_record_key_min_records": RECORD_KEY_MIN_RECORDS,
-    "sdc_record_key_bins": RECORD_KEY_BINS,
-}
-
 # ------------------------------------------------------------------------------------------ publication
 # `sdc publish` copies exactly the dbt relations (models, views, seeds, snapshots) with this tag.
 PUBLISH_TAG: str = "sdc_publish"
@@ -137,6 +116,14 @@ SUPPRESSION_LAYER_COLUMNS: tuple[str, ...] = ("published_text", "freq")
 # A suppression publication shows each cell as text: its value, or a mark / interval where suppressed
 # (then the value column must be NULL).
 PUBLISHED_TEXT_COLUMN: str = "published_text"
+# The published measure of a ckm_published relation; beside it, the columns are the dimensions of a cell.
+CKM_COUNT_COLUMN: str = "count"
+# The comment that macros/build_record.sql puts on each relation the sdc macros build: a JSON object under this
+# key, with the loads (loaded_at of raw.sdc_loads) of the source tables it was built from.
+BUILD_RECORD_KEY: str = "sdc_build"
+# dbt-duckdb renames a model's old relation to <name>__dbt_backup and builds the new one as <name>__dbt_tmp until
+# the commit: one left in the warehouse means a build was interrupted.
+DBT_LEFTOVER_SUFFIXES: tuple[str, ...] = ("__dbt_backup", "__dbt_tmp")
 # Inside a publication file: the schema and table that list what sdc publish copied (and mark the file as its own).
 PUBLICATION_SCHEMA: str = "sdc_publication"
 PUBLICATION_INDEX_TABLE: str = "relations"
@@ -145,3 +132,38 @@ PARQUET_MARKER_FILE: str = "_sdc_publication.json"
 # Storage format of the publication file: DuckDB 1.0.0 and every later client read it (DuckDB 2.0's default
 # format is unreadable for clients before 2.0).
 PUBLICATION_STORAGE_VERSION: str = "v1.0.0"
+
+# ------------------------------------------------------------------------------------------ dimensions
+# Columns each method adds next to the dimensions (output and intermediate steps): a dimension of the same name,
+# in any letter case, would be overwritten or make the output ambiguous, so it is refused. Also refused: the
+# record key and key fact columns (KEY_FACT_PREFIX), the top_<n> contributions, and names with the suffixes
+# that the levels of a hierarchical dimension get (<dim>__level_<n>, <dim>__leaf).
+CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "max_key") + CKM_AUDIT_COLUMNS
+SUPPRESSION_OWN_COLUMNS: tuple[str, ...] = (
+    "freq", "value", "contribution", "records", "contribution_rank", "sdc_value", "sdc_contributor",
+    "sdc_contribution_id", "published_text",
+) + SUPPRESSION_AUDIT_COLUMNS
+HIERARCHY_LEVEL_MARKERS: tuple[str, ...] = ("__level_", "__leaf")
+
+# ------------------------------------------------------------------------------------------ dbt settings
+# The settings of the sdc dbt macros and their defaults (macros/_setting.sql holds the same values; a test
+# keeps the two equal). A project that uses the package overrides them under `vars:`.
+DBT_SETTINGS: dict[str, object] = {
+    "sdc_interval_decimals": INTERVAL_DECIMALS,
+    "sdc_key_modulus": DEFAULT_KEY_MODULUS,
+    "sdc_record_key_column": RECORD_KEY_COLUMN,
+    "sdc_key_fact_prefix": KEY_FACT_PREFIX,
+    "sdc_ptable_reuse_from": None,
+    "sdc_total_label": TOTAL_LABEL,
+    "sdc_audit_columns": list(CKM_AUDIT_COLUMNS),
+    "sdc_raw_schema": RAW_SCHEMA,
+    "sdc_load_log": LOAD_LOG_TABLE,
+    "sdc_ckm_own_columns": list(CKM_OWN_COLUMNS),
+    "sdc_suppression_own_columns": list(SUPPRESSION_OWN_COLUMNS),
+    # false only for hand-picked teaching keys: every published number could then be undone
+    "sdc_check_record_keys": True,
+    "sdc_record_key_alpha": RECORD_KEY_ALPHA,
+    "sdc_record_key_min_distinct_fraction": RECORD_KEY_MIN_DISTINCT_FRACTION,
+    "sdc_record_key_min_records": RECORD_KEY_MIN_RECORDS,
+    "sdc_record_key_bins": RECORD_KEY_BINS,
+}

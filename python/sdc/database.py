@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -16,15 +18,19 @@ def connect(db: str | Path, *, read_only: bool = False, must_exist: bool = False
             what: str = "") -> duckdb.DuckDBPyConnection:
     """A connection to the DuckDB file ``db`` (``what`` names it in messages, e.g. "the warehouse"). A missing
     folder, a missing file where one must exist, or a file another process holds open (DuckDB allows one
-    writer) is an SdcError naming the file."""
+    writer) is an SdcError naming the file. A file it creates is readable by its owner only."""
     path = Path(db)
     name = f"{what} {db}" if what else str(db)
     if not path.parent.is_dir():
         raise SdcError(f"cannot open {name}: folder {path.parent} does not exist")
     if (read_only or must_exist) and not path.is_file():
         raise SdcError(f"database file not found: {db}" if not path.exists() else f"{db} is not a file")
+    new = not path.exists()
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(str(path), read_only=read_only)
+        if new and path.is_file():
+            os.chmod(path, 0o600)  # a warehouse holds microdata and record keys: its owner's only
+        return con
     except duckdb.Error as exc:
         message = first_line(exc)
         if "lock" in message.lower():
@@ -40,3 +46,20 @@ def first_line(exc: BaseException) -> str:
 def is_numeric_type(duckdb_type: str) -> bool:
     """True for DuckDB's integer, floating-point and decimal types (DECIMAL(p, s) included)."""
     return str(duckdb_type).upper().split("(")[0].strip() in _NUMERIC
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection):
+    """One transaction: committed when the block ends, rolled back on any error. The error that stopped it is
+    the one raised: a rollback that fails too (after a failed commit, e.g. on a full disk, DuckDB has already
+    rolled back and "cannot rollback - no transaction is active") must not hide it."""
+    con.execute("begin transaction")
+    try:
+        yield con
+        con.execute("commit")
+    except BaseException:
+        try:
+            con.execute("rollback")
+        except duckdb.Error:
+            pass
+        raise

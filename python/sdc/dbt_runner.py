@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +23,23 @@ def run_dbt(project: Path, db: Path, args: list[str], what: str, work_dir: Path 
                DBT_SEND_ANONYMOUS_USAGE_STATS="False")
     paths = ["--target-path", str(work_dir / "target"), "--log-path", str(work_dir / "logs")] if work_dir else []
     dbt = Path(sys.executable).parent / "dbt"
-    result = subprocess.run([str(dbt), *args, *paths], cwd=project, env=env, capture_output=True, text=True)
+    # subprocess.run kills dbt when sdc stops on an exception (SIGINT/SIGTERM/SIGHUP, see cli); the death
+    # signal ends it when sdc is killed outright, so no dbt keeps writing into a removed scratch folder
+    result = subprocess.run([str(dbt), *args, *paths], cwd=project, env=env, capture_output=True, text=True,
+                            preexec_fn=_end_with_parent)
     if result.returncode != 0:
         raise SdcError(f"{what} failed: {dbt_error(result.stdout)}")
     return result.stdout
+
+
+def _end_with_parent() -> None:
+    """In the child before exec (Linux): SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def dbt_error(stdout: str) -> str:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import secrets as secrets_module
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,8 +47,9 @@ from .conventions import (
     RAW_SCHEMA,
     RECORD_KEY_COLUMN,
 )
-from .database import connect
+from .database import connect, first_line, transaction
 from .errors import SdcError
+from .files import disk_full, read_failure, read_text
 from .quoting import quote_literal
 from .record_keys import check_record_keys
 
@@ -89,9 +91,7 @@ def read_facts_config(path: str | Path) -> dict[str, str]:
     import yaml
 
     try:
-        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SdcError(f"config file not found: {path}") from None
+        config = yaml.safe_load(read_text(path, "config file"))
     except yaml.YAMLError as exc:
         raise SdcError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(config, dict) or not isinstance(config.get("facts"), dict):
@@ -129,22 +129,32 @@ def load_microdata(
     if not isinstance(db, duckdb.DuckDBPyConnection) and Path(db).suffix.lower() in DATA_FILE_SUFFIXES:
         raise SdcError(f"--db {db} looks like a data file; the warehouse is a DuckDB file (e.g. warehouse.duckdb), "
                        "and the microdata go to --input")
+    created = not isinstance(db, duckdb.DuckDBPyConnection) and not Path(db).exists()
     con = db if isinstance(db, duckdb.DuckDBPyConnection) else connect(db)
     try:
-        con.execute("begin transaction")
-        try:
+        with transaction(con):
             report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
                            allow_all_new_keys, check_keys, input_path)
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
     except duckdb.Error as exc:
-        raise SdcError(f"loading {input_path} failed: {exc}") from None
+        raise SdcError(f"loading {input_path} failed: {_load_failure(exc, db, input_path)}") from None
     finally:
         if con is not db:
             con.close()
+        if created and sys.exc_info()[0] is not None:
+            # a failed first load leaves no empty warehouse behind, so a corrected rerun starts as new
+            for leftover in (Path(db), Path(f"{db}.wal")):
+                leftover.unlink(missing_ok=True)
     return report
+
+
+def _load_failure(exc: duckdb.Error, db, input_path) -> str:
+    """A full disk or an input that is not UTF-8 in words (DuckDB buries both); else DuckDB's first line."""
+    full = disk_full(exc, "the database" if isinstance(db, duckdb.DuckDBPyConnection) else db)
+    if full:
+        return str(full)
+    if "not utf-8" in str(exc).lower():
+        return str(read_failure(exc, input_path))
+    return first_line(exc)
 
 
 def _check_secret(secret: bytes, allow_demo_secret: bool) -> None:

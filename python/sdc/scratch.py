@@ -9,7 +9,11 @@ a checkout it is the checkout itself.
 from __future__ import annotations
 
 import csv
+import os
 import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .conventions import PTABLE_SEED_COLUMN_TYPES
@@ -44,6 +48,49 @@ PROFILES_YAML = (
     "sdc_scratch:\n  target: duckdb\n  outputs:\n    duckdb:\n      type: duckdb\n"
     "      path: \"{{ env_var('SDC_DUCKDB_PATH') }}\"\n      threads: 1\n"
 )
+
+
+SCRATCH_PREFIX = "sdc-scratch-"
+OWNER_FILE = "owner.pid"
+
+
+@contextmanager
+def scratch_folder(kind: str) -> Iterator[Path]:
+    """A private folder (mode 0700) for one command's throwaway dbt project and its DuckDB copy of the
+    microdata, removed when the command ends: normally, on an error, or on SIGINT/SIGTERM/SIGHUP (the CLI
+    turns those into exceptions). Only SIGKILL leaves it behind; the next command that makes a scratch
+    folder removes the folders of sdc processes that no longer run, so no copy outlives the next run."""
+    remove_orphaned_scratch_folders()
+    folder = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{kind}-"))
+    try:
+        (folder / OWNER_FILE).write_text(str(os.getpid()))
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_orphaned_scratch_folders() -> list[Path]:
+    """Remove this user's scratch folders whose sdc process is gone (killed with SIGKILL); returns them."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            if folder.stat().st_uid != os.getuid() or _process_runs(int((folder / OWNER_FILE).read_text())):
+                continue
+        except (OSError, ValueError):
+            continue  # not ours, or being created right now (no owner file yet)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def scratch_project(tmp: Path, source_tables: tuple[str, ...] = ("micro",)) -> Path:

@@ -13,20 +13,20 @@ not of the suppressed value or frequency.
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 
 import duckdb
 import numpy as np
 
 from ..dbt_runner import run_dbt
-from ..conventions import TOTAL_LABEL
+from ..conventions import SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL
+from ..dimension_names import check_dimension_names
 from ..database import is_numeric_type
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
-from ..files import check_not_an_input, csv_field, read_csv_rows, write_text_atomically
-from ..scratch import scratch_project, write_hierarchy_seed
+from ..files import check_not_an_input, check_output_file, csv_field, read_csv_rows, read_failure, write_text_atomically
+from ..scratch import scratch_folder, scratch_project, write_hierarchy_seed
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
 from .heuristic import heuristic_pattern
 from .optimal import optimal_pattern
@@ -73,7 +73,7 @@ def suppress_table(
     if dominance and not value:
         raise SdcError(f"rule {dominance[0]!r} is a dominance rule: it needs --value, the column whose contributions "
                        "it judges (without --value the table holds counts)")
-    check_output_path(out)
+    check_output_file(out)
     check_not_an_input(out, input_path, hierarchy_path)
     cells, relations = _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset)
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
@@ -176,23 +176,15 @@ def _rule_name(rule) -> str:
     return str(rule).split(":")[0].strip().lower()
 
 
-def check_output_path(out) -> None:
-    """Fail before the work, not after it, when ``out`` cannot be written."""
-    out = Path(out)
-    if out.is_dir():
-        raise SdcError(f"cannot write {out}: it is a folder; give a file name")
-    folder = out.parent if str(out.parent) else Path(".")
-    if not folder.is_dir():
-        raise SdcError(f"cannot write {out}: folder {folder} does not exist")
-
-
 def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset):
     input_path = Path(input_path)
     if input_path.is_dir():
         raise SdcError(f"input file {input_path} is a folder")
     for name in dims + [x for x in (value, holding) if x]:
         quote(name)
-    with tempfile.TemporaryDirectory(prefix="sdc-suppress-") as tmp:
+    check_dimension_names(dims, SUPPRESSION_OWN_COLUMNS, {value: "--value column", holding: "--holding column"},
+                          top_contributions=True)
+    with scratch_folder("suppress") as tmp:
         project = scratch_project(Path(tmp))
         db = Path(tmp) / "cells.duckdb"
         con = duckdb.connect(str(db))
@@ -201,7 +193,7 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
             con.execute(f"create table raw.micro as select * from {source_sql(input_path)}")
             types = dict(con.execute("select name, type from pragma_table_info('raw.micro')").fetchall())
         except duckdb.Error as exc:
-            raise SdcError(f"cannot read {input_path}: {str(exc).splitlines()[0]}") from None
+            raise read_failure(exc, input_path) from None
         finally:
             con.close()
         columns = list(types)
@@ -381,7 +373,7 @@ def _check_totals(rows, dims, hierarchy, cells_path) -> None:
 
 def _relations_for(rows, dims, hierarchy_path):
     """The additivity relations of a cell file, from the same macro as `sdc suppress`."""
-    with tempfile.TemporaryDirectory(prefix="sdc-audit-") as tmp:
+    with scratch_folder("audit") as tmp:
         project = scratch_project(Path(tmp))
         db = Path(tmp) / "cells.duckdb"
         con = duckdb.connect(str(db))

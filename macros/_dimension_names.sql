@@ -1,0 +1,33 @@
+{#
+  check_dimension_names(dims, own_columns, macro_name, roles={}, top_contributions=false): stop when a name
+  cannot be a dimension of the method (python/sdc/dimension_names.py holds the same rule for the CLI):
+  a name that is empty or listed twice; a column with another role (roles: column -> what it is, e.g. the
+  record key); a column the method adds (own_columns, python/sdc/conventions.py; top_<n> where the method
+  adds the largest contributions), which would overwrite it or make the output ambiguous; a name with a
+  hierarchy level suffix (__level_<n>, __leaf). Names compare without regard to letter case, as the engines
+  compare identifiers.
+#}
+{% macro check_dimension_names(dims, own_columns, macro_name, roles={}, top_contributions=false) %}
+{%- set own = own_columns | map('lower') | list | sort -%}
+{%- set role_of = {} -%}
+{%- for column, role in roles.items() if column is not none -%}
+  {%- do role_of.update({column | lower: role}) -%}
+{%- endfor -%}
+{%- set seen = [] -%}
+{%- for dim in dims -%}
+  {%- set name = dim | string -%}
+  {%- set lowered = name | lower -%}
+  {%- if name | trim == '' -%}
+    {{ exceptions.raise_compiler_error(macro_name ~ ": a dimension name is empty") }}
+  {%- elif lowered in seen -%}
+    {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' is listed twice (names compare without regard to letter case)") }}
+  {%- elif lowered in role_of -%}
+    {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' is also the " ~ role_of[lowered]) }}
+  {%- elif lowered in own or (top_contributions and modules.re.fullmatch('top_[0-9]+', lowered)) -%}
+    {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' has the name of a column the method adds (" ~ (own | join(', ')) ~ (', top_<n>' if top_contributions else '') ~ "); rename the column") }}
+  {%- elif '__level_' in lowered or lowered.endswith('__leaf') -%}
+    {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' ends like the level columns of a hierarchical dimension (__level_<n>, __leaf); rename the column") }}
+  {%- endif -%}
+  {%- do seen.append(lowered) -%}
+{%- endfor -%}
+{% endmacro %}

@@ -1,0 +1,117 @@
+"""An interrupted command leaves nothing confidential behind: SIGTERM, SIGHUP and Ctrl-C remove the scratch
+copy of the microdata and end dbt; after SIGKILL dbt ends with sdc (death signal) and the next command
+removes the orphaned copy. Files and folders with confidential content are their owner's only (0600/0700)."""
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sdc.scratch import SCRATCH_PREFIX
+
+SDC = Path(sys.executable).parent / "sdc"
+DEMO_PTABLE = Path(__file__).parent.parent / "demo" / "seeds" / "sdc_ptable.csv"
+
+
+@pytest.fixture
+def run(tmp_path):
+    """sdc ckm on 2,000 records, with its own temp folder (TMPDIR) so that its scratch folders can be seen."""
+    rng = np.random.default_rng(3)
+    micro = tmp_path / "micro.csv"
+    micro.write_text("region,sex,key\n" + "".join(
+        f"r{rng.integers(20)},{'mf'[rng.integers(2)]},{rng.integers(10**8)}\n" for _ in range(2000)))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    command = [str(SDC), "ckm", "--input", str(micro), "--dims", "region,sex", "--record-key", "key",
+               "--key-digits", "8", "--ptable", str(DEMO_PTABLE), "--out", str(tmp_path / "out.csv"), "--audit"]
+    env = dict(os.environ, TMPDIR=str(temp))
+    return lambda: subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), temp
+
+
+def wait_for_dbt(process) -> int:
+    """The pid of the dbt child once it runs (sdc has copied the microdata by then)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        if children:
+            return int(children[0])
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    raise AssertionError("dbt did not start")
+
+
+def gone(pid: int, within: float = 10) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":  # ended, waiting for its (dead) parent's reaper
+            return True
+        time.sleep(0.05)
+    return False
+
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_stopped_ckm_removes_its_copy_of_the_microdata_and_ends_dbt(run, tmp_path, sig):
+    start, temp = run
+    process = start()
+    dbt = wait_for_dbt(process)
+    scratch = list(temp.glob(f"{SCRATCH_PREFIX}ckm-*"))
+    assert len(scratch) == 1 and (scratch[0] / "ckm.duckdb").exists()   # the copy exists while it runs
+    assert stat.S_IMODE(scratch[0].stat().st_mode) == 0o700
+    process.send_signal(sig)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + sig
+    assert f"stopped by {signal.Signals(sig).name}" in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    assert gone(dbt)
+    assert list(temp.iterdir()) == []
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_after_sigkill_dbt_ends_and_the_next_command_removes_the_orphaned_copy(run, tmp_path):
+    start, temp = run
+    process = start()
+    dbt = wait_for_dbt(process)
+    process.kill()
+    process.wait()
+    assert gone(dbt)
+    orphaned = list(temp.glob(f"{SCRATCH_PREFIX}ckm-*"))
+    assert len(orphaned) == 1 and stat.S_IMODE(orphaned[0].stat().st_mode) == 0o700
+    second = start()
+    second.communicate(timeout=300)
+    assert second.returncode == 0
+    assert list(temp.iterdir()) == []
+    assert stat.S_IMODE((tmp_path / "out.csv").stat().st_mode) == 0o600   # --audit: original counts
+
+
+def test_a_new_warehouse_and_its_microdata_are_the_owners_only(tmp_path):
+    micro = tmp_path / "micro.csv"
+    micro.write_text("id,sex\n" + "".join(f"{k},{'mf'[k % 2]}\n" for k in range(50)))
+    db = tmp_path / "warehouse.duckdb"
+    result = subprocess.run([str(SDC), "load", "--db", str(db), "--input", str(micro), "--table", "persons",
+                             "--id", "id", "--key-mode", "random"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+
+
+def test_the_python_api_creates_the_warehouse_for_its_owner_only(tmp_path):
+    from sdc.loader import load_microdata
+    micro = tmp_path / "micro.csv"
+    micro.write_text("id,sex\n" + "".join(f"{k},{'mf'[k % 2]}\n" for k in range(50)))
+    old = os.umask(0o022)
+    try:
+        load_microdata(tmp_path / "w.duckdb", micro, "persons", id_column="id")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "w.duckdb").stat().st_mode) == 0o600

@@ -108,7 +108,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="environment variable holding the keyed-mode secret (at least 16 bytes)")
     load.add_argument("--allow-demo-secret", action="store_true",
                       help="accept the demo's published secret (the demo only: anyone can recompute its keys)")
-    load.add_argument("--key-column", help="column with existing record keys (key mode existing)")
+    load.add_argument("--allow-all-new-keys", action="store_true",
+                      help="accept a random-mode reload in which no record keeps its stored key (every published "
+                      "number changes; refused by default, as it usually means the ids changed)")
+    load.add_argument("--key-column", help="column with existing record keys (key mode existing); keys that cannot "
+                      "be uniform random (all equal, few distinct values, bunched) are refused")
     load.add_argument("--config", help="YAML file with 'facts: {f_name: condition}'")
     load.set_defaults(run=_run_load)
 
@@ -286,6 +290,7 @@ def _run_load(args: argparse.Namespace) -> int:
         key_column=args.key_column,
         facts=facts,
         allow_demo_secret=args.allow_demo_secret,
+        allow_all_new_keys=args.allow_all_new_keys,
     )
     for line in report.lines():
         print(line)

@@ -14,6 +14,12 @@
     sdc_load_log            the load log (one row per loaded table: key mode, modulus)       sdc_loads
     sdc_ckm_own_columns     columns ckm_count adds: no dimension may be named so             count, ...
     sdc_suppression_own_columns  columns the suppression macros add (likewise)               freq, ...
+    sdc_check_record_keys   ckm_count refuses keys that cannot be uniform random            true
+                            (false only for hand-picked teaching keys)
+    sdc_record_key_alpha    ... when the Kolmogorov-Smirnov (DKW) bound p is below          1e-6
+    sdc_record_key_min_distinct_fraction  ... or distinct keys < this x expected            0.5
+    sdc_record_key_min_records            ... from this many keys on                        50
+    sdc_record_key_bins     ... the distance read at the edges of this many equal bins      1000
 #}
 {% macro setting(name) %}
 {%- set defaults = {
@@ -32,6 +38,11 @@
                                     'dimension', 'coefficient', 'status', 'rule',
                                     'protection_lower', 'protection_upper', 'lower', 'upper', 'contributors',
                                     'exactly_disclosed'],
+    'sdc_check_record_keys': true,
+    'sdc_record_key_alpha': 1e-6,
+    'sdc_record_key_min_distinct_fraction': 0.5,
+    'sdc_record_key_min_records': 50,
+    'sdc_record_key_bins': 1000,
 } -%}
 {%- if name not in defaults -%}
   {{ exceptions.raise_compiler_error("sdc: unknown setting '" ~ name ~ "'; known: " ~ (defaults.keys() | list | sort | join(', '))) }}

@@ -42,7 +42,11 @@ def project(tmp_path_factory):
         "fails_hierarchy_other_dims": "source('raw', 'persons'), dims=['sex'], hierarchy=ref('quoted_hierarchy')",
         "ok_quoted": "source('raw', 'quoted'), dims=[\"o'kreis\"], hierarchy=ref('quoted_hierarchy')",
     }
-    models["fails_modulus_derived"] = "ref('stg_persons256'), dims=['sex']"
+    # the SQL's own guards (key sums, keys >= M) stand behind the record-key check, which stops these first
+    models["fails_modulus_derived"] = "ref('stg_persons256'), dims=['sex'], check_keys=false"
+    models["fails_keys_above_modulus"] += ", check_keys=false"
+    models["fails_modulus_derived_checked"] = "ref('stg_persons256'), dims=['sex']"
+    models["fails_keys_above_modulus_checked"] = "source('raw', 'unlogged'), dims=['sex'], modulus=1000"
     p.model("stg_persons256", "select * from {{ source('raw', 'persons256') }} where sex is not null")
     for name, arguments in models.items():
         p.model(name, f"{{{{ sdc.ckm_count({arguments}) }}}}", tags=["broken"] if name.startswith("fails") else [])
@@ -80,6 +84,15 @@ def test_keys_at_or_above_the_modulus_stop_the_query(project):
     # raw.unlogged was not loaded by sdc load (no log entry): the SQL itself sees keys >= M
     out = build(project, "fails_keys_above_modulus")
     assert "of column rk is not below the modulus 1000 the CKM uses" in out
+
+
+def test_the_record_key_check_stops_both_first(project):
+    out = build(project, "fails_modulus_derived_checked")
+    assert 'ckm_count: record keys in column rk of "warehouse"."main"."stg_persons256" are not uniform random on ' \
+           "[0, 100000000): Kolmogorov-Smirnov distance" in out
+    out = build(project, "fails_keys_above_modulus_checked")
+    assert 'record keys in column rk of "warehouse"."raw"."unlogged" are not uniform random on [0, 1000): ' in out
+    assert "of 300 keys are not whole numbers in [0, 1000)" in out
 
 
 def test_matching_moduli_build(project):

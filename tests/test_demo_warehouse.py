@@ -1,5 +1,6 @@
 """The demo warehouse built from scratch: generate -> load -> dbt build -> publish, as `make demo` does."""
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from sdc.cli import main
 from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
 from sdc.loader import load_microdata, read_facts_config
 from sdc.publish import publish
+from sdc.suppression.pipeline import interval_text
 
 from conftest import query
 
@@ -96,6 +98,18 @@ def test_publication_equals_the_protected_schema_and_parquet(demo):
         assert warehouse == published == parquet and len(warehouse) > 0
 
 
+def test_every_protected_relation_records_the_load_it_was_built_from(demo):
+    """The record sdc publish checks for one consistent build (macros/build_record.sql): the suppression tables are
+    built through Python models, which carry none and are looked through to the macro models before them."""
+    _, db, _ = demo
+    loads = dict(query(db, "select table_name, cast(loaded_at as varchar) from raw.sdc_loads"))
+    records = dict(query(db, "select table_name, comment from duckdb_tables() where schema_name = 'protected'"))
+    assert sorted(records) == PROTECTED
+    for name, comment in records.items():
+        source = "enterprises" if name.startswith("umsatz") else "students"
+        assert json.loads(comment)["sdc_build"]["loads"] == {f"raw.{source}": [loads[source]]}, name
+
+
 def test_originals_match_a_plain_count_of_the_microdata(demo):
     _, db, _ = demo
     audit = query(db, "select hochschulart, geschlecht, original from audit.ckm_beurlaubte_nach_hochschulart_geschlecht "
@@ -155,12 +169,15 @@ def test_suppression_demo_tables(demo):
     for table, pattern in (("supp_studierende_audit", "supp_studierende_pattern"), ("supp_umsatz_audit", "supp_umsatz_pattern")):
         assert query(db, f"select count(*), bool_and(protected) from audit.{table}") == [
             (query(db, f"select count(*) from audit.{pattern} where status in ('primary', 'secondary')")[0][0], True)]
-    # turnover: dominance rules fired and suppressed cells publish their audit interval
+    # turnover: dominance rules fired and suppressed cells publish the interval the published cells give
+    # (issue 17: not the audit's, whose a-priori bound 1.5 x the largest cell gave that cell away)
     rules = {r for (r,) in query(db, "select rule from audit.supp_umsatz_pattern where status = 'primary'")}
     assert any("p:10" in r for r in rules)
-    intervals = query(db, "select p.published_text, a.feasible_lower, a.feasible_upper from protected.umsatz_nach_wz_region p "
-                          "join audit.supp_umsatz_audit a using (wz, region)")
-    assert intervals and all(text == f"{low:.0f}-{high:.0f}" for text, low, high in intervals)
+    intervals = query(db, "select p.published_text, a.published_lower, a.published_upper from protected.umsatz_nach_wz_region p "
+                          "join audit.supp_umsatz_pattern a using (wz, region) where a.status in ('primary', 'secondary')")
+    assert intervals and all(text == interval_text(low, high, "x") for text, low, high in intervals)
+    largest = query(db, "select max(abs(value)) from audit.supp_umsatz_pattern")[0][0]
+    assert all(high != 1.5 * largest for _, _, high in intervals)
 
 
 def test_report_prints_table_2b(demo, capsys):

@@ -2,6 +2,7 @@
 
 import hashlib
 import hmac
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -251,3 +252,15 @@ def test_the_demo_may_use_its_published_secret(tmp_path, seed002_csv, monkeypatc
     code = main(["load", "--db", str(tmp_path / "w.duckdb"), "--input", str(seed002_csv), "--table", "students",
                  "--id", "id", "--key-mode", "keyed", "--allow-demo-secret"])
     assert code == 0 and "record keys: keyed" in capsys.readouterr().out
+
+
+def test_a_failed_first_load_leaves_no_empty_warehouse(tmp_path):
+    micro = tmp_path / "micro.csv"
+    micro.write_text("id,sex\n1,m\n1,f\n")   # duplicate id: refused
+    db = tmp_path / "new.duckdb"
+    with pytest.raises(SdcError, match="id"):
+        load_microdata(db, micro, "persons", id_column="id")
+    assert not db.exists() and not Path(f"{db}.wal").exists()
+    micro.write_text("id,sex\n1,m\n2,f\n")
+    load_microdata(db, micro, "persons", id_column="id")
+    assert db.exists()

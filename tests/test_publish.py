@@ -74,8 +74,10 @@ MODELS = {
     # a protection step beside raw data: two parents
     "other/published_union_raw.sql": "{{ sdc.ckm_published(ref('ckm_persons')) }}\nunion all\n"
                                      "select sex, region, 1 from {{ source('raw', 'persons') }}\n",
-    # a BI view on a protected model: allowed
-    "other/bi_view.sql": "select * from {{ ref('persons_by_sex_region') }} where sex = 'm'\n",
+    # a BI view on a protected model: allowed; a table built by a model of one's own records its build by the hook
+    "other/bi_view.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+                         "select * from {{ ref('persons_by_sex_region') }} where sex = 'm'\n",
+    "other/bi_view_unrecorded.sql": "select * from {{ ref('persons_by_sex_region') }} where sex = 'w'\n",
 }
 PUBLISHED = ["persons_by_sex_region", "persons_view"]
 
@@ -93,25 +95,35 @@ class Built:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Built:
     """One dbt project that uses sdc as a package, with dbt's default schema names (main_protected, ...)."""
-    root = tmp_path_factory.mktemp("pubtest")
+    return make_project(tmp_path_factory.mktemp("pubtest"), MODELS)
+
+
+def make_project(root: Path, models: dict[str, str]) -> Built:
+    """A dbt project with ``models`` (path -> text) on raw.persons (400 records), loaded and built."""
     project = root / "project"
     (project / "seeds").mkdir(parents=True)
     (project / "dbt_project.yml").write_text(PROJECT_YML)
     (project / "profiles.yml").write_text(PROFILES_YML)
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
     shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", project / "seeds" / "sdc_ptable.csv")
-    for name, text in MODELS.items():
+    for name, text in models.items():
         (project / "models" / name).parent.mkdir(parents=True, exist_ok=True)
         (project / "models" / name).write_text(text)
     micro = root / "persons.csv"
     micro.write_text("id,sex,region\n" + "".join(f"{i},{'mw'[i % 2]},{'R' + str(i % 5)}\n" for i in range(400)))
     db = root / "warehouse.duckdb"
     load_microdata(db, micro, "persons", id_column="id", key_mode="keyed", secret=b"publish test secret")
-    env = dict(os.environ, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
-    for args in (["deps"], ["build"]):
-        result = subprocess.run([str(DBT), *args], cwd=project, env=env, capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0, result.stdout[-4000:]
-    return Built(project, db, project / "target" / "manifest.json")
+    built = Built(project, db, project / "target" / "manifest.json")
+    dbt(built, "deps")
+    dbt(built, "build")
+    return built
+
+
+def dbt(built: Built, *args: str) -> None:
+    env = dict(os.environ, DBT_PROFILES_DIR=str(built.project), SDC_DUCKDB_PATH=str(built.db),
+               DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    result = subprocess.run([str(DBT), *args], cwd=built.project, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:]
 
 
 def edited_manifest(built: Built, tmp: Path, tag: tuple[str, ...] = (), untag: tuple[str, ...] = (),
@@ -143,13 +155,21 @@ def write_manifest(path: Path, nodes: dict, sources: dict | None = None, macros:
     return path
 
 
+def record_build(con, schema: str, table: str, loads: dict | None = None) -> None:
+    """The build record that macros/build_record.sql commits with each relation the sdc macros build."""
+    record = json.dumps({"sdc_build": {"invocation_id": "hand-made", "loads": loads or {}}})
+    con.execute(f"comment on table {quote_identifier(schema)}.{quote_identifier(table)} is {quote_literal(record)}")
+
+
 def hand_made(tmp: Path, tables: dict[str, str], schema: str = "protected", name: str = "wh") -> tuple[Path, Path]:
-    """A warehouse <name>.duckdb with the tables (name -> select) in ``schema``, and a manifest that tags them."""
+    """A warehouse <name>.duckdb with the tables (name -> select) in ``schema``, each with a build record, and a
+    manifest that tags them."""
     db = tmp / f"{name}.duckdb"
     con = duckdb.connect(str(db))
     con.execute(f"create schema if not exists {quote_identifier(schema)}")
     for table, select in tables.items():
         con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as {select}")
+        record_build(con, schema, table)
     con.close()
     nodes = {f"model.p.{t}": node(t, schema, name) for t in tables}
     return db, write_manifest(tmp / "manifest.json", nodes)
@@ -349,6 +369,35 @@ def test_suppressed_cells_with_null_values_are_published(tmp_path):
         "t(year, dim, value, published_text)")})
     assert publish(db, tmp_path / "pub.duckdb", manifest=manifest) == ["magnitude", "ok"]
     assert rows(tmp_path / "pub.duckdb", "select * from ok order by dim") == rows(db, "select * from protected.ok order by dim")
+
+
+@pytest.mark.parametrize("select, cell", [
+    # a ckm_published relation: dimensions and count (the reported case: each cell perturbed and original)
+    ("select * from (values ('m', 'R1', 5), ('w', 'R1', 3), ('m', 'R1', 7)) t(sex, region, count)",
+     "sex='m', region='R1'"),
+    # a suppression_published relation: the value column and published_text are no dimensions
+    ("select * from (values ('a', 5, '5'), ('b', null, 'x'), ('a', 6, '6'), ('a', null, 'x')) t(dim, freq, published_text)",
+     "dim='a'"),
+])
+def test_a_relation_with_a_duplicate_cell_is_refused(tmp_path, capsys, select, cell):
+    db, manifest = hand_made(tmp_path, {"ok": SUPPRESSED_OK, "twice": select})
+    out, folder = tmp_path / "pub.duckdb", tmp_path / "parquet"
+    code = main(["publish", "--db", str(db), "--manifest", str(manifest), "--out", str(out), "--parquet", str(folder)])
+    assert code == 2
+    times = 3 if cell == "dim='a'" else 2
+    assert capsys.readouterr().err == (
+        f"sdc publish: error: relation protected.twice (model.p.twice) holds the cell ({cell}) {times} times: every "
+        "cell is published once (a perturbation table with overlapping intervals, or a join that repeats rows, "
+        "publishes a cell twice); fix the model and run dbt build\n")
+    assert not out.exists() and not folder.exists() and no_temp_files(tmp_path)
+
+
+def test_cells_that_differ_in_a_numeric_dimension_are_not_duplicates(tmp_path):
+    # year is numeric but no value column (it differs from published_text): cells (2020, a) and (2021, a) are two
+    db, manifest = hand_made(tmp_path, {"years": "select * from (values (2020, 'a', null, 'x'), (2021, 'a', 4, '4'), "
+                                                 "(2020, 'b', null, 'x')) t(year, dim, value, published_text)"})
+    assert publish(db, tmp_path / "pub.duckdb", manifest=manifest) == ["years"]
+    assert rows(tmp_path / "pub.duckdb", "select count(*) from years") == [(3,)]
 
 
 # ------------------------------------------------------------------------------------------ manifest and warehouse
@@ -610,6 +659,7 @@ def test_hostile_names_reach_sql_only_quoted(tmp_path):
     con.execute(f"create schema {quote_identifier(schema)}")
     select = ", ".join(f"{i} as {quote_identifier(c)}" for i, c in enumerate(columns))
     con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as select {select}")
+    record_build(con, schema, table)
     con.close()
     manifest = write_manifest(tmp_path / "m.json", {"model.p.x": node("x", schema, alias=table)})
     out = tmp_path / "pub.duckdb"
@@ -687,3 +737,91 @@ def test_nothing_is_published_after_a_failed_dbt_run(built, tmp_path, capsys):
     results["results"][1]["status"] = "success"
     (tmp_path / "run_results.json").write_text(json.dumps(results))
     assert publish(built.db, tmp_path / "pub.duckdb", manifest=manifest) == PUBLISHED
+
+
+# ------------------------------------------------------------------------------------------ one consistent build
+MIXED_MODELS = {
+    "sources.yml": MODELS["sources.yml"],
+    "audit/ckm_sex.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex']) }}\n",
+    "audit/ckm_region.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region']) }}\n",
+    "protected/by_sex.sql": "{{ sdc.ckm_published(ref('ckm_sex')) }}\n",
+    "protected/by_sex_view.sql": "{{ config(materialized='view') }}\n{{ sdc.ckm_published(ref('ckm_sex')) }}\n",
+    "protected/by_region.sql": "{{ sdc.ckm_published(ref('ckm_region')) }}\n",
+}
+
+
+def loaded_at(db: Path) -> str:
+    return rows(db, "select cast(loaded_at as varchar) from raw.sdc_loads where table_name = 'persons'")[0][0]
+
+
+def build_record(db: Path, relation: str) -> dict:
+    schema, name = relation.split(".")
+    (comment,) = rows(db, f"select comment from duckdb_tables() where schema_name = '{schema}' and table_name = '{name}'")[0]
+    return json.loads(comment)["sdc_build"]
+
+
+def test_relations_built_from_two_loads_are_refused_and_one_build_publishes(tmp_path, capsys, monkeypatch):
+    """The reported case: kill -9 of dbt build left tables of the new load next to tables of the old one, and sdc
+    publish shipped both. Here: build, sdc load again, rebuild one protected table with its audit model only."""
+    built = make_project(tmp_path, MIXED_MODELS)
+    first = loaded_at(built.db)
+    invocation = json.loads((built.project / "target" / "run_results.json").read_text())["metadata"]["invocation_id"]
+    for relation in ("main_audit.ckm_sex", "main_protected.by_sex", "main_protected.by_region"):
+        assert build_record(built.db, relation) == {"invocation_id": invocation, "loads": {"raw.persons": [first]}}
+    out = tmp_path / "pub.duckdb"
+    assert publish(built.db, out, project_dir=built.project) == ["by_region", "by_sex", "by_sex_view"]
+
+    monkeypatch.setenv("SDC_KEY_SECRET", "publish test secret")
+    assert main(["load", "--db", str(built.db), "--input", str(tmp_path / "persons.csv"), "--table", "persons",
+                 "--id", "id", "--key-mode", "keyed"]) == 0
+    second = loaded_at(built.db)
+    assert second > first
+    dbt(built, "build", "--select", "+by_region")
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+    assert main(["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"sdc publish: error: the tagged relations were built from different loads of raw.persons (load of {first}: "
+        f"main_protected.by_sex, main_protected.by_sex_view; load of {second}: main_protected.by_region): a dbt build "
+        "was interrupted or ran on part of the project; run dbt build after the last sdc load\n")
+    assert snapshot(tmp_path) == before
+
+    # a view reads its audit table live: rebuilt alone, the view shows the new load, the table beside it the old
+    dbt(built, "build", "--select", "ckm_region", "by_region", "ckm_sex")
+    with pytest.raises(SdcError, match=f"load of {first}: main_protected.by_sex; load of {second}: "
+                                       "main_protected.by_region, main_protected.by_sex_view\\)"):
+        publish(built.db, out, project_dir=built.project)
+
+    dbt(built, "build")
+    assert publish(built.db, out, project_dir=built.project) == ["by_region", "by_sex", "by_sex_view"]
+    assert build_record(built.db, "main_protected.by_sex")["loads"] == {"raw.persons": [second]}
+    assert rows(out, "select * from by_sex order by all") == rows(built.db, "select * from main_protected.by_sex order by all")
+
+
+@pytest.mark.parametrize("suffix", ["__dbt_backup", "__dbt_tmp"])
+def test_a_relation_left_by_an_interrupted_build_is_refused(built, tmp_path, capsys, suffix):
+    db = tmp_path / "warehouse.duckdb"
+    shutil.copy(built.db, db)
+    con = duckdb.connect(str(db))
+    con.execute(f"create table main_protected.persons_by_sex_region{suffix} as select * from main_protected.persons_by_sex_region")
+    con.close()
+    out = tmp_path / "pub.duckdb"
+    assert main(["publish", "--db", str(db), "--project-dir", str(built.project), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"sdc publish: error: main_protected.persons_by_sex_region{suffix} lie beside the tagged relations: a dbt "
+        "build was interrupted and the warehouse may hold tables of two builds; run dbt build to the end before publishing\n")
+    assert not out.exists() and no_temp_files(tmp_path)
+
+
+def test_a_tagged_table_without_a_build_record_is_refused_naming_the_hook(built, tmp_path, capsys):
+    manifest = edited_manifest(built, tmp_path, tag=("bi_view_unrecorded",))
+    assert main(["publish", "--db", str(built.db), "--manifest", str(manifest), "--out", str(tmp_path / "pub.duckdb")]) == 2
+    assert capsys.readouterr().err == (
+        "sdc publish: error: no build record on main.bi_view_unrecorded (which load of the source tables it was built "
+        "from), so a publication mixed from two builds cannot be told apart: the sdc macros (ckm_count, ckm_published, "
+        "suppression_*) record it; for another model add {{ config(post_hook=\"{{ sdc.build_record() }}\") }} to it, "
+        "or +post-hook: \"{{ sdc.build_record() }}\" to its folder in dbt_project.yml, and run dbt build "
+        "(persist_docs for relations writes over the record)\n")
+    assert not (tmp_path / "pub.duckdb").exists()
+    # the model bi_view carries that hook: its record names the load of its protected parent
+    assert build_record(built.db, "main.bi_view")["loads"] == {"raw.persons": [loaded_at(built.db)]}

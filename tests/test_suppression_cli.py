@@ -34,7 +34,7 @@ def test_seed001_minimum_frequency_pattern(tmp_path, students, capsys, method):
     # seed 001 "Sekundärsperrung": Medizin/weiblich primary; Bauingenieurwesen m/w and Medizin/m secondary
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
-                 "--method", method, "--out", str(out)]) == 0
+                 "--method", method, "--audit", "--out", str(out)]) == 0
     assert "11 published, 1 primary, 3 secondary, 0 empty" in capsys.readouterr().out
     rows = read(out)
     assert hidden(rows, "fach", "geschlecht") == [
@@ -54,7 +54,7 @@ def test_tv8_microdata1_with_the_sdctable_preset(tmp_path):
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(DATA / "sdctable_microdata1.csv"), "--dims", "region,gender",
                  "--rule", "freq:3", "--preset", "sdctable", "--method", "optimal", "--cost", "freq",
-                 "--out", str(out)]) == 0
+                 "--audit", "--out", str(out)]) == 0
     assert hidden(read(out), "region", "gender") == [
         (("A", "female"), "primary"), (("A", "male"), "secondary"), (("C", "female"), "secondary"),
         (("C", "male"), "secondary"),
@@ -68,7 +68,7 @@ def test_magnitude_table_with_p_rule(tmp_path, capsys):
                     "Forchheim,A,300000\nForchheim,B,280000\nForchheim,C,310000\nHof,D,200000\nHof,E,210000\nHof,F,190000\n")
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(data), "--dims", "region", "--value", "umsatz", "--rule", "p:10",
-                 "--out", str(out)]) == 0
+                 "--audit", "--out", str(out)]) == 0
     rows = read(out)
     bamberg = next(r for r in rows if r["region"] == "Bamberg")
     assert (bamberg["status"], bamberg["rule"], bamberg["value"], bamberg["protection_upper"]) == ("primary", "p:10", "900000", "10000")
@@ -78,7 +78,7 @@ def test_magnitude_table_with_p_rule(tmp_path, capsys):
 
 def test_audit_fails_a_pattern_that_discloses(tmp_path, students, capsys):
     out = tmp_path / "cells.csv"
-    main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3", "--out", str(out)])
+    main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3", "--audit", "--out", str(out)])
     text = out.read_text().replace(",secondary,", ",published,")  # publish every secondary: Medizin/w = 5 - 4
     out.write_text(text)
     capsys.readouterr()
@@ -118,7 +118,7 @@ def test_bad_audit_input(tmp_path, capsys):
         in capsys.readouterr().err
 
 
-def test_publish_intervals_prints_the_audit_interval(tmp_path, students):
+def test_publish_intervals_prints_the_interval_the_published_cells_give(tmp_path, students):
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
                  "--publish-intervals", "--out", str(out)]) == 0
@@ -189,7 +189,7 @@ def test_roof_water_max_n_5_primaries_keep_their_intervals(tmp_path, capsys, met
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(DATA / "cellkey_testdata_with_rkeys.csv"), "--dims", "roof,water",
                  "--rule", "freq:5", "--preset", "sdctable", "--method", method, "--cost", "freq",
-                 "--out", str(out)]) == 0
+                 "--audit", "--out", str(out)]) == 0
     rows = read(out)
     primaries = [(r["roof"], r["water"]) for r in rows if r["status"] == "primary"]
     assert sorted(primaries) == [("r2", "w2"), ("r2", "w9"), ("r6", "w4"), ("r6", "w5"), ("r9", "w5"), ("r9", "w9")]
@@ -241,7 +241,7 @@ def test_a_text_value_column_is_refused(tmp_path, capsys):
 def test_time_limit_warning_is_one_line_and_the_pattern_is_written(tmp_path, students, capsys):
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(students), "--dims", "fach,geschlecht", "--rule", "freq:3",
-                 "--method", "optimal", "--time-limit", "0", "--out", str(out)]) == 0
+                 "--method", "optimal", "--time-limit", "0", "--audit", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     warning = one_line(captured.err, kind="warning")
     assert warning.startswith("sdc suppress: warning: the optimal method stopped at its time limit of 0 s; ")
@@ -343,7 +343,7 @@ def test_negative_cells_under_a_frequency_rule(tmp_path, capsys, method):
                     "r3,s0,-59\nr1,s1,-65\nr2,s0,30\nr0,s1,99\nr1,s0,24\nr3,s2,-84\nr1,s1,82\n")
     out = tmp_path / "cells.csv"
     assert main(["suppress", "--input", str(data), "--dims", "region,sex", "--value", "umsatz", "--rule", "freq:3",
-                 "--method", method, "--out", str(out)]) == 0
+                 "--method", method, "--audit", "--out", str(out)]) == 0
     rows = read(out)
     hidden_rows = [r for r in rows if r["status"] in ("primary", "secondary")]
     assert sum(r["status"] == "primary" for r in rows) == 7

@@ -133,7 +133,7 @@ def test_cli_prefer_low_levels(tmp_path, capsys):
     for flag in ([], ["--prefer-low-levels"]):
         out = tmp_path / "cells.csv"
         assert main(["suppress", "--input", str(micro), "--dims", "a,b", "--hierarchy", str(hierarchy),
-                     "--rule", "freq:3", "--method", "optimal", "--cost", "freq", *flag, "--out", str(out)]) == 0
+                     "--rule", "freq:3", "--method", "optimal", "--cost", "freq", *flag, "--audit", "--out", str(out)]) == 0
         with open(out, newline="") as handle:
             suppressed[bool(flag)] = sum(int(r["freq"]) for r in csv.DictReader(handle)
                                          if r["status"] in ("primary", "secondary"))

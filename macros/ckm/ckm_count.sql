@@ -27,8 +27,11 @@
     modulus    M of the record keys, default var sdc_key_modulus
     reuse_from counts above max i cycle through rows reuse_from..max i (ONS: 501), default var
                sdc_ptable_reuse_from (none: every larger count uses row max i)
+    check_keys refuse keys that cannot be uniform random (ckm_check_record_keys), default var
+               sdc_check_record_keys (true); false only for hand-picked teaching keys
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none) %}
+{{- sdc.build_record_hook() -}}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
 {%- endif -%}
@@ -52,6 +55,9 @@
 {%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_count', roles=roles) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
+{%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
+  {%- do sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count') -%}
+{%- endif -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 

@@ -4,6 +4,7 @@
   because they undo the protection.
 #}
 {% macro ckm_published(audit_relation) %}
+{{- sdc.build_record_hook() -}}
 {%- set audit_columns = sdc.setting('sdc_audit_columns') -%}
 {%- set columns = [] -%}
 {%- if execute -%}

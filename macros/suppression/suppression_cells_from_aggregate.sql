@@ -17,6 +17,7 @@
 {%- for column in top %}{% do roles.update({column: 'top contribution column'}) %}{% endfor -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_suppression_own_columns'), 'suppression_cells_from_aggregate',
       roles=roles, top_contributions=true) -%}
+{{- sdc.build_record_hook() -}}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 {%- set q = sdc.sql_identifier -%}

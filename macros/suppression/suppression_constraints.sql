@@ -7,6 +7,7 @@
   (total, code) for flat ones.
 #}
 {% macro suppression_constraints(cells, dims, hierarchy=none) %}
+{{- sdc.build_record_hook() -}}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, 'cube') -%}
 {%- set q = sdc.sql_identifier -%}
 

@@ -19,6 +19,7 @@
   freq_protection. Protection is symmetric (lower = upper), as in tau-Argus.
 #}
 {% macro suppression_primary(cells, rules, preset='handbook') %}
+{{- sdc.build_record_hook() -}}
 {%- set presets = sdc.suppression_presets() -%}
 {%- if preset not in presets -%}
   {{ exceptions.raise_compiler_error("suppression_primary: unknown preset '" ~ preset ~ "'; known: " ~ presets.keys() | join(', ')) }}

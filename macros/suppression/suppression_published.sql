@@ -5,6 +5,7 @@
   suppressed cells stay in the audit schema.
 #}
 {% macro suppression_published(pattern, dims, value='value') %}
+{{- sdc.build_record_hook() -}}
 select
     {%- for dim in dims %}
     {{ sdc.sql_identifier(dim) }},

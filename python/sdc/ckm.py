@@ -13,7 +13,7 @@ from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .hierarchy import read_hierarchy
 from .loader import load_microdata, quote, source_sql
-from .files import check_not_an_input, csv_field, write_text_atomically
+from .files import check_not_an_input, check_output_file, csv_field, read_failure, write_text_atomically
 from .ptable.formats import read_ptable, render_ptable
 from .scratch import scratch_folder, scratch_project, write_hierarchy_seed
 
@@ -44,6 +44,7 @@ def protect_table(
         quote(dim)
     check_dimension_names(dims, CKM_OWN_COLUMNS + (RECORD_KEY_COLUMN, COUNT_FACT),
                           {record_key: "--record-key column", count_var: "--count-var column"})
+    check_output_file(out)
     check_not_an_input(out, input_path, ptable_path, hierarchy_path)
     columns = _input_columns(Path(input_path))
     missing = [d for d in dims + [record_key] + ([count_var] if count_var else []) if d not in columns]
@@ -90,6 +91,6 @@ def _input_columns(path: Path) -> list[str]:
     try:
         return [r[0] for r in con.execute(f"describe select * from {source_sql(path)}").fetchall()]
     except duckdb.Error as exc:
-        raise SdcError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+        raise read_failure(exc, path) from None
     finally:
         con.close()

@@ -108,7 +108,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="environment variable holding the keyed-mode secret (at least 16 bytes)")
     load.add_argument("--allow-demo-secret", action="store_true",
                       help="accept the demo's published secret (the demo only: anyone can recompute its keys)")
-    load.add_argument("--key-column", help="column with existing record keys (key mode existing)")
+    load.add_argument("--allow-all-new-keys", action="store_true",
+                      help="accept a random-mode reload in which no record keeps its stored key (every published "
+                      "number changes; refused by default, as it usually means the ids changed)")
+    load.add_argument("--key-column", help="column with existing record keys (key mode existing); keys that cannot "
+                      "be uniform random (all equal, few distinct values, bunched) are refused")
     load.add_argument("--config", help="YAML file with 'facts: {f_name: condition}'")
     load.set_defaults(run=_run_load)
 
@@ -181,8 +185,12 @@ def _parser() -> argparse.ArgumentParser:
                       "limit); at the limit the heuristic completes the pattern, with a warning")
     supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .)")
     supp.add_argument("--publish-intervals", action="store_true",
-                      help="publish suppressed cells as the interval an attacker can derive (lower-upper) instead of --mark")
-    supp.add_argument("--out", required=True, help="CSV file to write")
+                      help="publish suppressed cells as the interval anyone can derive from the published cells "
+                      "(lower-upper, >=lower where unbounded) instead of --mark")
+    supp.add_argument("--audit", action="store_true",
+                      help="write the audit layout instead: freq, value (the true value of every suppressed cell), "
+                      "protection levels and audit intervals, as sdc audit reads it (never publish it)")
+    supp.add_argument("--out", required=True, help="CSV file to write (the publishable columns unless --audit)")
     supp.set_defaults(run=_run_suppress)
 
     anon = commands.add_parser(
@@ -222,7 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     micro.set_defaults(run=_run_microaggregate)
 
     audit = commands.add_parser("audit", help="re-check a suppression pattern with the LP audit (exit 1 if it fails)")
-    audit.add_argument("--cells", required=True, help="cells CSV (as written by sdc suppress)")
+    audit.add_argument("--cells", required=True, help="cells CSV (as written by sdc suppress --audit)")
     audit.add_argument("--hierarchy", help="hierarchy CSV")
     audit.set_defaults(run=_run_audit)
 
@@ -282,6 +290,7 @@ def _run_load(args: argparse.Namespace) -> int:
         key_column=args.key_column,
         facts=facts,
         allow_demo_secret=args.allow_demo_secret,
+        allow_all_new_keys=args.allow_all_new_keys,
     )
     for line in report.lines():
         print(line)
@@ -318,7 +327,7 @@ def _run_suppress(args: argparse.Namespace) -> int:
     import warnings
 
     from .suppression.optimal import TimeLimitWarning
-    from .suppression.pipeline import DEFAULT_TIME_LIMIT, check_time_limit, suppress_table
+    from .suppression.pipeline import DEFAULT_TIME_LIMIT, IntegerCheckWarning, check_time_limit, suppress_table
 
     if args.time_limit is not None and args.method != "optimal":
         raise SdcError("--time-limit applies to --method optimal only")
@@ -326,32 +335,32 @@ def _run_suppress(args: argparse.Namespace) -> int:
     # the library warns (warnings.warn); here a warning is one line on stderr, without file and line
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TimeLimitWarning)
+        warnings.simplefilter("always", IntegerCheckWarning)
         try:
             counts = suppress_table(
                 args.input, _split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
                 holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
                 publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
-                time_limit=time_limit,
+                time_limit=time_limit, audit=args.audit,
             )
         finally:
             for warning in caught:
                 print(f"sdc suppress: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
-    print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+          + (" (audit layout with the true values: do not publish)" if args.audit else ""))
     return 0
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:
-    from .files import csv_field, read_csv_rows, write_text_atomically
-    from .suppression.pipeline import check_output_path
+    from .files import check_output_file, csv_field, read_csv_rows, write_text_atomically
     from .suppression.sas_anon import anonymise, text_of
 
-    rows = read_csv_rows(args.input, "input file")
-    if not rows:
-        raise SdcError(f"{args.input}: no rows below the header")
     if args.out:
-        check_output_path(args.out)
+        check_output_file(args.out)
+    rows = read_csv_rows(args.input, "input file")
     result = anonymise(rows, levels=_split(args.levels), value=args.value, function=args.function,
-                       min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals)
+                       min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals,
+                       source=args.input)
     for error in result.consistency_errors:
         print(f"warning: {error}", file=sys.stderr)
     if args.out:
@@ -366,10 +375,13 @@ def _run_sas_anon(args: argparse.Namespace) -> int:
 
 
 def _run_microaggregate(args: argparse.Namespace) -> int:
+    from .files import check_output_file, write_text_atomically
     from .microaggregation.tables import microaggregate_file, microaggregate_table
 
     if bool(args.db) == bool(args.input) or (args.db and not args.table) or (args.input and not args.out):
         raise SdcError("give either --db FILE --table T [--out-table T2] or --input FILE --out FILE")
+    if args.report:
+        check_output_file(args.report)
     options = dict(id_column=args.id_column, replacement=args.replacement, shuffle_rows=args.shuffle_rows)
     if args.db:
         reports = microaggregate_table(args.db, args.table, args.column, args.k, args.method,
@@ -390,8 +402,6 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
             print(f"  warning: {warning}", file=sys.stderr)
     if args.report:
         import json
-
-        from .files import write_text_atomically
 
         write_text_atomically(Path(args.report), json.dumps(reports, indent=2) + "\n")
     print(f"wrote {target}")
@@ -417,7 +427,11 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 def _run_demo_generate(args: argparse.Namespace) -> int:
     from .demo import write_enterprises, write_students
+    from .files import check_output_file
 
+    for path in (args.out, args.enterprises):
+        if path:
+            check_output_file(path)
     rows = write_students(args.out, args.rows, args.seed)
     print(f"wrote {rows} synthetic student records to {args.out}")
     if args.enterprises:
@@ -434,6 +448,11 @@ def _run_demo_report(args: argparse.Namespace) -> int:
 
 
 def _run_ptable(args: argparse.Namespace) -> int:
+    from .files import check_output_file
+
+    for path in (args.out, args.plot):
+        if path:
+            check_output_file(path)
     if args.format not in EXPORT_FORMATS:
         raise SdcError(f"unknown --format {args.format!r}; known: {', '.join(EXPORT_FORMATS)}")
     if args.plot and not args.plot.lower().endswith(".png"):

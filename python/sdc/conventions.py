@@ -59,6 +59,26 @@ LOAD_LOG_TABLE: str = "sdc_loads"
 MIN_SECRET_BYTES: int = 16
 DEMO_KEY_SECRET: str = "sdc-demo-secret-not-for-production"
 
+# ------------------------------------------------------------------------------------------ record key checks
+# Keys that are not uniform on [0, M) undo the protection (all 0: every cell of 8 or more got noise -5, so
+# original = published + 5). Keys from a file (`sdc load --key-mode existing`, `sdc ckm`) and the keys
+# ckm_count reads are refused when one of these fails (python/sdc/record_keys.py, macros/ckm/ckm_check_record_keys.sql):
+# * range: every key a whole number in [0, M), none NULL;
+# * distinct share: n uniform keys take E = M (1 - (1 - 1/M)^n) distinct values on average; fewer than
+#   RECORD_KEY_MIN_DISTINCT_FRACTION * E is refused from RECORD_KEY_MIN_RECORDS records on. For n >= 50 and any M,
+#   uniform keys fall that short with probability below 1e-12 (union bound C(M, d) (d/M)^n and McDiarmid's
+#   inequality); below 50 the chance is not negligible (4 keys on M = 3 all equal: 0.04);
+# * uniformity: the Kolmogorov-Smirnov distance D between the keys and the uniform distribution, read at the
+#   edges of RECORD_KEY_BINS equal bins (every value if M is smaller; reading fewer points only lowers D). By the
+#   Dvoretzky-Kiefer-Wolfowitz inequality (Massart's constant) uniform keys have P(D > e) <= 2 exp(-2 n e^2) at
+#   every n, so p = 2 exp(-2 n D^2) below RECORD_KEY_ALPHA is refused: a false alarm in at most one in a million
+#   loads of genuinely random keys. It needs no minimum count: 8 keys all 0 give p = 2e-7, and 30 equal keys
+#   are refused wherever they lie (D >= 0.5).
+RECORD_KEY_ALPHA: float = 1e-6
+RECORD_KEY_MIN_DISTINCT_FRACTION: float = 0.5
+RECORD_KEY_MIN_RECORDS: int = 50
+RECORD_KEY_BINS: int = 1000
+
 # ------------------------------------------------------------------------------------------ tables
 # Code of a total along a flat dimension (dbt var sdc_total_label; a hierarchy's root code labels its own).
 TOTAL_LABEL: str = "Total"
@@ -96,6 +116,14 @@ SUPPRESSION_LAYER_COLUMNS: tuple[str, ...] = ("published_text", "freq")
 # A suppression publication shows each cell as text: its value, or a mark / interval where suppressed
 # (then the value column must be NULL).
 PUBLISHED_TEXT_COLUMN: str = "published_text"
+# The published measure of a ckm_published relation; beside it, the columns are the dimensions of a cell.
+CKM_COUNT_COLUMN: str = "count"
+# The comment that macros/build_record.sql puts on each relation the sdc macros build: a JSON object under this
+# key, with the loads (loaded_at of raw.sdc_loads) of the source tables it was built from.
+BUILD_RECORD_KEY: str = "sdc_build"
+# dbt-duckdb renames a model's old relation to <name>__dbt_backup and builds the new one as <name>__dbt_tmp until
+# the commit: one left in the warehouse means a build was interrupted.
+DBT_LEFTOVER_SUFFIXES: tuple[str, ...] = ("__dbt_backup", "__dbt_tmp")
 # Inside a publication file: the schema and table that list what sdc publish copied (and mark the file as its own).
 PUBLICATION_SCHEMA: str = "sdc_publication"
 PUBLICATION_INDEX_TABLE: str = "relations"
@@ -132,4 +160,10 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_load_log": LOAD_LOG_TABLE,
     "sdc_ckm_own_columns": list(CKM_OWN_COLUMNS),
     "sdc_suppression_own_columns": list(SUPPRESSION_OWN_COLUMNS),
+    # false only for hand-picked teaching keys: every published number could then be undone
+    "sdc_check_record_keys": True,
+    "sdc_record_key_alpha": RECORD_KEY_ALPHA,
+    "sdc_record_key_min_distinct_fraction": RECORD_KEY_MIN_DISTINCT_FRACTION,
+    "sdc_record_key_min_records": RECORD_KEY_MIN_RECORDS,
+    "sdc_record_key_bins": RECORD_KEY_BINS,
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -45,3 +46,20 @@ def first_line(exc: BaseException) -> str:
 def is_numeric_type(duckdb_type: str) -> bool:
     """True for DuckDB's integer, floating-point and decimal types (DECIMAL(p, s) included)."""
     return str(duckdb_type).upper().split("(")[0].strip() in _NUMERIC
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection):
+    """One transaction: committed when the block ends, rolled back on any error. The error that stopped it is
+    the one raised: a rollback that fails too (after a failed commit, e.g. on a full disk, DuckDB has already
+    rolled back and "cannot rollback - no transaction is active") must not hide it."""
+    con.execute("begin transaction")
+    try:
+        yield con
+        con.execute("commit")
+    except BaseException:
+        try:
+            con.execute("rollback")
+        except duckdb.Error:
+            pass
+        raise

@@ -1,28 +1,93 @@
-"""Writing output files: atomically, so a failed run leaves the previous file as it was."""
+"""Reading input files and writing output files, alike for every command.
+
+Outputs are written under a temporary name beside the target and renamed at the end, so a failed run
+leaves the previous file as it was and no temporary file behind; a failed write (a full disk, no
+permission) is one line naming the file. Inputs that are missing, folders or not UTF-8 are one line too.
+"""
 
 from __future__ import annotations
 
+import codecs
 import csv
+import errno
 import io
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .errors import SdcError
 
+NO_SPACE = "no space left on device"
+
+
+def check_output_file(out) -> Path:
+    """Fail before the work, not after it, when ``out`` cannot be a file: it is a folder, or its folder does
+    not exist (sdc creates no folders for its outputs)."""
+    out = Path(out)
+    if out.is_dir():
+        raise SdcError(f"cannot write {out}: it is a folder; give a file name")
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise SdcError(f"cannot write {out}: folder {folder} does not exist")
+    return out
+
+
+def disk_full(exc: BaseException, path) -> SdcError | None:
+    """``exc`` (an OSError or a DuckDB error) as "cannot write <path>: no space left on device" if that is
+    what it is, else None. In words, because DuckDB buries it in JSON."""
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or NO_SPACE in str(exc).lower():
+        return SdcError(f"cannot write {path}: {NO_SPACE}")
+    return None
+
+
+def write_failure(exc: BaseException, path) -> SdcError | None:
+    """A failed write of ``path`` (an OSError, or a DuckDB I/O error) as one line; None for other errors."""
+    text = str(exc)
+    full = disk_full(exc, path)
+    if full is not None:
+        return full
+    if isinstance(exc, OSError):
+        return SdcError(f"cannot write {path}: {exc.strerror or text}")
+    if type(exc).__name__ == "IOException":  # duckdb.IOException, without importing duckdb here
+        return SdcError(f"cannot write {path}: {(text.strip().splitlines() or [''])[0]}")
+    return None
+
+
+@contextmanager
+def staged_file(path, suffix: str = "") -> Iterator[Path]:
+    """A temporary path beside ``path`` for the caller to write; renamed over ``path`` when the block ends
+    without error, removed on any error (a failed write becomes one SdcError naming ``path``). ``suffix``
+    keeps the extension for writers that choose the format by it (DuckDB COPY, matplotlib)."""
+    path = check_output_file(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        failure = write_failure(exc, path)
+        if failure is not None:
+            raise failure from None
+        raise
+
 
 def write_text_atomically(path: Path, text: str) -> None:
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise SdcError(f"cannot write {path}: folder {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    data = text.encode("utf-8")
+    with staged_file(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
+        try:
+            view = memoryview(data)
+            while view:  # os.write may write less than asked
+                view = view[os.write(fd, view):]
+            os.fsync(fd)  # a full disk can surface only here (delayed allocation)
+        finally:
+            os.close(fd)
 
 
 def check_not_an_input(out, *inputs) -> None:
@@ -40,17 +105,57 @@ def csv_field(value) -> str:
     return '"' + text.replace('"', '""') + '"' if "," in text or '"' in text else text
 
 
-def read_csv_rows(path, what: str) -> list[dict]:
-    """The rows of a UTF-8 CSV file as dicts, with one-line errors for a missing file, a folder or bytes
-    that are not UTF-8."""
+def read_text(path, what: str) -> str:
+    """The text of a UTF-8 file (a byte-order mark dropped), with one-line errors naming the file for a
+    missing file, a folder and bytes that are not UTF-8."""
     path = Path(path)
     if path.is_dir():
         raise SdcError(f"{what} {path} is a folder")
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise SdcError(f"{what} not found: {path}") from None
+    except OSError as exc:
+        raise SdcError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SdcError(f"{what} {path} is not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
-                       f"{exc.start}); save it as UTF-8") from None
-    return list(csv.DictReader(io.StringIO(text, newline="")))
+        raise SdcError(_not_utf8(what, path, exc.object[exc.start], exc.start)) from None
+
+
+def read_csv_rows(path, what: str) -> list[dict]:
+    """The rows of a UTF-8 CSV file as dicts (errors as read_text)."""
+    return list(csv.DictReader(io.StringIO(read_text(path, what), newline="")))
+
+
+def read_failure(exc: BaseException, path, what: str = "input file") -> SdcError:
+    """DuckDB's error reading a data file as one line; for bytes that are not UTF-8, where they are (DuckDB's
+    line numbers point elsewhere)."""
+    text = str(exc)
+    if "not utf-8 encoded" in text.lower():
+        found = _first_bad_utf8(Path(path))
+        if found is not None:
+            return SdcError(_not_utf8(what, path, *found))
+    return SdcError(f"cannot read {path}: {(text.strip().splitlines() or [''])[0]}")
+
+
+def _not_utf8(what: str, path, byte: int, offset: int) -> str:
+    return f"{what} {path} is not valid UTF-8 (byte 0x{byte:02x} at offset {offset}); save it as UTF-8"
+
+
+def _first_bad_utf8(path: Path, chunk: int = 1 << 20) -> tuple[int, int] | None:
+    """(the first byte that is not UTF-8, its offset in the file), reading in chunks."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    consumed = 0
+    try:
+        with path.open("rb") as handle:
+            while block := handle.read(chunk):
+                pending = len(decoder.getstate()[0])  # bytes of a character cut by the previous chunk
+                try:
+                    decoder.decode(block)
+                except UnicodeDecodeError as exc:
+                    return exc.object[exc.start], consumed - pending + exc.start
+                consumed += len(block)
+    except OSError:
+        return None
+    return None

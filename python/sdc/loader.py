@@ -16,7 +16,12 @@ Key modes:
              gets the same key, so keys survive rebuilds. The secret comes from the caller (CLI: an
              environment variable), never from the command line or the database.
 ``existing`` a column of the input: integers in [0, M), or doubles in [0, 1) with at most log10(M)
-             decimals (k / M exactly).
+             decimals (k / M exactly). Keys that cannot be uniform random (all equal, few distinct values,
+             bunched) are refused (record_keys.py; ``check_keys=False`` for hand-picked teaching keys only).
+
+Ids match across loads by value: whole numbers compare as integers whatever their column type (1, 1.0 and
+'1' are one id), so a file whose id column changed from INTEGER to DOUBLE keeps its keys. A random-mode
+reload that would keep none of the stored keys is refused unless ``allow_all_new_keys``.
 
 The modulo reduction of a 64-bit HMAC value biases keys by at most M / 2^64 (5e-12 for M = 10^8).
 A load is one transaction: on any error nothing in the database changes.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import re
 import secrets as secrets_module
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,9 +47,11 @@ from .conventions import (
     RAW_SCHEMA,
     RECORD_KEY_COLUMN,
 )
-from .database import connect, first_line
+from .database import connect, first_line, transaction
 from .errors import SdcError
+from .files import disk_full, read_failure, read_text
 from .quoting import quote_path
+from .record_keys import check_record_keys
 
 KEY_MODES = ("random", "keyed", "existing")
 DATA_FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")
@@ -83,9 +91,7 @@ def read_facts_config(path: str | Path) -> dict[str, str]:
     import yaml
 
     try:
-        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SdcError(f"config file not found: {path}") from None
+        config = yaml.safe_load(read_text(path, "config file"))
     except yaml.YAMLError as exc:
         raise SdcError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(config, dict) or not isinstance(config.get("facts"), dict):
@@ -108,9 +114,13 @@ def load_microdata(
     key_column: str | None = None,
     facts: dict[str, str] | None = None,
     allow_demo_secret: bool = False,
+    allow_all_new_keys: bool = False,
+    check_keys: bool = True,
 ) -> LoadReport:
     """Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring.
-    ``allow_demo_secret``: accept the demo's published keyed-mode secret (the demo only)."""
+    ``allow_demo_secret``: accept the demo's published keyed-mode secret (the demo only).
+    ``allow_all_new_keys``: accept a random-mode reload in which no record keeps its stored key.
+    ``check_keys``: refuse existing keys that cannot be uniform (False only for hand-picked teaching keys)."""
     facts = facts or {}
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
     if key_mode == "keyed":
@@ -119,21 +129,32 @@ def load_microdata(
     if not isinstance(db, duckdb.DuckDBPyConnection) and Path(db).suffix.lower() in DATA_FILE_SUFFIXES:
         raise SdcError(f"--db {db} looks like a data file; the warehouse is a DuckDB file (e.g. warehouse.duckdb), "
                        "and the microdata go to --input")
+    created = not isinstance(db, duckdb.DuckDBPyConnection) and not Path(db).exists()
     con = db if isinstance(db, duckdb.DuckDBPyConnection) else connect(db)
     try:
-        con.execute("begin transaction")
-        try:
-            report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts)
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
+        with transaction(con):
+            report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
+                           allow_all_new_keys, check_keys, input_path)
     except duckdb.Error as exc:
-        raise SdcError(f"loading {input_path} failed: {first_line(exc)}") from None
+        raise SdcError(f"loading {input_path} failed: {_load_failure(exc, db, input_path)}") from None
     finally:
         if con is not db:
             con.close()
+        if created and sys.exc_info()[0] is not None:
+            # a failed first load leaves no empty warehouse behind, so a corrected rerun starts as new
+            for leftover in (Path(db), Path(f"{db}.wal")):
+                leftover.unlink(missing_ok=True)
     return report
+
+
+def _load_failure(exc: duckdb.Error, db, input_path) -> str:
+    """A full disk or an input that is not UTF-8 in words (DuckDB buries both); else DuckDB's first line."""
+    full = disk_full(exc, "the database" if isinstance(db, duckdb.DuckDBPyConnection) else db)
+    if full:
+        return str(full)
+    if "not utf-8" in str(exc).lower():
+        return str(read_failure(exc, input_path))
+    return first_line(exc)
 
 
 def _check_secret(secret: bytes, allow_demo_secret: bool) -> None:
@@ -188,7 +209,8 @@ def source_sql(path: Path) -> str:
     raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
 
 
-def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts) -> LoadReport:
+def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
+          allow_all_new_keys, check_keys, input_path) -> LoadReport:
     con.execute(f"create schema if not exists {RAW_SCHEMA}")
     con.execute(f"create or replace temp table sdc_input as select * from {source}")
     columns = [row[0] for row in con.execute("select name from pragma_table_info('sdc_input')").fetchall()]
@@ -196,9 +218,13 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     clash = [c for c in columns if c == RECORD_KEY_COLUMN or c.startswith(KEY_FACT_PREFIX) or c in facts]
     if clash:
         raise SdcError(f"input column {clash[0]!r} clashes with a column the load adds (record key, key fact or fact)")
+    id_text = None
     if id_column:
         _check_id(con, columns, id_column)
-    key_sql, kept, new = _record_keys(con, table, columns, id_column, key_mode, modulus, secret, key_column)
+        id_text = _id_text(con, table, id_column)
+    key_sql, kept, new = _record_keys(con, table, columns, id_column, id_text, key_mode, modulus, secret, key_column)
+    if key_mode == "random" and kept == 0 and not allow_all_new_keys:
+        _refuse_all_new_keys(con, table, id_column, rows_in)
     fact_sql = [_fact_sql(con, columns, name, rule) for name, rule in facts.items()]
     target = f"{RAW_SCHEMA}.{quote(table)}"
     select_facts = "".join(f",\n    {sql} as {quote(name)}" for name, sql in zip(facts, fact_sql))
@@ -208,7 +234,7 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     con.execute(
         f"""
         create or replace table {target} as
-        with keyed as (select sdc_input.*, {key_sql} as {RECORD_KEY_COLUMN} from sdc_input {_key_join(id_column, key_mode, table)}),
+        with keyed as (select sdc_input.*, {key_sql} as {RECORD_KEY_COLUMN} from sdc_input {_key_join(id_text, id_column, key_mode, table)}),
         with_facts as (select keyed.*{select_facts} from keyed)
         select with_facts.*{select_key_facts} from with_facts
         """
@@ -217,11 +243,13 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     if rows_out != rows_in:
         raise SdcError(f"{rows_in} rows read but {rows_out} written; nothing was loaded")
     _check_keys_in_range(con, target, modulus)
+    if key_mode == "existing" and check_keys:
+        check_record_keys(con, target, RECORD_KEY_COLUMN, modulus, f"in column {key_column!r} of {input_path}")
     counts = {}
     for name in facts:
         counts[name] = con.execute(f"select coalesce(sum({quote(name)}), 0) from {target}").fetchone()[0]
     if key_mode == "random":
-        _store_random_keys(con, table, id_column, target, modulus)
+        _store_random_keys(con, table, id_column, id_text, target, modulus)
     con.execute(
         f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG_TABLE} "
         "(table_name varchar primary key, key_mode varchar, modulus bigint, rows bigint, loaded_at timestamp)"
@@ -246,6 +274,59 @@ def _check_id(con, columns, id_column) -> None:
         raise SdcError(f"id column {id_column!r} is not unique: {dup[0]!r} appears {dup[1]} times")
 
 
+_FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+
+
+def _id_text(con, table, id_column):
+    """A function from a reference to the id column to SQL for the id as text that does not depend on the
+    column's type.
+
+    Whole numbers are written as integers (1, 1.0 and '1' are one id); a fraction, or a float beyond 2^53
+    (where doubles skip whole numbers), cannot be matched without loss and is refused."""
+    col = quote(id_column)
+    kind = con.execute(f"select typeof({col}) from sdc_input limit 1").fetchone()
+    kind = kind[0] if kind else "VARCHAR"
+    if kind in _FLOAT_TYPES or kind.startswith("DECIMAL"):
+        limit = f" or abs({col}) > {2**53}" if kind in _FLOAT_TYPES else ""
+        bad = con.execute(f"select {col} from sdc_input where {col} <> floor({col}){limit} limit 1").fetchone()
+        if bad:
+            stored = _stored_id_types(con, table)
+            raise SdcError(
+                f"id column {id_column!r} is {kind} and holds {bad[0]!r}, which is not a whole number"
+                + (" up to 2^53" if limit else "") + ": it cannot be matched to the same id in another load without "
+                "loss" + (f" (the stored ids of {table} were {', '.join(stored)})" if stored else "")
+                + "; give ids as integers or text"
+            )
+        return lambda ref: f"cast(cast({ref} as hugeint) as varchar)"
+    return lambda ref: f"cast({ref} as varchar)"
+
+
+def _stored_id_types(con, table) -> list[str]:
+    """The types the stored ids of ``table`` had when their keys were drawn (none for stores before id_type)."""
+    has_types = con.execute(
+        "select count(*) from information_schema.columns where table_schema = ? and table_name = ? "
+        "and column_name = 'id_type'", [RAW_SCHEMA, table + KEY_STORE_SUFFIX],
+    ).fetchone()[0]
+    if not has_types:
+        return []
+    store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
+    return [r[0] for r in con.execute(f"select distinct id_type from {store} where id_type is not null order by 1").fetchall()]
+
+
+def _refuse_all_new_keys(con, table, id_column, rows_in) -> None:
+    """Every record new although keys are stored: most likely the ids changed, and every published number would."""
+    store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
+    stored = con.execute(f"select count(*) from {store}").fetchone()[0]
+    if stored and rows_in:
+        types = _stored_id_types(con, table)
+        kind = con.execute(f"select typeof({quote(id_column)}) from sdc_input limit 1").fetchone()[0]
+        raise SdcError(
+            f"none of the {rows_in} ids in column {id_column!r} ({kind}) matches one of the {stored} ids stored for "
+            f"{table}" + (f" ({', '.join(types)})" if types else "") + ": every record would get a new key and every "
+            "published number would change; if these really are new records, load with --allow-all-new-keys"
+        )
+
+
 def _hmac_sql(secret: bytes, message_sql: str, modulus: int) -> str:
     """HMAC-SHA256(secret, message) in DuckDB SQL, first 8 bytes as an unsigned integer, mod M."""
     block = secret if len(secret) <= 64 else __import__("hashlib").sha256(secret).digest()
@@ -257,21 +338,23 @@ def _hmac_sql(secret: bytes, message_sql: str, modulus: int) -> str:
     return f"cast(cast('0x' || substr({digest}, 1, 16) as ubigint) % {modulus} as bigint)"
 
 
-def _key_join(id_column, key_mode, table) -> str:
+def _key_join(id_text, id_column, key_mode, table) -> str:
     if key_mode != "random":
         return ""
     store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
-    return f"left join {store} as stored on stored.id = cast(sdc_input.{quote(id_column)} as varchar)"
+    return f"left join {store} as stored on stored.id = {id_text('sdc_input.' + quote(id_column))}"
 
 
-def _record_keys(con, table, columns, id_column, key_mode, modulus, secret, key_column):
+def _record_keys(con, table, columns, id_column, id_text, key_mode, modulus, secret, key_column):
     """SQL expression for rk, and (keys kept, keys new) for random mode."""
     if key_mode == "keyed":
-        return _hmac_sql(secret, f"sdc_input.{quote(id_column)}", modulus), 0, 0
+        return _hmac_sql(secret, id_text(f"sdc_input.{quote(id_column)}"), modulus), 0, 0
     if key_mode == "existing":
         return _existing_keys(con, columns, key_column, modulus), 0, 0
     store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
     con.execute(f"create table if not exists {store} (id varchar primary key, rk bigint not null, modulus bigint not null)")
+    # the id's type when its key was drawn, to name it when a later load's ids do not match (older stores lack it)
+    con.execute(f"alter table {store} add column if not exists id_type varchar")
     other = con.execute(f"select distinct modulus from {store} where modulus <> ?", [modulus]).fetchone()
     if other:
         raise SdcError(
@@ -279,20 +362,20 @@ def _record_keys(con, table, columns, id_column, key_mode, modulus, secret, key_
             "keys are never regenerated, so load with the same modulus"
         )
     kept = con.execute(
-        f"select count(*) from sdc_input join {store} as s on s.id = cast(sdc_input.{quote(id_column)} as varchar)"
+        f"select count(*) from sdc_input join {store} as s on s.id = {id_text('sdc_input.' + quote(id_column))}"
     ).fetchone()[0]
     load_secret = secrets_module.token_bytes(32)  # used for this load only, never stored
     fresh = _hmac_sql(load_secret, f"sdc_input.{quote(id_column)}", modulus)
     return f"coalesce(stored.rk, {fresh})", kept, con.execute("select count(*) from sdc_input").fetchone()[0] - kept
 
 
-def _store_random_keys(con, table, id_column, target, modulus) -> None:
+def _store_random_keys(con, table, id_column, id_text, target, modulus) -> None:
     """Add the keys of ids seen for the first time; stored keys are never changed or dropped."""
     store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
-    ident = f"cast({quote(id_column)} as varchar)"
+    ident = id_text(quote(id_column))
     con.execute(
-        f"insert into {store} select {ident}, {RECORD_KEY_COLUMN}, {modulus} from {target} "
-        f"where {ident} not in (select id from {store})"
+        f"insert into {store} (id, rk, modulus, id_type) select {ident}, {RECORD_KEY_COLUMN}, {modulus}, "
+        f"typeof({quote(id_column)}) from {target} where {ident} not in (select id from {store})"
     )
 
 

@@ -11,7 +11,11 @@ warehouse. It refuses
   that calls conventions.PROTECTION_MACROS on exactly one parent relation;
 * a tagged relation with a column that undoes the protection (conventions.UNPUBLISHABLE_COLUMNS, key
   facts ``rk_*``, ``top_<n>``, ``feasible_*``, ``required_*``), or with the true value of a suppressed cell
-  (a row whose ``published_text`` is a mark or an interval, while a value column is not NULL).
+  (a row whose ``published_text`` is a mark or an interval, while a value column is not NULL);
+* a tagged relation that holds one cell (one combination of its dimension columns) twice;
+* a publication mixed from two builds: tagged relations built from different loads of a source table (the
+  record that macros/build_record.sql commits with each relation), a tagged table without such a record, or a
+  ``*__dbt_backup`` / ``*__dbt_tmp`` relation beside a tagged one (dbt was interrupted).
 
 It never deletes or overwrites what it did not write: ``--out`` is replaced only when it is a publication
 (it holds the table ``sdc_publication.relations``); in the Parquet folder only the files its marker file
@@ -35,7 +39,11 @@ import duckdb
 
 from .conventions import (
     AUDIT_MACROS,
+    BUILD_RECORD_KEY,
+    CKM_COUNT_COLUMN,
+    DBT_LEFTOVER_SUFFIXES,
     KEY_FACT_PREFIX,
+    LOAD_LOG_TABLE,
     PARQUET_MARKER_FILE,
     PROTECTION_MACROS,
     PUBLICATION_INDEX_TABLE,
@@ -43,6 +51,7 @@ from .conventions import (
     PUBLICATION_STORAGE_VERSION,
     PUBLISH_TAG,
     PUBLISHED_TEXT_COLUMN,
+    RAW_SCHEMA,
     SUPPRESSION_AUDIT_PREFIXES,
     SUPPRESSION_COLUMNS_ALSO_DIMENSIONS,
     SUPPRESSION_LAYER_COLUMNS,
@@ -51,6 +60,7 @@ from .conventions import (
 )
 from .database import connect, first_line, is_numeric_type
 from .errors import SdcError
+from .files import disk_full
 from .quoting import quote_identifier, quote_literal
 
 PUBLISHABLE_RESOURCES = ("model", "seed", "snapshot")
@@ -95,7 +105,8 @@ def publish(
     folder = Path(parquet_dir) if parquet_dir is not None else None
     previous = _check_parquet_folder(folder) if folder is not None else None
     manifest_path = Path(manifest) if manifest is not None else Path(project_dir or ".") / "target" / "manifest.json"
-    marked = _marked_relations(_read_manifest(manifest_path, given=manifest is not None), manifest_path)
+    manifest_data = _read_manifest(manifest_path, given=manifest is not None)
+    marked = _marked_relations(manifest_data, manifest_path)
     _check_last_run(manifest_path.with_name("run_results.json"))
     if folder is not None:
         _check_file_names(marked, folder, previous, out)
@@ -103,9 +114,12 @@ def publish(
     con = _open_warehouse(db)
     tmp_dirs: list[Path] = []
     created_folder = False
+    writing = out  # what a full disk stops, named in the message: the publication file, then the Parquet folder
     try:
         _check_catalog(con, marked, db, manifest_path)
         kinds = {m: _find_relation(con, m, db) for m in marked}
+        _check_leftovers(con, marked)
+        _check_one_build(con, manifest_data, marked, kinds)
         columns = {m: _publishable_columns(con, m) for m in marked}
         tmp_dirs.append(Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent)))
         new_db = tmp_dirs[0] / "publication.duckdb"
@@ -114,19 +128,22 @@ def publish(
                       f"(read_write, storage_version {quote_literal(PUBLICATION_STORAGE_VERSION)})", f"cannot write {out}")
         for m in marked:
             _copy(con, alias, m, columns[m])
-            _check_published_text(con, alias, m)
+            values = _check_published_text(con, alias, m)
+            _check_unique_cells(con, alias, m, values)
         _write_index(con, alias, marked, kinds)
         parquet_tmp = None
         if folder is not None:
             if not folder.exists():
                 _mkdir(folder)
                 created_folder = True
+            writing = folder
             parquet_tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=folder))
             tmp_dirs.append(parquet_tmp)
             for m in marked:
                 target = parquet_tmp / f"{m.name}.parquet"
                 _execute(con, f"copy {quote_identifier(alias)}.main.{quote_identifier(m.name)} "
                               f"to {quote_literal(target)} (format parquet)", f"cannot write {folder / target.name}")
+        writing = out
         _execute(con, f"detach {quote_identifier(alias)}", f"cannot write {out}")
         con.close()
         # everything is written: rename into place
@@ -142,6 +159,9 @@ def publish(
                 folder.rmdir()  # only if still empty
             except OSError:
                 pass
+        full = disk_full(exc, writing)
+        if full is not None:
+            raise full from None
         if isinstance(exc, OSError):  # e.g. no permission to write beside --out or into --parquet
             raise SdcError(f"cannot write the publication: {exc}") from None
         raise
@@ -424,6 +444,105 @@ def _find_relation(con, m: Marked, db: Path) -> str:
     return "table" if rows[0][0] == "BASE TABLE" else "view"
 
 
+def _check_leftovers(con, marked: list[Marked]) -> None:
+    """dbt-duckdb keeps a model's old relation as <name>__dbt_backup, and the new one as <name>__dbt_tmp, until the
+    model's commit: one beside a tagged relation is a build that was killed half-way."""
+    schemas = sorted({m.schema.lower() for m in marked})
+    found = con.execute(
+        "select schema_name || '.' || table_name, table_name from duckdb_tables() "
+        "where database_name = current_database() and list_contains(?, lower(schema_name)) "
+        "union all select schema_name || '.' || view_name, view_name from duckdb_views() "
+        "where database_name = current_database() and not internal and list_contains(?, lower(schema_name)) "
+        "order by 1", [schemas, schemas]).fetchall()
+    left = [relation for relation, name in found if name.lower().endswith(DBT_LEFTOVER_SUFFIXES)]
+    if left:
+        raise SdcError(f"{', '.join(left)} lie beside the tagged relations: a dbt build was interrupted and the "
+                       "warehouse may hold tables of two builds; run dbt build to the end before publishing")
+
+
+BUILD_RECORD_HINT = ('the sdc macros (ckm_count, ckm_published, suppression_*) record it; for another model add '
+                     '{{ config(post_hook="{{ sdc.build_record() }}") }} to it, or +post-hook: "{{ sdc.build_record() }}" '
+                     'to its folder in dbt_project.yml, and run dbt build (persist_docs for relations writes over the record)')
+
+
+def _check_one_build(con, manifest: dict, marked: list[Marked], kinds: dict) -> None:
+    """The tagged relations come from one load of each source table: the record build_record committed with each
+    table (a view reads its parents live, so its loads are theirs). A build killed half-way, or one run on part of
+    the project after sdc load, leaves tables of the new load next to tables of the old one."""
+    log = _load_log(con)
+    loads, missing = {}, []
+    for m in marked:
+        resource = manifest["nodes"][m.node_id].get("resource_type")
+        if resource == "seed":  # a seed comes from the project's CSV file, not from a load
+            loads[m] = {}
+        elif kinds[m] == "view":
+            loads[m] = _parent_loads(con, manifest, m.node_id, log)
+        else:
+            loads[m] = _build_record(con, m.schema, m.name)
+            if loads[m] is None:
+                missing.append(m.relation)
+    if missing:
+        raise SdcError(f"no build record on {', '.join(missing)} (which load of the source tables it was built from), "
+                       f"so a publication mixed from two builds cannot be told apart: {BUILD_RECORD_HINT}")
+    versions: dict[str, dict[str, list[str]]] = {}
+    for m in marked:
+        for table, loaded in loads[m].items():
+            for at in loaded:
+                versions.setdefault(table, {}).setdefault(at, []).append(m.relation)
+    for table, built in sorted(versions.items()):
+        if len(built) > 1:
+            shown = "; ".join(f"load of {at}: {', '.join(relations)}" for at, relations in sorted(built.items()))
+            raise SdcError(f"the tagged relations were built from different loads of {table} ({shown}): a dbt build "
+                           "was interrupted or ran on part of the project; run dbt build after the last sdc load")
+
+
+def _load_log(con) -> dict[str, str]:
+    """The load log of sdc load: table name (lower case) -> loaded_at, as text (as build_record writes it)."""
+    present = con.execute("select count(*) from duckdb_tables() where database_name = current_database() "
+                          "and schema_name = ? and table_name = ?", [RAW_SCHEMA, LOAD_LOG_TABLE]).fetchone()[0]
+    if not present:
+        return {}
+    return {t.lower(): at for t, at in con.execute(
+        f"select table_name, cast(loaded_at as varchar) from {quote_identifier(RAW_SCHEMA)}.{quote_identifier(LOAD_LOG_TABLE)}"
+    ).fetchall()}
+
+
+def _build_record(con, schema: str, name: str) -> dict[str, list[str]] | None:
+    """The loads in the build record (the comment) of a table, or None when it has none."""
+    row = con.execute("select comment from duckdb_tables() where database_name = current_database() "
+                      "and lower(schema_name) = lower(?) and lower(table_name) = lower(?)", [schema, name]).fetchone()
+    try:
+        loads = json.loads(row[0])[BUILD_RECORD_KEY]["loads"] if row and row[0] else None
+    except (json.JSONDecodeError, TypeError, KeyError):
+        return None
+    if not isinstance(loads, dict) or not all(isinstance(v, list) for v in loads.values()):
+        return None
+    return {str(table): [str(at) for at in loaded] for table, loaded in loads.items()}
+
+
+def _parent_loads(con, manifest: dict, node_id: str, log: dict[str, str]) -> dict[str, list[str]]:
+    """The loads behind a node's parents, by the rule of build_record: a loaded source its logged load, a table its
+    record, a view (or a table without a record) the loads of its own parents."""
+    nodes, sources = manifest["nodes"], manifest.get("sources") or {}
+    loads: dict[str, set[str]] = {}
+    for parent in (nodes[node_id].get("depends_on") or {}).get("nodes") or []:
+        found: dict[str, list[str]] = {}
+        if parent in sources:
+            source = sources[parent]
+            table = str(source.get("identifier") or source.get("name") or "").lower()
+            if str(source.get("schema") or "").lower() == RAW_SCHEMA and table in log:
+                found = {f"{RAW_SCHEMA}.{table}": [log[table]]}
+        elif parent in nodes and nodes[parent].get("resource_type") in ("model", "snapshot"):
+            node = nodes[parent]
+            recorded = None
+            if (node.get("config") or {}).get("materialized") not in ("view", "ephemeral"):
+                recorded = _build_record(con, str(node.get("schema")), str(node.get("alias") or node.get("name")))
+            found = recorded if recorded is not None else _parent_loads(con, manifest, parent, log)
+        for table, loaded in found.items():
+            loads.setdefault(table, set()).update(loaded)
+    return {table: sorted(loaded) for table, loaded in loads.items()}
+
+
 def unpublishable(column: str, columns: list[str] | None = None) -> bool:
     """True for a column name that undoes the protection (conventions.UNPUBLISHABLE_COLUMNS and families) in a
     relation with ``columns``: status, rule, lower and upper only beside a suppression column."""
@@ -456,16 +575,18 @@ def _copy(con, alias: str, m: Marked, columns: list[str]) -> None:
                   f"from {quote_identifier(m.schema)}.{quote_identifier(m.name)}", f"cannot copy {m.relation}")
 
 
-def _check_published_text(con, alias: str, m: Marked) -> None:
+def _check_published_text(con, alias: str, m: Marked) -> list[str]:
     """In a relation with published_text, a row that shows a mark or interval must have NULL in every value
-    column (a column that equals published_text in every row that shows a number)."""
+    column (a column that equals published_text in every row that shows a number). Returns published_text and
+    the value columns: the measures of the relation."""
     table = f"{quote_identifier(alias)}.main.{quote_identifier(m.name)}"
     columns = con.execute(
         "select column_name, data_type from duckdb_columns() where database_name = ? and schema_name = 'main' "
         "and table_name = ? order by column_index", [alias, m.name]).fetchall()
     text = next((c for c, _ in columns if c.lower() == PUBLISHED_TEXT_COLUMN), None)
     if text is None:
-        return
+        return []
+    measures = [text]
     shown = f"try_cast({quote_identifier(text)} as double)"
     published = f"({shown} is not null)"
     any_published = con.execute(f"select count(*) from {table} where {published}").fetchone()[0] > 0
@@ -488,6 +609,31 @@ def _check_published_text(con, alias: str, m: Marked) -> None:
             raise SdcError(f"relation {m.relation} ({m.node_id}) shows the true value of {leaks} suppressed cell(s) in "
                            f"column {column!r} (published_text {example!r}); publish it through "
                            "sdc.suppression_published, which sets the value of a suppressed cell to NULL")
+        if value_column:
+            measures.append(column)
+    return measures
+
+
+def _check_unique_cells(con, alias: str, m: Marked, measures: list[str]) -> None:
+    """Each cell (combination of the dimension columns: all but the measures count, published_text and the
+    value columns) is published once. A ptable seed with overlapping intervals once published every cell twice,
+    perturbed and original; ckm_count now stops on that, and this is the second guard."""
+    table = f"{quote_identifier(alias)}.main.{quote_identifier(m.name)}"
+    columns = [c for (c,) in con.execute(
+        "select column_name from duckdb_columns() where database_name = ? and schema_name = 'main' "
+        "and table_name = ? order by column_index", [alias, m.name]).fetchall()]
+    skip = {c.lower() for c in measures} | {CKM_COUNT_COLUMN}
+    dims = [c for c in columns if c.lower() not in skip]
+    if not dims:  # one value, no dimensions: nothing to tell cells apart by
+        return
+    listed = ", ".join(quote_identifier(c) for c in dims)
+    twice = con.execute(f"select {listed}, count(*) from {table} group by all having count(*) > 1 "
+                        f"order by count(*) desc, {', '.join(str(i + 1) for i in range(len(dims)))} limit 1").fetchone()
+    if twice:
+        cell = ", ".join(f"{d}={v!r}" for d, v in zip(dims, twice[:-1]))
+        raise SdcError(f"relation {m.relation} ({m.node_id}) holds the cell ({cell}) {twice[-1]} times: every cell is "
+                       "published once (a perturbation table with overlapping intervals, or a join that repeats "
+                       "rows, publishes a cell twice); fix the model and run dbt build")
 
 
 def _write_index(con, alias: str, marked: list[Marked], kinds: dict) -> None:

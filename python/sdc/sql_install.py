@@ -33,8 +33,9 @@ import duckdb
 
 from .conventions import DEFAULT_KEY_MODULUS, LOAD_LOG_TABLE, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES, RAW_SCHEMA
 from .dbt_runner import run_dbt
-from .database import connect
+from .database import connect, transaction
 from .errors import SdcError
+from .files import disk_full
 from .quoting import quote_identifier
 from .ptable.formats import parse_ptable, read_ptable, render_ptable
 from .ptable.table import PTable
@@ -91,7 +92,7 @@ def install(
             raise SdcError(f"--reuse-from {reuse_from} is above the last ptable row {table.max_i}")
         relation = source or Relation(SCHEMA, FILE_TABLE)
         statements = _render(relation.sql, modulus, reuse_from)
-        _execute(con, statements, table if source is None else None)
+        _execute(con, statements, table if source is None else None, db)
     finally:
         con.close()
     larger = (f"counts above {table.max_i} reuse rows {reuse_from}..{table.max_i}" if reuse_from is not None
@@ -113,28 +114,29 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _execute(con: duckdb.DuckDBPyConnection, statements: tuple[str, ...], file_table: PTable | None) -> None:
+def _execute(con: duckdb.DuckDBPyConnection, statements: tuple[str, ...], file_table: PTable | None, db: Path) -> None:
     """Remove what earlier installs left in the way, copy the file's ptable if needed, run the statements:
     one transaction."""
-    con.execute("begin transaction")
     try:
-        kinds = dict(con.execute(
-            "select table_name, table_type from information_schema.tables "
-            "where table_catalog = current_database() and table_schema = ?", [SCHEMA]).fetchall())
-        for name in ("sdc_ptable", "ptable_intervals", "ptable_lookup", FILE_TABLE):
-            if name in kinds and not (name == FILE_TABLE and file_table is not None):
-                kind = "view" if kinds[name] == "VIEW" else "table"
-                con.execute(f"drop {kind} {SCHEMA}.{quote_identifier(name)}")
-        if file_table is not None:
-            _copy_ptable(con, file_table)
-        for statement in statements:
-            con.execute(statement)
-        con.execute("commit")
-    except BaseException as exc:
-        con.execute("rollback")
-        if isinstance(exc, duckdb.Error):
-            raise SdcError(f"installing the SQL macros failed: {_one_line(exc)}") from None
-        raise
+        with transaction(con):
+            _replace_macros(con, statements, file_table)
+    except duckdb.Error as exc:
+        raise SdcError(f"installing the SQL macros failed: {disk_full(exc, db) or _one_line(exc)}") from None
+
+
+def _replace_macros(con, statements: tuple[str, ...], file_table: PTable | None) -> None:
+    """Drop what earlier installs left in the way, copy the file's ptable if needed, run the statements."""
+    kinds = dict(con.execute(
+        "select table_name, table_type from information_schema.tables "
+        "where table_catalog = current_database() and table_schema = ?", [SCHEMA]).fetchall())
+    for name in ("sdc_ptable", "ptable_intervals", "ptable_lookup", FILE_TABLE):
+        if name in kinds and not (name == FILE_TABLE and file_table is not None):
+            kind = "view" if kinds[name] == "VIEW" else "table"
+            con.execute(f"drop {kind} {SCHEMA}.{quote_identifier(name)}")
+    if file_table is not None:
+        _copy_ptable(con, file_table)
+    for statement in statements:
+        con.execute(statement)
 
 
 def _copy_ptable(con: duckdb.DuckDBPyConnection, table: PTable) -> None:

@@ -1,4 +1,4 @@
-# Secondary suppression of the turnover table; suppressed cells publish the interval the audit derives
+# Secondary suppression of the turnover table; suppressed cells publish the interval the published cells give
 def model(dbt, session):
     from sdc.suppression.warehouse import secondary_suppression
 

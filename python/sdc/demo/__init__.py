@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from ..files import staged_file
 from ..quoting import quote_literal
 
 FACTS_CONFIG = Path(__file__).with_name("facts.yml")
@@ -86,10 +87,13 @@ def write_students(path: str | Path, n: int = 500_000, seed: int = 2018) -> int:
 
 def _write(path: str | Path, columns: dict[str, np.ndarray]) -> int:
     con = duckdb.connect()
-    con.register("records", columns)
-    fmt = "parquet" if str(path).endswith(".parquet") else "csv, header true"
-    con.execute(f"copy (select * from records order by id) to {quote_literal(path)} (format {fmt})")
-    con.close()
+    try:
+        con.register("records", columns)
+        fmt = "parquet" if str(path).endswith(".parquet") else "csv, header true"
+        with staged_file(path, suffix=Path(path).suffix) as tmp:
+            con.execute(f"copy (select * from records order by id) to {quote_literal(tmp)} (format {fmt})")
+    finally:
+        con.close()
     return len(columns["id"])
 
 

@@ -7,16 +7,14 @@ is written under a temporary name and renamed), so on any error nothing changes.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import duckdb
 import numpy as np
 
-from ..database import connect, is_numeric_type
+from ..database import connect, is_numeric_type, transaction
 from ..errors import SdcError
-from ..files import check_not_an_input
+from ..files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file
 from ..quoting import quote_literal
 from ..loader import quote, source_sql
 from .measures import column_report
@@ -38,15 +36,16 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
             raise SdcError(f"table {table!r} not found in {db}")
         reports, protected = _protect(con, source, columns, k, method, id_column, replacement, f"table {table!r}",
                                       shuffle_rows)
-        con.execute("begin transaction")
         try:
-            schema = _parts(out_table or f"{table}_microaggregated")[0]
-            con.execute(f"create schema if not exists {quote(schema)}")
-            con.execute(f"create or replace table {target} as {protected}")
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
+            with transaction(con):
+                schema = _parts(out_table or f"{table}_microaggregated")[0]
+                con.execute(f"create schema if not exists {quote(schema)}")
+                con.execute(f"create or replace table {target} as {protected}")
+        except duckdb.Error as exc:
+            full = disk_full(exc, db)
+            if full is None:
+                raise
+            raise full from None
     finally:
         con.close()
     return reports
@@ -56,26 +55,19 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
                         replacement: str | None = None, shuffle_rows: bool = False) -> list[dict]:
     """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet)."""
     input_path, out = Path(input_path), Path(out)
+    check_output_file(out)
     check_not_an_input(out, input_path)
     fmt = {".csv": "csv, header true", ".parquet": "parquet"}.get(out.suffix.lower())
     if fmt is None:
         raise SdcError(f"{out}: give a .csv or .parquet output file")
-    if not out.parent.is_dir():
-        raise SdcError(f"cannot write {out}: folder {out.parent} does not exist")
     source = source_sql(input_path)
     con = duckdb.connect()
     try:
         # read once, straight into _protect's numbered copy (no table of the file first)
         reports, protected = _protect(con, source, columns, k, method, id_column, replacement, str(input_path),
                                       shuffle_rows)
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
-        os.close(fd)
-        try:
+        with staged_file(out, suffix=out.suffix) as tmp:
             con.execute(f"copy ({protected}) to {quote_literal(tmp)} (format {fmt})")
-            os.replace(tmp, out)
-        except BaseException:
-            os.unlink(tmp)
-            raise
     finally:
         con.close()
     return reports
@@ -90,7 +82,7 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
     try:
         types = dict(con.execute(f"select column_name, column_type from (describe select * from {source})").fetchall())
     except duckdb.Error as exc:
-        raise SdcError(f"cannot read {where}: {str(exc).splitlines()[0]}") from None
+        raise read_failure(exc, where) from None
     for name in columns + ([id_column] if id_column else []):
         quote(name)
         if name not in types:
@@ -107,7 +99,7 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
     try:
         con.execute(f"create temp table sdc_rows as select row_number() over () as sdc_row, * from {source}")
     except duckdb.Error as exc:
-        raise SdcError(f"cannot read {where}: {str(exc).splitlines()[0]}") from None
+        raise read_failure(exc, where) from None
     for name in columns:  # one inf would make every group mean inf; NaN is no value to protect
         if types[name].upper() in ("DOUBLE", "FLOAT", "REAL"):
             bad = con.execute(f"select sdc_row, {quote(name)} from sdc_rows where isnan({quote(name)}) "

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE, PTABLE_COLUMNS
 from ..errors import SdcError
-from ..files import write_text_atomically
+from ..files import read_text, write_text_atomically
 from .table import PTable, format_units
 from .validate import Entry, assemble
 
@@ -57,13 +57,7 @@ _OVERLAY_CORNER = re.compile(r"^i\s*\\\s*([vj])$", re.IGNORECASE)
 def read_ptable(path: str | os.PathLike, fmt: str = "auto") -> tuple[PTable, str, list[str]]:
     """Read and validate a ptable file: (table, detected format, notes)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise SdcError(f"ptable file not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise SdcError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
-    return parse_ptable(text, fmt, source=str(path))
+    return parse_ptable(read_text(path, "ptable file"), fmt, source=str(path))
 
 
 def parse_ptable(text: str, fmt: str = "auto", source: str = "<ptable>") -> tuple[PTable, str, list[str]]:
@@ -209,8 +203,9 @@ def _read_integer_keys(header, rows, sep, source):
         {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")},
         source,
     )
-    noise: dict[int, dict[int, int]] = {}
-    first_line: dict[int, int] = {}
+    # per row, the key ranges as given (k0, k1, noise, line): checked and merged without one entry per key,
+    # so a range such as 0-1000000000 costs no more than 0-255
+    ranges: dict[int, list[tuple[int, int, int, int]]] = {}
     for line, cells in rows:
         i = _integer(_cell(cells, cols["i"], header[cols["i"]], line, source), "value", line, source)
         v = _integer(_cell(cells, cols["v"], header[cols["v"]], line, source), "perturbation", line, source)
@@ -220,32 +215,40 @@ def _read_integer_keys(header, rows, sep, source):
         k1 = _integer(high, "cell key", line, source) if high else k0
         if k0 < 0 or k1 < k0:
             raise SdcError(f"{source}, line {line}: cell key range {key_text!r} is not k or a-b with 0 <= a <= b")
-        row = noise.setdefault(i, {})
-        first_line.setdefault(i, line)
-        for k in range(k0, k1 + 1):
-            if k in row:
-                raise SdcError(f"{source}, line {line}, row i={i}: cell key {k} appears twice")
-            row[k] = v
-    modulus = max(max(row) for row in noise.values()) + 1
+        ranges.setdefault(i, []).append((k0, k1, v, line))
+    modulus = max(k1 for row in ranges.values() for _, k1, _, _ in row) + 1
     entries = []
-    for i, row in sorted(noise.items()):
-        absent = [k for k in range(modulus) if k not in row]
+    for i, row in sorted(ranges.items()):
+        first_line = row[0][3]
+        row.sort()
+        covered, absent, first_absent = 0, 0, None  # keys 0..covered-1 seen so far
+        for k0, k1, v, line in row:
+            if k0 < covered:
+                raise SdcError(f"{source}, line {line}, row i={i}: cell key {k0} appears twice")
+            if k0 > covered:
+                absent += k0 - covered
+                first_absent = covered if first_absent is None else first_absent
+            covered = k1 + 1
         if absent:
             raise SdcError(
-                f"{source}, row i={i}: cell key {absent[0]} has no perturbation "
-                f"({len(absent)} of the keys 0..{modulus - 1} are missing)"
+                f"{source}, row i={i}: cell key {first_absent} has no perturbation "
+                f"({absent} of the keys 0..{modulus - 1} are missing)"
             )
-        start = 0
-        for k in range(1, modulus + 1):
-            if k == modulus or row[k] != row[start]:
-                entries.append(Entry(i=i, v=row[start], ub=_floor_bound(k, modulus), line=first_line[i]))
-                start = k
+        if covered < modulus:
+            raise SdcError(
+                f"{source}, row i={i}: cell key {covered} has no perturbation "
+                f"({modulus - covered} of the keys 0..{modulus - 1} are missing)"
+            )
+        for (_, _, v, _), (k_next, _, v_next, _) in zip(row, row[1:]):
+            if v_next != v:
+                entries.append(Entry(i=i, v=v, ub=_floor_bound(k_next, modulus), line=first_line))
+        entries.append(Entry(i=i, v=row[-1][2], ub=_floor_bound(modulus, modulus), line=first_line))
     notes = [f"integer cell keys 0..{modulus - 1}: key k maps to the interval [k/{modulus}, (k+1)/{modulus})"]
     if INTERVAL_SCALE % modulus:
         notes.append(
             f"bounds k/{modulus} floored to {INTERVAL_DECIMALS} decimals: exact for integer cell keys mod {modulus}"
         )
-    top = max(noise)
+    top = max(ranges)
     if top != ONS_LAST_ROW:
         notes.append(f"counts above {top} use row {top} (ONS's reuse of rows 501..750 needs rows up to 750)")
     return entries, notes

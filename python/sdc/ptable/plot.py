@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from ..errors import SdcError
+from ..files import check_output_file, staged_file
 from .table import PTable
 
 
@@ -17,9 +16,7 @@ def plot_transition_matrix(table: PTable, path: str | os.PathLike, title: str = 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise SdcError(f"cannot write {path}: folder {path.parent} does not exist")
+    path = check_output_file(path)
     rows, cols, matrix = table.transition_matrix()
     shown = np.where(matrix > 0, matrix, np.nan)  # blank where a target is impossible
     width = max(6.0, 0.62 * len(cols) + 2)
@@ -41,5 +38,8 @@ def plot_transition_matrix(table: PTable, path: str | os.PathLike, title: str = 
     ax.set_title(title or "transition probabilities P(j | i) in %")
     fig.colorbar(image, ax=ax, label="P(j | i)", shrink=0.8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with staged_file(path, suffix=".png") as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)

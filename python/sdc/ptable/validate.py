@@ -53,11 +53,12 @@ def assemble(entries: list[Entry], source: str) -> tuple[PTable, list[str]]:
             raise SdcError(f"{source}, line {entry.line}: row i={entry.i} is negative")
         rows.setdefault(entry.i, []).append(entry)
     max_i = max(rows)
-    missing = [i for i in range(1, max_i + 1) if i not in rows]
-    if missing:
+    present = sorted(i for i in rows if i > 0)
+    if len(present) < max_i:  # counted, never listed: a file with i = 10^9 must fail at once
+        first = next((n for n, i in enumerate(present, start=1) if i != n), len(present) + 1)
         raise SdcError(
-            f"{source}: row i={missing[0]} is missing; rows must run 1..{max_i} without gaps "
-            f"(the last row stands for every larger value)"
+            f"{source}: row i={first} is missing; rows must run 1..{max_i} without gaps "
+            f"(the last row stands for every larger value); {max_i - len(present)} rows are missing"
         )
     i_col, j_col, lb_col, ub_col = [], [], [], []
     rounded_by = Decimal(0)

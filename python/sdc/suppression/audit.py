@@ -14,11 +14,21 @@ LP splits into the connected groups of suppressed cells ("components"), each sol
 HiGHS model whose re-solves (one objective per cell and direction) start from the previous basis.
 For a pass/fail check (``unprotected_cells``) every LP solution is also a feasible table: a cell whose
 value in any solution found so far already reaches its required bound needs no LP of its own.
+
+Integer tables (counts, magnitudes whose cells are whole numbers): an attacker who knows the cells are
+integers does better than the LP; in three dimensions a pattern can leave a cell of value 2 the LP
+interval [1, 4] while its only integer values are 2 and 4. ``integer=True`` adds, for every sensitive cell
+the LP finds protected, a MILP check (HiGHS) of each end of its requirement: is there an integer table,
+within the bounds and relations, with the cell <= required_lower, and one with it >= required_upper?
+A group of more than INTEGER_CHECK_CELLS suppressed cells, a MILP that does not finish within
+INTEGER_CHECK_SECONDS, or cells left when the audit's MILPs have taken INTEGER_CHECK_BUDGET, are not checked: the cell's ``integer_skipped`` says why, and the report says so
+(a warning, not a pass: see pipeline.audit_cells_file).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 import highspy
 import numpy as np
@@ -31,6 +41,11 @@ from ..errors import SdcError
 AUDIT_TOLERANCE = 1e-6
 # HiGHS simplex_strategy values
 SIMPLEX_DUAL, SIMPLEX_PRIMAL = 1, 4
+# The exact integer check: groups of suppressed cells up to this size, and each MILP up to this time
+# (bench/integer_audit_bench.py measures them; README "Integer audit").
+INTEGER_CHECK_CELLS = 2_000
+INTEGER_CHECK_SECONDS = 10.0
+INTEGER_CHECK_BUDGET = 120.0  # seconds for all MILPs of one audit
 
 
 def default_upper(values) -> np.ndarray:
@@ -71,13 +86,28 @@ class CellInterval:
     required_lower: float  # value - protection_lower (sensitive cells), else value
     required_upper: float
     sensitive: bool
+    # integer check (integer tables, sensitive cells the LP protects): the least / greatest integer value
+    # the cell can take where that misses the requirement, else a value found that reaches it; None when
+    # not checked. integer_skipped: why the check was not done (too large, time limit)
+    integer_lower: float | None = None
+    integer_upper: float | None = None
+    integer_skipped: str | None = None
 
     @property
-    def protected(self) -> bool:
+    def lp_protected(self) -> bool:
         return (
             self.feasible_lower <= self.required_lower + AUDIT_TOLERANCE
             and self.feasible_upper >= self.required_upper - AUDIT_TOLERANCE
         )
+
+    @property
+    def integer_failed(self) -> bool:
+        return ((self.integer_lower is not None and self.integer_lower > self.required_lower + AUDIT_TOLERANCE)
+                or (self.integer_upper is not None and self.integer_upper < self.required_upper - AUDIT_TOLERANCE))
+
+    @property
+    def protected(self) -> bool:
+        return self.lp_protected and not self.integer_failed
 
     @property
     def exactly_disclosed(self) -> bool:
@@ -97,16 +127,24 @@ class AuditResult:
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def unchecked(self) -> list[CellInterval]:
+        """Sensitive cells the LP protects whose integer check was skipped (too large, time limit)."""
+        return [c for c in self.intervals if c.sensitive and c.protected and c.integer_skipped]
+
 
 class AuditTable:
     """A table prepared for repeated audits: values, relations as a sparse matrix, a-priori bounds,
     and the protection interval each sensitive cell needs."""
 
     def __init__(self, values, constraints, *, sensitive=None, protection_lower=None, protection_upper=None,
-                 lower=None, upper=None):
+                 lower=None, upper=None, integer: bool = False):
         values = np.asarray(values, dtype=float)
         n = len(values)
         self.values = values
+        self.integer = integer
+        if integer and np.any(np.abs(values - np.round(values)) > AUDIT_TOLERANCE):
+            raise SdcError("audit: integer=True, but a cell value is not a whole number")
         self.sensitive = np.zeros(n, bool) if sensitive is None else np.asarray(sensitive, dtype=bool)
         lpl = np.zeros(n) if protection_lower is None else np.asarray(protection_lower, dtype=float)
         upl = np.zeros(n) if protection_upper is None else np.asarray(protection_upper, dtype=float)
@@ -149,18 +187,7 @@ class AuditTable:
 
     def components(self, suppressed) -> list[np.ndarray]:
         """The suppressed cells in groups that share relations (cell indices, ascending)."""
-        hidden = np.flatnonzero(suppressed)
-        if hidden.size == 0:
-            return []
-        incidence = self.matrix_csc[:, hidden].tocsr()
-        touched = np.flatnonzero(np.diff(incidence.indptr))
-        incidence = (incidence[touched] != 0).astype(np.int8)
-        graph = bmat([[None, incidence], [incidence.T, None]], format="csr")
-        count, labels = connected_components(graph, directed=False)
-        cell_labels = labels[len(touched):]
-        order = np.argsort(cell_labels, kind="stable")
-        groups = np.split(hidden[order], np.flatnonzero(np.diff(cell_labels[order])) + 1)
-        return groups
+        return suppressed_groups(self.matrix_csc, suppressed)
 
     def component_lp(self, cells: np.ndarray, suppressed) -> "ComponentLP":
         return ComponentLP(self, cells, suppressed)
@@ -178,6 +205,8 @@ class AuditTable:
             self._a_priori_lp = ComponentLP(self, np.arange(len(self.values)), everything)
         low, _ = self._a_priori_lp.extreme(cell, 1.0)
         high, _ = self._a_priori_lp.extreme(cell, -1.0)
+        if self.integer:  # an integer cell's a-priori interval has integer ends
+            low, high = np.ceil(low - AUDIT_TOLERANCE), np.floor(high + AUDIT_TOLERANCE)
         before = (self.required_lower[cell], self.required_upper[cell])
         self.required_lower[cell] = max(self.required_lower[cell], min(low, self.values[cell]))
         self.required_upper[cell] = min(self.required_upper[cell], max(high, self.values[cell]))
@@ -298,6 +327,10 @@ def audit_pattern(
     lower=None,
     upper=None,
     only=None,
+    integer: bool = False,
+    integer_cells: int = INTEGER_CHECK_CELLS,
+    integer_seconds: float = INTEGER_CHECK_SECONDS,
+    integer_budget: float = INTEGER_CHECK_BUDGET,
 ) -> AuditResult:
     """Feasible interval of every suppressed cell (or of the suppressed cells listed in ``only``).
 
@@ -306,9 +339,13 @@ def audit_pattern(
     constraints       each relation as [(cell index, coefficient), ...] with sum(coef * value) = 0
     sensitive         bool per cell (default: none); protection_lower/upper per cell (default 0)
     lower, upper      a-priori bounds of each cell (default 0 and +inf)
+    integer           the cells are whole numbers, and the attacker knows it: sensitive cells the LP protects
+                      get the MILP check (groups up to ``integer_cells`` suppressed cells, ``integer_seconds``
+                      per MILP, ``integer_budget`` seconds in all)
     """
+    deadline = time.perf_counter() + integer_budget
     table = AuditTable(values, constraints, sensitive=sensitive, protection_lower=protection_lower,
-                       protection_upper=protection_upper, lower=lower, upper=upper)
+                       protection_upper=protection_upper, lower=lower, upper=upper, integer=integer)
     suppressed = table.check_pattern(suppressed)
     wanted = None if only is None else set(int(c) for c in only)
     intervals = []
@@ -317,6 +354,7 @@ def audit_pattern(
         if not positions:
             continue
         lp = table.component_lp(cells, suppressed)
+        found = []
         for position in positions:
             cell = int(cells[position])
             low, _ = lp.extreme(position, 1.0)
@@ -324,10 +362,220 @@ def audit_pattern(
             if table.sensitive[cell] and not (table.bound_reached(cell, 1.0, low)
                                               and table.bound_reached(cell, -1.0, high)):
                 table.clip_to_a_priori(cell)
-            intervals.append(CellInterval(cell, float(table.values[cell]), low, high, float(table.required_lower[cell]),
-                                          float(table.required_upper[cell]), bool(table.sensitive[cell])))
+            found.append(CellInterval(cell, float(table.values[cell]), low, high, float(table.required_lower[cell]),
+                                      float(table.required_upper[cell]), bool(table.sensitive[cell])))
+        if integer:
+            check = [iv.cell for iv in found if iv.sensitive and iv.lp_protected]
+            reach = integer_reach(table, cells, suppressed, check, max_cells=integer_cells, seconds=integer_seconds,
+                                  deadline=deadline)
+            found = [replace(iv, required_lower=float(table.required_lower[iv.cell]),
+                             required_upper=float(table.required_upper[iv.cell]),
+                             **reach[iv.cell]) if iv.cell in reach else iv for iv in found]
+        intervals.extend(found)
     intervals.sort(key=lambda interval: interval.cell)
     return AuditResult(intervals)
+
+
+def integer_reach(table: AuditTable, cells, suppressed, check, *, max_cells: int = INTEGER_CHECK_CELLS,
+                  seconds: float = INTEGER_CHECK_SECONDS, deadline: float = np.inf) -> dict[int, dict]:
+    """The MILP check of the sensitive cells ``check`` of one group of suppressed cells ``cells``: per cell
+    the CellInterval fields integer_lower, integer_upper (or integer_skipped).
+
+    Each end is a feasibility MILP (the cell bounded by its required end, zero objective: HiGHS stops at
+    the first integer table it finds); every table found settles the cells it already takes far enough.
+    ``deadline`` (time.perf_counter()): cells not done by then are skipped.
+    Only where none exists is the exact integer extreme solved, for the report; a cell that misses an end
+    is first narrowed to its integer a-priori interval (clip_to_a_priori), as in the LP audit."""
+    cells = np.asarray(cells)
+    if len(cells) > max_cells:
+        reason = f"group of {len(cells):,} suppressed cells > {max_cells:,}"
+        return {int(c): {"integer_skipped": reason} for c in check}
+    milp = ComponentMILP(table, cells, suppressed, seconds)
+    position_of = {int(c): p for p, c in enumerate(cells)}
+    seen_low = table.values[cells].copy()  # the true table is an integer solution
+    seen_high = seen_low.copy()
+    out = {}
+    for cell in check:
+        cell, p = int(cell), position_of[int(cell)]
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            out[cell] = {"integer_skipped": "the audit's MILP time budget is spent"}
+            continue
+        milp.seconds = min(seconds, left)
+        result = {}
+        for sign, name, seen in ((1.0, "integer_lower", seen_low), (-1.0, "integer_upper", seen_high)):
+            for attempt in range(2):
+                if table.bound_reached(cell, sign, seen[p]):
+                    break
+                status, point = milp.reach(p, sign)
+                if status == "time":
+                    result = {"integer_skipped": milp.timeout_reason(seconds)}
+                    break
+                if point is not None:
+                    np.minimum(seen_low, point, out=seen_low)
+                    np.maximum(seen_high, point, out=seen_high)
+                elif attempt == 1 or not table.clip_to_a_priori(cell):
+                    break
+            if "integer_skipped" in result:
+                break
+            if table.bound_reached(cell, sign, seen[p]):
+                result[name] = float(seen[p])
+            else:
+                status, extreme = milp.extreme(p, sign)
+                if status == "time":
+                    result = {"integer_skipped": milp.timeout_reason(seconds)}
+                    break
+                result[name] = extreme
+        out[cell] = result
+    return out
+
+
+class ComponentMILP:
+    """The attacker's integer program over one group of suppressed cells (variables: its cells, integer,
+    within their a-priori bounds rounded inwards; rows: the relations that hold them)."""
+
+    def __init__(self, table: AuditTable, cells, suppressed, seconds: float):
+        self.table = table
+        self.cells = np.asarray(cells)
+        block = table.matrix_csc[:, self.cells].tocsr()
+        rows = np.flatnonzero(np.diff(block.indptr))
+        published = np.where(suppressed, 0.0, table.values)
+        rhs = -(table.matrix[rows] @ published)
+        self.lower = np.ceil(table.lower[self.cells] - AUDIT_TOLERANCE)
+        self.upper = np.floor(table.upper[self.cells] + AUDIT_TOLERANCE)
+        m = len(self.cells)
+        self._highs = highs_model(block[rows], np.zeros(m), self.lower,
+                                  np.where(np.isinf(self.upper), highspy.kHighsInf, self.upper), rhs, rhs)
+        self._highs.changeColsIntegrality(m, np.arange(m, dtype=np.int32),
+                                          np.full(m, highspy.HighsVarType.kInteger))
+        self._highs.setOptionValue("mip_rel_gap", 0.0)
+        self.seconds = seconds
+
+    def timeout_reason(self, seconds: float) -> str:
+        return f"MILP over {seconds:g} s" if self.seconds >= seconds else "the audit's MILP time budget is spent"
+
+    def _run(self):
+        h = self._highs
+        h.setOptionValue("time_limit", h.getRunTime() + self.seconds)  # HiGHS's run clock adds up over runs
+        h.run()
+        return h.getModelStatus()
+
+    def reach(self, position: int, sign: float):
+        """Is there an integer table with the cell at or beyond its required end (sign +1: <= required_lower,
+        -1: >= required_upper)? ("yes", point), ("no", None) or ("time", None)."""
+        table, cell, h = self.table, int(self.cells[position]), self._highs
+        if sign > 0:
+            bound = np.floor(table.required_lower[cell] + AUDIT_TOLERANCE)
+            h.changeColBounds(position, self.lower[position], bound)
+        else:
+            bound = np.ceil(table.required_upper[cell] - AUDIT_TOLERANCE)
+            h.changeColBounds(position, bound, highspy.kHighsInf if np.isinf(self.upper[position]) else self.upper[position])
+        try:
+            status = self._run()
+        finally:
+            h.changeColBounds(position, self.lower[position],
+                              highspy.kHighsInf if np.isinf(self.upper[position]) else self.upper[position])
+        if status == highspy.HighsModelStatus.kOptimal:
+            return "yes", np.asarray(h.getSolution().col_value)
+        if status == highspy.HighsModelStatus.kInfeasible:
+            return "no", None
+        if status == highspy.HighsModelStatus.kTimeLimit:
+            return "time", None
+        raise SdcError(f"audit: the integer check of cell {cell} failed ({h.modelStatusToString(status)})")
+
+    def extreme(self, position: int, sign: float):
+        """("ok", the least (sign +1) or greatest (-1) integer value of the cell) or ("time", None)."""
+        h = self._highs
+        h.changeColCost(position, sign)
+        try:
+            status = self._run()
+        finally:
+            h.changeColCost(position, 0.0)
+        if status == highspy.HighsModelStatus.kOptimal:
+            return "ok", float(np.asarray(h.getSolution().col_value)[position])
+        if status == highspy.HighsModelStatus.kTimeLimit:
+            return "time", None
+        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            return "ok", (-np.inf if sign > 0 else np.inf)
+        raise SdcError(f"audit: the integer check of cell {int(self.cells[position])} failed "
+                       f"({h.modelStatusToString(status)})")
+
+
+def suppressed_groups(matrix_csc, suppressed) -> list[np.ndarray]:
+    """The suppressed cells in groups that share relations (cell indices, ascending)."""
+    hidden = np.flatnonzero(suppressed)
+    if hidden.size == 0:
+        return []
+    incidence = matrix_csc[:, hidden].tocsr()
+    touched = np.flatnonzero(np.diff(incidence.indptr))
+    incidence = (incidence[touched] != 0).astype(np.int8)
+    graph = bmat([[None, incidence], [incidence.T, None]], format="csr")
+    count, labels = connected_components(graph, directed=False)
+    cell_labels = labels[len(touched):]
+    order = np.argsort(cell_labels, kind="stable")
+    return np.split(hidden[order], np.flatnonzero(np.diff(cell_labels[order])) + 1)
+
+
+def public_intervals(published, suppressed, constraints, *, lower, upper=None,
+                     integer: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """What anyone can derive about each suppressed cell from the published cells alone: min and max of the
+    cell over all tables that keep every relation, agree with the published cells and lie within the
+    public a-priori bounds ``lower``/``upper`` (per cell; default upper +inf). ``published`` holds the values
+    of the published cells; its entries for suppressed cells are never read (NaN is fine). With
+    ``integer`` the ends are rounded inwards. Unsuppressed cells get NaN."""
+    suppressed = np.asarray(suppressed, dtype=bool)
+    n = len(suppressed)
+    published = np.where(suppressed, 0.0, np.asarray(published, dtype=float))  # no suppressed value enters
+    lower = np.broadcast_to(np.asarray(lower, dtype=float), (n,))
+    upper = np.full(n, np.inf) if upper is None else np.broadcast_to(np.asarray(upper, dtype=float), (n,))
+    matrix = relation_matrix(constraints, n)
+    matrix_csc = matrix.tocsc()
+    low, high = np.full(n, np.nan), np.full(n, np.nan)
+    for cells in suppressed_groups(matrix_csc, suppressed):
+        block = matrix_csc[:, cells].tocsr()
+        rows = np.flatnonzero(np.diff(block.indptr))
+        rhs = -(matrix[rows] @ published)
+        h = highs_model(block[rows], np.zeros(len(cells)), np.where(np.isinf(lower[cells]), -highspy.kHighsInf, lower[cells]),
+                        np.where(np.isinf(upper[cells]), highspy.kHighsInf, upper[cells]), rhs, rhs)
+        for position, cell in enumerate(cells):
+            for sign, out in ((1.0, low), (-1.0, high)):
+                h.changeColCost(position, sign)
+                h.run()
+                status = h.getModelStatus()
+                if status == highspy.HighsModelStatus.kOptimal:
+                    out[cell] = h.getSolution().col_value[position]
+                elif status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+                    out[cell] = -np.inf * sign
+                else:
+                    raise SdcError(f"published intervals: the LP for cell {int(cell)} failed "
+                                   f"({h.modelStatusToString(status)})")
+                h.changeColCost(position, 0.0)
+    if integer:
+        low, high = np.ceil(low - AUDIT_TOLERANCE), np.floor(high + AUDIT_TOLERANCE)
+    return low, high
+
+
+def integer_failures(table: AuditTable, suppressed, *, only=None, max_cells: int = INTEGER_CHECK_CELLS,
+                     seconds: float = INTEGER_CHECK_SECONDS,
+                     budget: float = INTEGER_CHECK_BUDGET) -> tuple[list[int], list[int]]:
+    """(sensitive cells of ``only``, default all, that miss an end of their requirement in integers; those
+    whose check was skipped), for a pattern that passes the LP audit."""
+    suppressed = table.check_pattern(suppressed)
+    targets = table.sensitive if only is None else np.isin(np.arange(len(table.values)), list(only))
+    failing, skipped = [], []
+    deadline = time.perf_counter() + budget
+    for cells in table.components(suppressed):
+        check = cells[targets[cells]]
+        if check.size == 0:
+            continue
+        for cell, found in integer_reach(table, cells, suppressed, check, max_cells=max_cells, seconds=seconds,
+                                         deadline=deadline).items():
+            if "integer_skipped" in found:
+                skipped.append(cell)
+            elif (not table.bound_reached(cell, 1.0, found["integer_lower"])
+                  or not table.bound_reached(cell, -1.0, found["integer_upper"])):
+                failing.append(cell)
+    return sorted(failing), sorted(skipped)
 
 
 def unprotected_cells(table: AuditTable, suppressed, *, only=None, cache: dict | None = None,

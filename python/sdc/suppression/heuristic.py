@@ -30,9 +30,11 @@ import numpy as np
 from scipy.sparse import csr_matrix, hstack, vstack
 
 from ..errors import SdcError
-from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, highs_model, unprotected_cells
+from .audit import (AUDIT_TOLERANCE, INTEGER_CHECK_CELLS, INTEGER_CHECK_SECONDS, AuditTable, default_upper,
+                    forced_mask, highs_model, integer_failures, unprotected_cells)
 
 MAX_ATTACK_ROUNDS = 200
+MAX_INTEGER_ROUNDS = 50
 # In the attack step, how many of the cheapest promising cells are tried before a relation-local choice,
 # and how often a cell gets a relation-local choice before the protection LP decides for it.
 TRIAL_CELLS = 12
@@ -235,6 +237,59 @@ def heuristic_pattern(
                            f"with every publishable cell suppressed: cells {failures}")
         constraint_pass(first_run=False)
     raise SdcError(f"secondary suppression: no safe pattern after {MAX_ATTACK_ROUNDS} attack rounds")
+
+
+def integer_safe_pattern(values, constraints, primary, protection_lower, protection_upper, cost, suppressed, *,
+                         lower=None, upper=None, forced_publish=None, freq=None,
+                         max_cells: int = INTEGER_CHECK_CELLS, seconds: float = INTEGER_CHECK_SECONDS):
+    """Grow ``suppressed``, a pattern that passes the LP audit, until it also passes the integer audit of
+    an integer table (audit.integer_reach), and return (pattern, cells whose integer check was skipped).
+
+    For each failing cell, the cheapest cells that share a relation with its group are tried in turn (up
+    to TRIAL_CELLS; those whose relations all hold a suppressed cell first, since any other would be
+    exposed at once) and the first that gives it both ends in integers is kept; if none does, the cheapest
+    is kept anyway (more suppression never narrows an interval, so the loop progresses). The heuristic
+    then restores what the LP audit needs around the new cells. Raises when no safe pattern is found."""
+    a = np.asarray(values, dtype=float)
+    n = len(a)
+    primary = np.asarray(primary, dtype=bool)
+    cost = np.asarray(cost, dtype=float)
+    forced = forced_mask(n, primary, forced_publish)
+    upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)
+    table = AuditTable(a, constraints, sensitive=primary, protection_lower=protection_lower,
+                       protection_upper=protection_upper, lower=lower, upper=upper, integer=True)
+    incidence = (abs(table.matrix) > 0).astype(np.int32).tocsr()  # relations x cells
+    incidence_t = incidence.T.tocsr()
+    suppressed = np.asarray(suppressed, dtype=bool).copy()
+    for _ in range(MAX_INTEGER_ROUNDS):
+        failing, skipped = integer_failures(table, suppressed, max_cells=max_cells, seconds=seconds)
+        if not failing:
+            return suppressed, skipped
+        for cell in failing:
+            if not integer_failures(table, suppressed, only=[cell], max_cells=max_cells, seconds=seconds)[0]:
+                continue  # protected by a cell added for an earlier one
+            group = next(cells for cells in table.components(suppressed) if cell in cells)
+            mask = np.zeros(n, np.int32)
+            mask[group] = 1
+            near = (incidence_t @ ((incidence @ mask) > 0).astype(np.int32)) > 0
+            hidden_count = incidence @ suppressed.astype(np.int32)
+            exposed = (incidence_t @ (hidden_count == 0).astype(np.int32)) > 0
+            open_cells = np.flatnonzero(near & ~suppressed & ~forced)
+            if open_cells.size == 0:
+                raise SdcError(f"secondary suppression: cell {cell} is protected in the LP relaxation only: its "
+                               "integer values miss its protection interval, and no cell near it can be suppressed")
+            open_cells = open_cells[np.lexsort((open_cells, cost[open_cells], exposed[open_cells]))]
+            pick = open_cells[0]
+            for trial in open_cells[:TRIAL_CELLS]:
+                attempt = suppressed.copy()
+                attempt[trial] = True
+                if not integer_failures(table, attempt, only=[cell], max_cells=max_cells, seconds=seconds)[0]:
+                    pick = trial
+                    break
+            suppressed[pick] = True
+        suppressed = heuristic_pattern(a, constraints, primary, protection_lower, protection_upper, cost, lower=lower,
+                                       upper=upper, forced_publish=forced_publish, freq=freq, start=suppressed)
+    raise SdcError(f"secondary suppression: no pattern that passes the integer audit after {MAX_INTEGER_ROUNDS} rounds")
 
 
 class ProtectionFlow:

@@ -13,6 +13,7 @@ not of the suppressed value or frequency.
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -25,10 +26,10 @@ from ..database import is_numeric_type
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import quote, source_sql
-from ..files import check_not_an_input, csv_field, read_csv_rows, write_text_atomically
+from ..files import check_not_an_input, check_output_file, csv_field, read_csv_rows, read_failure, write_text_atomically
 from ..scratch import scratch_folder, scratch_project, write_hierarchy_seed
-from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
-from .heuristic import heuristic_pattern
+from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper, public_intervals
+from .heuristic import heuristic_pattern, integer_safe_pattern
 from .optimal import optimal_pattern
 
 COSTS = ("value", "freq", "cells")
@@ -36,8 +37,28 @@ DOMINANCE_RULES = ("p", "nk", "pq")
 DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
 METHODS = ("heuristic", "optimal")
 STATUSES = ("published", "primary", "secondary", "empty")
-# what secondary suppression adds to each cell (after the dimension columns, freq and value)
-PATTERN_COLUMNS = ("status", "rule", "published_text", "lower", "upper", "protection_lower", "protection_upper")
+# what secondary suppression adds to each cell (after the dimension columns, freq and value); lower/upper
+# are the audit's interval (from the confidential a-priori bounds: never publish them), published_lower/
+# published_upper the interval derived from published cells alone (publish_intervals)
+PATTERN_COLUMNS = ("status", "rule", "published_text", "lower", "upper", "protection_lower", "protection_upper",
+                   "published_lower", "published_upper")
+
+
+class IntegerCheckWarning(UserWarning):
+    """The pattern passes the LP audit, but the integer check of some sensitive cells was skipped (group too
+    large or MILP time limit): they are not proven safe against an attacker who uses integrality."""
+
+    def __init__(self, cells: list[int], reasons: list[str]):
+        self.cells, self.reasons = cells, reasons
+        super().__init__(f"integer check skipped for {len(cells)} sensitive cells ({'; '.join(sorted(set(reasons)))}): "
+                         "they pass the LP audit, but are not proven safe against an attacker who knows the cells "
+                         "are whole numbers")
+
+
+def is_integer_table(values, magnitude: bool) -> bool:
+    """Counts, and magnitude tables whose cells are all whole numbers, get the integer audit."""
+    values = np.asarray(values, dtype=float)
+    return not magnitude or bool(np.all(np.abs(values - np.round(values)) <= AUDIT_TOLERANCE))
 
 
 def suppress_table(
@@ -56,8 +77,15 @@ def suppress_table(
     publish_intervals: bool = False,
     prefer_low_levels: bool = False,
     time_limit: float = DEFAULT_TIME_LIMIT,
+    audit: bool = False,
 ) -> dict:
     """Write the protected cell table to ``out``; returns counts by status.
+
+    ``out`` holds the publishable columns only (dimensions, published_value, published_text and, with
+    ``publish_intervals``, published_lower/published_upper: not status or rule, which tell which cells are
+    sensitive, as `sdc publish` refuses them); ``audit`` writes the audit layout
+    instead (freq, value and the true value of every suppressed cell, protection levels, audit intervals),
+    which `sdc audit` reads: never publish it.
 
     ``cost``: what the secondary suppressions minimise (value, freq or cells = their number);
     ``prefer_low_levels``: multiply each cell's cost by 10^(number of dimensions along which it is a total);
@@ -73,19 +101,28 @@ def suppress_table(
     if dominance and not value:
         raise SdcError(f"rule {dominance[0]!r} is a dominance rule: it needs --value, the column whose contributions "
                        "it judges (without --value the table holds counts)")
-    check_output_path(out)
+    check_output_file(out)
     check_not_an_input(out, input_path, hierarchy_path)
     cells, relations = _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset)
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
                               publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
                               time_limit=time_limit)
-    columns = dims + ["freq"] + (["value"] if value else []) + list(PATTERN_COLUMNS)
-    lines = [",".join(columns)]
+    intervals = ["published_lower", "published_upper"] if publish_intervals else []
+    if audit:
+        columns = dims + ["freq"] + (["value"] if value else []) + [c for c in PATTERN_COLUMNS if c not in
+                                                                     ("published_lower", "published_upper")]
+    else:
+        # no status or rule: "primary" under freq:3 says the count is 1 or 2, narrower than any interval
+        columns = dims + ["published_value", "published_text"]
+    columns += intervals
+    lines = [",".join(csv_field(c) for c in columns)]
     for c, p in zip(cells, protected):
-        row = [c[d] for d in dims] + [str(c["freq"])] + ([_number(c["value"])] if value else []) + [
-            p["status"], p["rule"] or "", p["published_text"], _number(p["lower"]), _number(p["upper"]),
-            _number(p["protection_lower"]), _number(p["protection_upper"])]
-        lines.append(",".join(csv_field(x) for x in row))
+        fields = {d: c[d] for d in dims} | {name: _number(p[name]) for name in ("lower", "upper", "protection_lower",
+                                                                                "protection_upper", *intervals)}
+        fields |= {"freq": str(c["freq"]), "value": _number(c["value"]), "status": p["status"], "rule": p["rule"] or "",
+                   "published_text": p["published_text"],
+                   "published_value": _number(c["value"]) if p["status"] in ("published", "empty") else ""}
+        lines.append(",".join(csv_field(fields[name]) for name in columns))
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
     return {status: sum(p["status"] == status for p in protected) for status in STATUSES}
 
@@ -112,32 +149,70 @@ def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str 
     upper = default_upper(values)
     # empty cells are published as empty: a known zero protects nothing (sdcTable's status z)
     empty = np.array([c["status"] == "empty" for c in cells])
+    # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
+    singletons = np.array([c["contributors"] for c in cells]) if magnitude else None
     if method == "heuristic":
-        # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
         suppressed = heuristic_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
-                                       forced_publish=empty,
-                                       freq=np.array([c["contributors"] for c in cells]) if magnitude else None)
+                                       forced_publish=empty, freq=singletons)
     else:
         suppressed = optimal_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
                                      forced_publish=empty, time_limit=time_limit)
+    integer = is_integer_table(values, magnitude)
+    if integer:  # the LP's pattern may still give a cell away to an attacker who knows cells are whole numbers
+        suppressed, _ = integer_safe_pattern(values, relations, primary, lpl, upl, weights, suppressed, lower=lower,
+                                             upper=upper, forced_publish=empty, freq=singletons)
     result = audit_pattern(values, suppressed, relations, sensitive=primary, protection_lower=lpl,
-                           protection_upper=upl, lower=lower, upper=upper)
+                           protection_upper=upl, lower=lower, upper=upper, integer=integer)
     if not result.passed:  # never emit a pattern that fails its own audit
         raise SdcError(f"internal: pattern fails the audit for cells {[f.cell for f in result.failures]}")
+    if result.unchecked:
+        warnings.warn(IntegerCheckWarning([iv.cell for iv in result.unchecked],
+                                          [iv.integer_skipped for iv in result.unchecked]), stacklevel=2)
     interval = {iv.cell: iv for iv in result.intervals}
+    public_low = public_high = np.full(len(cells), np.nan)
+    if publish_intervals:
+        # from the published cells and public bounds only: the audit's bounds come from the true values
+        # (1.5 x the largest cell), and an interval ending there gives the largest cell away
+        public_low, public_high = public_intervals(np.where(suppressed, np.nan, values), suppressed, relations,
+                                                   lower=public_lower(values, magnitude), integer=integer)
     protected = []
     for k, c in enumerate(cells):
         status = c["status"] if c["status"] != "published" else ("secondary" if suppressed[k] else "published")
         low = interval[k].feasible_lower if k in interval else None
         high = interval[k].feasible_upper if k in interval else None
+        shown_low = shown_high = None
         if status in ("published", "empty"):
             shown = _number(c["value"])
+        elif publish_intervals:
+            shown_low, shown_high = float(public_low[k]), float(public_high[k])
+            shown = interval_text(shown_low, shown_high, mark)
         else:
-            # the audit interval is what anyone can derive from the published cells: safe to print
-            shown = f"{_number(low)}-{_number(high)}" if publish_intervals else mark
+            shown = mark
         protected.append({"status": status, "rule": c["rule"], "published_text": shown, "lower": low, "upper": high,
-                          "protection_lower": float(lpl[k]), "protection_upper": float(upl[k])})
+                          "protection_lower": float(lpl[k]), "protection_upper": float(upl[k]),
+                          "published_lower": shown_low, "published_upper": shown_high})
     return protected
+
+
+def public_lower(values, magnitude: bool) -> np.ndarray:
+    """The a-priori lower bound anyone knows of a suppressed cell: 1 in a count table (empty cells are always
+    published, so a suppressed one is not empty), 0 in a magnitude table of a non-negative variable (its
+    sign is taken as public: a turnover cannot be negative), none for a variable that can be negative."""
+    values = np.asarray(values, dtype=float)
+    if not magnitude:
+        return np.ones(len(values))
+    return np.full(len(values), 0.0 if values.min(initial=0.0) >= 0 else -np.inf)
+
+
+def interval_text(low: float, high: float, mark: str) -> str:
+    """A published interval: "3-8", ">=3" or "<=8" where one end is open, the mark where both are."""
+    if np.isfinite(low) and np.isfinite(high):
+        return f"{_number(low)}-{_number(high)}"
+    if np.isfinite(low):
+        return f">={_number(low)}"
+    if np.isfinite(high):
+        return f"<={_number(high)}"
+    return mark
 
 
 def cell_costs(values, freq, relations, cost: str, *, prefer_low_levels: bool = False) -> np.ndarray:
@@ -176,16 +251,6 @@ def _rule_name(rule) -> str:
     return str(rule).split(":")[0].strip().lower()
 
 
-def check_output_path(out) -> None:
-    """Fail before the work, not after it, when ``out`` cannot be written."""
-    out = Path(out)
-    if out.is_dir():
-        raise SdcError(f"cannot write {out}: it is a folder; give a file name")
-    folder = out.parent if str(out.parent) else Path(".")
-    if not folder.is_dir():
-        raise SdcError(f"cannot write {out}: folder {folder} does not exist")
-
-
 def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset):
     input_path = Path(input_path)
     if input_path.is_dir():
@@ -203,7 +268,7 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
             con.execute(f"create table raw.micro as select * from {source_sql(input_path)}")
             types = dict(con.execute("select name, type from pragma_table_info('raw.micro')").fetchall())
         except duckdb.Error as exc:
-            raise SdcError(f"cannot read {input_path}: {str(exc).splitlines()[0]}") from None
+            raise read_failure(exc, input_path) from None
         finally:
             con.close()
         columns = list(types)
@@ -274,14 +339,18 @@ def _number(x) -> str:
 
 
 def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
-    """Re-check a cell table written by `sdc suppress` (or made elsewhere in that layout: dimension columns,
-    then freq, optionally value, status, and optionally protection_lower/protection_upper).
-    Returns (passed, report lines)."""
+    """Re-check a cell table written by `sdc suppress --audit` (or made elsewhere in that layout: dimension
+    columns, then freq, optionally value, status, and optionally protection_lower/protection_upper). Count
+    tables and magnitude tables of whole numbers get the integer check too.
+    Returns (passed, report lines); passed is True with a skipped integer check (a warning in the last line)."""
     cells_path = Path(cells_path)
     rows = read_csv_rows(cells_path, "cells file")
     if not rows:
         raise SdcError(f"{cells_path}: no cells")
     header = list(rows[0])
+    if "freq" not in header and "published_text" in header:
+        raise SdcError(f"{cells_path} holds the publishable columns only (no freq or value of the suppressed cells); "
+                       "sdc audit needs the audit layout: run sdc suppress with --audit and audit that file")
     for required in ("freq", "status"):
         if required not in header:
             raise SdcError(f"{cells_path}: column {required!r} is missing")
@@ -324,18 +393,30 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     freq = _numbers(rows, "freq", dims, cells_path)
     lower = a_priori_lower(values, freq, magnitude=value_column == "value")
     upper = default_upper(values)
+    integer = is_integer_table(values, magnitude=value_column == "value")
     result = audit_pattern(values, suppressed, relations, sensitive=sensitive & suppressed, protection_lower=lpl,
-                           protection_upper=upl, lower=lower, upper=upper)
+                           protection_upper=upl, lower=lower, upper=upper, integer=integer)
     lines = []
     for iv in result.intervals:
         cell = ", ".join(f"{d}={rows[iv.cell][d]}" for d in dims)
         verdict = "" if not iv.sensitive else ("  protected" if iv.protected else "  NOT PROTECTED")
+        if iv.integer_failed:  # the LP interval covers the requirement, the integer values do not
+            ends = [f"as a whole number at least {_number(iv.integer_lower)}"] if iv.integer_lower > iv.required_lower + \
+                AUDIT_TOLERANCE else []
+            ends += [f"as a whole number at most {_number(iv.integer_upper)}"] if iv.integer_upper < iv.required_upper - \
+                AUDIT_TOLERANCE else []
+            verdict = ", " + " and ".join(ends) + verdict
+        elif iv.sensitive and iv.protected and iv.integer_skipped:
+            verdict = f"  protected in the LP; integer check skipped: {iv.integer_skipped}"
         lines.append(f"{cell}: {_number(iv.value)} in [{_number(iv.feasible_lower)}, {_number(iv.feasible_upper)}], "
                      f"required [{_number(iv.required_lower)}, {_number(iv.required_upper)}]{verdict}")
     lines += [f"{cell}: sensitive, but its published text shows a number  NOT PROTECTED" for cell in disclosed]
     failures = len(result.failures) + len(disclosed)
     passed = result.passed and not disclosed
-    lines.append(f"audit {'passed' if passed else 'FAILED'}: {sum(sensitive)} sensitive cells, "
+    # a skipped integer check is a warning (exit 0), but never a plain "passed"
+    verdict = "FAILED" if not passed else (f"passed the LP audit only (integer check skipped for "
+                                           f"{len(result.unchecked)} cells)" if result.unchecked else "passed")
+    lines.append(f"audit {verdict}: {sum(sensitive)} sensitive cells, "
                  f"{int(suppressed.sum())} suppressed, {failures} not protected")
     return passed, lines
 

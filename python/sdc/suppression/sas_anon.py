@@ -64,8 +64,10 @@ def anonymise(
     min_value: float = 1,
     max_value: float = 3,
     fixed_c_intervals: bool = False,
+    source: str | None = None,
 ) -> SasAnonResult:
-    """Rows with the columns <value>_korr, _fallLang, _min, _max, _fall appended, in input order."""
+    """Rows with the columns <value>_korr, _fallLang, _min, _max, _fall appended, in input order.
+    ``source``: the file the rows come from, named in messages."""
     if function not in ("min", "max"):
         raise SdcError(f"function must be min or max, got {function!r}")
     if not levels:
@@ -75,11 +77,19 @@ def anonymise(
             raise SdcError(f"{name} (--{name.replace('_', '-')}) must be a finite number, got {bound!r}")
     if min_value > max_value:
         raise SdcError(f"min_value (--min-value) {min_value:g} is larger than max_value (--max-value) {max_value:g}")
+    if not rows:
+        raise SdcError(f"{source or 'input'}: no rows below the header")
+    if source is not None:
+        absent = [c for c in levels + [value] if c not in rows[0]]
+        if absent:
+            raise SdcError(f"{source}: column {absent[0]!r} is not in the header ({', '.join(rows[0])})")
+    where = [f"{source}, row {k + 1} below the header" if source is not None else f"row {k + 1}" for k in range(len(rows))]
     for k, row in enumerate(rows):
         for column in levels + [value]:
             if column not in row or row[column] is None or not str(row[column]).strip():
-                raise SdcError(f"row {k + 1}: column {column!r} is missing or empty")
-    cells = [Cell([0] + [_code(row, l, k) for l in levels] + [1], _value(row, value, k)) for k, row in enumerate(rows)]
+                raise SdcError(f"{where[k]}: column {column!r} is missing or empty")
+    cells = [Cell([0] + [_code(row, l, where[k]) for l in levels] + [1], _value(row, value, where[k]))
+             for k, row in enumerate(rows)]
     keys = [tuple(c.codes) for c in cells]
     if len(set(keys)) != len(keys):
         duplicate = next(k for k in keys if keys.count(k) > 1)
@@ -101,23 +111,23 @@ def anonymise(
     return SasAnonResult(result, columns, errors)
 
 
-def _code(row, column, k) -> int:
+def _code(row, column, where) -> int:
     text = str(row[column]).strip()
     try:
         return int(text)
     except ValueError:
-        raise SdcError(f"row {k + 1}: level column {column!r} holds {text!r}, not a whole-number code "
+        raise SdcError(f"{where}: level column {column!r} holds {text!r}, not a whole-number code "
                        "(0 for the total)") from None
 
 
-def _value(row, column, k) -> float:
+def _value(row, column, where) -> float:
     text = str(row[column]).strip()
     try:
         number = float(text)
     except ValueError:
         number = math.nan
     if not math.isfinite(number):
-        raise SdcError(f"row {k + 1}: value column {column!r} holds {text!r}, not a number")
+        raise SdcError(f"{where}: value column {column!r} holds {text!r}, not a number")
     return number
 
 

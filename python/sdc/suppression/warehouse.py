@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import SdcError
 from ..quoting import quote_identifier
 from .audit import a_priori_lower, audit_pattern, default_upper
-from .pipeline import DEFAULT_TIME_LIMIT, PATTERN_COLUMNS, _group_relations, protect_cells
+from .pipeline import DEFAULT_TIME_LIMIT, PATTERN_COLUMNS, _group_relations, is_integer_table, protect_cells
 
 
 def secondary_suppression(session, cells, relations, *, dims: list[str], magnitude: bool = False,
@@ -48,7 +48,9 @@ def secondary_suppression(session, cells, relations, *, dims: list[str], magnitu
 
 def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude: bool = False):
     """One row per suppressed cell of a pattern: its feasible interval (what an attacker who knows every
-    published cell and the relations can derive), the interval it needs and whether it is protected."""
+    published cell and the relations can derive), the interval it needs and whether it is protected (in
+    integers too for count tables and whole-number magnitudes; integer_skipped says where that was not
+    checked)."""
     rows = _rows(pattern, dims)
     for name in ("value", "freq", "status", "protection_lower", "protection_upper"):
         if name not in rows[0]:
@@ -62,7 +64,7 @@ def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude
     result = audit_pattern(values, suppressed, relation_list, sensitive=sensitive,
                            protection_lower=[float(r["protection_lower"] or 0) for r in rows],
                            protection_upper=[float(r["protection_upper"] or 0) for r in rows],
-                           lower=lower, upper=default_upper(values))
+                           lower=lower, upper=default_upper(values), integer=is_integer_table(values, magnitude))
     cells = [iv.cell for iv in result.intervals]
     columns = {d: _array([rows[k][d] for k in cells], str) for d in dims}
     columns["status"] = _array([rows[k]["status"] for k in cells], str)
@@ -71,6 +73,8 @@ def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude
         columns[name] = np.array([getattr(iv, name) for iv in result.intervals], dtype=float)
     columns["protected"] = np.array([iv.protected or not iv.sensitive for iv in result.intervals], dtype=bool)
     columns["exactly_disclosed"] = np.array([iv.exactly_disclosed for iv in result.intervals], dtype=bool)
+    # why a sensitive cell the LP protects was not checked in integers (NULL: checked, or not needed)
+    columns["integer_skipped"] = _array([iv.integer_skipped for iv in result.intervals], str)
     return _relation(session, columns)
 
 

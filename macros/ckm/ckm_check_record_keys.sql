@@ -1,0 +1,90 @@
+{#
+  ckm_check_record_keys(relation, key_column, fact, modulus, caller_name): stops the build when the record keys
+  the CKM sums cannot be uniform random on [0, M). With keys all 0 every cell of 8 or more got the noise -5:
+  original = published + 5. The same check as `sdc load --key-mode existing` (python/sdc/record_keys.py); the
+  thresholds and why genuine keys pass them are in python/sdc/conventions.py ("record key checks"):
+
+    range           every key a whole number in [0, M), none NULL
+    distinct share  below sdc_record_key_min_distinct_fraction (0.5) of the M (1 - (1 - 1/M)^n) distinct values
+                    n uniform keys take on average, from sdc_record_key_min_records (50) keys on
+    uniformity      Kolmogorov-Smirnov distance D at the edges of sdc_record_key_bins (1000) equal bins, refused
+                    when the DKW bound p = 2 exp(-2 n D^2) is below sdc_record_key_alpha (1e-6)
+
+  The keys are those of the records counted: key_column where fact = 1, or every record. One query per model
+  build, run before the model (like ckm_check_modulus). Off with var sdc_check_record_keys: false, or
+  ckm_count(check_keys=false), for hand-picked teaching keys only. Not made in a dbt unit test: its given rows
+  are hand-picked by design, publish nothing, and are a CTE that a query of their own cannot read.
+#}
+{% macro ckm_check_record_keys(relation, key_column, fact, modulus, caller_name) %}
+{%- if not execute or (model is defined and model.resource_type == 'unit_test') -%}{{ return(none) }}{%- endif -%}
+{%- set bins = sdc.setting('sdc_record_key_bins') -%}
+{%- set width = (modulus + bins - 1) // bins -%}
+{%- set k = sdc.sql_identifier(key_column) -%}
+{%- set statistics_sql -%}
+with record_keys as (
+    select {{ k }} as k from {{ relation }}
+    {%- if fact is not none %} where {{ sdc.sql_identifier(fact) }} = 1{% endif %}
+),
+
+key_summary as (
+    select
+        count(*) as n,
+        count(*) - count(k) as nulls,
+        sum(case when k < 0 or k >= {{ modulus }} or k <> floor(k) then 1 else 0 end) as outside,
+        {{ sdc.ckm_distinct_count('k') }} as distinct_keys
+    from record_keys
+),
+
+key_bins as (
+    -- bin j holds the keys in [j w, (j + 1) w), w = ceil(M / bins)
+    select {{ sdc.ckm_integer_div('cast(k as bigint)', width) }} as bin, count(*) as records
+    from record_keys
+    where k >= 0 and k < {{ modulus }}
+    group by 1
+),
+
+cumulated_bins as (
+    select bin, records, sum(records) over (order by bin rows between unbounded preceding and current row) as upto
+    from key_bins
+),
+
+key_distance as (
+    -- the empirical CDF against the uniform one at both edges of each non-empty bin
+    select coalesce(max(greatest(
+        cast(upto as double) / n - cast(least((bin + 1) * {{ width }}, {{ modulus }}) as double) / {{ modulus }},
+        cast(bin * {{ width }} as double) / {{ modulus }} - cast(upto - records as double) / n)), 0) as ks
+    from cumulated_bins, key_summary
+)
+
+select
+    n, nulls, outside, distinct_keys, ks,
+    -- M (1 - (1 - 1/M)^n); for n < 10^-5 M its series n - n (n - 1) / 2M, where the power rounds away
+    case when n < 1e-5 * {{ modulus }} then n - n * (n - 1.0) / (2.0 * {{ modulus }})
+         else {{ modulus }} * (1 - exp(n * ln(1 - 1.0 / {{ modulus }}))) end as expected_distinct,
+    least(0, log10(2) - 2 * n * ks * ks / ln(10)) as log10_p,
+    log10({{ sdc.setting('sdc_record_key_alpha') }}) as log10_alpha
+from key_summary, key_distance
+{%- endset -%}
+{%- set row = run_query(statistics_sql).rows[0] -%}
+{%- set n = row['n'] | int -%}
+{%- set reason = none -%}
+{%- if row['nulls'] | int > 0 -%}
+  {%- set reason = (row['nulls'] | int) ~ ' of ' ~ n ~ ' keys are NULL' -%}
+{%- elif row['outside'] | int > 0 -%}
+  {%- set reason = (row['outside'] | int) ~ ' of ' ~ n ~ ' keys are not whole numbers in [0, ' ~ modulus ~ ')' -%}
+{%- elif n >= sdc.setting('sdc_record_key_min_records')
+         and row['distinct_keys'] | float < sdc.setting('sdc_record_key_min_distinct_fraction') * row['expected_distinct'] | float -%}
+  {%- set reason = 'distinct share ' ~ ('%.4g' | format(row['distinct_keys'] | float / n)) ~ ': ' ~ (row['distinct_keys'] | int)
+      ~ ' distinct values in ' ~ n ~ ' keys, where uniform keys give about ' ~ ('%.6g' | format(row['expected_distinct'] | float))
+      ~ ' (refused below ' ~ sdc.setting('sdc_record_key_min_distinct_fraction') ~ ' of that)' -%}
+{%- elif row['log10_p'] | float < row['log10_alpha'] | float -%}
+  {%- set reason = 'Kolmogorov-Smirnov distance ' ~ ('%.4g' | format(row['ks'] | float)) ~ ' to the uniform over ' ~ n
+      ~ ' keys has p <= 10^' ~ ('%.1f' | format(row['log10_p'] | float)) ~ ', below ' ~ sdc.setting('sdc_record_key_alpha') -%}
+{%- endif -%}
+{%- if reason is not none -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": record keys in column " ~ key_column ~ " of " ~ relation
+      ~ (" (records with " ~ fact ~ " = 1)" if fact is not none else "") ~ " are not uniform random on [0, " ~ modulus
+      ~ "): " ~ reason ~ ". Keys must be secret random integers (sdc load --key-mode random draws them); only for "
+      ~ "hand-picked teaching keys: var sdc_check_record_keys: false, or " ~ caller_name ~ "(check_keys=false)") }}
+{%- endif -%}
+{% endmacro %}

@@ -25,6 +25,10 @@ def read_hierarchy(path: str | Path) -> list[tuple[str, str, str]]:
         out = _from_levels(rows, path)
     else:
         raise SdcError(f"{path}: expected columns dimension,code,parent or dim,level,name; got {sorted(header)}")
+    for dim, code, parent in out:  # the dbt seed that carries the hierarchy cannot be read with one (DuckDB's sniffer)
+        if "\r" in dim + code + parent:
+            raise SdcError(f"{path}: {next(t for t in (dim, code, parent) if chr(13) in t)!r} holds a carriage return; "
+                           "a hierarchy code cannot")
     roots: dict[str, list[str]] = {}
     for dim, code, parent in out:
         if not parent:

@@ -113,3 +113,17 @@ def test_macros_refuse_reserved_dimension_names_by_name(tmp_path, call, message)
     result = project.dbt("parse")
     assert result.returncode != 0
     assert message in " ".join(result.stdout.split()), result.stdout[-2000:]
+
+
+def test_ckm_published_drops_the_audit_columns_in_any_letter_case(tmp_path):
+    import duckdb
+    project = ScratchProject(tmp_path / "project")
+    project.model("cells", """select 'm' as sex, 3 as "count", 1 as "Noise", 2 as "ORIGINAL", 5 as "Cell_Key" """)
+    project.model("published", "{{ sdc.ckm_published(ref('cells')) }}")
+    result = project.dbt("build")
+    assert result.returncode == 0, result.stdout[-2000:]
+    con = duckdb.connect(str(project.db), read_only=True)
+    try:
+        assert [c[0] for c in con.execute("describe main.published").fetchall()] == ["sex", "count"]
+    finally:
+        con.close()

@@ -1,14 +1,14 @@
 {#
   ckm_published: the publishable columns of a ckm_count relation: its dimensions and `count`.
-  The audit columns (original, key_sum, cell_key_int, cell_key, ptable_row, noise) stay behind,
-  because they undo the protection.
+  The audit columns (original, key_sum, cell_key_int, cell_key, ptable_row, noise, in any letter case, as
+  `sdc publish` compares them) stay behind, because they undo the protection.
 #}
 {% macro ckm_published(audit_relation) %}
 {{- sdc.build_record_hook() -}}
-{%- set audit_columns = sdc.setting('sdc_audit_columns') -%}
+{%- set audit_columns = sdc.setting('sdc_audit_columns') | map('lower') | list -%}
 {%- set columns = [] -%}
 {%- if execute -%}
-  {%- for column in adapter.get_columns_in_relation(audit_relation) if column.name not in audit_columns -%}
+  {%- for column in adapter.get_columns_in_relation(audit_relation) if column.name | lower not in audit_columns -%}
     {%- do columns.append(sdc.sql_identifier(column.name)) -%}
   {%- endfor -%}
 {%- endif -%}

@@ -264,3 +264,14 @@ def test_a_failed_first_load_leaves_no_empty_warehouse(tmp_path):
     micro.write_text("id,sex\n1,m\n2,f\n")
     load_microdata(db, micro, "persons", id_column="id")
     assert db.exists()
+
+
+def test_a_semicolon_csv_is_named_as_such_and_loads_as_txt(tmp_path):
+    # .csv is read comma-separated (a sniffer misread comma files whose names or values hold ';')
+    micro = tmp_path / "micro.csv"
+    micro.write_text("id;sex\n1;m\n2;f\n")
+    with pytest.raises(SdcError, match="looks separated by ';', but a .csv is read comma-separated"):
+        load_microdata(tmp_path / "w.duckdb", micro, "persons", id_column="id")
+    txt = micro.rename(tmp_path / "micro.txt")
+    report = load_microdata(tmp_path / "w.duckdb", txt, "persons", id_column="id")
+    assert report.rows_out == 2

@@ -12,7 +12,7 @@ from .dbt_runner import run_dbt
 from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .hierarchy import read_hierarchy
-from .loader import load_microdata, quote, source_sql
+from .loader import column_list, load_microdata, quote, source_sql
 from .files import check_not_an_input, check_output_file, csv_field, read_failure, write_text_atomically
 from .ptable.formats import read_ptable, render_ptable
 from .scratch import scratch_folder, scratch_project, write_hierarchy_seed
@@ -49,7 +49,7 @@ def protect_table(
     columns = _input_columns(Path(input_path))
     missing = [d for d in dims + [record_key] + ([count_var] if count_var else []) if d not in columns]
     if missing:
-        raise SdcError(f"column {missing[0]!r} is not in {input_path} (columns: {', '.join(columns)})")
+        raise SdcError(f"column {missing[0]!r} is not in {input_path} ({column_list(columns)})")
     table, _, _ = read_ptable(ptable_path)
     hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
     modulus = 10**key_digits

@@ -209,6 +209,17 @@ def source_sql(path: Path) -> str:
     raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
 
 
+def column_list(columns: list[str]) -> str:
+    """"columns: a, b, c" for messages; a .csv read as one column whose name holds ';' or a tab was written
+    with another separator, and the message says so."""
+    text = f"columns: {', '.join(columns)}"
+    if len(columns) == 1 and (";" in columns[0] or "\t" in columns[0]):
+        separator = "';'" if ";" in columns[0] else "a tab"
+        text += (f"; the file looks separated by {separator}, but a .csv is read comma-separated: save it with "
+                 "commas, as .tsv (tabs), as .txt (separator detected) or as Parquet")
+    return text
+
+
 def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
           allow_all_new_keys, check_keys, input_path) -> LoadReport:
     con.execute(f"create schema if not exists {RAW_SCHEMA}")
@@ -264,7 +275,7 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
 
 def _check_id(con, columns, id_column) -> None:
     if id_column not in columns:
-        raise SdcError(f"id column {id_column!r} is not in the input (columns: {', '.join(columns)})")
+        raise SdcError(f"id column {id_column!r} is not in the input ({column_list(columns)})")
     col = quote(id_column)
     nulls = con.execute(f"select count(*) from sdc_input where {col} is null").fetchone()[0]
     if nulls:
@@ -381,7 +392,7 @@ def _store_random_keys(con, table, id_column, id_text, target, modulus) -> None:
 
 def _existing_keys(con, columns, key_column, modulus) -> str:
     if key_column not in columns:
-        raise SdcError(f"record key column {key_column!r} is not in the input (columns: {', '.join(columns)})")
+        raise SdcError(f"record key column {key_column!r} is not in the input ({column_list(columns)})")
     col = f"sdc_input.{quote(key_column)}"
     kind = con.execute(f"select typeof({quote(key_column)}) from sdc_input limit 1").fetchone()
     kind = kind[0] if kind else "INTEGER"

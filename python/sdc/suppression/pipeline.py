@@ -25,7 +25,7 @@ from ..dimension_names import check_dimension_names
 from ..database import is_numeric_type
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
-from ..loader import quote, source_sql
+from ..loader import column_list, quote, source_sql
 from ..files import check_not_an_input, check_output_file, csv_field, read_csv_rows, read_failure, write_text_atomically
 from ..scratch import scratch_folder, scratch_project, write_hierarchy_seed
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper, public_intervals
@@ -274,7 +274,7 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
         columns = list(types)
         missing = [c for c in dims + [x for x in (value, holding) if x] if c not in columns]
         if missing:
-            raise SdcError(f"column {missing[0]!r} is not in {input_path} (columns: {', '.join(columns)})")
+            raise SdcError(f"column {missing[0]!r} is not in {input_path} ({column_list(columns)})")
         if value and not is_numeric_type(types[value]):
             raise SdcError(f"--value column {value!r} of {input_path} has type {types[value]}, not a number; "
                            "a magnitude table needs a numeric column")

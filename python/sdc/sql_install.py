@@ -36,7 +36,7 @@ from .dbt_runner import run_dbt
 from .database import connect, transaction
 from .errors import SdcError
 from .files import disk_full
-from .quoting import quote_identifier
+from .quoting import quote_identifier, quote_path
 from .ptable.formats import parse_ptable, read_ptable, render_ptable
 from .ptable.table import PTable
 from .scratch import scratch_folder, scratch_project
@@ -148,8 +148,7 @@ def _copy_ptable(con: duckdb.DuckDBPyConnection, table: PTable) -> None:
         con.execute(f"create schema if not exists {SCHEMA}")
         con.execute(
             f"create or replace table {SCHEMA}.{FILE_TABLE} as "
-            f"select * from read_csv(?, header = true, columns = {{{columns}}})",
-            [str(path)],
+            f"select * from read_csv({quote_path(path)}, header = true, columns = {{{columns}}})",
         )
 
 

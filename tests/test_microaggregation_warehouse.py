@@ -165,3 +165,27 @@ def test_a_value_that_is_not_finite_is_refused_naming_column_and_row(tmp_path, c
     err = capsys.readouterr().err
     assert code == 2 and "column 'income'" in err and "in row 7: microaggregation needs finite values" in err
     assert not out.exists()
+
+
+def test_the_copy_replaces_only_a_table_it_wrote_and_never_goes_into_raw(tmp_path, capsys):
+    """`--out-table raw.b` replaced another loaded table, `raw.a__record_keys` the key store, exit 0."""
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("create schema raw")
+    con.execute("create table raw.a as select range as id, range * 2.0 as x from range(9)")
+    con.execute("create table raw.a__record_keys as select range as id, 17 as rk from range(9)")
+    con.execute("create table main.report as select 42 as answer")
+    con.execute("create view main.v as select 1 as one")
+    con.close()
+    before = {t: read(db, f"select * from {t} order by all") for t in ("raw.a__record_keys", "main.report", "main.v")}
+    run = ["microaggregate", "--db", str(db), "--table", "raw.a", "--column", "x", "--k", "3", "--id", "id"]
+    for target, message in [("raw.a__record_keys", "schema raw holds the loaded microdata"),
+                            (None, "protected copy raw.a_microaggregated: schema raw"),
+                            ("main.report", "a table of that name exists that sdc microaggregate did not write"),
+                            ("main.v", "a view of that name exists")]:
+        assert main(run + (["--out-table", target] if target else [])) == 2
+        assert message in capsys.readouterr().err
+    assert {t: read(db, f"select * from {t} order by all") for t in before} == before
+    for _ in range(2):  # its own copy it replaces
+        assert main(run + ["--out-table", "safe.a"]) == 0
+    assert read(db, "select x from safe.a order by id") == [(2.0,)] * 3 + [(8.0,)] * 3 + [(14.0,)] * 3

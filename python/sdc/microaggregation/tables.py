@@ -13,6 +13,7 @@ import duckdb
 import numpy as np
 
 from ..database import connect, is_numeric_type, transaction
+from ..conventions import RAW_SCHEMA
 from ..errors import SdcError
 from ..files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file
 from ..quoting import quote_literal
@@ -36,11 +37,13 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
             raise SdcError(f"table {table!r} not found in {db}")
         reports, protected = _protect(con, source, columns, k, method, id_column, replacement, f"table {table!r}",
                                       shuffle_rows)
+        schema, name = _parts(out_table or f"{table}_microaggregated")
+        _check_target(con, schema, name)
         try:
             with transaction(con):
-                schema = _parts(out_table or f"{table}_microaggregated")[0]
                 con.execute(f"create schema if not exists {quote(schema)}")
                 con.execute(f"create or replace table {target} as {protected}")
+                con.execute(f"comment on table {target} is {quote_literal(OUTPUT_MARK)}")
         except duckdb.Error as exc:
             full = disk_full(exc, db)
             if full is None:
@@ -138,6 +141,24 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
 def _in_row_order(rows: np.ndarray) -> bool:
     """Whether a scan of sdc_rows returned the row numbers 1, 2, ..., n in order."""
     return bool(np.array_equal(rows, np.arange(1, len(rows) + 1)))
+
+
+# The comment on every table sdc microaggregate writes: only such a table is replaced by a later run.
+OUTPUT_MARK = "written by sdc microaggregate"
+
+
+def _check_target(con, schema: str, name: str) -> None:
+    """The protected copy never goes into the raw schema (microdata, key stores, load log) and replaces no
+    table or view that sdc microaggregate did not write."""
+    if schema.lower() == RAW_SCHEMA:
+        raise SdcError(f"protected copy {schema}.{name}: schema {RAW_SCHEMA} holds the loaded microdata, their "
+                       "record keys and the load log; give --out-table in another schema")
+    found = con.execute("select 'table', comment from duckdb_tables() where schema_name = ? and table_name = ? "
+                        "union all select 'view', comment from duckdb_views() where schema_name = ? and view_name = ?",
+                        [schema, name, schema, name]).fetchall()
+    if found and found[0] != ("table", OUTPUT_MARK):
+        raise SdcError(f"protected copy {schema}.{name}: a {found[0][0]} of that name exists that sdc microaggregate "
+                       "did not write; it is not replaced: give another --out-table, or drop it first")
 
 
 def _parts(table: str) -> list[str]:

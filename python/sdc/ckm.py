@@ -13,7 +13,7 @@ from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .hierarchy import read_hierarchy
 from .loader import column_list, load_microdata, quote, source_sql
-from .files import check_not_an_input, check_output_file, csv_field, read_failure, write_text_atomically
+from .files import check_not_an_input, check_output_file, csv_field, csv_header, read_failure, write_text_atomically
 from .ptable.formats import read_ptable, render_ptable
 from .scratch import scratch_folder, scratch_project, write_hierarchy_seed
 
@@ -44,8 +44,8 @@ def protect_table(
         quote(dim)
     check_dimension_names(dims, CKM_OWN_COLUMNS + (RECORD_KEY_COLUMN, COUNT_FACT),
                           {record_key: "--record-key column", count_var: "--count-var column"})
-    check_output_file(out)
     check_not_an_input(out, input_path, ptable_path, hierarchy_path)
+    check_output_file(out, _earlier_output, "sdc ckm")
     columns = _input_columns(Path(input_path))
     missing = [d for d in dims + [record_key] + ([count_var] if count_var else []) if d not in columns]
     if missing:
@@ -84,6 +84,12 @@ def protect_table(
     lines = [",".join(wanted)] + [",".join(csv_field(v) for v in row) for row in rows]
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
     return len(rows)
+
+
+def _earlier_output(path: Path) -> bool:
+    """A cell table sdc ckm wrote: its header ends with count (and the audit columns with --audit)."""
+    header = csv_header(path)
+    return bool(header) and (header[-1] == "count" or header[-4:] == ["count", *AUDIT_OUTPUT])
 
 
 def _input_columns(path: Path) -> list[str]:

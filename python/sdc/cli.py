@@ -352,11 +352,11 @@ def _run_suppress(args: argparse.Namespace) -> int:
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:
-    from .files import check_output_file, csv_field, read_csv_rows, write_text_atomically
+    from .files import check_output_file, csv_field, csv_header, read_csv_rows, write_text_atomically
     from .suppression.sas_anon import anonymise, text_of
 
-    if args.out:
-        check_output_file(args.out)
+    if args.out:  # an earlier output has the column <value>_fall that sas-anon appends
+        check_output_file(args.out, lambda path: f"{args.value}_fall" in csv_header(path), "sdc sas-anon")
     rows = read_csv_rows(args.input, "input file")
     result = anonymise(rows, levels=_split(args.levels), value=args.value, function=args.function,
                        min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals,
@@ -381,7 +381,7 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
     if bool(args.db) == bool(args.input) or (args.db and not args.table) or (args.input and not args.out):
         raise SdcError("give either --db FILE --table T [--out-table T2] or --input FILE --out FILE")
     if args.report:
-        check_output_file(args.report)
+        check_output_file(args.report, _is_microaggregation_report, "sdc microaggregate --report")
     options = dict(id_column=args.id_column, replacement=args.replacement, shuffle_rows=args.shuffle_rows)
     if args.db:
         reports = microaggregate_table(args.db, args.table, args.column, args.k, args.method,
@@ -408,6 +408,16 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_microaggregation_report(path: Path) -> bool:
+    import json
+
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return False
+    return isinstance(report, list) and all(isinstance(r, dict) and "column" in r for r in report)
+
+
 def _run_audit(args: argparse.Namespace) -> int:
     from .suppression.pipeline import audit_cells_file
 
@@ -427,11 +437,11 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 def _run_demo_generate(args: argparse.Namespace) -> int:
     from .demo import write_enterprises, write_students
-    from .files import check_output_file
+    from .files import check_output_file, starts_with
 
     for path in (args.out, args.enterprises):
         if path:
-            check_output_file(path)
+            check_output_file(path, lambda p: starts_with(p, b"PAR1"), "sdc demo generate (a Parquet file)")
     rows = write_students(args.out, args.rows, args.seed)
     print(f"wrote {rows} synthetic student records to {args.out}")
     if args.enterprises:
@@ -447,12 +457,21 @@ def _run_demo_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_ptable(args: argparse.Namespace) -> int:
-    from .files import check_output_file
+def _is_ptable_file(path: Path) -> bool:
+    try:
+        read_ptable(path)
+    except SdcError:
+        return False
+    return True
 
-    for path in (args.out, args.plot):
-        if path:
-            check_output_file(path)
+
+def _run_ptable(args: argparse.Namespace) -> int:
+    from .files import check_output_file, starts_with
+
+    if args.out:
+        check_output_file(args.out, _is_ptable_file, "sdc ptable (a perturbation table)")
+    if args.plot:
+        check_output_file(args.plot, lambda p: starts_with(p, b"\x89PNG\r\n\x1a\n"), "sdc ptable --plot (a PNG)")
     if args.format not in EXPORT_FORMATS:
         raise SdcError(f"unknown --format {args.format!r}; known: {', '.join(EXPORT_FORMATS)}")
     if args.plot and not args.plot.lower().endswith(".png"):

@@ -15,23 +15,43 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .errors import SdcError
 
 NO_SPACE = "no space left on device"
 
 
-def check_output_file(out) -> Path:
+def check_output_file(out, earlier_output: Callable[[Path], bool] | None = None, what: str = "") -> Path:
     """Fail before the work, not after it, when ``out`` cannot be a file: it is a folder, or its folder does
-    not exist (sdc creates no folders for its outputs)."""
+    not exist (sdc creates no folders for its outputs). With ``earlier_output``, a file that exists is
+    replaced only if it looks like an earlier output of the command (``what``): sdc never writes over a
+    file it did not make, such as microdata given as --out by mistake; deleting it is telling sdc to."""
     out = Path(out)
     if out.is_dir():
         raise SdcError(f"cannot write {out}: it is a folder; give a file name")
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
         raise SdcError(f"cannot write {out}: folder {folder} does not exist")
+    if earlier_output is not None and out.is_file() and out.stat().st_size > 0 and not earlier_output(out):
+        raise SdcError(f"{out} exists and is not an earlier output of {what}: sdc replaces only its own outputs; "
+                       "delete it first or give another file")
     return out
+
+
+def csv_header(path: Path) -> list[str]:
+    """The column names in the first line of a CSV file; [] for one that is not UTF-8 CSV text."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            return next(csv.reader(handle), [])
+    except (UnicodeDecodeError, csv.Error, OSError):
+        return []
+
+
+def starts_with(path: Path, signature: bytes) -> bool:
+    """True if the file begins with ``signature`` (a file format's magic bytes, e.g. PNG's)."""
+    with path.open("rb") as handle:
+        return handle.read(len(signature)) == signature
 
 
 def disk_full(exc: BaseException, path) -> SdcError | None:

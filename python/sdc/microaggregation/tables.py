@@ -64,6 +64,8 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
     if fmt is None:
         raise SdcError(f"{out}: give a .csv or .parquet output file")
     source = source_sql(input_path)
+    # an earlier copy of this input has its columns; anything else (other microdata) is not replaced
+    check_output_file(out, lambda path: _columns_of(source_sql(path)) == _columns_of(source), "sdc microaggregate")
     con = duckdb.connect()
     try:
         # read once, straight into _protect's numbered copy (no table of the file first)
@@ -74,6 +76,16 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
     finally:
         con.close()
     return reports
+
+
+def _columns_of(source: str) -> list[str]:
+    con = duckdb.connect()
+    try:
+        return [row[0] for row in con.execute(f"describe select * from {source}").fetchall()]
+    except duckdb.Error:
+        return []  # not readable as the data file its name says
+    finally:
+        con.close()
 
 
 def _protect(con, source: str, columns, k, method, id_column, replacement, where, shuffle_rows=False):

@@ -26,7 +26,8 @@ from ..database import is_numeric_type
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
 from ..loader import column_list, quote, source_sql
-from ..files import check_not_an_input, check_output_file, csv_field, read_csv_rows, read_failure, write_text_atomically
+from ..files import (check_not_an_input, check_output_file, csv_field, csv_header, read_csv_rows, read_failure,
+                     write_text_atomically)
 from ..scratch import scratch_folder, scratch_project, write_hierarchy_seed
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper, public_intervals
 from .heuristic import heuristic_pattern, integer_safe_pattern
@@ -101,8 +102,8 @@ def suppress_table(
     if dominance and not value:
         raise SdcError(f"rule {dominance[0]!r} is a dominance rule: it needs --value, the column whose contributions "
                        "it judges (without --value the table holds counts)")
-    check_output_file(out)
     check_not_an_input(out, input_path, hierarchy_path)
+    check_output_file(out, lambda path: "published_text" in csv_header(path), "sdc suppress")
     cells, relations = _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset)
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
                               publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,

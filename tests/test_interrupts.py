@@ -38,12 +38,25 @@ def wait_for_dbt(process) -> int:
     """The pid of the dbt child once it runs (sdc has copied the microdata by then)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        children = children_of(process.pid)
         if children:
-            return int(children[0])
+            return children[0]
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
     raise AssertionError("dbt did not start")
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids whose parent is ``pid`` (from /proc/<pid>/stat: state and parent follow the name in parentheses)."""
+    found = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat_file.parent.name))
+    return found
 
 
 def gone(pid: int, within: float = 10) -> bool:

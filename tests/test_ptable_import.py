@@ -174,6 +174,17 @@ def test_ons_10_5_rule_documented_rows():
     assert table.lb_units[table.i == 0].tolist() == [0]  # row 0 added: zeros stay zero
 
 
+def test_ons_file_as_shipped_with_a_quoted_header_imports_as_it_is():
+    # ONS's data_files/ptable_10_5_rule.csv quotes its header: "pcv","ckey","pvalue" (issue 13)
+    plain = ons_10_5_rule(20)
+    header, body = plain.split("\n", 1)
+    assert header == "pcv,ckey,pvalue"
+    quoted, fmt, _ = parse_ptable('"pcv","ckey","pvalue"\n' + body)
+    table, _, _ = parse_ptable(plain)
+    assert fmt == "ons"
+    assert quoted.lb_units.tolist() == table.lb_units.tolist() and quoted.j.tolist() == table.j.tolist()
+
+
 CANTABULAR = """cell_value,cell_key,perturbation
 1,0-1364,-1
 1,1365-3071,0

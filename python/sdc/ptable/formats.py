@@ -23,6 +23,7 @@ takes it from the dbt var ``sdc_ptable_reuse_from``, which the import tells the 
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import re
@@ -66,12 +67,12 @@ def parse_ptable(text: str, fmt: str = "auto", source: str = "<ptable>") -> tupl
     if not lines:
         raise SdcError(f"{source}: the file is empty")
     sep = _separator(lines[0][1])
-    header = [cell.strip() for cell in lines[0][1].split(sep)]
+    header = _cells(lines[0][1], sep)
     if fmt == "auto":
         fmt = detect_format(header, sep, source)
     elif fmt not in IMPORT_FORMATS:
         raise SdcError(f"unknown ptable format {fmt!r}; known: {', '.join(IMPORT_FORMATS)}")
-    rows = [(n, [cell.strip() for cell in line.split(sep)]) for n, line in lines[1:]]
+    rows = [(n, _cells(line, sep)) for n, line in lines[1:]]
     reader = {
         "sdc": _read_interval_columns,
         "sas": _read_interval_columns,
@@ -112,6 +113,11 @@ def detect_format(header: list[str], sep: str, source: str) -> str:
         "i;j;p_ij;v;p_ij_ub (tauargus) | pcv,ckey,pvalue (ons) | cell_value,cell_key,perturbation (cantabular) | "
         "i;cum_zuf;changeValue (cum_zuf) | i\\v or i\\j corner of a cumulative matrix (overlay)"
     )
+
+
+def _cells(line: str, sep: str) -> list[str]:
+    """The fields of one line, CSV-quoted or not (ONS ships its ptable with the header "pcv","ckey","pvalue")."""
+    return [cell.strip() for cell in next(csv.reader([line], delimiter=sep), [])]
 
 
 def _separator(header_line: str) -> str:

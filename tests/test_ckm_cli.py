@@ -128,3 +128,17 @@ def test_unreadable_hierarchy_file_is_one_line(tmp_path, capsys, content, messag
                  "rkeys", "--key-digits", "7", "--ptable", str(PTABLE), "--out", str(tmp_path / "cells.csv")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_a_record_key_column_called_rk_gives_the_same_table(tmp_path, capsys):
+    # issue 13: --record-key rk was refused as clashing with the column the load adds
+    source = (DATA / "cellkey_testdata_with_rkeys.csv").read_text()
+    renamed = tmp_path / "rk.csv"
+    renamed.write_text(source.replace(",rkeys,", ",rk,", 1))
+    outs = []
+    for path, key in [(DATA / "cellkey_testdata_with_rkeys.csv", "rkeys"), (renamed, "rk")]:
+        out = tmp_path / f"{key}_cells.csv"
+        assert main(["ckm", "--input", str(path), "--dims", "sex,roof", "--record-key", key, "--key-digits", "7",
+                     "--ptable", str(REPO / "demo" / "seeds" / "sdc_ptable.csv"), "--out", str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] and len(outs[0].splitlines()) > 10

@@ -275,3 +275,20 @@ def test_a_semicolon_csv_is_named_as_such_and_loads_as_txt(tmp_path):
     txt = micro.rename(tmp_path / "micro.txt")
     report = load_microdata(tmp_path / "w.duckdb", txt, "persons", id_column="id")
     assert report.rows_out == 2
+
+
+def test_existing_keys_in_a_column_called_rk_become_the_record_key(tmp_path):
+    # ONS's files call the key column rk; it was refused as clashing with the column the load adds (issue 13)
+    rng = __import__("numpy").random.default_rng(5)
+    keys = rng.integers(0, 256, 300)
+    for name in ("rk", "rkey"):
+        micro = tmp_path / f"{name}.csv"
+        micro.write_text(f"id,{name}\n" + "".join(f"{k},{key}\n" for k, key in enumerate(keys)))
+        load_microdata(tmp_path / "w.duckdb", micro, f"t_{name}", key_mode="existing", key_column=name, modulus=256)
+    con = duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True)
+    try:
+        assert [r[0] for r in con.execute("describe raw.t_rk").fetchall()] == ["id", "rk"]
+        assert con.execute("select rk from raw.t_rk order by id").fetchall() == \
+            con.execute("select rk from raw.t_rkey order by id").fetchall() == [(int(k),) for k in keys]
+    finally:
+        con.close()

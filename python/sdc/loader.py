@@ -226,7 +226,9 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     con.execute(f"create or replace temp table sdc_input as select * from {source}")
     columns = [row[0] for row in con.execute("select name from pragma_table_info('sdc_input')").fetchall()]
     rows_in = con.execute("select count(*) from sdc_input").fetchone()[0]
-    clash = [c for c in columns if c == RECORD_KEY_COLUMN or c.startswith(KEY_FACT_PREFIX) or c in facts]
+    # existing keys may already be called rk (ONS's files): that column becomes the integer record key
+    replaced = RECORD_KEY_COLUMN if key_mode == "existing" and key_column == RECORD_KEY_COLUMN else None
+    clash = [c for c in columns if c != replaced and (c == RECORD_KEY_COLUMN or c.startswith(KEY_FACT_PREFIX) or c in facts)]
     if clash:
         raise SdcError(f"input column {clash[0]!r} clashes with a column the load adds (record key, key fact or fact)")
     id_text = None
@@ -245,7 +247,8 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     con.execute(
         f"""
         create or replace table {target} as
-        with keyed as (select sdc_input.*, {key_sql} as {RECORD_KEY_COLUMN} from sdc_input {_key_join(id_text, id_column, key_mode, table)}),
+        with keyed as (select sdc_input.*{f" exclude ({RECORD_KEY_COLUMN})" if replaced else ""}, {key_sql} as {RECORD_KEY_COLUMN}
+                       from sdc_input {_key_join(id_text, id_column, key_mode, table)}),
         with_facts as (select keyed.*{select_facts} from keyed)
         select with_facts.*{select_key_facts} from with_facts
         """

@@ -2,6 +2,7 @@
 in Python (exact decimal key sums, the ptable lookup of sdc.ptable)."""
 
 import csv
+from contextlib import nullcontext
 from decimal import Decimal
 
 import pytest
@@ -142,3 +143,42 @@ def test_a_record_key_column_called_rk_gives_the_same_table(tmp_path, capsys):
                      "--ptable", str(REPO / "demo" / "seeds" / "sdc_ptable.csv"), "--out", str(out)]) == 0
         outs.append(out.read_text())
     assert outs[0] == outs[1] and len(outs[0].splitlines()) > 10
+
+
+def test_integer_keys_with_modulus_256_and_an_ons_ptable_as_shipped(tmp_path, capsys):
+    # issue 13: --modulus M for integer keys 0..M-1 (ONS: 256), ONS's ptable file with its quoted header;
+    # every cell equals an independent computation: ck = sum(keys) mod 256, noise -1 below 128 else +1
+    import numpy as np
+
+    rng = np.random.default_rng(13)
+    a, b, keys = rng.integers(0, 5, 300), rng.integers(0, 3, 300), rng.integers(0, 256, 300)
+    micro = tmp_path / "micro.csv"
+    micro.write_text("a,b,rk\n" + "".join(f"a{x},b{y},{k}\n" for x, y, k in zip(a, b, keys)))
+    ptable = tmp_path / "ptable_ons.csv"
+    ptable.write_text('"pcv","ckey","pvalue"\n' + "".join(
+        f"{i},{k},{-1 if k < 128 else 1}\n" for i in range(1, 301) for k in range(256)))
+    out = tmp_path / "cells.csv"
+    assert main(["ckm", "--input", str(micro), "--dims", "a,b", "--record-key", "rk", "--modulus", "256",
+                 "--ptable", str(ptable), "--out", str(out)]) == 0
+    published = {(r["a"], r["b"]): int(r["count"]) for r in csv.DictReader(out.open())}
+    expected = {}
+    for ca in [f"a{x}" for x in range(5)] + ["Total"]:
+        for cb in [f"b{y}" for y in range(3)] + ["Total"]:
+            rows = [(ca == "Total" or f"a{x}" == ca) and (cb == "Total" or f"b{y}" == cb) for x, y in zip(a, b)]
+            n, ck = int(sum(rows)), int(keys[np.array(rows)].sum()) % 256
+            if n:
+                expected[(ca, cb)] = n + (-1 if ck < 128 else 1)
+    assert published == expected
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--modulus", "256", "--key-digits", "7"], "not allowed with argument"),
+    (["--modulus", "1"], "--modulus must be a whole number in [2, 2^62], got 1"),
+])
+def test_modulus_and_key_digits_are_one_or_the_other(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) if "not allowed" in message else nullcontext():
+        code = main(["ckm", "--input", str(DATA / "cellkey_testdata_with_rkeys.csv"), "--dims", "sex", "--record-key",
+                     "rkeys", "--ptable", str(REPO / "demo" / "seeds" / "sdc_ptable.csv"), *args,
+                     "--out", str(tmp_path / "out.csv")])
+        assert code == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "out.csv").exists()

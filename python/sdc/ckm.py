@@ -25,19 +25,24 @@ def protect_table(
     input_path: str | Path,
     dims: list[str],
     record_key: str,
-    key_digits: int,
+    key_digits: int | None,
     ptable_path: str | Path,
     out: str | Path,
     hierarchy_path: str | Path | None = None,
     count_var: str | None = None,
     audit: bool = False,
     totals: str = "cube",
+    modulus: int | None = None,
 ) -> int:
     """Write one row per cell (dims, count[, original, cell_key, noise]) to ``out``; returns the cell count."""
     if not dims:
         raise SdcError("--dims needs at least one column")
-    if not 1 <= key_digits <= 18:
+    if (key_digits is None) == (modulus is None):
+        raise SdcError("give the record keys' modulus as --key-digits (M = 10^digits) or --modulus M, one of them")
+    if key_digits is not None and not 1 <= key_digits <= 18:
         raise SdcError(f"--key-digits must be between 1 and 18, got {key_digits}")
+    if modulus is not None and not 2 <= modulus <= 2**62:
+        raise SdcError(f"--modulus must be a whole number in [2, 2^62], got {modulus}")
     if totals not in ("cube", "rollup", "none"):
         raise SdcError(f"totals must be cube, rollup or none, got {totals!r}")
     for dim in dims:  # plain names only, as sdc suppress: checked before the dbt run, not after it
@@ -52,7 +57,7 @@ def protect_table(
         raise SdcError(f"column {missing[0]!r} is not in {input_path} ({column_list(columns)})")
     table, _, _ = read_ptable(ptable_path)
     hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
-    modulus = 10**key_digits
+    modulus = modulus if modulus is not None else 10**key_digits
     with scratch_folder("ckm") as tmp:
         project = scratch_project(Path(tmp))
         db = Path(tmp) / "ckm.duckdb"

@@ -127,7 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name with @ levels)")
     ckm.add_argument("--count-var", help="0/1 column to count (default: every record)")
     ckm.add_argument("--record-key", required=True, help="column with the record keys")
-    ckm.add_argument("--key-digits", type=int, required=True, help="decimals of the record keys: M = 10^digits")
+    keys = ckm.add_mutually_exclusive_group(required=True)
+    keys.add_argument("--key-digits", type=int, help="decimals of the record keys: M = 10^digits")
+    keys.add_argument("--modulus", type=int, help="integer record keys 0..M-1 with this M (ONS: 256 or 4096)")
     ckm.add_argument("--ptable", required=True, help="perturbation table file (any format sdc ptable imports)")
     ckm.add_argument("--totals", default="cube", choices=("cube", "rollup", "none"),
                      help="cube: every margin and subtotal (default); rollup: SQL ROLLUP order; none: inner cells only")
@@ -311,6 +313,7 @@ def _run_ckm(args: argparse.Namespace) -> int:
         count_var=args.count_var,
         audit=args.audit,
         totals=args.totals,
+        modulus=args.modulus,
     )
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0

@@ -29,3 +29,28 @@ def query(db, sql, params=None):
         return con.execute(sql, params).fetchall() if params else con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def two_way_equations(rows, dims, hidden, value_of):
+    """The additivity of a 2-D table with totals 'Total' (rows as dicts) as dense equations over the cells
+    ``hidden`` (row indices): each total equals the sum of its cells, known cells (``value_of(k)``) moved to
+    the right-hand side. Independent of sdc.suppression: for attacker LPs in tests. Returns (A, b)."""
+    import numpy as np
+
+    index = {tuple(r[d] for d in dims): k for k, r in enumerate(rows)}
+    column = {k: j for j, k in enumerate(hidden)}
+    equations, rhs = [], []
+    for d, dim in enumerate(dims):
+        other = dims[1 - d]
+        for parent in {r[other] for r in rows}:
+            members = [k for k, r in enumerate(rows) if r[other] == parent and r[dim] != "Total"]
+            total = index[tuple("Total" if x == dim else parent for x in dims)]
+            row, known = np.zeros(len(hidden)), 0.0
+            for k, sign in [(total, 1.0)] + [(m, -1.0) for m in members]:
+                if k in column:
+                    row[column[k]] += sign
+                else:
+                    known -= sign * value_of(k)
+            equations.append(row)
+            rhs.append(known)
+    return equations, rhs

@@ -6,7 +6,7 @@ import pytest
 
 from sdc.cli import main
 
-from conftest import DATA
+from conftest import DATA, two_way_equations
 
 STUDENTS = {("Bauingenieurwesen", "m"): 4, ("Bauingenieurwesen", "w"): 3, ("Informatik", "m"): 9,
             ("Informatik", "w"): 12, ("Medizin", "m"): 4, ("Medizin", "w"): 1, ("Survey Statistik", "m"): 10,
@@ -159,20 +159,7 @@ def attacker_interval(rows, dims, cell):
     values = np.array([float(r["freq"]) for r in rows])
     hidden_cells = [k for k, r in enumerate(rows) if r["status"] in ("primary", "secondary")]
     column = {k: j for j, k in enumerate(hidden_cells)}
-    equations, rhs = [], []
-    for d, dim in enumerate(dims):
-        other = dims[1 - d]
-        for parent in {r[other] for r in rows}:
-            members = [k for k, r in enumerate(rows) if r[other] == parent and r[dim] != "Total"]
-            total = index[tuple("Total" if x == dim else parent for x in dims)]
-            row, known = np.zeros(len(hidden_cells)), 0.0
-            for k, sign in [(total, 1.0)] + [(m, -1.0) for m in members]:
-                if k in column:
-                    row[column[k]] += sign
-                else:
-                    known -= sign * values[k]
-            equations.append(row)
-            rhs.append(known)
+    equations, rhs = two_way_equations(rows, dims, hidden_cells, lambda k: values[k])
     bounds = [(1.0 if values[k] > 0 else 0.0, 1.5 * values.max()) for k in hidden_cells]
     target = np.zeros(len(hidden_cells))
     target[column[index[cell]]] = 1.0

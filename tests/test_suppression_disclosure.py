@@ -18,6 +18,7 @@ from sdc.cli import main
 from sdc.suppression.audit import audit_pattern, integer_failures, AuditTable, public_intervals
 from sdc.suppression.heuristic import integer_safe_pattern
 
+from conftest import two_way_equations
 from test_suppression_audit import grid_table
 from test_suppression_heuristic import cube_table
 
@@ -177,23 +178,9 @@ def test_suppress_publishes_no_original_without_audit(tmp_path, capsys):
 def attack_published_file(rows, dims):
     """The attacker's derivation from a publishable 2-D file alone (independent of sdc: dense equations,
     scipy's linprog): every suppressed count at least 1, no upper bound. {cell: (min, max)}"""
-    index = {tuple(r[d] for d in dims): k for k, r in enumerate(rows)}
     hidden = [k for k, r in enumerate(rows) if r["published_value"] == ""]
     column = {k: j for j, k in enumerate(hidden)}
-    equations, rhs = [], []
-    for d, dim in enumerate(dims):
-        other = dims[1 - d]
-        for parent in {r[other] for r in rows}:
-            members = [k for k, r in enumerate(rows) if r[other] == parent and r[dim] != "Total"]
-            total = index[tuple("Total" if x == dim else parent for x in dims)]
-            row, known = np.zeros(len(hidden)), 0.0
-            for k, sign in [(total, 1.0)] + [(m, -1.0) for m in members]:
-                if k in column:
-                    row[column[k]] += sign
-                else:
-                    known -= sign * float(rows[k]["published_value"])
-            equations.append(row)
-            rhs.append(known)
+    equations, rhs = two_way_equations(rows, dims, hidden, lambda k: float(rows[k]["published_value"]))
     out = {}
     for k in hidden:
         target = np.zeros(len(hidden))

@@ -8,6 +8,7 @@
     sdc_record_key_column   the record key column of loaded microdata                       rk
     sdc_key_fact_prefix     key fact of fact f: <prefix>f = rk * f                          rk_
     sdc_ptable_reuse_from   counts above max i cycle through rows reuse_from..max i (ONS)   none
+    sdc_complete_tables     ckm_count publishes empty cells of the frame (count 0) too      true
     sdc_total_label         code of a total along a flat dimension                          Total
     sdc_audit_columns       columns of a ckm_count relation that never leave the audit      original, ...
     sdc_raw_schema          schema that `sdc load` writes microdata and its load log to     raw
@@ -28,11 +29,13 @@
     'sdc_record_key_column': 'rk',
     'sdc_key_fact_prefix': 'rk_',
     'sdc_ptable_reuse_from': none,
+    'sdc_complete_tables': true,
     'sdc_total_label': 'Total',
-    'sdc_audit_columns': ['original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise'],
+    'sdc_audit_columns': ['original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise', 'perturbed'],
     'sdc_raw_schema': 'raw',
     'sdc_load_log': 'sdc_loads',
-    'sdc_ckm_own_columns': ['count', 'max_key', 'original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise'],
+    'sdc_ckm_own_columns': ['count', 'count_reason', 'max_key', 'original', 'key_sum', 'cell_key_int', 'cell_key',
+                            'ptable_row', 'noise', 'perturbed'],
     'sdc_suppression_own_columns': ['freq', 'value', 'contribution', 'records', 'contribution_rank', 'sdc_value',
                                     'sdc_contributor', 'sdc_contribution_id', 'published_text', 'constraint_id',
                                     'dimension', 'coefficient', 'status', 'rule',

@@ -2,6 +2,7 @@
 in Python (exact decimal key sums, the ptable lookup of sdc.ptable)."""
 
 import csv
+import itertools
 from contextlib import nullcontext
 from decimal import Decimal
 
@@ -182,3 +183,32 @@ def test_modulus_and_key_digits_are_one_or_the_other(tmp_path, capsys, args, mes
                      "--out", str(tmp_path / "out.csv")])
         assert code == 2
     assert message in capsys.readouterr().err and not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("dims, cells, empty", [(["roof", "water"], 66, 17), (["age", "roof"], 54, 5)])
+def test_every_cell_of_the_frame_is_published_empty_ones_as_zero(tmp_path, capsys, dims, cells, empty):
+    """As cellKey and ONS: the table holds every combination of the hierarchies' codes (roof: 5 + total, water:
+    8 leaves + 2 groups + total, age: 6 + 2 + 1), also those without records (17 of roof x water's 66)."""
+    hierarchy = read_hierarchy(DATA / "cellkey_testdata_hierarchies.csv")
+    arguments = ["ckm", "--input", str(MICRODATA), "--dims", ",".join(dims), "--hierarchy",
+                 str(DATA / "cellkey_testdata_hierarchies.csv"), "--record-key", "rkeys", "--key-digits", "7",
+                 "--ptable", str(PTABLE), "--audit"]
+    assert main(arguments + ["--out", str(tmp_path / "all.csv")]) == 0
+    table, _, _ = read_ptable(PTABLE)
+    expected = expected_cells(dims, hierarchy)
+    codes = [[code for dim, code, _ in hierarchy if dim == d] for d in dims]
+    rows = read_cells(tmp_path / "all.csv")
+    assert sorted(tuple(r[d] for d in dims) for r in rows) == sorted(itertools.product(*codes))
+    assert len(rows) == cells
+    for row in rows:
+        n, key_sum = expected.get(tuple(row[d] for d in dims), (0, Decimal(0)))
+        assert int(row["original"]) == n
+        if n:
+            assert int(row["count"]) == n + table.lookup(n, float(key_sum % 1))
+        else:
+            assert row["count"] == "0" and Decimal(row["cell_key"]) == 0
+    assert sum(row["original"] == "0" for row in rows) == empty
+    assert main(arguments + ["--no-empty-cells", "--out", str(tmp_path / "observed.csv")]) == 0
+    observed = read_cells(tmp_path / "observed.csv")
+    assert len(observed) == cells - empty and all(r["original"] != "0" for r in observed)
+    assert [r for r in rows if r["original"] != "0"] == observed

@@ -105,15 +105,17 @@ def project(tmp_path_factory, data_dir_module):
 
     m = "source('raw', '{}')"
     p.model("uni_cells", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet', 'geschlecht'], "
+            "ptable=ref('pt_seed000'), modulus=1000000, complete=false) }}")
+    p.model("uni_complete", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet', 'geschlecht'], "
             "ptable=ref('pt_seed000'), modulus=1000000) }}")
     p.model("uni_by_university", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet'], "
             "ptable=ref('pt_seed000'), modulus=1000000) }}")
     p.model("uni_hierarchy", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet', 'geschlecht'], "
-            "ptable=ref('pt_seed000'), modulus=1000000, hierarchy=ref('sdc_hierarchies')) }}")
+            "ptable=ref('pt_seed000'), modulus=1000000, hierarchy=ref('sdc_hierarchies'), complete=false) }}")
     p.model("uni_rollup", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet', 'geschlecht'], "
-            "ptable=ref('pt_seed000'), modulus=1000000, totals='rollup') }}")
+            "ptable=ref('pt_seed000'), modulus=1000000, totals='rollup', complete=false) }}")
     p.model("uni_leaves", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet', 'geschlecht'], "
-            "ptable=ref('pt_seed000'), modulus=1000000, totals='none') }}")
+            "ptable=ref('pt_seed000'), modulus=1000000, totals='none', complete=false) }}")
     p.model("uni_published", "{{ sdc.ckm_published(ref('uni_cells')) }}")
     p.model("t8_cells", f"{{{{ sdc.ckm_count({m.format('t8')}, dims=['cell'], ptable=ref('pt_t8'), modulus=10, totals='none') }}}}")
     p.model("ons_cells", f"{{{{ sdc.ckm_count({m.format('ons')}, dims=['cell'], ptable=ref('pt_ons'), modulus=256, totals='none', "
@@ -163,6 +165,16 @@ def test_seed000_table3_gives_the_key_sums_and_cell_keys_of_table4(project):
         ("München", "w", 2, 0.806379, 0.806379),
         ("Würzburg", "m", 3, 1.853099, 0.853099),
     ]
+
+
+def test_a_complete_table_adds_the_empty_cells_of_table4_as_zero(project):
+    # Table 4 lists the 5 combinations with records; the complete table has all 4 x 2 (and every total),
+    # the 3 empty ones published as 0 with key sum 0 and the other cells unchanged
+    complete = query(project, "select universitaet, geschlecht, original, key_sum, count from uni_complete order by 1, 2")
+    observed = query(project, "select universitaet, geschlecht, original, key_sum, count from uni_cells order by 1, 2")
+    assert len(complete) == (4 + 1) * (2 + 1) and len(observed) == 5 + 4 + 2 + 1
+    empty = [row for row in complete if row not in observed]
+    assert empty == [("Bamberg", "w", 0, 0, 0), ("Eichstätt", "m", 0, 0, 0), ("Würzburg", "w", 0, 0, 0)]
 
 
 def test_seed001_overlay_values_and_new_values(project):

@@ -11,7 +11,9 @@
     cell_key       cell_key_int / M, for reading only
     ptable_row     least(original, max i) of the perturbation table
     noise          v of the interval p_int_lb <= cell key < p_int_ub   (steps 5-6)
-    count          original + noise; zero cells stay zero  (step 7)
+    count          original + noise; zero cells stay zero  (step 7); with a threshold, NULL below it
+    perturbed      original + noise, kept for the audit      (only with a threshold)
+    count_reason   why count is NULL ('perturbed count below <T>'), else NULL   (only with a threshold)
 
   Only the dimensions and `count` may be published (ckm_published); the other columns undo the protection.
 
@@ -25,12 +27,19 @@
                dims not listed in it are flat
     ptable     the perturbation table, default ref('sdc_ptable')
     modulus    M of the record keys, default var sdc_key_modulus
-    reuse_from counts above max i cycle through rows reuse_from..max i (ONS: 501), default var
+    reuse_from counts above max i cycle through rows reuse_from..max i (ONS: 501), default the ptable's own
+               rule (its column reuse_from, which a converted ONS table has), else var
                sdc_ptable_reuse_from (none: every larger count uses row max i)
     check_keys refuse keys that cannot be uniform random (ckm_check_record_keys), default var
                sdc_check_record_keys (true); false only for hand-picked teaching keys
+    complete   publish every cell of the table's frame, empty ones (count 0) included, as ONS and cellKey
+               do: the cross product of each dimension's codes (the leaves of its hierarchy, or the values
+               observed in the data) with every total asked for; default var sdc_complete_tables (true).
+               false: only cells with records
+    threshold  as ONS: a perturbed count below it is published NULL (column count_reason says why; the
+               audit column perturbed keeps it); default none (every count published)
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none) %}
 {{- sdc.build_record_hook() -}}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
@@ -40,12 +49,16 @@
 {%- endif -%}
 {%- set ptable = ptable if ptable is not none else ref('sdc_ptable') -%}
 {%- set modulus = modulus if modulus is not none else sdc.setting('sdc_key_modulus') -%}
-{%- set reuse_from = reuse_from if reuse_from is not none else sdc.setting('sdc_ptable_reuse_from') -%}
+{%- set reuse_from = sdc.ckm_ptable_reuse_from(ptable, reuse_from if reuse_from is not none else sdc.setting('sdc_ptable_reuse_from'), 'ckm_count') -%}
 {%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 {%- set rk = sdc.setting('sdc_record_key_column') -%}
 {%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ sdc.sql_identifier(fact) ~ ')' -%}
 {%- set key_column = rk if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact -%}
 {%- set wide = sdc.wide_integer_type() -%}
+{%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
+{%- if threshold is not none and (threshold is not number or threshold != threshold | int or threshold < 0) -%}
+  {{ exceptions.raise_compiler_error("ckm_count: threshold must be a whole number of at least 0, got " ~ threshold) }}
+{%- endif -%}
 {%- if modulus is not number or modulus != modulus | int or modulus < 2 -%}
   {{ exceptions.raise_compiler_error("ckm_count: modulus must be a whole number of at least 2, got " ~ modulus) }}
 {%- endif -%}
@@ -73,10 +86,50 @@ with leaf_cells as (
     from {{ relation }} as m
     group by {% for dim in dims %}m.{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 ),
+{%- if complete %}
+
+leaf_frame as (
+    -- every combination of the dimensions' codes: the leaves of a hierarchical dimension (with any value
+    -- of the data that is none, which checked_leaf_levels refuses), the observed values of a flat one
+    select * from
+    {%- for dim in dims %}
+    {%- set column = sdc.sql_identifier(dim) %}
+        {% if not loop.first %}cross join {% endif -%}
+        {%- if levels[dim].paths %}
+        (select distinct cast({{ column }} as varchar) as {{ column }} from leaf_cells
+         union
+         select leaf from ({{ levels[dim].paths }}) as leaves_{{ loop.index }}) as codes_{{ loop.index }}
+        {%- else %}
+        (select distinct {{ column }} from leaf_cells) as codes_{{ loop.index }}
+        {%- endif %}
+    {%- endfor %}
+),
+
+complete_leaf_cells as (
+    -- the cells of the frame; a combination without records is an empty cell (original 0, key sum 0)
+    select
+        {%- for dim in dims %}
+        leaf_frame.{{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        coalesce(leaf_cells.original, 0) as original,
+        coalesce(leaf_cells.key_sum, 0) as key_sum,
+        leaf_cells.max_key
+    from leaf_frame
+    left join leaf_cells
+        on {% for dim in dims %}
+        {%- set column = sdc.sql_identifier(dim) -%}
+        {%- if levels[dim].paths -%}
+        leaf_frame.{{ column }} = cast(leaf_cells.{{ column }} as varchar)
+        {%- else -%}
+        leaf_frame.{{ column }} is not distinct from leaf_cells.{{ column }}
+        {%- endif %}{{ '\n        and ' if not loop.last }}
+        {%- endfor %}
+),
+{%- endif %}
 
 leaf_levels as (
     -- each leaf cell with the codes of its hierarchy levels
-{{ sdc.ckm_leaf_levels('leaf_cells', dims, levels) }}
+{{ sdc.ckm_leaf_levels('complete_leaf_cells' if complete else 'leaf_cells', dims, levels) }}
 ),
 
 checked_leaf_levels as (
@@ -171,6 +224,26 @@ published as (
         end as {{ sdc.sql_identifier('count') }}
     from overlay
 )
+{%- if threshold is not none %},
+
+thresholded as (
+    -- as ONS: a perturbed count below the threshold is published empty, with the reason beside it
+    select
+        {%- for dim in dims %}
+        {{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        original, key_sum, cell_key_int, cell_key, ptable_row, noise,
+        {{ sdc.sql_identifier('count') }} as perturbed,
+        case when {{ sdc.sql_identifier('count') }} >= {{ threshold }} then {{ sdc.sql_identifier('count') }} end
+            as {{ sdc.sql_identifier('count') }},
+        case when {{ sdc.sql_identifier('count') }} < {{ threshold }} then 'perturbed count below {{ threshold }}' end
+            as count_reason
+    from published
+)
+
+select * from thresholded
+{%- else %}
 
 select * from published
+{%- endif %}
 {% endmacro %}

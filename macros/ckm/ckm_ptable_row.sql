@@ -11,3 +11,28 @@ case when {{ n }} <= {{ max_i }} then {{ n }}
      else {{ reuse_from }} + ({{ n }} - {{ reuse_from }}) % ({{ max_i }} - {{ reuse_from }} + 1) end
 {%- endif -%}
 {%- endmacro %}
+
+
+{#
+  ckm_ptable_reuse_from(ptable, reuse_from, caller_name): the rule for counts above the last ptable row. A
+  table converted from ONS's format carries ONS's rule in a column reuse_from (one row number on every row,
+  python/sdc/ptable/formats.py): the table's rule then applies, and another one asked for (argument or var
+  sdc_ptable_reuse_from) stops the build, since one table with two rules gives a cell two noisy values.
+#}
+{% macro ckm_ptable_reuse_from(ptable, reuse_from, caller_name) %}
+{#- a dbt unit test gives the ptable as a CTE, which a query of its own cannot read: its rows have no rule -#}
+{%- if not execute or (model is defined and model.resource_type == 'unit_test') -%}{{ return(reuse_from) }}{%- endif -%}
+{%- set columns = run_query('select * from ' ~ ptable ~ ' limit 0').column_names | map('lower') | list -%}
+{%- if 'reuse_from' not in columns -%}{{ return(reuse_from) }}{%- endif -%}
+{%- set rule = run_query('select min(reuse_from) as low, max(reuse_from) as high, count(*) - count(reuse_from) as missing from ' ~ ptable).rows[0] -%}
+{%- if rule['low'] is none or rule['low'] != rule['high'] or rule['missing'] | int > 0 -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": the column reuse_from of the perturbation table " ~ ptable
+      ~ " must hold one row number on every row (found " ~ rule['low'] ~ " to " ~ rule['high'] ~ ")") }}
+{%- endif -%}
+{%- if reuse_from is not none and reuse_from | int != rule['low'] | int -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": the perturbation table " ~ ptable ~ " reuses rows from "
+      ~ (rule['low'] | int) ~ " on (its column reuse_from), but reuse_from " ~ reuse_from
+      ~ " was asked for (argument reuse_from= or var sdc_ptable_reuse_from): one table, one rule") }}
+{%- endif -%}
+{{ return(rule['low'] | int) }}
+{% endmacro %}

@@ -1,24 +1,86 @@
-"""Protect one frequency table straight from a microdata file (as the ONS function and cellKey do), by
-running the dbt macro ``ckm_count`` on a temporary DuckDB: the same SQL as the warehouse models."""
+"""Protect one frequency table straight from microdata (as ONS's function and cellKey do), in this process:
+the dbt macro ``ckm_count`` is rendered here (macro_renderer: the same SQL as the warehouse models) and run
+on an in-memory DuckDB that reads the data where they lie. No dbt process, no copy of the microdata on disk.
+
+    import sdc.ckm
+    table = sdc.ckm.count_table(df, ["region", "sex"], record_key="rkey", modulus=256,
+                                ptable="ptable_10_5_rule.csv", threshold=10)
+
+``sdc ckm`` (the CLI) calls ``count_table`` and writes the table as CSV.
+"""
 
 from __future__ import annotations
 
+import functools
+import os
 from pathlib import Path
 
 import duckdb
 
-from .conventions import CKM_OWN_COLUMNS, RECORD_KEY_COLUMN
-from .dbt_runner import run_dbt
+from .record_keys import check_record_keys
+from .conventions import CKM_OWN_COLUMNS, KEY_FACT_PREFIX, RECORD_KEY_COLUMN
 from .dimension_names import check_dimension_names
 from .errors import SdcError
-from .hierarchy import read_hierarchy
-from .loader import column_list, load_microdata, quote, source_sql
 from .files import check_not_an_input, check_output_file, csv_field, csv_header, read_failure, write_text_atomically
-from .ptable.formats import read_ptable, render_ptable
-from .scratch import scratch_folder, scratch_project, write_hierarchy_seed
+from .hierarchy import read_hierarchy
+from .loader import column_list, existing_key_sql, fact_sql, quote, source_sql
+from .macro_renderer import Relation, private_connection, render_macro, run_sql
+from .ptable.formats import parse_ptable, read_ptable
+from .ptable.relation import create_ptable_table
+from .ptable.table import PTable
 
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
+THRESHOLD_OUTPUT = "count_reason"   # why a count is published empty (with threshold=)
+THRESHOLD_AUDIT = "perturbed"       # the count a threshold hid (audit only)
 COUNT_FACT = "f_sdc_count"
+TOTALS = ("cube", "rollup", "none")
+
+# the relations of one run, in the in-memory database
+_INPUT = "sdc_input"
+_MICRODATA = Relation("memory", "main", "sdc_microdata")
+_PTABLE = Relation("memory", "main", "sdc_ptable")
+_HIERARCHY = Relation("memory", "main", "sdc_hierarchies")
+
+
+def count_table(
+    data,
+    dims: list[str],
+    *,
+    record_key: str,
+    modulus: int,
+    ptable,
+    hierarchy=None,
+    totals: str = "cube",
+    count_var: str | None = None,
+    threshold: int | None = None,
+    audit: bool = False,
+    complete: bool = True,
+    reuse_from: int | None = None,
+    check_keys: bool = True,
+):
+    """A frequency table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
+    dimensions and ``count`` (with ``threshold``: NULL below it and ``count_reason``; with ``audit``: also
+    original, cell_key, noise and, with a threshold, perturbed; never publish those).
+
+    data        pandas DataFrame, Arrow table, DuckDB relation, or a .csv/.parquet path
+    dims        dimension columns; a total carries the hierarchy's root code, or ``Total``
+    record_key  column of integer record keys in [0, modulus), or decimals k / modulus in [0, 1)
+    modulus     M of the record keys (ONS: 256 or 4096; keys with d decimals: 10^d)
+    ptable      perturbation table: a file in any format ``sdc ptable --import`` reads, a DataFrame of
+                such a table (sdc or ONS columns), or a PTable
+    hierarchy   file or DataFrame (dimension, code, parent) for hierarchical dimensions
+    totals      cube (every margin and subtotal), rollup, none (inner cells only, as ONS)
+    count_var   0/1 column to count (default: every record)
+    threshold   as ONS: a perturbed count below it is published empty (NULL)
+    complete    every cell of the frame (cross product of each dimension's codes), empty ones as count 0,
+                as ONS and cellKey; False: only cells with records
+    reuse_from  counts above the ptable's last row cycle through rows reuse_from..last (ONS: 501); default
+                the table's own rule (an ONS table, or its sdc file, carries it)
+    """
+    with private_connection("ckm") as con:
+        sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
+                                  threshold, audit, complete, reuse_from, check_keys)
+        return _run(con, sql, lambda result: result.df())
 
 
 def protect_table(
@@ -33,75 +95,188 @@ def protect_table(
     audit: bool = False,
     totals: str = "cube",
     modulus: int | None = None,
+    threshold: int | None = None,
+    complete: bool = True,
+    reuse_from: int | None = None,
 ) -> int:
-    """Write one row per cell (dims, count[, original, cell_key, noise]) to ``out``; returns the cell count."""
-    if not dims:
-        raise SdcError("--dims needs at least one column")
+    """``sdc ckm``: write the table of ``count_table`` to the CSV file ``out``; returns the number of cells."""
     if (key_digits is None) == (modulus is None):
         raise SdcError("give the record keys' modulus as --key-digits (M = 10^digits) or --modulus M, one of them")
     if key_digits is not None and not 1 <= key_digits <= 18:
         raise SdcError(f"--key-digits must be between 1 and 18, got {key_digits}")
     if modulus is not None and not 2 <= modulus <= 2**62:
         raise SdcError(f"--modulus must be a whole number in [2, 2^62], got {modulus}")
-    if totals not in ("cube", "rollup", "none"):
-        raise SdcError(f"totals must be cube, rollup or none, got {totals!r}")
-    for dim in dims:  # plain names only, as sdc suppress: checked before the dbt run, not after it
-        quote(dim)
-    check_dimension_names(dims, CKM_OWN_COLUMNS + (RECORD_KEY_COLUMN, COUNT_FACT),
-                          {record_key: "--record-key column", count_var: "--count-var column"})
     check_not_an_input(out, input_path, ptable_path, hierarchy_path)
     check_output_file(out, _earlier_output, "sdc ckm")
-    columns = _input_columns(Path(input_path))
-    missing = [d for d in dims + [record_key] + ([count_var] if count_var else []) if d not in columns]
-    if missing:
-        raise SdcError(f"column {missing[0]!r} is not in {input_path} ({column_list(columns)})")
-    table, _, _ = read_ptable(ptable_path)
-    hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
-    modulus = modulus if modulus is not None else 10**key_digits
-    with scratch_folder("ckm") as tmp:
-        project = scratch_project(Path(tmp))
-        db = Path(tmp) / "ckm.duckdb"
-        facts = {COUNT_FACT: count_var} if count_var else {}
-        load_microdata(db, input_path, "micro", key_mode="existing", key_column=record_key, modulus=modulus, facts=facts)
-        (project / "seeds" / "sdc_ptable.csv").write_text(render_ptable(table))
-        hierarchy_arg = write_hierarchy_seed(project, hierarchy)
-        arguments = [
-            "source('raw', 'micro')",
-            f"dims={dims!r}",
-            f"fact={COUNT_FACT!r}" if count_var else "fact=none",
-            f"totals={totals!r}",
-            f"hierarchy={hierarchy_arg}",
-            f"modulus={modulus}",
-            f"reuse_from={table.reuse_from}" if table.reuse_from else "reuse_from=none",
-        ]
-        (project / "models" / "cells.sql").write_text(
-            "{{ config(materialized='table') }}\n{{ sdc.ckm_count(" + ", ".join(arguments) + ") }}\n"
-        )
-        run_dbt(project, db, ["build", "--select", "cells", "sdc_ptable", "sdc_hierarchies",
-                              "--indirect-selection", "cautious"], "protecting the table")
-        wanted = dims + ["count"] + (list(AUDIT_OUTPUT) if audit else [])
-        con = duckdb.connect(str(db), read_only=True)
-        try:
-            columns = ", ".join(quote(c) for c in wanted)
-            rows = con.execute(f"select {columns} from main.cells order by {', '.join(quote(d) for d in dims)}").fetchall()
-        finally:
-            con.close()
-    lines = [",".join(wanted)] + [",".join(csv_field(v) for v in row) for row in rows]
+    with private_connection("ckm") as con:
+        sql, columns = _protected_query(
+            con, Path(input_path), dims, record_key, modulus if modulus is not None else 10**key_digits,
+            Path(ptable_path), Path(hierarchy_path) if hierarchy_path else None, totals, count_var, threshold,
+            audit, complete, reuse_from, check_keys=True, option_names=True)
+        rows = _run(con, sql, lambda result: result.fetchall())
+    lines = [",".join(columns)] + [",".join(csv_field(v) for v in row) for row in rows]
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
     return len(rows)
 
 
-def _earlier_output(path: Path) -> bool:
-    """A cell table sdc ckm wrote: its header ends with count (and the audit columns with --audit)."""
-    header = csv_header(path)
-    return bool(header) and (header[-1] == "count" or header[-4:] == ["count", *AUDIT_OUTPUT])
+def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var, threshold,
+                     audit, complete, reuse_from, check_keys, option_names=False) -> tuple[str, list[str]]:
+    """Set up the run's relations on ``con`` and return the query of the table with its column names."""
+    dims = _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names)
+    table = _ptable(ptable)
+    if table.key_modulus is not None and table.key_modulus != modulus:
+        raise SdcError(
+            f"the perturbation table has integer cell keys 0..{table.key_modulus - 1}, made for record keys of "
+            f"modulus {table.key_modulus}, but the record keys have modulus {modulus}: give keys and table of one modulus"
+        )
+    reuse_from = _reuse_from(table, reuse_from)
+    label = _register_input(con, data, dims + [record_key] + ([count_var] if count_var else []))
+    columns = [r[0] for r in con.execute(f"describe select * from {_INPUT}").fetchall()]
+    missing = [c for c in dims + [record_key] + ([count_var] if count_var else []) if c not in columns]
+    if missing:
+        raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
+    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
+    selected = ", ".join([quote(d) for d in dims] + [f"{key_sql} as {RECORD_KEY_COLUMN}"])
+    if count_var:
+        counted = fact_sql(con, columns, COUNT_FACT, count_var, relation=_INPUT)
+        key_fact = quote(KEY_FACT_PREFIX + COUNT_FACT)
+        con.execute(f"create view {_MICRODATA} as select *, {RECORD_KEY_COLUMN} * {COUNT_FACT} as {key_fact} "
+                    f"from (select {selected}, {counted} as {COUNT_FACT} from {_INPUT})")
+    else:
+        con.execute(f"create view {_MICRODATA} as select {selected} from {_INPUT}")
+    if check_keys:
+        # the check ckm_count makes (ckm_check_record_keys), in its Python twin, to name the input's column
+        counted = _MICRODATA if not count_var else f"(select * from {_MICRODATA} where {COUNT_FACT} = 1)"
+        _run(con, None, lambda _: check_record_keys(con, counted, RECORD_KEY_COLUMN, modulus,
+                                                    f"in column {record_key!r} of {label}"))
+    create_ptable_table(con, str(_PTABLE), table)
+    hierarchy_relation = _create_hierarchy(con, hierarchy)
+    sql = _run(con, None, lambda _: render_macro(
+        con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
+        hierarchy=hierarchy_relation, ptable=_PTABLE, modulus=modulus, reuse_from=reuse_from,
+        check_keys=False, complete=complete, threshold=threshold))
+    output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
+    if audit:
+        output += list(AUDIT_OUTPUT) + ([THRESHOLD_AUDIT] if threshold is not None else [])
+    order = ", ".join(quote(d) for d in dims)
+    return f"select {', '.join(quote(c) for c in output)} from ({sql}) as cells order by {order}", output
 
 
-def _input_columns(path: Path) -> list[str]:
-    con = duckdb.connect()
+def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names) -> list[str]:
+    if isinstance(dims, str) or not dims or not all(isinstance(d, str) for d in dims):
+        raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
+    dims = list(dims)
+    if isinstance(modulus, bool) or not isinstance(modulus, int) or not 2 <= modulus <= 2**62:
+        raise SdcError(f"modulus must be a whole number in [2, 2^62], got {modulus!r}")
+    if totals not in TOTALS:
+        raise SdcError(f"totals must be cube, rollup or none, got {totals!r}")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0):
+        raise SdcError(f"threshold must be a whole number of at least 0, got {threshold!r}")
+    for dim in dims:  # plain names only, as sdc suppress
+        quote(dim)
+    check_dimension_names(dims, CKM_OWN_COLUMNS + (RECORD_KEY_COLUMN, COUNT_FACT, THRESHOLD_OUTPUT),
+                          {record_key: "--record-key column" if option_names else "record_key column",
+                           count_var: "--count-var column" if option_names else "count_var column"})
+    return dims
+
+
+def _ptable(ptable) -> PTable:
+    if isinstance(ptable, PTable):
+        return ptable
+    if isinstance(ptable, (str, os.PathLike)):
+        path = Path(ptable)
+        try:
+            stat = path.stat()
+        except OSError:
+            return read_ptable(path)[0]  # names the problem
+        return _read_ptable_file(str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    if hasattr(ptable, "to_csv") and hasattr(ptable, "columns"):  # a pandas DataFrame
+        return parse_ptable(ptable.to_csv(index=False), source="the ptable DataFrame")[0]
+    raise SdcError(f"ptable must be a file path, a DataFrame or a PTable, got {type(ptable).__name__}")
+
+
+@functools.lru_cache(maxsize=8)
+def _read_ptable_file(path: str, size: int, mtime_ns: int, inode: int) -> PTable:
+    """A ptable file read once per process while it stays the same file (a notebook protects many tables
+    with one ptable; ONS's has 192 000 lines)."""
+    return read_ptable(path)[0]
+
+
+def _reuse_from(table: PTable, reuse_from: int | None) -> int | None:
+    if reuse_from is None:
+        return table.reuse_from
+    if isinstance(reuse_from, bool) or not isinstance(reuse_from, int) or not 1 <= reuse_from <= table.max_i:
+        raise SdcError(f"reuse_from must be a row of the perturbation table (1..{table.max_i}), got {reuse_from!r}")
+    if table.reuse_from is not None and table.reuse_from != reuse_from:
+        raise SdcError(f"the perturbation table reuses rows from {table.reuse_from} on, but reuse_from "
+                       f"{reuse_from} was asked for: one table, one rule")
+    return reuse_from
+
+
+def _register_input(con, data, needed: list[str]) -> str:
+    """Make the data readable as the view sdc_input; returns how to name them in messages."""
+    if isinstance(data, (str, os.PathLike)):
+        path = Path(data)
+        source = source_sql(path)
+        try:
+            columns = [r[0] for r in con.execute(f"describe select * from {source}").fetchall()]
+            if path.suffix.lower() == ".parquet":
+                con.execute(f"create view {_INPUT} as select * from {source}")
+            else:
+                # a text file is parsed once, its needed columns kept in memory (nothing written to disk)
+                kept = [c for c in columns if c in needed] or columns
+                con.execute(f"create temp table {_INPUT} as select {', '.join(quote(c) for c in kept)} from {source}")
+        except duckdb.Error as exc:
+            raise read_failure(exc, path) from None
+        return str(path)
+    if isinstance(data, duckdb.DuckDBPyRelation):
+        # a relation belongs to its own connection: its needed columns come over as Arrow
+        kept = [c for c in data.columns if c in needed] or data.columns
+        data = data.select(*[quote(c) for c in kept]).to_arrow_table()
+    if not (hasattr(data, "columns") or hasattr(data, "schema")):
+        raise SdcError(f"data must be a pandas DataFrame, an Arrow table, a DuckDB relation or a file path, "
+                       f"got {type(data).__name__}")
+    con.register("sdc_input_data", data)
+    con.execute(f"create view {_INPUT} as select * from sdc_input_data")
+    return "the data"
+
+
+def _create_hierarchy(con, hierarchy) -> Relation | None:
+    if hierarchy is None:
+        return None
+    if isinstance(hierarchy, (str, os.PathLike)):
+        rows = read_hierarchy(hierarchy)
+    elif hasattr(hierarchy, "itertuples"):
+        missing = {"dimension", "code", "parent"} - set(hierarchy.columns)
+        if missing:
+            raise SdcError(f"the hierarchy DataFrame needs the columns dimension, code, parent ({', '.join(sorted(missing))} missing)")
+        rows = [(str(r.dimension), str(r.code), None if r.parent is None or r.parent != r.parent or r.parent == "" else str(r.parent))
+                for r in hierarchy[["dimension", "code", "parent"]].itertuples(index=False)]
+    else:
+        raise SdcError(f"hierarchy must be a file path or a DataFrame (dimension, code, parent), got {type(hierarchy).__name__}")
+    con.execute(f"create table {_HIERARCHY} (dimension varchar, code varchar, parent varchar)")
+    if rows:
+        con.executemany(f"insert into {_HIERARCHY} values (?, ?, ?)", [tuple(r) for r in rows])
+    return _HIERARCHY
+
+
+def _run(con, sql, take):
+    """Run the query (or, with sql None, the rendering) and take its result, with the SQL's errors as SdcErrors."""
+    if sql is not None:
+        return take(run_sql(con, sql))
     try:
-        return [r[0] for r in con.execute(f"describe select * from {source_sql(path)}").fetchall()]
-    except duckdb.Error as exc:
-        raise read_failure(exc, path) from None
-    finally:
-        con.close()
+        return take(None)
+    except duckdb.Error as exc:  # a query the rendering runs (hierarchy shape, key checks)
+        raise SdcError(str(exc).strip().splitlines()[0]) from None
+
+
+def _earlier_output(path: Path) -> bool:
+    """A cell table sdc ckm wrote: its header has count, then the threshold and audit columns it may add."""
+    header = csv_header(path)
+    if "count" not in header:
+        return False
+    tail = header[header.index("count"):]
+    return tail in (
+        ["count"], ["count", THRESHOLD_OUTPUT], ["count", *AUDIT_OUTPUT],
+        ["count", THRESHOLD_OUTPUT, *AUDIT_OUTPUT, THRESHOLD_AUDIT],
+    )

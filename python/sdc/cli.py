@@ -133,6 +133,14 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--ptable", required=True, help="perturbation table file (any format sdc ptable imports)")
     ckm.add_argument("--totals", default="cube", choices=("cube", "rollup", "none"),
                      help="cube: every margin and subtotal (default); rollup: SQL ROLLUP order; none: inner cells only")
+    ckm.add_argument("--threshold", type=int, metavar="T",
+                     help="as ONS: a perturbed count below T is published empty, column count_reason says why")
+    ckm.add_argument("--reuse-from", type=int, metavar="ROW",
+                     help="counts above the ptable's last row cycle through rows ROW..last (ONS: 501; default: "
+                     "the table's own rule, which an ONS file and its sdc conversion carry)")
+    ckm.add_argument("--no-empty-cells", action="store_true",
+                     help="publish only cells with records (default: every cell of the table's frame, empty "
+                     "ones as 0, as ONS and cellKey)")
     ckm.add_argument("--out", required=True, help="CSV file to write")
     ckm.add_argument("--audit", action="store_true", help="also write original, cell_key and noise (never publish these)")
     ckm.set_defaults(run=_run_ckm)
@@ -314,6 +322,9 @@ def _run_ckm(args: argparse.Namespace) -> int:
         audit=args.audit,
         totals=args.totals,
         modulus=args.modulus,
+        threshold=args.threshold,
+        complete=not args.no_empty_cells,
+        reuse_from=args.reuse_from,
     )
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0

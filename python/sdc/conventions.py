@@ -85,7 +85,10 @@ TOTAL_LABEL: str = "Total"
 
 # ------------------------------------------------------------------------------------------ audit columns
 # Columns of a ckm_count relation that undo the protection: they stay in the audit layer, never published.
-CKM_AUDIT_COLUMNS: tuple[str, ...] = ("original", "key_sum", "cell_key_int", "cell_key", "ptable_row", "noise")
+# perturbed: original + noise where a threshold publishes the count empty (ckm_count threshold=)
+CKM_AUDIT_COLUMNS: tuple[str, ...] = (
+    "original", "key_sum", "cell_key_int", "cell_key", "ptable_row", "noise", "perturbed",
+)
 
 # ------------------------------------------------------------------------------------------ publication
 # `sdc publish` copies exactly the dbt relations (models, views, seeds, snapshots) with this tag.
@@ -138,7 +141,7 @@ PUBLICATION_STORAGE_VERSION: str = "v1.0.0"
 # in any letter case, would be overwritten or make the output ambiguous, so it is refused. Also refused: the
 # record key and key fact columns (KEY_FACT_PREFIX), the top_<n> contributions, and names with the suffixes
 # that the levels of a hierarchical dimension get (<dim>__level_<n>, <dim>__leaf).
-CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "max_key") + CKM_AUDIT_COLUMNS
+CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "count_reason", "max_key") + CKM_AUDIT_COLUMNS
 SUPPRESSION_OWN_COLUMNS: tuple[str, ...] = (
     "freq", "value", "contribution", "records", "contribution_rank", "sdc_value", "sdc_contributor",
     "sdc_contribution_id", "published_text", "constraint_id", "dimension", "coefficient",  # the last three: relations
@@ -154,6 +157,8 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_record_key_column": RECORD_KEY_COLUMN,
     "sdc_key_fact_prefix": KEY_FACT_PREFIX,
     "sdc_ptable_reuse_from": None,
+    # ckm_count publishes every cell of the frame, empty ones (count 0) included, as ONS and cellKey
+    "sdc_complete_tables": True,
     "sdc_total_label": TOTAL_LABEL,
     "sdc_audit_columns": list(CKM_AUDIT_COLUMNS),
     "sdc_raw_schema": RAW_SCHEMA,

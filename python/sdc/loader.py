@@ -238,9 +238,9 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     key_sql, kept, new = _record_keys(con, table, columns, id_column, id_text, key_mode, modulus, secret, key_column)
     if key_mode == "random" and kept == 0 and not allow_all_new_keys:
         _refuse_all_new_keys(con, table, id_column, rows_in)
-    fact_sql = [_fact_sql(con, columns, name, rule) for name, rule in facts.items()]
+    fact_sqls = [fact_sql(con, columns, name, rule) for name, rule in facts.items()]
     target = f"{RAW_SCHEMA}.{quote(table)}"
-    select_facts = "".join(f",\n    {sql} as {quote(name)}" for name, sql in zip(facts, fact_sql))
+    select_facts = "".join(f",\n    {sql} as {quote(name)}" for name, sql in zip(facts, fact_sqls))
     select_key_facts = "".join(
         f",\n    cast({RECORD_KEY_COLUMN} as bigint) * {quote(name)} as {quote(KEY_FACT_PREFIX + name)}" for name in facts
     )
@@ -364,7 +364,7 @@ def _record_keys(con, table, columns, id_column, id_text, key_mode, modulus, sec
     if key_mode == "keyed":
         return _hmac_sql(secret, id_text(f"sdc_input.{quote(id_column)}"), modulus), 0, 0
     if key_mode == "existing":
-        return _existing_keys(con, columns, key_column, modulus), 0, 0
+        return existing_key_sql(con, columns, key_column, modulus), 0, 0
     store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
     con.execute(f"create table if not exists {store} (id varchar primary key, rk bigint not null, modulus bigint not null)")
     # the id's type when its key was drawn, to name it when a later load's ids do not match (older stores lack it)
@@ -393,18 +393,20 @@ def _store_random_keys(con, table, id_column, id_text, target, modulus) -> None:
     )
 
 
-def _existing_keys(con, columns, key_column, modulus) -> str:
+def existing_key_sql(con, columns, key_column, modulus, relation: str = "sdc_input") -> str:
+    """SQL for the integer record key from the input column key_column (integers in [0, M), or decimals k / M
+    in [0, 1)), after checking it: NULLs (with their count), values outside the range, other types."""
     if key_column not in columns:
         raise SdcError(f"record key column {key_column!r} is not in the input ({column_list(columns)})")
-    col = f"sdc_input.{quote(key_column)}"
-    kind = con.execute(f"select typeof({quote(key_column)}) from sdc_input limit 1").fetchone()
+    col = f"{relation}.{quote(key_column)}"
+    kind = con.execute(f"select typeof({quote(key_column)}) from {relation} limit 1").fetchone()
     kind = kind[0] if kind else "INTEGER"
-    nulls = con.execute(f"select count(*) from sdc_input where {quote(key_column)} is null").fetchone()[0]
+    nulls = con.execute(f"select count(*) from {relation} where {quote(key_column)} is null").fetchone()[0]
     if nulls:
         raise SdcError(f"record key column {key_column!r} is NULL in {nulls} rows")
     if kind in ("DOUBLE", "FLOAT", "REAL") or kind.startswith("DECIMAL"):
         bad = con.execute(
-            f"select {quote(key_column)} from sdc_input where not ({quote(key_column)} >= 0 and {quote(key_column)} < 1) "
+            f"select {quote(key_column)} from {relation} where not ({quote(key_column)} >= 0 and {quote(key_column)} < 1) "
             f"or abs({quote(key_column)} * {modulus} - round({quote(key_column)} * {modulus})) > 1e-6 limit 1"
         ).fetchone()
         if bad:
@@ -415,7 +417,7 @@ def _existing_keys(con, columns, key_column, modulus) -> str:
         return f"cast(round({col} * {modulus}) as bigint)"
     if kind in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT"):
         bad = con.execute(
-            f"select {quote(key_column)} from sdc_input where {quote(key_column)} < 0 or {quote(key_column)} >= {modulus} limit 1"
+            f"select {quote(key_column)} from {relation} where {quote(key_column)} < 0 or {quote(key_column)} >= {modulus} limit 1"
         ).fetchone()
         if bad:
             raise SdcError(f"record key column {key_column!r}: {bad[0]} is outside [0, {modulus})")
@@ -423,17 +425,17 @@ def _existing_keys(con, columns, key_column, modulus) -> str:
     raise SdcError(f"record key column {key_column!r} has type {kind}; expected integers or decimals in [0, 1)")
 
 
-def _fact_sql(con, columns, name, rule) -> str:
+def fact_sql(con, columns, name, rule, relation: str = "sdc_input") -> str:
     """A 0/1 expression for the fact: a column that already is 0/1, or a condition (NULL counts as 0)."""
     if rule in columns:
         col = quote(rule)
-        bad = con.execute(f"select {col} from sdc_input where {col} is null or {col} not in (0, 1) limit 1").fetchone()
+        bad = con.execute(f"select {col} from {relation} where {col} is null or {col} not in (0, 1) limit 1").fetchone()
         if bad:
             raise SdcError(f"fact {name}: column {rule!r} must hold 0 or 1, found {bad[0]!r}")
         return f"cast({col} as tinyint)"
     expression = f"cast(case when ({rule}) then 1 else 0 end as tinyint)"
     try:
-        con.execute(f"select {expression} from sdc_input limit 0")
+        con.execute(f"select {expression} from {relation} limit 0")
     except duckdb.Error as exc:
         message = str(exc).splitlines()[0]
         raise SdcError(f"fact {name}: the rule {rule!r} does not work on the input: {message}") from None

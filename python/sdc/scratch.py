@@ -1,5 +1,6 @@
-"""The sdc dbt package and throwaway dbt projects built on it, for the commands that run the warehouse
-macros on a single file (`sdc ckm`, `sdc suppress`, `sdc audit`, `sdc sql install`).
+"""The sdc dbt package (whose macros the commands render in process: macro_renderer), the dbt project
+settings a throwaway project on it needs (tests build such projects), and the private scratch folders of
+the commands that handle microdata (`sdc ckm`, `sdc suppress`, `sdc audit`: DuckDB spills there).
 
 The package (dbt_project.yml and macros/) ships inside the Python package as ``sdc/dbt_package`` (the
 build copies it there: setup.py), so every command works without a checkout; in an editable install from
@@ -8,7 +9,6 @@ a checkout it is the checkout itself.
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 import tempfile
@@ -56,10 +56,10 @@ OWNER_FILE = "owner.pid"
 
 @contextmanager
 def scratch_folder(kind: str) -> Iterator[Path]:
-    """A private folder (mode 0700) for one command's throwaway dbt project and its DuckDB copy of the
-    microdata, removed when the command ends: normally, on an error, or on SIGINT/SIGTERM/SIGHUP (the CLI
-    turns those into exceptions). Only SIGKILL leaves it behind; the next command that makes a scratch
-    folder removes the folders of sdc processes that no longer run, so no copy outlives the next run."""
+    """A private folder (mode 0700) for one command's DuckDB spill files (microdata beyond the memory limit),
+    removed when the command ends: normally, on an error, or on SIGINT/SIGTERM/SIGHUP (the CLI turns those
+    into exceptions). Only SIGKILL leaves it behind; the next command that makes a scratch folder removes the
+    folders of sdc processes that no longer run, so nothing outlives the next run."""
     remove_orphaned_scratch_folders()
     folder = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{kind}-"))
     try:
@@ -91,29 +91,3 @@ def _process_runs(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def scratch_project(tmp: Path, source_tables: tuple[str, ...] = ("micro",)) -> Path:
-    """A project under ``tmp`` with the package's macros as its own (so ``sdc.<macro>`` resolves), empty
-    seeds/ and models/ folders, and sources raw.<table>."""
-    project = tmp / "project"
-    project.mkdir()
-    (project / "dbt_project.yml").write_text(project_yaml())
-    (project / "profiles.yml").write_text(PROFILES_YAML)
-    shutil.copytree(package_dir() / "macros", project / "macros")
-    (project / "seeds").mkdir()
-    (project / "models").mkdir()
-    tables = "".join(f"      - name: {t}\n" for t in source_tables)
-    (project / "models" / "sources.yml").write_text(f"version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n{tables}")
-    return project
-
-
-def write_hierarchy_seed(project: Path, rows: list[tuple[str, str, str]] | None) -> str:
-    """Write the hierarchy as seed sdc_hierarchies; returns the macro argument for it ('none' if no rows)."""
-    if not rows:
-        return "none"
-    with (project / "seeds" / "sdc_hierarchies.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["dimension", "code", "parent"])
-        writer.writerows(rows)
-    return "ref('sdc_hierarchies')"

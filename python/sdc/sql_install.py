@@ -23,7 +23,6 @@ parameters and double-quoted.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -32,20 +31,19 @@ from pathlib import Path
 import duckdb
 
 from .conventions import DEFAULT_KEY_MODULUS, LOAD_LOG_TABLE, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES, RAW_SCHEMA
-from .dbt_runner import run_dbt
 from .database import connect, transaction
 from .errors import SdcError
 from .files import disk_full
 from .quoting import quote_identifier, quote_path
 from .ptable.formats import parse_ptable, read_ptable, render_ptable
 from .ptable.table import PTable
-from .scratch import scratch_folder, scratch_project
+from .ptable.relation import create_ptable_table
+from .macro_renderer import render_macro
 
 SCHEMA = "sdc_ckm"             # what the install owns: never taken for the warehouse's ptable
 PTABLE_NAME = "sdc_ptable"     # the seed's name (ckm_count's default ref('sdc_ptable'))
 FILE_TABLE = "ptable_file"     # copy of a --ptable file when the warehouse has no ptable of its own
 MAX_MODULUS = 2**62
-_MARKER = "sdc_sql_macro_statements: "
 _PART = re.compile(r'"((?:[^"]|"")+)"|([^".\s]+)')
 
 
@@ -140,16 +138,8 @@ def _replace_macros(con, statements: tuple[str, ...], file_table: PTable | None)
 
 
 def _copy_ptable(con: duckdb.DuckDBPyConnection, table: PTable) -> None:
-    types = PTABLE_SEED_COLUMN_TYPES
-    with scratch_folder("sql") as tmp:
-        path = Path(tmp) / "ptable.csv"
-        path.write_text(render_ptable(table))
-        columns = ", ".join(f"'{c}': '{t}'" for c, t in types.items())
-        con.execute(f"create schema if not exists {SCHEMA}")
-        con.execute(
-            f"create or replace table {SCHEMA}.{FILE_TABLE} as "
-            f"select * from read_csv({quote_path(path)}, header = true, columns = {{{columns}}})",
-        )
+    con.execute(f"create schema if not exists {SCHEMA}")
+    create_ptable_table(con, f"{SCHEMA}.{FILE_TABLE}", table)
 
 
 # ------------------------------------------------------------------------------------------ the ptable
@@ -327,15 +317,10 @@ def _modulus(con, modulus: int | None) -> tuple[int, str]:
 
 @functools.lru_cache(maxsize=16)
 def _render(ptable_sql: str, modulus: int, reuse_from: int | None) -> tuple[str, ...]:
-    """The statements of the dbt operation install_sql_macros, rendered in a throwaway project (no database).
-    Rendering depends on nothing but the arguments and the macros, so a process renders each set once."""
-    args = {"ptable": ptable_sql, "modulus": modulus, "reuse_from": reuse_from}
-    with scratch_folder("dbt") as tmp:
-        project = scratch_project(Path(tmp))
-        stdout = run_dbt(project, Path(tmp) / "render.duckdb",
-                         ["run-operation", "install_sql_macros", "--args", json.dumps(args)],
-                         "rendering the SQL macros", work_dir=Path(tmp))
-    for line in stdout.splitlines():
-        if _MARKER in line:
-            return tuple(json.loads(line.split(_MARKER, 1)[1]))
-    raise SdcError(f"rendering the SQL macros gave no statements: {stdout[-500:]}")
+    """The statements of the macro sdc_sql_macro_statements (what the dbt operation install_sql_macros
+    logs), rendered in this process. Rendering depends on nothing but the arguments and the macros."""
+    con = duckdb.connect()
+    try:
+        return tuple(render_macro(con, "sdc_sql_macro_statements", ptable_sql, modulus, reuse_from))
+    finally:
+        con.close()

@@ -17,8 +17,10 @@ cum_zuf    ``i;cum_zuf;changeValue``                            seed 002 Table 1
 Integer-key tables become intervals ``[k/K, (k+1)/K)``, consecutive keys with the same noise merged,
 bounds floored to 8 decimals: exact for cell keys that are integers mod K (K = 256 gives exact bounds).
 ONS reuses rows 501..750 for counts above 750 (row ((n-1) mod 250) + 501). An imported ONS table with rows
-up to 750 keeps that rule (``PTable.reuse_from = 501``); the sdc file cannot carry it, so the warehouse
-takes it from the dbt var ``sdc_ptable_reuse_from``, which the import tells the user to set.
+up to 750 keeps that rule (``PTable.reuse_from = 501``), and so does its sdc file: a last column
+``reuse_from`` (the same row number on every line), which ``ckm_count`` reads from the seed and the CLI and
+the Python API from the file. An integer-key table also records the modulus its keys imply
+(``PTable.key_modulus = K``), so that a CKM with record keys of another modulus can be refused.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ import csv
 import io
 import os
 import re
+import warnings
 from dataclasses import replace
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from pathlib import Path
+
+import numpy as np
 
 from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE, PTABLE_COLUMNS
 from ..errors import SdcError
@@ -40,6 +45,7 @@ from .validate import Entry, assemble
 # ONS ptables have rows 1..750; larger counts reuse rows 501..750 (create_perturbed_table.py).
 ONS_LAST_ROW = 750
 ONS_REUSE_FROM = 501
+REUSE_FROM_COLUMN = "reuse_from"
 
 IMPORT_FORMATS = ("sdc", "sas", "tauargus", "ons", "cantabular", "overlay", "cum_zuf")
 EXPORT_FORMATS = ("sdc", "tauargus", "sas")
@@ -63,34 +69,62 @@ def read_ptable(path: str | os.PathLike, fmt: str = "auto") -> tuple[PTable, str
 
 def parse_ptable(text: str, fmt: str = "auto", source: str = "<ptable>") -> tuple[PTable, str, list[str]]:
     """Parse and validate ptable text: (table, format, notes)."""
-    lines = [(n, line.rstrip("\r\n")) for n, line in enumerate(io.StringIO(text), start=1) if line.strip()]
-    if not lines:
+    header_line = next((line for line in io.StringIO(text) if line.strip()), None)
+    if header_line is None:
         raise SdcError(f"{source}: the file is empty")
-    sep = _separator(lines[0][1])
-    header = _cells(lines[0][1], sep)
+    sep = _separator(header_line.rstrip("\r\n"))
+    header = _cells(header_line.rstrip("\r\n"), sep)
     if fmt == "auto":
         fmt = detect_format(header, sep, source)
     elif fmt not in IMPORT_FORMATS:
         raise SdcError(f"unknown ptable format {fmt!r}; known: {', '.join(IMPORT_FORMATS)}")
-    rows = [(n, _cells(line, sep)) for n, line in lines[1:]]
+    fast = _plain_integer_keys(header, text, sep, source) if fmt in ("ons", "cantabular") else None
+    rows = []
+    if fast is None:
+        lines = [(n, line.rstrip("\r\n")) for n, line in enumerate(io.StringIO(text), start=1) if line.strip()]
+        rows = [(n, _cells(line, sep)) for n, line in lines[1:]]
     reader = {
         "sdc": _read_interval_columns,
         "sas": _read_interval_columns,
         "tauargus": _read_interval_columns,
-        "ons": _read_integer_keys,
-        "cantabular": _read_integer_keys,
         "overlay": _read_overlay,
         "cum_zuf": _read_cum_zuf,
-    }[fmt]
-    entries, notes = reader(header, rows, sep, source)
+    }
+    if fast is not None:
+        entries, notes, key_modulus = fast
+    elif fmt in ("ons", "cantabular"):
+        entries, notes, key_modulus = _read_integer_keys(header, rows, sep, source)
+    else:
+        entries, notes = reader[fmt](header, rows, sep, source)
+        key_modulus = None
     table, more_notes = assemble(entries, source)
+    table = replace(table, key_modulus=key_modulus)
     if fmt in ("ons", "cantabular") and table.max_i == ONS_LAST_ROW:
         table = replace(table, reuse_from=ONS_REUSE_FROM)
         notes.append(
             f"counts above {ONS_LAST_ROW} reuse rows {ONS_REUSE_FROM}..{ONS_LAST_ROW} as in ONS "
-            f"(row = ((n-1) mod 250) + 501): set the dbt var sdc_ptable_reuse_from: {ONS_REUSE_FROM}"
+            f"(row = ((n-1) mod 250) + 501); the sdc file keeps the rule in its column {REUSE_FROM_COLUMN}"
         )
+    if fmt in ("sdc", "sas"):
+        table = replace(table, reuse_from=_reuse_from_column(header, rows, table.max_i, source))
     return table, fmt, notes + more_notes
+
+
+def _reuse_from_column(header, rows, max_i: int, source: str) -> int | None:
+    """The optional last column reuse_from of an sdc file: one row number, 1 <= r <= max i, on every line."""
+    lower = [h.lower() for h in header]
+    if REUSE_FROM_COLUMN not in lower:
+        return None
+    k = lower.index(REUSE_FROM_COLUMN)
+    values = {_integer(_cell(cells, k, REUSE_FROM_COLUMN, line, source), REUSE_FROM_COLUMN, line, source)
+              for line, cells in rows}
+    if len(values) != 1:
+        raise SdcError(f"{source}: column {REUSE_FROM_COLUMN} must hold one row number on every line, "
+                       f"found {', '.join(str(v) for v in sorted(values))}")
+    (value,) = values
+    if not 1 <= value <= max_i:
+        raise SdcError(f"{source}: {REUSE_FROM_COLUMN} {value} is not a row of the table (1..{max_i})")
+    return value
 
 
 def detect_format(header: list[str], sep: str, source: str) -> str:
@@ -117,6 +151,8 @@ def detect_format(header: list[str], sep: str, source: str) -> str:
 
 def _cells(line: str, sep: str) -> list[str]:
     """The fields of one line, CSV-quoted or not (ONS ships its ptable with the header "pcv","ckey","pvalue")."""
+    if '"' not in line:  # the common case, without the csv module's cost (ONS's table has 192 000 lines)
+        return [cell.strip() for cell in line.split(sep)]
     return [cell.strip() for cell in next(csv.reader([line], delimiter=sep), [])]
 
 
@@ -157,6 +193,8 @@ def _decimal(text: str, what: str, line: int, source: str, sep: str = ",") -> De
 
 
 def _integer(text: str, what: str, line: int, source: str, sep: str = ",") -> int:
+    if text.isdigit() or (text[:1] == "-" and text[1:].isdigit()):
+        return int(text)
     value = _decimal(text, what, line, source, sep)
     if value != value.to_integral_value():
         raise SdcError(f"{source}, line {line}: {what} = {text!r} is not a whole number")
@@ -249,15 +287,62 @@ def _read_integer_keys(header, rows, sep, source):
             if v_next != v:
                 entries.append(Entry(i=i, v=v, ub=_floor_bound(k_next, modulus), line=first_line))
         entries.append(Entry(i=i, v=row[-1][2], ub=_floor_bound(modulus, modulus), line=first_line))
+    return entries, _integer_key_notes(modulus, max(ranges)), modulus
+
+
+def _integer_key_notes(modulus: int, top: int) -> list[str]:
     notes = [f"integer cell keys 0..{modulus - 1}: key k maps to the interval [k/{modulus}, (k+1)/{modulus})"]
     if INTERVAL_SCALE % modulus:
         notes.append(
             f"bounds k/{modulus} floored to {INTERVAL_DECIMALS} decimals: exact for integer cell keys mod {modulus}"
         )
-    top = max(ranges)
     if top != ONS_LAST_ROW:
         notes.append(f"counts above {top} use row {top} (ONS's reuse of rows 501..750 needs rows up to 750)")
-    return entries, notes
+    return notes
+
+
+_NOT_PLAIN_INTEGERS = re.compile(r"[^0-9,\n-]")  # anything but digits, commas, line ends and minus signs
+
+
+def _plain_integer_keys(header, text, sep, source):
+    """The common integer-key file (ONS's: 192 000 lines of three plain integers, every key of every row once)
+    read with numpy, ten times faster than line by line. None for anything else (key ranges, blank lines, a
+    missing or repeated key, ...): the line reader then reads it, or refuses it naming the line."""
+    if sep != "," or len(header) != 3 or text[:1].isspace():
+        return None
+    body = text.partition("\n")[2].replace("\r\n", "\n").rstrip("\n")
+    if not body or _NOT_PLAIN_INTEGERS.search(body) or ",\n" in body or "\n," in body or ",," in body \
+            or "\n\n" in body or body[0] == "," or body[-1] in ",-" or "-," in body or "-\n" in body \
+            or body.count("-") != body.count(",-") + body.count("\n-") + body.startswith("-"):  # a range a-b
+        return None
+    lines = body.count("\n") + 1
+    cols = _columns(
+        header,
+        {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")},
+        source,
+    )
+    with warnings.catch_warnings():  # numpy warns where it stops early; the count below refuses that
+        warnings.simplefilter("ignore")
+        values = np.fromstring(body.replace("\n", ","), dtype=np.int64, sep=",")
+    if len(values) != 3 * lines:  # a line with another number of fields
+        return None
+    values = values.reshape(-1, 3)
+    i, key, v = values[:, cols["i"]], values[:, cols["key"]], values[:, cols["v"]]
+    order = np.lexsort((key, i))
+    i, key, v = i[order], key[order], v[order]
+    modulus = int(key.max()) + 1
+    rows, starts, counts = np.unique(i, return_index=True, return_counts=True)
+    if key.min() < 0 or (counts != modulus).any() or (key != np.tile(np.arange(modulus), len(rows))).any():
+        return None
+    # one interval per run of equal noise in a row: a run ends where the row ends or the noise changes
+    run_ends = np.ones(len(i), dtype=bool)
+    run_ends[:-1] = (i[1:] != i[:-1]) | (v[1:] != v[:-1])
+    first_line = dict(zip(rows.tolist(), (np.minimum.reduceat(order, starts) + 2).tolist()))
+    entries = [
+        Entry(i=row, v=noise, ub=_floor_bound(k + 1, modulus), line=first_line[row])
+        for row, noise, k in zip(i[run_ends].tolist(), v[run_ends].tolist(), key[run_ends].tolist())
+    ]
+    return entries, _integer_key_notes(modulus, int(rows.max())), modulus
 
 
 def _floor_bound(k: int, modulus: int) -> Decimal:
@@ -317,9 +402,12 @@ def render_ptable(table: PTable, fmt: str = "sdc") -> str:
     if fmt not in _EXPORT_COLUMNS:
         raise SdcError(f"unknown export format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
     sep, columns = _EXPORT_COLUMNS[fmt]
+    tail = ""
+    if table.reuse_from is not None and fmt in ("sdc", "sas"):
+        columns, tail = columns + (REUSE_FROM_COLUMN,), f"{sep}{table.reuse_from}"
     lines = [sep.join(columns)]
     for record in table.records():
-        lines.append(sep.join(str(record[c]) for c in columns))
+        lines.append(sep.join(str(record[c]) for c in columns if c != REUSE_FROM_COLUMN) + tail)
     return "\n".join(lines) + "\n"
 
 

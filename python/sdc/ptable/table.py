@@ -38,6 +38,9 @@ class PTable:
     # None: every count above max i uses row max i. Else counts above max i cycle through the rows
     # reuse_from..max i (ONS: reuse_from = 501, max i = 750, row = ((n - 1) mod 250) + 501).
     reuse_from: int | None = None
+    # The record-key modulus K an integer-key table (ONS, Cantabular: cell keys 0..K-1) was made for; None
+    # for tables of intervals, which serve any modulus.
+    key_modulus: int | None = None
 
     @property
     def v(self) -> np.ndarray:

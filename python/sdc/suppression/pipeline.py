@@ -19,7 +19,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from ..dbt_runner import run_dbt
 from ..conventions import SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL
 from ..dimension_names import check_dimension_names
 from ..database import is_numeric_type
@@ -28,7 +27,7 @@ from ..hierarchy import read_hierarchy
 from ..loader import column_list, quote, source_sql
 from ..files import (check_not_an_input, check_output_file, csv_field, csv_header, read_csv_rows, read_failure,
                      write_text_atomically)
-from ..scratch import scratch_folder, scratch_project, write_hierarchy_seed
+from ..macro_renderer import Relation, private_connection, render_macro, run_sql
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper, public_intervals
 from .heuristic import heuristic_pattern, integer_safe_pattern
 from .optimal import optimal_pattern
@@ -260,18 +259,13 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
         quote(name)
     check_dimension_names(dims, SUPPRESSION_OWN_COLUMNS, {value: "--value column", holding: "--holding column"},
                           top_contributions=True)
-    with scratch_folder("suppress") as tmp:
-        project = scratch_project(Path(tmp))
-        db = Path(tmp) / "cells.duckdb"
-        con = duckdb.connect(str(db))
+    with private_connection("suppress") as con:
         try:
-            con.execute("create schema raw")
-            con.execute(f"create table raw.micro as select * from {source_sql(input_path)}")
-            types = dict(con.execute("select name, type from pragma_table_info('raw.micro')").fetchall())
+            # a text file is parsed once into memory; nothing is written to disk
+            con.execute(f"create table micro as select * from {source_sql(input_path)}")
+            types = dict(con.execute("select name, type from pragma_table_info('micro')").fetchall())
         except duckdb.Error as exc:
             raise read_failure(exc, input_path) from None
-        finally:
-            con.close()
         columns = list(types)
         missing = [c for c in dims + [x for x in (value, holding) if x] if c not in columns]
         if missing:
@@ -281,51 +275,45 @@ def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding
                            "a magnitude table needs a numeric column")
         dominance = [r for r in rules if _rule_name(r) in DOMINANCE_RULES]
         if value and dominance:
-            con = duckdb.connect(str(db), read_only=True)
-            try:
-                negative = con.execute(
-                    f"select {', '.join(quote(d) for d in dims)}, {quote(value)} from raw.micro "
-                    f"where {quote(value)} < 0 limit 1").fetchone()
-            finally:
-                con.close()
+            negative = con.execute(
+                f"select {', '.join(quote(d) for d in dims)}, {quote(value)} from micro "
+                f"where {quote(value)} < 0 limit 1").fetchone()
             if negative:
                 cell = ", ".join(f"{d}={v}" for d, v in zip(dims, negative[:-1]))
                 raise SdcError(
                     f"negative contribution {negative[-1]:g} in column {value!r} (cell {cell}): the rules "
                     f"{', '.join(dominance)} assume non-negative contributions; transform the variable first"
                 )
-        hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
-        h = write_hierarchy_seed(project, hierarchy)
-        value_arg = repr(value) if value else "none"
-        holding_arg = repr(holding) if holding else "none"
-        models = project / "models"
-        (models / "cells.sql").write_text(
-            "{{ config(materialized='table') }}\n"
-            f"{{{{ sdc.suppression_cells(source('raw', 'micro'), dims={dims!r}, value={value_arg}, "
-            f"holding={holding_arg}, hierarchy={h}) }}}}\n"
-        )
-        (models / "primary_cells.sql").write_text(
-            "{{ config(materialized='table') }}\n"
-            f"{{{{ sdc.suppression_primary(ref('cells'), {rules!r}, preset={preset!r}) }}}}\n"
-        )
-        (models / "relations.sql").write_text(
-            "{{ config(materialized='table') }}\n"
-            f"{{{{ sdc.suppression_constraints(ref('cells'), {dims!r}, hierarchy={h}) }}}}\n"
-        )
-        select = ["cells", "primary_cells", "relations"] + (["sdc_hierarchies"] if hierarchy else [])
-        run_dbt(project, db, ["build", "--select", *select, "--indirect-selection", "cautious"], "building the cell table")
-        con = duckdb.connect(str(db), read_only=True)
-        try:
-            order = ", ".join(quote(d) for d in dims)
-            rows = con.execute(f"select * from primary_cells order by {order}").fetchall()
-            names = [d[0] for d in con.description]
-            cells = [dict(zip(names, row)) for row in rows]
-            members = con.execute(
-                f"select constraint_id, {order}, coefficient from relations order by constraint_id"
-            ).fetchall()
-        finally:
-            con.close()
+        hierarchy = _hierarchy_table(con, read_hierarchy(hierarchy_path) if hierarchy_path else None)
+        # the macros of the warehouse, rendered here (macro_renderer), each relation a table as dbt builds it
+        cells_sql = render_macro(con, "suppression_cells", _relation("micro"), dims, value=value, holding=holding,
+                                 hierarchy=hierarchy)
+        run_sql(con, f"create table cells as {cells_sql}")
+        primary_sql = render_macro(con, "suppression_primary", _relation("cells"), list(rules), preset=preset)
+        run_sql(con, f"create table primary_cells as {primary_sql}")
+        relations_sql = render_macro(con, "suppression_constraints", _relation("cells"), dims, hierarchy=hierarchy)
+        run_sql(con, f"create table relations as {relations_sql}")
+        order = ", ".join(quote(d) for d in dims)
+        rows = con.execute(f"select * from primary_cells order by {order}").fetchall()
+        names = [d[0] for d in con.description]
+        cells = [dict(zip(names, row)) for row in rows]
+        members = con.execute(
+            f"select constraint_id, {order}, coefficient from relations order by constraint_id"
+        ).fetchall()
     return cells, _group_relations(members, [tuple(c[d] for d in dims) for c in cells], dims)
+
+
+def _relation(name: str) -> Relation:
+    return Relation("memory", "main", name)
+
+
+def _hierarchy_table(con, rows) -> Relation | None:
+    """The hierarchy as the seed sdc_hierarchies holds it (dimension, code, parent as text), or None."""
+    if not rows:
+        return None
+    con.execute("create table sdc_hierarchies (dimension varchar, code varchar, parent varchar)")
+    con.executemany("insert into sdc_hierarchies values (?, ?, ?)", [tuple(r) for r in rows])
+    return _relation("sdc_hierarchies")
 
 
 def _number(x) -> str:
@@ -465,30 +453,14 @@ def _check_totals(rows, dims, hierarchy, cells_path) -> None:
 
 def _relations_for(rows, dims, hierarchy_path):
     """The additivity relations of a cell file, from the same macro as `sdc suppress`."""
-    with scratch_folder("audit") as tmp:
-        project = scratch_project(Path(tmp))
-        db = Path(tmp) / "cells.duckdb"
-        con = duckdb.connect(str(db))
-        try:
-            con.execute("create schema raw")
-            con.execute("create table raw.micro (" + ", ".join(f"{quote(d)} varchar" for d in dims) + ")")
-            con.executemany(f"insert into raw.micro values ({', '.join('?' for _ in dims)})", [[r[d] for d in dims] for r in rows])
-        finally:
-            con.close()
-        hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else None
-        h = write_hierarchy_seed(project, hierarchy)
-        (project / "models" / "relations.sql").write_text(
-            "{{ config(materialized='table') }}\n"
-            f"{{{{ sdc.suppression_constraints(source('raw', 'micro'), {dims!r}, hierarchy={h}) }}}}\n"
-        )
-        select = ["relations"] + (["sdc_hierarchies"] if hierarchy else [])
-        run_dbt(project, db, ["build", "--select", *select, "--indirect-selection", "cautious"], "building the relations")
-        con = duckdb.connect(str(db), read_only=True)
-        try:
-            order = ", ".join(quote(d) for d in dims)
-            members = con.execute(f"select constraint_id, {order}, coefficient from relations order by 1").fetchall()
-        finally:
-            con.close()
+    with private_connection("audit") as con:
+        con.execute("create table cells (" + ", ".join(f"{quote(d)} varchar" for d in dims) + ")")
+        con.executemany(f"insert into cells values ({', '.join('?' for _ in dims)})", [[r[d] for d in dims] for r in rows])
+        hierarchy = _hierarchy_table(con, read_hierarchy(hierarchy_path) if hierarchy_path else None)
+        relations_sql = render_macro(con, "suppression_constraints", _relation("cells"), dims, hierarchy=hierarchy)
+        order = ", ".join(quote(d) for d in dims)
+        members = run_sql(con, f"select constraint_id, {order}, coefficient from ({relations_sql}) as relations "
+                               "order by 1").fetchall()
     return _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
 
 

@@ -99,3 +99,30 @@ def test_import_sdc_and_a_protected_table_do_not_import_dbt():
 
     result = subprocess.run([sys.executable, "-c", code, str(DEMO_PTABLE)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_compiled_macros_are_cached_in_the_users_cache_folder_and_optional(tmp_path):
+    """The bytecode cache (XDG_CACHE_HOME/sdc/jinja, 0700) holds compiled macros between processes; where it
+    cannot be made (here: the cache home is a file) every process compiles, with the same result."""
+    import os
+
+    from dbt_project_helper import DEMO_PTABLE
+
+    code = (
+        "import sys, duckdb\n"
+        "from sdc.macro_renderer import render_macro\n"
+        "con = duckdb.connect()\n"
+        "con.execute(\"create table pt as select * from read_csv('\" + sys.argv[1] + \"')\")\n"
+        "print(render_macro(con, 'ckm_count', 'micro', ['a'], ptable='pt', check_keys=False, complete=False))\n"
+    )
+    outputs = []
+    blocked = tmp_path / "not_a_folder"
+    blocked.write_text("")
+    for home in (tmp_path / "cache", tmp_path / "cache", blocked):
+        result = subprocess.run([sys.executable, "-c", code, str(DEMO_PTABLE)], capture_output=True, text=True,
+                                timeout=120, env=dict(os.environ, XDG_CACHE_HOME=str(home)))
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1] == outputs[2] and "with leaf_cells as" in outputs[0]
+    folder = tmp_path / "cache" / "sdc" / "jinja"
+    assert (folder.stat().st_mode & 0o777) == 0o700 and any(folder.iterdir())

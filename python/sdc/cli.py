@@ -12,7 +12,7 @@ from pathlib import Path
 from . import __version__
 from .conventions import DEFAULT_KEY_MODULUS
 from .errors import SdcError
-from .ptable import PTableParams, create_ptable
+from .ptable.params import PTableParams
 from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_ptable
 from .ptable.table import PTable
 
@@ -506,6 +506,8 @@ def _run_ptable(args: argparse.Namespace) -> int:
         params = PTableParams(
             D=args.D, V=args.V, js=args.js, pstay=_scalar(args.pstay), mono=_scalar(args.mono), optim=_scalar(args.optim)
         )
+        from .ptable.build import create_ptable  # scipy: half a second to import, for this command only
+
         built = create_ptable(params, allow_lower_variance=args.allow_lower_variance)
         table, outcomes = built.table, {o.i: o for o in built.rows}
         title = f"ptable D={params.D} V={params.V} js={params.js}"

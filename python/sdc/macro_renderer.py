@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -177,10 +178,13 @@ class _Adapter:
     @staticmethod
     def get_relation(database=None, schema=None, identifier=None):
         session = _current()
+        # duckdb_tables() and duckdb_views(): the same answer as information_schema.tables, a tenth of the time
         row = session.connection.execute(
-            "select table_catalog, table_schema, table_name from information_schema.tables "
-            "where lower(table_schema) = lower(?) and lower(table_name) = lower(?)"
-            + (" and table_catalog = ?" if database else ""),
+            "select database_name, schema_name, name from ("
+            "select database_name, schema_name, table_name as name from duckdb_tables() union all "
+            "select database_name, schema_name, view_name from duckdb_views() where not internal) "
+            "where lower(schema_name) = lower(?) and lower(name) = lower(?)"
+            + (" and database_name = ?" if database else ""),
             [schema, identifier] + ([database] if database else []),
         ).fetchone()
         return Relation(*row) if row else None
@@ -217,15 +221,15 @@ class _Namespace:
 class _Macro:
     """A compiled macro as a function: catches ``return(...)`` and gives its value, else the rendered text."""
 
-    def __init__(self, name: str, source: str, env: jinja2.Environment):
+    def __init__(self, name: str, env: jinja2.Environment):
         self.name = name
-        self._source = source
         self._env = env
 
     @functools.cached_property
     def _jinja_macro(self):
-        # compiled on first use: a command renders a few of the package's macros, not all of them
-        return getattr(self._env.from_string(self._source).module, self.name)
+        # compiled on first use (a command renders a few of the package's macros, not all of them), and
+        # then taken from Jinja's bytecode cache, keyed by the macro's source: a new process skips compiling
+        return getattr(self._env.get_template(self.name).module, self.name)
 
     def __call__(self, *args, **kwargs):
         try:
@@ -239,7 +243,12 @@ class MacroLibrary:
 
     def __init__(self, folder: Path):
         self.macros: dict[str, _Macro] = {}
-        env = jinja2.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
+        sources: dict[str, str] = {}
+        env = jinja2.Environment(
+            extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"],
+            loader=jinja2.FunctionLoader(sources.get),
+            bytecode_cache=_bytecode_cache(),
+        )
         env.globals.update(
             {
                 "return": _return,
@@ -262,12 +271,30 @@ class MacroLibrary:
                 name = block.group(1)
                 if name in self.macros:
                     raise SdcError(f"macro {name} is defined twice in {folder}")
-                self.macros[name] = _Macro(name, block.group(0), env)
+                sources[name] = block.group(0)
+                self.macros[name] = _Macro(name, env)
         env.globals.update(self.macros)  # the package's macros call each other by bare name too
     def call(self, name: str, *args, **kwargs):
         if name not in self.macros:
             raise SdcError(f"no macro {name} in the sdc package")
         return self.macros[name](*args, **kwargs)
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled macros kept between processes (a command then renders in milliseconds, not a tenth of a
+    second), in the user's cache folder ($XDG_CACHE_HOME or ~/.cache, then sdc/jinja), which holds no data:
+    only code compiled from the package's macros, keyed by their text. None where that folder cannot be
+    made the user's own (mode 0700): then every process compiles what it renders."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "sdc" / "jinja"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.stat()
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(str(folder))
 
 
 @functools.cache

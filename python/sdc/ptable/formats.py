@@ -301,7 +301,6 @@ def _integer_key_notes(modulus: int, top: int) -> list[str]:
     return notes
 
 
-_NOT_PLAIN_INTEGERS = re.compile(r"[^0-9,\n-]")  # anything but digits, commas, line ends and minus signs
 
 
 def _plain_integer_keys(header, text, sep, source):
@@ -311,7 +310,7 @@ def _plain_integer_keys(header, text, sep, source):
     if sep != "," or len(header) != 3 or text[:1].isspace():
         return None
     body = text.partition("\n")[2].replace("\r\n", "\n").rstrip("\n")
-    if not body or _NOT_PLAIN_INTEGERS.search(body) or ",\n" in body or "\n," in body or ",," in body \
+    if not body or ",\n" in body or "\n," in body or ",," in body \
             or "\n\n" in body or body[0] == "," or body[-1] in ",-" or "-," in body or "-\n" in body \
             or body.count("-") != body.count(",-") + body.count("\n-") + body.startswith("-"):  # a range a-b
         return None
@@ -321,17 +320,26 @@ def _plain_integer_keys(header, text, sep, source):
         {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")},
         source,
     )
-    with warnings.catch_warnings():  # numpy warns where it stops early; the count below refuses that
+    # numpy stops at the first text that is no integer ("1.5", "5a", a quote): then the line reader takes
+    # over, which reads or refuses it naming the line; spaces around numbers both skip
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        values = np.fromstring(body.replace("\n", ","), dtype=np.int64, sep=",")
+        try:
+            values = np.fromstring(body.replace("\n", ","), dtype=np.int64, sep=",")
+        except ValueError:  # numpy 2 raises where older versions warned
+            return None
     if len(values) != 3 * lines:  # a line with another number of fields
         return None
     values = values.reshape(-1, 3)
     i, key, v = values[:, cols["i"]], values[:, cols["key"]], values[:, cols["v"]]
-    order = np.lexsort((key, i))
-    i, key, v = i[order], key[order], v[order]
+    if ((i[1:] < i[:-1]) | ((i[1:] == i[:-1]) & (key[1:] <= key[:-1]))).any():  # ONS's file is in order already
+        order = np.lexsort((key, i))
+        i, key, v = i[order], key[order], v[order]
+    else:
+        order = np.arange(len(i))
     modulus = int(key.max()) + 1
-    rows, starts, counts = np.unique(i, return_index=True, return_counts=True)
+    starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+    rows, counts = i[starts], np.diff(np.r_[starts, len(i)])
     if key.min() < 0 or (counts != modulus).any() or (key != np.tile(np.arange(modulus), len(rows))).any():
         return None
     # one interval per run of equal noise in a row: a run ends where the row ends or the noise changes

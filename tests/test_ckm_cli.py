@@ -212,3 +212,17 @@ def test_every_cell_of_the_frame_is_published_empty_ones_as_zero(tmp_path, capsy
     observed = read_cells(tmp_path / "observed.csv")
     assert len(observed) == cells - empty and all(r["original"] != "0" for r in observed)
     assert [r for r in rows if r["original"] != "0"] == observed
+
+
+def test_a_root_code_with_a_comma_is_one_root():
+    # the hierarchy check counted roots by the commas of their list: "North, South" was taken for two roots
+    import pandas as pd
+
+    from sdc.ckm import count_table
+
+    hierarchy = pd.DataFrame({"dimension": ["region"] * 3, "code": ["North, South", "N", "S"],
+                              "parent": [None, "North, South", "North, South"]})
+    data = pd.DataFrame({"region": ["N"] * 30 + ["S"] * 20, "key": [(i * 7919) % 10**8 for i in range(50)]})
+    table = count_table(data, ["region"], record_key="key", modulus=10**8, ptable=PTABLE, hierarchy=hierarchy,
+                        audit=True, check_keys=False)
+    assert dict(zip(table["region"], table["original"])) == {"North, South": 50, "N": 30, "S": 20}

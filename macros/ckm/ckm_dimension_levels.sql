@@ -43,6 +43,7 @@ select
     (select count(distinct code) from nodes) as distinct_codes,
     (select count(*) from walk) as reached,
     (select string_agg(code, ', ') from nodes where parent is null) as roots,
+    (select count(*) from nodes where parent is null) as root_count,
     (select string_agg(distinct cast(depth as varchar), ', ' order by cast(depth as varchar)) from walk
         where code not in (select parent from nodes where parent is not null)) as leaf_depths
 {%- endset -%}
@@ -52,7 +53,7 @@ select
 {%- if row['distinct_codes'] != row['node_count'] -%}
   {{ exceptions.raise_compiler_error(prefix ~ "a code appears more than once") }}
 {%- endif -%}
-{%- if row['roots'] is none or ',' in row['roots'] -%}
+{%- if row['root_count'] != 1 -%}
   {{ exceptions.raise_compiler_error(prefix ~ "needs exactly one root (a code without parent), found: " ~ (row['roots'] or 'none')) }}
 {%- endif -%}
 {%- if row['reached'] != row['node_count'] -%}

@@ -5,6 +5,7 @@ import csv
 import pytest
 
 from sdc.cli import main
+from sdc.errors import SdcError
 
 from conftest import DATA, two_way_equations
 
@@ -367,3 +368,25 @@ def test_audit_bad_input_is_exit_2_never_passed(tmp_path, capsys, change, messag
     cells.write_text(AUDIT_CELLS.replace(*change))
     assert main(["audit", "--cells", str(cells)]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rules, value", [(["freq:3"], None), (["p:10", "freq:3"], "val")])
+def test_suppressed_table_on_a_dataframe_equals_the_file_sdc_suppress_writes(tmp_path, rules, value):
+    """The Python API for notebooks: the same macros and secondary suppression, the table as a DataFrame."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from sdc.suppression.pipeline import suppress_table, suppressed_table
+
+    source = DATA / "sdctable_microdata1.csv"
+    out = tmp_path / "cells.csv"
+    counts = suppress_table(source, ["region", "gender"], rules, out, value=value, audit=True)
+    with out.open(newline="") as handle:
+        expected = list(csv.DictReader(handle))
+    frame = pd.read_csv(source)
+    for data in (frame, pa.Table.from_pandas(frame), source):
+        table = suppressed_table(data, ["region", "gender"], rules, value=value, audit=True)
+        assert table.astype(str).to_dict("records") == expected
+    assert counts["primary"] > 0 and counts["secondary"] > 0
+    with pytest.raises(SdcError, match="the microdata must be a pandas DataFrame"):
+        suppressed_table([1, 2], ["region"], ["freq:3"])

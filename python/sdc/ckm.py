@@ -21,9 +21,10 @@ from .record_keys import check_record_keys
 from .conventions import CKM_OWN_COLUMNS, KEY_FACT_PREFIX, RECORD_KEY_COLUMN
 from .dimension_names import check_dimension_names
 from .errors import SdcError
-from .files import check_not_an_input, check_output_file, csv_field, csv_header, read_failure, write_text_atomically
+from .files import check_not_an_input, check_output_file, csv_field, csv_header, write_text_atomically
 from .hierarchy import read_hierarchy
-from .loader import column_list, existing_key_sql, fact_sql, quote, source_sql
+from .loader import column_list, existing_key_sql, fact_sql, quote
+from .microdata_input import register_microdata
 from .macro_renderer import Relation, private_connection, render_macro, run_sql
 from .ptable.formats import parse_ptable, read_ptable
 from .ptable.relation import create_ptable_table
@@ -130,7 +131,7 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
             f"modulus {table.key_modulus}, but the record keys have modulus {modulus}: give keys and table of one modulus"
         )
     reuse_from = _reuse_from(table, reuse_from)
-    label = _register_input(con, data, dims + [record_key] + ([count_var] if count_var else []))
+    label = register_microdata(con, data, _INPUT, dims + [record_key] + ([count_var] if count_var else []))
     columns = [r[0] for r in con.execute(f"describe select * from {_INPUT}").fetchall()]
     missing = [c for c in dims + [record_key] + ([count_var] if count_var else []) if c not in columns]
     if missing:
@@ -211,34 +212,6 @@ def _reuse_from(table: PTable, reuse_from: int | None) -> int | None:
         raise SdcError(f"the perturbation table reuses rows from {table.reuse_from} on, but reuse_from "
                        f"{reuse_from} was asked for: one table, one rule")
     return reuse_from
-
-
-def _register_input(con, data, needed: list[str]) -> str:
-    """Make the data readable as the view sdc_input; returns how to name them in messages."""
-    if isinstance(data, (str, os.PathLike)):
-        path = Path(data)
-        source = source_sql(path)
-        try:
-            columns = [r[0] for r in con.execute(f"describe select * from {source}").fetchall()]
-            if path.suffix.lower() == ".parquet":
-                con.execute(f"create view {_INPUT} as select * from {source}")
-            else:
-                # a text file is parsed once, its needed columns kept in memory (nothing written to disk)
-                kept = [c for c in columns if c in needed] or columns
-                con.execute(f"create temp table {_INPUT} as select {', '.join(quote(c) for c in kept)} from {source}")
-        except duckdb.Error as exc:
-            raise read_failure(exc, path) from None
-        return str(path)
-    if isinstance(data, duckdb.DuckDBPyRelation):
-        # a relation belongs to its own connection: its needed columns come over as Arrow
-        kept = [c for c in data.columns if c in needed] or data.columns
-        data = data.select(*[quote(c) for c in kept]).to_arrow_table()
-    if not (hasattr(data, "columns") or hasattr(data, "schema")):
-        raise SdcError(f"data must be a pandas DataFrame, an Arrow table, a DuckDB relation or a file path, "
-                       f"got {type(data).__name__}")
-    con.register("sdc_input_data", data)
-    con.execute(f"create view {_INPUT} as select * from sdc_input_data")
-    return "the data"
 
 
 def _create_hierarchy(con, hierarchy) -> Relation | None:

@@ -1,8 +1,8 @@
 """`sdc suppress` and `sdc audit`: cell suppression of one table from a microdata file.
 
 The cell table, the primary rules and the additivity relations come from the dbt macros
-(suppression_cells, suppression_primary, suppression_constraints) run on a temporary DuckDB, the same SQL
-as in the warehouse; secondary suppression and the audit run in Python (heuristic.py, optimal.py,
+(suppression_cells, suppression_primary, suppression_constraints), rendered in process and run on an
+in-memory DuckDB: the same SQL as in the warehouse; secondary suppression and the audit run in Python (heuristic.py, optimal.py,
 audit.py). A cell's cost is its value, its frequency or 1 (``cost``), and the methods minimise the total
 cost of the secondary suppressions. ``prefer_low_levels`` multiplies each cost by 10^k, k = the number of
 dimensions along which the cell is a total or subtotal, so that totals are kept where possible (seed 003:
@@ -16,7 +16,6 @@ import math
 import warnings
 from pathlib import Path
 
-import duckdb
 import numpy as np
 
 from ..conventions import SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL
@@ -24,8 +23,9 @@ from ..dimension_names import check_dimension_names
 from ..database import is_numeric_type
 from ..errors import SdcError
 from ..hierarchy import read_hierarchy
-from ..loader import column_list, quote, source_sql
-from ..files import (check_not_an_input, check_output_file, csv_field, csv_header, read_csv_rows, read_failure,
+from ..loader import column_list, quote
+from ..microdata_input import register_microdata
+from ..files import (check_not_an_input, check_output_file, csv_field, csv_header, read_csv_rows,
                      write_text_atomically)
 from ..macro_renderer import Relation, private_connection, render_macro, run_sql
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper, public_intervals
@@ -90,20 +90,50 @@ def suppress_table(
     ``cost``: what the secondary suppressions minimise (value, freq or cells = their number);
     ``prefer_low_levels``: multiply each cell's cost by 10^(number of dimensions along which it is a total);
     ``time_limit``: seconds for method optimal (then the heuristic completes its pattern, with a warning)."""
+    _check_options(rules, value, method, cost, time_limit)
+    check_not_an_input(out, input_path, hierarchy_path)
+    check_output_file(out, lambda path: "published_text" in csv_header(path), "sdc suppress")
+    columns, rows, counts = _protected_rows(
+        input_path, dims, rules, hierarchy_path, value, holding, preset, method, cost, mark, publish_intervals,
+        prefer_low_levels, time_limit, audit)
+    lines = [",".join(csv_field(c) for c in columns)] + [",".join(csv_field(row[c]) for c in columns) for row in rows]
+    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    return counts
+
+
+def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None, value: str | None = None,
+                     holding: str | None = None, preset: str = "handbook", method: str = "heuristic",
+                     cost: str = "value", mark: str = "x", publish_intervals: bool = False,
+                     prefer_low_levels: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, audit: bool = False):
+    """The table of ``suppress_table`` as a pandas DataFrame (its values as text, as in the file), for
+    pipelines and notebooks: ``data`` is a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/
+    .parquet path; ``hierarchy`` a file path. The options are those of suppress_table."""
+    import pandas as pd
+
+    _check_options(rules, value, method, cost, time_limit)
+    columns, rows, _ = _protected_rows(data, dims, rules, hierarchy, value, holding, preset, method, cost, mark,
+                                       publish_intervals, prefer_low_levels, time_limit, audit)
+    return pd.DataFrame([[row[c] for c in columns] for row in rows], columns=columns)
+
+
+def _check_options(rules, value, method, cost, time_limit) -> None:
     if method not in METHODS:
         raise SdcError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if cost not in COSTS:
         raise SdcError(f"--cost must be one of {', '.join(COSTS)}, got {cost!r}")
-    time_limit = check_time_limit(time_limit)
+    check_time_limit(time_limit)
     if not rules:
         raise SdcError("give at least one --rule (e.g. freq:3, p:10, nk:2,85, pq:25,50)")
     dominance = [r for r in rules if _rule_name(r) in DOMINANCE_RULES]
     if dominance and not value:
         raise SdcError(f"rule {dominance[0]!r} is a dominance rule: it needs --value, the column whose contributions "
                        "it judges (without --value the table holds counts)")
-    check_not_an_input(out, input_path, hierarchy_path)
-    check_output_file(out, lambda path: "published_text" in csv_header(path), "sdc suppress")
-    cells, relations = _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset)
+
+
+def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, method, cost, mark,
+                    publish_intervals, prefer_low_levels, time_limit, audit):
+    """(columns, one dict of text fields per cell, counts by status) of the protected table."""
+    cells, relations = _cells_and_relations(data, dims, rules, hierarchy_path, value, holding, preset)
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
                               publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
                               time_limit=time_limit)
@@ -115,16 +145,15 @@ def suppress_table(
         # no status or rule: "primary" under freq:3 says the count is 1 or 2, narrower than any interval
         columns = dims + ["published_value", "published_text"]
     columns += intervals
-    lines = [",".join(csv_field(c) for c in columns)]
+    rows = []
     for c, p in zip(cells, protected):
         fields = {d: c[d] for d in dims} | {name: _number(p[name]) for name in ("lower", "upper", "protection_lower",
                                                                                 "protection_upper", *intervals)}
         fields |= {"freq": str(c["freq"]), "value": _number(c["value"]), "status": p["status"], "rule": p["rule"] or "",
                    "published_text": p["published_text"],
                    "published_value": _number(c["value"]) if p["status"] in ("published", "empty") else ""}
-        lines.append(",".join(csv_field(fields[name]) for name in columns))
-    write_text_atomically(Path(out), "\n".join(lines) + "\n")
-    return {status: sum(p["status"] == status for p in protected) for status in STATUSES}
+        rows.append(fields)
+    return columns, rows, {status: sum(p["status"] == status for p in protected) for status in STATUSES}
 
 
 def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = "heuristic", cost: str = "value",
@@ -251,27 +280,21 @@ def _rule_name(rule) -> str:
     return str(rule).split(":")[0].strip().lower()
 
 
-def _cells_and_relations(input_path, dims, rules, hierarchy_path, value, holding, preset):
-    input_path = Path(input_path)
-    if input_path.is_dir():
-        raise SdcError(f"input file {input_path} is a folder")
+def _cells_and_relations(data, dims, rules, hierarchy_path, value, holding, preset):
     for name in dims + [x for x in (value, holding) if x]:
         quote(name)
     check_dimension_names(dims, SUPPRESSION_OWN_COLUMNS, {value: "--value column", holding: "--holding column"},
                           top_contributions=True)
     with private_connection("suppress") as con:
-        try:
-            # a text file is parsed once into memory; nothing is written to disk
-            con.execute(f"create table micro as select * from {source_sql(input_path)}")
-            types = dict(con.execute("select name, type from pragma_table_info('micro')").fetchall())
-        except duckdb.Error as exc:
-            raise read_failure(exc, input_path) from None
+        needed = dims + [x for x in (value, holding) if x]
+        label = register_microdata(con, data, "micro", needed)
+        types = dict(con.execute("select column_name, column_type from (describe micro)").fetchall())
         columns = list(types)
-        missing = [c for c in dims + [x for x in (value, holding) if x] if c not in columns]
+        missing = [c for c in needed if c not in columns]
         if missing:
-            raise SdcError(f"column {missing[0]!r} is not in {input_path} ({column_list(columns)})")
+            raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
         if value and not is_numeric_type(types[value]):
-            raise SdcError(f"--value column {value!r} of {input_path} has type {types[value]}, not a number; "
+            raise SdcError(f"--value column {value!r} of {label} has type {types[value]}, not a number; "
                            "a magnitude table needs a numeric column")
         dominance = [r for r in rules if _rule_name(r) in DOMINANCE_RULES]
         if value and dominance:

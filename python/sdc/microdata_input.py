@@ -1,0 +1,45 @@
+"""Microdata for the functions that protect one table (sdc.ckm.count_table, sdc ckm, the suppression
+pipeline): a CSV/Parquet file, a pandas DataFrame, an Arrow table or a DuckDB relation, made readable as one
+relation of the command's in-memory DuckDB. Nothing is written anywhere: DuckDB reads a DataFrame, an Arrow
+table or a Parquet file where it lies, and parses a text file once into memory (only the needed columns)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+from .errors import SdcError
+from .files import read_failure
+from .loader import quote, source_sql
+
+KINDS = "a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/.parquet path"
+
+
+def register_microdata(con, data, name: str, needed: list[str]) -> str:
+    """Make ``data`` the relation ``name`` (a plain name) on ``con``; returns how messages name the data."""
+    if isinstance(data, (str, os.PathLike)):
+        path = Path(data)
+        if path.is_dir():
+            raise SdcError(f"input file {path} is a folder")
+        source = source_sql(path)
+        try:
+            columns = [r[0] for r in con.execute(f"describe select * from {source}").fetchall()]
+            if path.suffix.lower() == ".parquet":
+                con.execute(f"create view {quote(name)} as select * from {source}")
+            else:
+                kept = [c for c in columns if c in needed] or columns
+                con.execute(f"create table {quote(name)} as select {', '.join(quote(c) for c in kept)} from {source}")
+        except duckdb.Error as exc:
+            raise read_failure(exc, path) from None
+        return str(path)
+    if isinstance(data, duckdb.DuckDBPyRelation):
+        # a relation belongs to its own connection: its needed columns come over as Arrow
+        kept = [c for c in data.columns if c in needed] or data.columns
+        data = data.select(*[quote(c) for c in kept]).to_arrow_table()
+    if not (hasattr(data, "columns") or hasattr(data, "schema")):
+        raise SdcError(f"the microdata must be {KINDS}, got {type(data).__name__}")
+    con.register(f"{name}_data", data)
+    con.execute(f"create view {quote(name)} as select * from {quote(name + '_data')}")
+    return "the data"

@@ -274,6 +274,7 @@ class MacroLibrary:
                 sources[name] = block.group(0)
                 self.macros[name] = _Macro(name, env)
         env.globals.update(self.macros)  # the package's macros call each other by bare name too
+
     def call(self, name: str, *args, **kwargs):
         if name not in self.macros:
             raise SdcError(f"no macro {name} in the sdc package")
@@ -285,14 +286,14 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     second), in the user's cache folder ($XDG_CACHE_HOME or ~/.cache, then sdc/jinja), which holds no data:
     only code compiled from the package's macros, keyed by their text. None where that folder cannot be
     made the user's own (mode 0700): then every process compiles what it renders."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = base / "sdc" / "jinja"
     try:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        folder = base / "sdc" / "jinja"
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = folder.stat()
         if info.st_uid != os.getuid() or info.st_mode & 0o077:
             return None
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: no home folder to be found
         return None
     return jinja2.FileSystemBytecodeCache(str(folder))
 

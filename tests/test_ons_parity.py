@@ -227,3 +227,19 @@ def test_the_warehouse_takes_the_reuse_rule_from_a_converted_ons_table(tmp_path)
     failed = project.dbt("build", "--select", "tag:other_rule")
     assert failed.returncode != 0
     assert "reuses rows from 501 on (its column reuse_from), but reuse_from 600 was asked for" in failed.stdout
+
+
+def test_a_missing_column_is_named_with_the_columns_the_file_has(tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    assert main(["ckm", "--input", str(ONS / "ons_testdata_1000.csv"), "--dims", "var1,nosuch", "--record-key",
+                 "record_key", "--modulus", "256", "--ptable", str(PTABLE), "--out", str(out)]) == 2
+    assert "column 'nosuch' is not in" in (err := capsys.readouterr().err)
+    assert "columns: record_key, var1, var2, var3, var4, var5, var6, var7, var8, var9, var10" in err
+    assert not out.exists()
+
+
+def test_data_without_records_give_a_table_of_zeros():
+    empty = pd.read_csv(ONS / "ons_testdata_1000.csv").iloc[:0]
+    table = count_table(empty, ["var1", "var8"], record_key="record_key", modulus=256, ptable=PTABLE, audit=True)
+    assert table.to_dict("records") == [{"var1": "Total", "var8": "Total", "count": 0, "original": 0,
+                                         "cell_key": 0.0, "noise": 0}]

@@ -144,8 +144,9 @@ paired_metrics as (
     -- the microdata (seed 002, footnote 7); perturbed values are never added
     select
         {{- sdc.ckm_dimension_labels(dims, levels) }}
-        cast(sum(original) as bigint) as original,
-        sum(key_sum) as key_sum
+        -- coalesce: the grand total of a relation without records is an empty cell, 0 (a sum over no rows is NULL)
+        cast(coalesce(sum(original), 0) as bigint) as original,
+        coalesce(sum(key_sum), 0) as key_sum
     from checked_leaf_levels
     group by grouping sets (
         {%- for set in sets %}

@@ -131,11 +131,11 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
             f"modulus {table.key_modulus}, but the record keys have modulus {modulus}: give keys and table of one modulus"
         )
     reuse_from = _reuse_from(table, reuse_from)
-    label = register_microdata(con, data, _INPUT, dims + [record_key] + ([count_var] if count_var else []))
-    columns = [r[0] for r in con.execute(f"describe select * from {_INPUT}").fetchall()]
-    missing = [c for c in dims + [record_key] + ([count_var] if count_var else []) if c not in columns]
+    label, all_columns = register_microdata(con, data, _INPUT, dims + [record_key] + ([count_var] if count_var else []))
+    missing = [c for c in dims + [record_key] + ([count_var] if count_var else []) if c not in all_columns]
     if missing:
-        raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
+        raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(all_columns)})")
+    columns = [r[0] for r in con.execute(f"describe select * from {_INPUT}").fetchall()]
     key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
     selected = ", ".join([quote(d) for d in dims] + [f"{key_sql} as {RECORD_KEY_COLUMN}"])
     if count_var:

@@ -17,8 +17,9 @@ from .loader import quote, source_sql
 KINDS = "a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/.parquet path"
 
 
-def register_microdata(con, data, name: str, needed: list[str]) -> str:
-    """Make ``data`` the relation ``name`` (a plain name) on ``con``; returns how messages name the data."""
+def register_microdata(con, data, name: str, needed: list[str]) -> tuple[str, list[str]]:
+    """Make ``data`` the relation ``name`` (a plain name) on ``con``; returns how messages name the data and
+    all of its columns (a text file keeps only the needed ones, but a message lists what the file has)."""
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if path.is_dir():
@@ -33,7 +34,7 @@ def register_microdata(con, data, name: str, needed: list[str]) -> str:
                 con.execute(f"create table {quote(name)} as select {', '.join(quote(c) for c in kept)} from {source}")
         except duckdb.Error as exc:
             raise read_failure(exc, path) from None
-        return str(path)
+        return str(path), columns
     if isinstance(data, duckdb.DuckDBPyRelation):
         # a relation belongs to its own connection: its needed columns come over as Arrow
         kept = [c for c in data.columns if c in needed] or data.columns
@@ -42,4 +43,4 @@ def register_microdata(con, data, name: str, needed: list[str]) -> str:
         raise SdcError(f"the microdata must be {KINDS}, got {type(data).__name__}")
     con.register(f"{name}_data", data)
     con.execute(f"create view {quote(name)} as select * from {quote(name + '_data')}")
-    return "the data"
+    return "the data", [r[0] for r in con.execute(f"describe {quote(name)}").fetchall()]

@@ -110,13 +110,25 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
     .parquet path; ``hierarchy`` a file path. The options are those of suppress_table."""
     import pandas as pd
 
-    _check_options(rules, value, method, cost, time_limit)
+    _check_options(rules, value, method, cost, time_limit, dims)
     columns, rows, _ = _protected_rows(data, dims, rules, hierarchy, value, holding, preset, method, cost, mark,
                                        publish_intervals, prefer_low_levels, time_limit, audit)
-    return pd.DataFrame([[row[c] for c in columns] for row in rows], columns=columns)
+    table = pd.DataFrame([[row[c] for c in columns] for row in rows], columns=columns)
+    for column in _NUMERIC_COLUMNS.intersection(columns):  # numbers, and NA where the file has an empty field
+        table[column] = pd.to_numeric(table[column].replace("", None))
+    return table
 
 
-def _check_options(rules, value, method, cost, time_limit) -> None:
+# the columns of the protected table that hold numbers (published_text holds the text to print)
+_NUMERIC_COLUMNS = {"freq", "value", "published_value", "lower", "upper", "protection_lower", "protection_upper",
+                    "published_lower", "published_upper"}
+
+
+def _check_options(rules, value, method, cost, time_limit, dims=None) -> None:
+    if dims is not None and (isinstance(dims, str) or not dims or not all(isinstance(d, str) for d in dims)):
+        raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
+    if isinstance(rules, str) or not all(isinstance(r, str) for r in rules):
+        raise SdcError(f"rules must be a list of rules such as ['freq:3', 'p:10'], got {rules!r}")
     if method not in METHODS:
         raise SdcError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if cost not in COSTS:
@@ -287,12 +299,11 @@ def _cells_and_relations(data, dims, rules, hierarchy_path, value, holding, pres
                           top_contributions=True)
     with private_connection("suppress") as con:
         needed = dims + [x for x in (value, holding) if x]
-        label = register_microdata(con, data, "micro", needed)
-        types = dict(con.execute("select column_name, column_type from (describe micro)").fetchall())
-        columns = list(types)
-        missing = [c for c in needed if c not in columns]
+        label, all_columns = register_microdata(con, data, "micro", needed)
+        missing = [c for c in needed if c not in all_columns]
         if missing:
-            raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
+            raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(all_columns)})")
+        types = dict(con.execute("select column_name, column_type from (describe micro)").fetchall())
         if value and not is_numeric_type(types[value]):
             raise SdcError(f"--value column {value!r} of {label} has type {types[value]}, not a number; "
                            "a magnitude table needs a numeric column")

@@ -51,7 +51,6 @@ PROFILES_YAML = (
 
 
 SCRATCH_PREFIX = "sdc-scratch-"
-OWNER_FILE = "owner.pid"
 
 
 @contextmanager
@@ -59,11 +58,12 @@ def scratch_folder(kind: str) -> Iterator[Path]:
     """A private folder (mode 0700) for one command's DuckDB spill files (microdata beyond the memory limit),
     removed when the command ends: normally, on an error, or on SIGINT/SIGTERM/SIGHUP (the CLI turns those
     into exceptions). Only SIGKILL leaves it behind; the next command that makes a scratch folder removes the
-    folders of sdc processes that no longer run, so nothing outlives the next run."""
+    folders of sdc processes that no longer run, so nothing outlives the next run. The folder's name holds
+    its process id (sdc-scratch-<kind>-<pid>-<random>): a process killed the moment the folder exists still
+    leaves a folder that names its owner."""
     remove_orphaned_scratch_folders()
-    folder = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{kind}-"))
+    folder = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{kind}-{os.getpid()}-"))
     try:
-        (folder / OWNER_FILE).write_text(str(os.getpid()))
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -73,14 +73,21 @@ def remove_orphaned_scratch_folders() -> list[Path]:
     """Remove this user's scratch folders whose sdc process is gone (killed with SIGKILL); returns them."""
     removed = []
     for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+        owner = _owner(folder.name)
         try:
-            if folder.stat().st_uid != os.getuid() or _process_runs(int((folder / OWNER_FILE).read_text())):
+            if owner is None or folder.stat().st_uid != os.getuid() or _process_runs(owner):
                 continue
-        except (OSError, ValueError):
-            continue  # not ours, or being created right now (no owner file yet)
+        except OSError:
+            continue  # gone meanwhile
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
+
+
+def _owner(name: str) -> int | None:
+    """The process id in a scratch folder's name, or None for a name of another form."""
+    parts = name[len(SCRATCH_PREFIX):].split("-")
+    return int(parts[1]) if len(parts) >= 3 and parts[1].isdigit() else None
 
 
 def _process_runs(pid: int) -> bool:

@@ -243,3 +243,8 @@ def test_data_without_records_give_a_table_of_zeros():
     table = count_table(empty, ["var1", "var8"], record_key="record_key", modulus=256, ptable=PTABLE, audit=True)
     assert table.to_dict("records") == [{"var1": "Total", "var8": "Total", "count": 0, "original": 0,
                                          "cell_key": 0.0, "noise": 0}]
+
+
+def test_numeric_codes_come_in_numeric_order_and_the_total_last():
+    table = count_table(ONS / "ons_testdata_1000.csv", ["var5"], record_key="record_key", modulus=256, ptable=PTABLE)
+    assert table["var5"].tolist() == [str(k) for k in range(1, 11)] + ["Total"]

@@ -173,7 +173,10 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     if audit:
         output += list(AUDIT_OUTPUT) + ([THRESHOLD_AUDIT] if threshold is not None else []) \
             + ([WEIGHTED_AUDIT] if weight else [])
-    order = ", ".join(quote(d) for d in dims)
+    # codes are text in the table (a total's code is text): numbers among them in numeric order (1, 2, 10),
+    # then the others (Total, letters) in text order
+    order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
+                      for d in dims)
     return f"select {', '.join(quote(c) for c in output)} from ({sql}) as cells order by {order}", output
 
 

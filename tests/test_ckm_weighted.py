@@ -135,3 +135,20 @@ def test_a_nan_weight_is_refused_naming_it():
     with pytest.raises(SdcError, match="weight column w must hold positive finite numbers, found nan in a record"):
         count_table(relation, ["sex", "roof"], record_key="rkeys", modulus=10**7, ptable=PTABLE, weight="w")
     con.close()
+
+
+def test_ckm_published_keeps_the_weighted_count_and_the_reason_and_drops_the_audit_columns():
+    import duckdb
+
+    from sdc.macro_renderer import Relation, render_macro
+
+    con = duckdb.connect()
+    con.execute(f"create table pt as select * from read_csv('{PTABLE}')")
+    con.execute(f"create table micro as select sex, roof, sampling_weight, cast(round(rkeys * 1e7) as bigint) as rk "
+                f"from read_csv('{MICRODATA}')")
+    audit = render_macro(con, "ckm_count", "micro", ["sex", "roof"], ptable="pt", modulus=10**7,
+                         weight="sampling_weight", threshold=20)
+    con.execute(f"create table audit as {audit}")
+    published = con.execute(render_macro(con, "ckm_published", Relation("memory", "main", "audit")))
+    assert [d[0] for d in published.description] == ["sex", "roof", "count", "weighted_count", "count_reason"]
+    con.close()

@@ -12,7 +12,6 @@
     ptable_row     least(original, max i) of the perturbation table
     noise          v of the interval p_int_lb <= cell key < p_int_ub   (steps 5-6)
     count          original + noise; zero cells stay zero  (step 7); with a threshold, NULL below it
-    weighted_original, weighted_count   the weighted sum and count * weighted_original / original (with weight=)
     perturbed      original + noise, kept for the audit      (only with a threshold)
     count_reason   why count is NULL ('perturbed count below <T>'), else NULL   (only with a threshold)
 
@@ -39,12 +38,8 @@
                false: only cells with records
     threshold  as ONS: a perturbed count below it is published NULL (column count_reason says why; the
                audit column perturbed keeps it); default none (every count published)
-    weight     column of survey weights (positive, finite; anything else stops the build naming the value and
-               its record): the unweighted count is perturbed, and the published weighted count is
-               count * (weighted sum / original), as cellKey and tau-Argus do; zero stays zero. Adds the
-               columns weighted_count and, for the audit, weighted_original (the weighted sum)
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none) %}
 {{- sdc.build_record_hook() -}}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
@@ -61,9 +56,6 @@
 {%- set key_column = rk if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact -%}
 {%- set wide = sdc.wide_integer_type() -%}
 {%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
-{%- if weight is not none and (weight is not string or weight | trim == '') -%}
-  {{ exceptions.raise_compiler_error("ckm_count: weight must be the name of a column of weights, got " ~ weight) }}
-{%- endif -%}
 {%- if threshold is not none and (threshold is not number or threshold != threshold | int or threshold < 0) -%}
   {{ exceptions.raise_compiler_error("ckm_count: threshold must be a whole number of at least 0, got " ~ threshold) }}
 {%- endif -%}
@@ -74,7 +66,6 @@
   {{ exceptions.raise_compiler_error("ckm_count: reuse_from must be a ptable row (a whole number of at least 1), got " ~ reuse_from) }}
 {%- endif -%}
 {%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
-{%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_count', roles=roles) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
 {%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
@@ -83,30 +74,16 @@
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 
-{%- set w = 'm.' ~ sdc.sql_identifier(weight) if weight is not none else none %}
-with {% if weight is not none -%}
-checked_records as (
-    -- a weight that is not a positive finite number (0, negative, infinite, NaN, NULL) gives no weighted count
-    select * from {{ relation }} as m
-    where {{ sdc.ckm_fail_if("not coalesce(" ~ w ~ " > 0 and " ~ w ~ " < cast('Infinity' as double), false)",
-        "'weight column " ~ sdc.sql_text(weight) ~ " must hold positive finite numbers, found ' || coalesce(cast(" ~ w ~ " as varchar), 'NULL') || ' in a record with "
-        ~ sdc.ckm_record_label(dims) ~ "'") }}
-),
-
-{% endif -%}
-leaf_cells as (
+with leaf_cells as (
     -- one pass over the microdata: original count and key sum of every cell of the finest level
     select
         {%- for dim in dims %}
         m.{{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         {{ count_expr }} as original,
-        {%- if weight is not none %}
-        sum(cast({{ w }} as decimal(38, 9)){{ ' * m.' ~ sdc.sql_identifier(fact) if fact is not none }}) as weighted_original,
-        {%- endif %}
         {{ sdc.ckm_key_sum(sdc.sql_identifier(key_column)) }} as key_sum,
         max({{ sdc.sql_identifier(key_column) }}) as max_key
-    from {{ 'checked_records' if weight is not none else relation }} as m
+    from {{ relation }} as m
     group by {% for dim in dims %}m.{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 ),
 {%- if complete %}
@@ -135,9 +112,6 @@ complete_leaf_cells as (
         leaf_frame.{{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         coalesce(leaf_cells.original, 0) as original,
-        {%- if weight is not none %}
-        coalesce(leaf_cells.weighted_original, 0) as weighted_original,
-        {%- endif %}
         coalesce(leaf_cells.key_sum, 0) as key_sum,
         leaf_cells.max_key
     from leaf_frame
@@ -172,9 +146,6 @@ paired_metrics as (
         {{- sdc.ckm_dimension_labels(dims, levels) }}
         -- coalesce: the grand total of a relation without records is an empty cell, 0 (a sum over no rows is NULL)
         cast(coalesce(sum(original), 0) as bigint) as original,
-        {%- if weight is not none %}
-        coalesce(sum(weighted_original), 0) as weighted_original,
-        {%- endif %}
         coalesce(sum(key_sum), 0) as key_sum
     from checked_leaf_levels
     group by grouping sets (
@@ -241,9 +212,6 @@ published as (
         {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         original,
-        {%- if weight is not none %}
-        weighted_original,
-        {%- endif %}
         cast(key_sum as {{ wide }}) as key_sum,
         cell_key_int,
         cell_key,
@@ -257,19 +225,6 @@ published as (
         end as {{ sdc.sql_identifier('count') }}
     from overlay
 )
-{%- set last = 'published' %}
-{%- if weight is not none %}
-{%- set last = 'weighted' %},
-
-weighted as (
-    -- cellKey and tau-Argus: the perturbed count times the cell's mean weight; zero stays zero
-    select
-        published.*,
-        case when {{ sdc.sql_identifier('count') }} = 0 then 0
-             else {{ sdc.sql_identifier('count') }} * cast(weighted_original as double) / original end as weighted_count
-    from published
-)
-{%- endif %}
 {%- if threshold is not none %},
 
 thresholded as (
@@ -278,21 +233,18 @@ thresholded as (
         {%- for dim in dims %}
         {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
-        original,{{ ' weighted_original,' if weight is not none }} key_sum, cell_key_int, cell_key, ptable_row, noise,
+        original, key_sum, cell_key_int, cell_key, ptable_row, noise,
         {{ sdc.sql_identifier('count') }} as perturbed,
         case when {{ sdc.sql_identifier('count') }} >= {{ threshold }} then {{ sdc.sql_identifier('count') }} end
             as {{ sdc.sql_identifier('count') }},
-        {%- if weight is not none %}
-        case when {{ sdc.sql_identifier('count') }} >= {{ threshold }} then weighted_count end as weighted_count,
-        {%- endif %}
         case when {{ sdc.sql_identifier('count') }} < {{ threshold }} then 'perturbed count below {{ threshold }}' end
             as count_reason
-    from {{ last }}
+    from published
 )
 
 select * from thresholded
 {%- else %}
 
-select * from {{ last }}
+select * from published
 {%- endif %}
 {% endmacro %}

@@ -51,11 +51,3 @@
         end as {{ sdc.sql_identifier(dim) }},
     {%- endfor %}
 {% endmacro %}
-
-
-{% macro ckm_record_label(dims) -%}
-{#- SQL text (inside an open string literal) naming a record by its dimensions: a = ' || ... || ', b = ... -#}
-{%- for dim in dims -%}
-{{ sdc.sql_text(dim) }} = ' || coalesce(cast(m.{{ sdc.sql_identifier(dim) }} as varchar), 'NULL') || '{{ ', ' if not loop.last }}
-{%- endfor -%}
-{%- endmacro %}

@@ -23,7 +23,6 @@ from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .files import check_not_an_input, check_output_file, csv_field, csv_header, write_text_atomically
 from .hierarchy import read_hierarchy
-from .database import is_numeric_type
 from .loader import column_list, existing_key_sql, fact_sql, quote
 from .microdata_input import register_microdata
 from .macro_renderer import Relation, private_connection, render_macro, run_sql
@@ -34,8 +33,6 @@ from .ptable.table import PTable
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
 THRESHOLD_OUTPUT = "count_reason"   # why a count is published empty (with threshold=)
 THRESHOLD_AUDIT = "perturbed"       # the count a threshold hid (audit only)
-WEIGHTED_OUTPUT = "weighted_count"  # with weight=: count * (weighted sum / original count)
-WEIGHTED_AUDIT = "weighted_original"  # the weighted sum (audit only)
 COUNT_FACT = "f_sdc_count"
 TOTALS = ("cube", "rollup", "none")
 
@@ -56,7 +53,6 @@ def count_table(
     hierarchy=None,
     totals: str = "cube",
     count_var: str | None = None,
-    weight: str | None = None,
     threshold: int | None = None,
     audit: bool = False,
     complete: bool = True,
@@ -76,8 +72,6 @@ def count_table(
     hierarchy   file or DataFrame (dimension, code, parent) for hierarchical dimensions
     totals      cube (every margin and subtotal), rollup, none (inner cells only, as ONS)
     count_var   0/1 column to count (default: every record)
-    weight      column of survey weights (positive, finite): adds weighted_count = count * (weighted sum /
-                original count), the unweighted count perturbed (cellKey, tau-Argus); zero stays zero
     threshold   as ONS: a perturbed count below it is published empty (NULL)
     complete    every cell of the frame (cross product of each dimension's codes), empty ones as count 0,
                 as ONS and cellKey; False: only cells with records
@@ -86,7 +80,7 @@ def count_table(
     """
     with private_connection("ckm") as con:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
-                                  threshold, audit, complete, reuse_from, check_keys, weight=weight)
+                                  threshold, audit, complete, reuse_from, check_keys)
         return _run(con, sql, lambda result: result.df())
 
 
@@ -105,7 +99,6 @@ def protect_table(
     threshold: int | None = None,
     complete: bool = True,
     reuse_from: int | None = None,
-    weight: str | None = None,
 ) -> int:
     """``sdc ckm``: write the table of ``count_table`` to the CSV file ``out``; returns the number of cells."""
     if (key_digits is None) == (modulus is None):
@@ -120,7 +113,7 @@ def protect_table(
         sql, columns = _protected_query(
             con, Path(input_path), dims, record_key, modulus if modulus is not None else 10**key_digits,
             Path(ptable_path), Path(hierarchy_path) if hierarchy_path else None, totals, count_var, threshold,
-            audit, complete, reuse_from, check_keys=True, option_names=True, weight=weight)
+            audit, complete, reuse_from, check_keys=True, option_names=True)
         rows = _run(con, sql, lambda result: result.fetchall())
     lines = [",".join(columns)] + [",".join(csv_field(v) for v in row) for row in rows]
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
@@ -128,9 +121,9 @@ def protect_table(
 
 
 def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var, threshold,
-                     audit, complete, reuse_from, check_keys, option_names=False, weight=None) -> tuple[str, list[str]]:
+                     audit, complete, reuse_from, check_keys, option_names=False) -> tuple[str, list[str]]:
     """Set up the run's relations on ``con`` and return the query of the table with its column names."""
-    dims = _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names, weight)
+    dims = _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names)
     table = _ptable(ptable)
     if table.key_modulus is not None and table.key_modulus != modulus:
         raise SdcError(
@@ -138,19 +131,13 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
             f"modulus {table.key_modulus}, but the record keys have modulus {modulus}: give keys and table of one modulus"
         )
     reuse_from = _reuse_from(table, reuse_from)
-    needed = dims + [record_key] + [c for c in (count_var, weight) if c]
-    label, all_columns = register_microdata(con, data, _INPUT, needed)
-    missing = [c for c in needed if c not in all_columns]
+    label, all_columns = register_microdata(con, data, _INPUT, dims + [record_key] + ([count_var] if count_var else []))
+    missing = [c for c in dims + [record_key] + ([count_var] if count_var else []) if c not in all_columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(all_columns)})")
-    types = dict(con.execute(f"select column_name, column_type from (describe select * from {_INPUT})").fetchall())
-    columns = list(types)
-    if weight and not is_numeric_type(types[weight]):
-        raise SdcError(f"{'--weight' if option_names else 'weight'} column {weight!r} of {label} has type "
-                       f"{types[weight]}, not a number")
+    columns = [r[0] for r in con.execute(f"describe select * from {_INPUT}").fetchall()]
     key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
-    selected = ", ".join([quote(d) for d in dims] + [f"{key_sql} as {RECORD_KEY_COLUMN}"]
-                         + ([quote(weight)] if weight else []))
+    selected = ", ".join([quote(d) for d in dims] + [f"{key_sql} as {RECORD_KEY_COLUMN}"])
     if count_var:
         counted = fact_sql(con, columns, COUNT_FACT, count_var, relation=_INPUT)
         key_fact = quote(KEY_FACT_PREFIX + COUNT_FACT)
@@ -168,11 +155,10 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     sql = _run(con, None, lambda _: render_macro(
         con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
         hierarchy=hierarchy_relation, ptable=_PTABLE, modulus=modulus, reuse_from=reuse_from,
-        check_keys=False, complete=complete, threshold=threshold, weight=weight))
-    output = dims + ["count"] + ([WEIGHTED_OUTPUT] if weight else []) + ([THRESHOLD_OUTPUT] if threshold is not None else [])
+        check_keys=False, complete=complete, threshold=threshold))
+    output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
     if audit:
-        output += list(AUDIT_OUTPUT) + ([THRESHOLD_AUDIT] if threshold is not None else []) \
-            + ([WEIGHTED_AUDIT] if weight else [])
+        output += list(AUDIT_OUTPUT) + ([THRESHOLD_AUDIT] if threshold is not None else [])
     # codes are text in the table (a total's code is text): numbers among them in numeric order (1, 2, 10),
     # then the others (Total, letters) in text order
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
@@ -180,7 +166,7 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     return f"select {', '.join(quote(c) for c in output)} from ({sql}) as cells order by {order}", output
 
 
-def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names, weight) -> list[str]:
+def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names) -> list[str]:
     if isinstance(dims, str) or not dims or not all(isinstance(d, str) for d in dims):
         raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
     dims = list(dims)
@@ -194,12 +180,7 @@ def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, op
         quote(dim)
     check_dimension_names(dims, CKM_OWN_COLUMNS + (RECORD_KEY_COLUMN, COUNT_FACT, THRESHOLD_OUTPUT),
                           {record_key: "--record-key column" if option_names else "record_key column",
-                           count_var: "--count-var column" if option_names else "count_var column",
-                           weight: "--weight column" if option_names else "weight column"})
-    if weight is not None and (not isinstance(weight, str) or not weight.strip()):
-        raise SdcError(f"weight must be the name of a column of weights, got {weight!r}")
-    if weight is not None:
-        quote(weight)
+                           count_var: "--count-var column" if option_names else "count_var column"})
     return dims
 
 
@@ -271,10 +252,7 @@ def _earlier_output(path: Path) -> bool:
     if "count" not in header:
         return False
     tail = header[header.index("count"):]
-    for weighted in ([], [WEIGHTED_OUTPUT]):
-        for thresholded in ([], [THRESHOLD_OUTPUT]):
-            published = ["count", *weighted, *thresholded]
-            audit = [*AUDIT_OUTPUT, *([THRESHOLD_AUDIT] if thresholded else []), *([WEIGHTED_AUDIT] if weighted else [])]
-            if tail in (published, published + audit):
-                return True
-    return False
+    return tail in (
+        ["count"], ["count", THRESHOLD_OUTPUT], ["count", *AUDIT_OUTPUT],
+        ["count", THRESHOLD_OUTPUT, *AUDIT_OUTPUT, THRESHOLD_AUDIT],
+    )

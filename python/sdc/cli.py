@@ -126,8 +126,6 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--dims", required=True, help="comma-separated dimension columns")
     ckm.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name with @ levels)")
     ckm.add_argument("--count-var", help="0/1 column to count (default: every record)")
-    ckm.add_argument("--weight", metavar="COL", help="survey weights (positive, finite): adds weighted_count = "
-                     "count x the cell's mean weight, the unweighted count perturbed (cellKey, tau-Argus)")
     ckm.add_argument("--record-key", required=True, help="column with the record keys")
     keys = ckm.add_mutually_exclusive_group(required=True)
     keys.add_argument("--key-digits", type=int, help="decimals of the record keys: M = 10^digits")
@@ -327,7 +325,6 @@ def _run_ckm(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         complete=not args.no_empty_cells,
         reuse_from=args.reuse_from,
-        weight=args.weight,
     )
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0

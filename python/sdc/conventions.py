@@ -86,10 +86,8 @@ TOTAL_LABEL: str = "Total"
 # ------------------------------------------------------------------------------------------ audit columns
 # Columns of a ckm_count relation that undo the protection: they stay in the audit layer, never published.
 # perturbed: original + noise where a threshold publishes the count empty (ckm_count threshold=)
-# weighted_original: the weighted sum of a cell (ckm_count weight=), from which the original count's mean
-# weight follows
 CKM_AUDIT_COLUMNS: tuple[str, ...] = (
-    "original", "key_sum", "cell_key_int", "cell_key", "ptable_row", "noise", "perturbed", "weighted_original",
+    "original", "key_sum", "cell_key_int", "cell_key", "ptable_row", "noise", "perturbed",
 )
 
 # ------------------------------------------------------------------------------------------ publication
@@ -143,7 +141,7 @@ PUBLICATION_STORAGE_VERSION: str = "v1.0.0"
 # in any letter case, would be overwritten or make the output ambiguous, so it is refused. Also refused: the
 # record key and key fact columns (KEY_FACT_PREFIX), the top_<n> contributions, and names with the suffixes
 # that the levels of a hierarchical dimension get (<dim>__level_<n>, <dim>__leaf).
-CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "count_reason", "weighted_count", "max_key") + CKM_AUDIT_COLUMNS
+CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "count_reason", "max_key") + CKM_AUDIT_COLUMNS
 SUPPRESSION_OWN_COLUMNS: tuple[str, ...] = (
     "freq", "value", "contribution", "records", "contribution_rank", "sdc_value", "sdc_contributor",
     "sdc_contribution_id", "published_text", "constraint_id", "dimension", "coefficient",  # the last three: relations

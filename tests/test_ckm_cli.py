@@ -226,3 +226,30 @@ def test_a_root_code_with_a_comma_is_one_root():
     table = count_table(data, ["region"], record_key="key", modulus=10**8, ptable=PTABLE, hierarchy=hierarchy,
                         audit=True, check_keys=False)
     assert dict(zip(table["region"], table["original"])) == {"North, South": 50, "N": 30, "S": 20}
+
+
+def test_a_ptable_file_rewritten_in_place_is_read_again(tmp_path):
+    # count_table keeps a parsed ptable for the process, by the file's content: a rewrite of the same size
+    # (here: the noise of row 2 from 0 to 1) must not serve the old table
+    import pandas as pd
+
+    from sdc.ckm import count_table
+
+    ptable = tmp_path / "pt.csv"
+    data = pd.DataFrame({"a": ["x", "x", "y"], "key": [0, 1, 3]})
+    tables = []
+    for noise in ("0", "1"):
+        ptable.write_text("pcv,ckey,pvalue\n" + "".join(f"{i},{k},{noise if i == 2 else 0}\n"
+                                                        for i in (1, 2) for k in range(4)))
+        tables.append(count_table(data, ["a"], record_key="key", modulus=4, ptable=ptable, check_keys=False))
+    assert tables[0]["count"].tolist() == [3, 2, 1]  # Total, x, y
+    assert tables[1]["count"].tolist() == [4, 3, 1]  # Total (row 2, the last) and x (2 records) now get +1
+
+
+def test_totals_none_with_a_hierarchy_gives_the_leaves_only():
+    from sdc.ckm import count_table
+
+    table = count_table(MICRODATA, ["sex", "age"], record_key="rkeys", modulus=10**7, ptable=PTABLE,
+                        hierarchy=DATA / "cellkey_testdata_hierarchies.csv", totals="none", audit=True)
+    assert len(table) == 2 * 6 and set(table["age"]) == {f"age_group{k}" for k in range(1, 7)}
+    assert set(table["sex"]) == {"male", "female"} and table["original"].sum() == 4580

@@ -130,3 +130,23 @@ def test_the_python_api_creates_the_warehouse_for_its_owner_only(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "w.duckdb").stat().st_mode) == 0o600
+
+
+def test_a_scratch_folder_of_an_older_sdc_is_removed_by_its_owner_file(tmp_path, monkeypatch):
+    """Older versions named the folder sdc-scratch-<kind>-<random> and kept their pid in owner.pid (and a DuckDB
+    copy of the microdata in it): such a folder whose process is gone is removed too, one of a live one kept."""
+    import tempfile
+
+    from sdc.scratch import remove_orphaned_scratch_folders
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone_process = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone_process.wait()
+    orphan = tmp_path / f"{SCRATCH_PREFIX}ckm-abc123"
+    alive = tmp_path / f"{SCRATCH_PREFIX}suppress-def456"
+    for folder, pid in ((orphan, gone_process.pid), (alive, os.getpid())):
+        folder.mkdir()
+        (folder / "owner.pid").write_text(str(pid))
+        (folder / "ckm.duckdb").write_text("copy of the microdata")
+    assert remove_orphaned_scratch_folders() == [orphan]
+    assert not orphan.exists() and alive.exists()

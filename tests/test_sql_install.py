@@ -327,7 +327,7 @@ def test_an_ons_ptable_with_256_keys_and_rows_reused_from_501(tmp_path, capsys):
     assert main(["sql", "install", "--db", str(db), "--ptable", str(ons_file)]) == 0
     assert "modulus 256 (as loaded: raw.ons)" in capsys.readouterr().out
     assert query(db, sql) == expected
-    # the same table seeded (sdc format cannot carry the rule): --reuse-from 501 as the dbt var
+    # the same table seeded without the rule's column: --reuse-from 501 as the dbt var
     db = tmp_path / "seeded.duckdb"
     load_microdata(db, data, "ons", id_column="id", key_mode="existing", key_column="key", modulus=256)
     put_ptable(db, "main.sdc_ptable", parse_ptable(ons_10_5_rule(750))[0])
@@ -335,6 +335,20 @@ def test_an_ons_ptable_with_256_keys_and_rows_reused_from_501(tmp_path, capsys):
     assert "counts above 750 reuse rows 501..750" in capsys.readouterr().out
     assert query(db, sql + "") == expected
     assert query(db, "select cell, sdc_ckm(count(*), sum(rk)) from raw.ons group by rollup (cell) order by cell")[:4] == expected[:4]
+    # the sdc file of the ONS table, seeded as it is: its column reuse_from carries the rule (as ckm_count reads it)
+    db = tmp_path / "seeded_with_rule.duckdb"
+    load_microdata(db, data, "ons", id_column="id", key_mode="existing", key_column="key", modulus=256)
+    converted = tmp_path / "ons_as_sdc.csv"
+    converted.write_text(render_ptable(parse_ptable(ons_10_5_rule(750))[0]))
+    con = duckdb.connect(str(db))
+    con.execute("create table main.sdc_ptable as select * from read_csv(?, header = true)", [str(converted)])
+    con.close()
+    assert main(["sql", "install", "--db", str(db), "--reuse-from", "600"]) == 2
+    assert "reuses rows from 501 on (its column reuse_from), but --reuse-from 600 was asked for" in capsys.readouterr().err
+    assert not installed(db)
+    assert main(["sql", "install", "--db", str(db)]) == 0
+    assert "counts above 750 reuse rows 501..750" in capsys.readouterr().out
+    assert query(db, sql) == expected
 
 
 # ------------------------------------------------------------------------------------------ the modulus

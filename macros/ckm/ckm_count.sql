@@ -15,7 +15,8 @@
     perturbed      original + noise, kept for the audit      (only with a threshold)
     count_reason   why count is NULL ('perturbed count below <T>'), else NULL   (only with a threshold)
 
-  Only the dimensions and `count` may be published (ckm_published); the other columns undo the protection.
+  Only the dimensions, `count` and `count_reason` may be published (ckm_published); the other columns undo
+  the protection.
 
   Arguments
     relation   microdata with the record key column (var sdc_record_key_column, default rk) and, for a

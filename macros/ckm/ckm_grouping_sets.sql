@@ -2,15 +2,22 @@
   ckm_grouping_sets: the grouping sets of a table, as lists of quoted level columns.
   Each dimension is at one of its levels: leaf, an intermediate level of its hierarchy, or its root
   (not grouped). 'cube' takes every combination, 'rollup' only those in which every dimension after one
-  that is above its leaf is at its root (SQL ROLLUP order), 'none' only the leaves.
+  that is above its leaf is at its root (SQL ROLLUP order), 'none' only the leaves (no total, no intermediate level).
 #}
 {% macro ckm_grouping_sets(dims, levels, totals) %}
 {%- set state = namespace(combos=[[]]) -%}
 {%- for dim in dims -%}
   {%- set options = [] -%}
-  {%- for column in levels[dim].columns | reverse -%}
-    {%- do options.append({'columns': [sdc.sql_identifier(column)], 'leaf': loop.first, 'root': false}) -%}
-  {%- endfor -%}
+  {%- if totals == 'none' -%}
+    {#- the leaf only; grouped with its ancestors, which it determines, so that every level column is grouped -#}
+    {%- set columns = [] -%}
+    {%- for column in levels[dim].columns -%}{%- do columns.append(sdc.sql_identifier(column)) -%}{%- endfor -%}
+    {%- do options.append({'columns': columns, 'leaf': true, 'root': false}) -%}
+  {%- else -%}
+    {%- for column in levels[dim].columns | reverse -%}
+      {%- do options.append({'columns': [sdc.sql_identifier(column)], 'leaf': loop.first, 'root': false}) -%}
+    {%- endfor -%}
+  {%- endif -%}
   {%- if totals != 'none' -%}
     {%- do options.append({'columns': [], 'leaf': false, 'root': true}) -%}
   {%- endif -%}

@@ -24,7 +24,8 @@ case when {{ n }} <= {{ max_i }} then {{ n }}
 {%- if not execute or (model is defined and model.resource_type == 'unit_test') -%}{{ return(reuse_from) }}{%- endif -%}
 {%- set columns = run_query('select * from ' ~ ptable ~ ' limit 0').column_names | map('lower') | list -%}
 {%- if 'reuse_from' not in columns -%}{{ return(reuse_from) }}{%- endif -%}
-{%- set rule = run_query('select min(reuse_from) as low, max(reuse_from) as high, count(*) - count(reuse_from) as missing from ' ~ ptable).rows[0] -%}
+{%- set rule = run_query('select min(reuse_from) as low, max(reuse_from) as high, count(*) - count(reuse_from) as missing, count(*) as n from ' ~ ptable).rows[0] -%}
+{%- if rule['n'] | int == 0 -%}{{ return(reuse_from) }}{%- endif -%}  {#- no rows (dbt build --empty): no rule to read #}
 {%- if rule['low'] is none or rule['low'] != rule['high'] or rule['missing'] | int > 0 -%}
   {{ exceptions.raise_compiler_error(caller_name ~ ": the column reuse_from of the perturbation table " ~ ptable
       ~ " must hold one row number on every row (found " ~ rule['low'] ~ " to " ~ rule['high'] ~ ")") }}

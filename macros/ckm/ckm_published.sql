@@ -1,7 +1,8 @@
 {#
-  ckm_published: the publishable columns of a ckm_count relation: its dimensions and `count`.
-  The audit columns (original, key_sum, cell_key_int, cell_key, ptable_row, noise, in any letter case, as
-  `sdc publish` compares them) stay behind, because they undo the protection.
+  ckm_published: the publishable columns of a ckm_count relation: its dimensions, `count` and, with a
+  threshold, `count_reason`. The audit columns (var sdc_audit_columns: original, key_sum, cell_key_int,
+  cell_key, ptable_row, noise, perturbed, in any letter case, as `sdc publish` compares them) stay behind,
+  because they undo the protection.
 #}
 {% macro ckm_published(audit_relation) %}
 {{- sdc.build_record_hook() -}}

@@ -12,6 +12,7 @@ on an in-memory DuckDB that reads the data where they lie. No dbt process, no co
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from pathlib import Path
 
@@ -70,13 +71,15 @@ def count_table(
     ptable      perturbation table: a file in any format ``sdc ptable --import`` reads, a DataFrame of
                 such a table (sdc or ONS columns), or a PTable
     hierarchy   file or DataFrame (dimension, code, parent) for hierarchical dimensions
-    totals      cube (every margin and subtotal), rollup, none (inner cells only, as ONS)
+    totals      cube (every margin and subtotal), rollup, none (the finest cells only, as ONS)
     count_var   0/1 column to count (default: every record)
     threshold   as ONS: a perturbed count below it is published empty (NULL)
     complete    every cell of the frame (cross product of each dimension's codes), empty ones as count 0,
                 as ONS and cellKey; False: only cells with records
     reuse_from  counts above the ptable's last row cycle through rows reuse_from..last (ONS: 501); default
                 the table's own rule (an ONS table, or its sdc file, carries it)
+    check_keys  refuse record keys that cannot be uniform random (the record key checks); False only for
+                hand-picked teaching keys
     """
     with private_connection("ckm") as con:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
@@ -190,19 +193,19 @@ def _ptable(ptable) -> PTable:
     if isinstance(ptable, (str, os.PathLike)):
         path = Path(ptable)
         try:
-            stat = path.stat()
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             return read_ptable(path)[0]  # names the problem
-        return _read_ptable_file(str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        return _read_ptable_file(str(path.resolve()), digest)
     if hasattr(ptable, "to_csv") and hasattr(ptable, "columns"):  # a pandas DataFrame
         return parse_ptable(ptable.to_csv(index=False), source="the ptable DataFrame")[0]
     raise SdcError(f"ptable must be a file path, a DataFrame or a PTable, got {type(ptable).__name__}")
 
 
 @functools.lru_cache(maxsize=8)
-def _read_ptable_file(path: str, size: int, mtime_ns: int, inode: int) -> PTable:
-    """A ptable file read once per process while it stays the same file (a notebook protects many tables
-    with one ptable; ONS's has 192 000 lines)."""
+def _read_ptable_file(path: str, digest: str) -> PTable:
+    """A ptable file read once per process while its content stays the same (its SHA-256 ``digest``): a
+    notebook protects many tables with one ptable, and ONS's has 192 000 lines."""
     return read_ptable(path)[0]
 
 

@@ -73,7 +73,7 @@ def remove_orphaned_scratch_folders() -> list[Path]:
     """Remove this user's scratch folders whose sdc process is gone (killed with SIGKILL); returns them."""
     removed = []
     for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
-        owner = _owner(folder.name)
+        owner = _owner(folder)
         try:
             if owner is None or folder.stat().st_uid != os.getuid() or _process_runs(owner):
                 continue
@@ -84,10 +84,16 @@ def remove_orphaned_scratch_folders() -> list[Path]:
     return removed
 
 
-def _owner(name: str) -> int | None:
-    """The process id in a scratch folder's name, or None for a name of another form."""
-    parts = name[len(SCRATCH_PREFIX):].split("-")
-    return int(parts[1]) if len(parts) >= 3 and parts[1].isdigit() else None
+def _owner(folder: Path) -> int | None:
+    """The process id in a scratch folder's name; for a folder of an older sdc (sdc-scratch-<kind>-<random>,
+    which held a DuckDB copy of the microdata) the one in its file owner.pid; None if neither says."""
+    parts = folder.name[len(SCRATCH_PREFIX):].split("-")
+    if len(parts) >= 3 and parts[1].isdigit():
+        return int(parts[1])
+    try:
+        return int((folder / "owner.pid").read_text())
+    except (OSError, ValueError):
+        return None  # not an sdc folder, or one being made right now
 
 
 def _process_runs(pid: int) -> bool:

@@ -35,7 +35,7 @@ from .database import connect, transaction
 from .errors import SdcError
 from .files import disk_full
 from .quoting import quote_identifier, quote_path
-from .ptable.formats import parse_ptable, read_ptable, render_ptable
+from .ptable.formats import REUSE_FROM_COLUMN, parse_ptable, read_ptable, render_ptable
 from .ptable.table import PTable
 from .ptable.relation import create_ptable_table
 from .macro_renderer import render_macro
@@ -85,6 +85,9 @@ def install(
     try:
         source, table, (ptable_name, ptable_how) = _choose_ptable(con, ptable_path, file_table, ptable_relation)
         modulus, modulus_text = _modulus(con, modulus)
+        if reuse_from is not None and table.reuse_from is not None and reuse_from != table.reuse_from:
+            raise SdcError(f"the ptable {ptable_name} reuses rows from {table.reuse_from} on (its column "
+                           f"{REUSE_FROM_COLUMN}), but --reuse-from {reuse_from} was asked for: one table, one rule")
         reuse_from = reuse_from if reuse_from is not None else table.reuse_from
         if reuse_from is not None and reuse_from > table.max_i:
             raise SdcError(f"--reuse-from {reuse_from} is above the last ptable row {table.max_i}")
@@ -247,13 +250,16 @@ def _split_name(text: str) -> list[tuple[str, bool]] | None:
 
 
 def _read_relation(con, relation: Relation) -> PTable:
-    """The relation's rows, checked as a ptable file is (the same parser and messages)."""
+    """The relation's rows, checked as a ptable file is (the same parser and messages), with the reuse rule
+    of its column reuse_from where it has one (a seeded sdc file of an ONS table), as ckm_count reads it."""
     try:
+        names = [d[0].lower() for d in con.execute(f"select * from {relation.sql} limit 0").description]
+        columns = list(PTABLE_COLUMNS) + ([REUSE_FROM_COLUMN] if REUSE_FROM_COLUMN in names else [])
         rows = con.execute(
-            f"select {', '.join(PTABLE_COLUMNS)} from {relation.sql} order by i, p_int_lb, p_int_ub").fetchall()
+            f"select {', '.join(columns)} from {relation.sql} order by i, p_int_lb, p_int_ub").fetchall()
     except duckdb.Error as exc:
         raise SdcError(f"cannot read the ptable {relation.label}: {_one_line(exc)}") from None
-    lines = [",".join(PTABLE_COLUMNS)]
+    lines = [",".join(columns)]
     lines += [",".join("" if value is None else str(value) for value in row) for row in rows]
     return parse_ptable("\n".join(lines) + "\n", "sdc", source=f"ptable {relation.label} (rows ordered by i, p_int_lb)")[0]
 

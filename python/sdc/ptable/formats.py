@@ -193,12 +193,20 @@ def _decimal(text: str, what: str, line: int, source: str, sep: str = ",") -> De
 
 
 def _integer(text: str, what: str, line: int, source: str, sep: str = ",") -> int:
-    if text.isdigit() or (text[:1] == "-" and text[1:].isdigit()):
-        return int(text)
-    value = _decimal(text, what, line, source, sep)
-    if value != value.to_integral_value():
-        raise SdcError(f"{source}, line {line}: {what} = {text!r} is not a whole number")
-    return int(value)
+    if text.isascii() and (text.isdigit() or (text[:1] == "-" and text[1:].isdigit())):
+        value = int(text)
+    else:
+        number = _decimal(text, what, line, source, sep)
+        if number != number.to_integral_value():
+            raise SdcError(f"{source}, line {line}: {what} = {text!r} is not a whole number")
+        value = int(number)
+    if abs(value) >= _LARGEST_NUMBER:
+        raise SdcError(f"{source}, line {line}: {what} = {text!r} is too large (at most 2^53 in absolute value)")
+    return value
+
+
+# counts, noise and integer cell keys beyond 2^53 are no ptable's: they would not survive a float column
+_LARGEST_NUMBER = 2**53
 
 
 def _read_interval_columns(header, rows, sep, source):
@@ -314,7 +322,14 @@ def _plain_integer_keys(header, text, sep, source):
             or "\n\n" in body or body[0] == "," or body[-1] in ",-" or "-," in body or "-\n" in body \
             or body.count("-") != body.count(",-") + body.count("\n-") + body.startswith("-"):  # a range a-b
         return None
-    lines = body.count("\n") + 1
+    # exactly two commas on every line: a line of 4 fields next to one of 2 would pass a count of the whole
+    raw = np.frombuffer(body.encode(), dtype=np.uint8)
+    ends = np.flatnonzero(raw == ord("\n"))
+    commas_before = np.cumsum(raw == ord(","))
+    per_line = np.diff(np.r_[0, commas_before[ends], commas_before[-1]])
+    if (per_line != 2).any():
+        return None
+    lines = len(per_line)
     cols = _columns(
         header,
         {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")},
@@ -328,7 +343,9 @@ def _plain_integer_keys(header, text, sep, source):
             values = np.fromstring(body.replace("\n", ","), dtype=np.int64, sep=",")
         except ValueError:  # numpy 2 raises where older versions warned
             return None
-    if len(values) != 3 * lines:  # a line with another number of fields
+    if len(values) != 3 * lines:  # a field that is no integer
+        return None
+    if (np.abs(values) >= _LARGEST_NUMBER).any():  # numpy clamps what overflows 64 bits: leave it to the line reader
         return None
     values = values.reshape(-1, 3)
     i, key, v = values[:, cols["i"]], values[:, cols["key"]], values[:, cols["v"]]

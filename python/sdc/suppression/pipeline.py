@@ -105,7 +105,7 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
                      holding: str | None = None, preset: str = "handbook", method: str = "heuristic",
                      cost: str = "value", mark: str = "x", publish_intervals: bool = False,
                      prefer_low_levels: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, audit: bool = False):
-    """The table of ``suppress_table`` as a pandas DataFrame (its values as text, as in the file), for
+    """The table of ``suppress_table`` as a pandas DataFrame (numbers as numbers, NA for a suppressed cell), for
     pipelines and notebooks: ``data`` is a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/
     .parquet path; ``hierarchy`` a file path. The options are those of suppress_table."""
     import pandas as pd

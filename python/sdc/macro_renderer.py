@@ -178,7 +178,11 @@ class _Adapter:
     @staticmethod
     def get_relation(database=None, schema=None, identifier=None):
         session = _current()
-        # duckdb_tables() and duckdb_views(): the same answer as information_schema.tables, a tenth of the time
+        # a schema that does not exist (the raw schema in a command's own DuckDB) is answered at once; the first
+        # call of duckdb_tables() costs 10 ms
+        if not session.connection.execute("select 1 from duckdb_schemas() where lower(schema_name) = lower(?)",
+                                          [schema]).fetchall():
+            return None
         row = session.connection.execute(
             "select database_name, schema_name, name from ("
             "select database_name, schema_name, table_name as name from duckdb_tables() union all "

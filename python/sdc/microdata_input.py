@@ -26,15 +26,19 @@ def register_microdata(con, data, name: str, needed: list[str]) -> tuple[str, li
             raise SdcError(f"input file {path} is a folder")
         source = source_sql(path)
         try:
-            columns = [r[0] for r in con.execute(f"describe select * from {source}").fetchall()]
             if path.suffix.lower() == ".parquet":
                 con.execute(f"create view {quote(name)} as select * from {source}")
             else:
-                kept = [c for c in columns if c in needed] or columns
-                con.execute(f"create table {quote(name)} as select {', '.join(quote(c) for c in kept)} from {source}")
+                wanted = ", ".join(quote(c) for c in dict.fromkeys(needed))
+                try:
+                    con.execute(f"create table {quote(name)} as select {wanted} from {source}")
+                except duckdb.BinderException:  # a needed column is missing: the caller names it, with the file's
+                    pass
+                else:
+                    return str(path), list(dict.fromkeys(needed))
+            return str(path), [r[0] for r in con.execute(f"describe select * from {source}").fetchall()]
         except duckdb.Error as exc:
             raise read_failure(exc, path) from None
-        return str(path), columns
     if isinstance(data, duckdb.DuckDBPyRelation):
         # a relation belongs to its own connection: its needed columns come over as Arrow
         kept = [c for c in data.columns if c in needed] or data.columns

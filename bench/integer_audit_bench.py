@@ -11,24 +11,14 @@ Usage: .venv/bin/python bench/integer_audit_bench.py [shape ...]     (default 10
 
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from conftest import cube_table  # noqa: E402  (the tests' n-dimensional table with every margin)
 from sdc.suppression.audit import audit_pattern, suppressed_groups, relation_matrix
 from sdc.suppression.heuristic import heuristic_pattern
-
-
-def cube_table(inner):
-    """An n-dimensional table with every margin (the last index along each axis is its total) and its relations."""
-    full = np.asarray(inner, dtype=float)
-    for axis in range(full.ndim):
-        full = np.concatenate([full, full.sum(axis=axis, keepdims=True)], axis=axis)
-    index = np.arange(full.size).reshape(full.shape)
-    relations = []
-    for axis in range(full.ndim):
-        for line in np.moveaxis(index, axis, -1).reshape(-1, full.shape[axis]):
-            relations.append([(int(line[-1]), 1.0)] + [(int(c), -1.0) for c in line[:-1]])
-    return full.ravel(), relations
 
 
 def main(shapes):
@@ -38,7 +28,7 @@ def main(shapes):
     for shape in shapes:
         dims = tuple(int(x) for x in shape.split("x"))
         inner = np.where(rng.random(dims) < 0.08, rng.integers(1, 3, size=dims), rng.integers(3, 40, size=dims))
-        values, relations = cube_table(inner)
+        values, relations, _ = cube_table(inner)
         primary = (values > 0) & (values < 3)
         ones = primary * 1.0
         lower, upper = np.ones(len(values)), np.full(len(values), 1.5 * values.max())

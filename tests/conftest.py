@@ -54,3 +54,20 @@ def two_way_equations(rows, dims, hidden, value_of):
             equations.append(row)
             rhs.append(known)
     return equations, rhs
+
+
+def cube_table(inner):
+    """Cells of an n-dimensional table with every margin (the last index along each axis is its total),
+    its relations (one per line of cells along an axis: total = sum of the others) and the cell indices.
+    Used by the suppression tests and bench/integer_audit_bench.py."""
+    import numpy as np
+
+    full = np.asarray(inner, dtype=float)
+    for axis in range(full.ndim):
+        full = np.concatenate([full, full.sum(axis=axis, keepdims=True)], axis=axis)
+    index = np.arange(full.size).reshape(full.shape)
+    relations = []
+    for axis in range(full.ndim):
+        for line in np.moveaxis(index, axis, -1).reshape(-1, full.shape[axis]):
+            relations.append([(int(line[-1]), 1.0)] + [(int(c), -1.0) for c in line[:-1]])
+    return full.ravel(), relations, index

@@ -403,3 +403,20 @@ def test_suppressed_table_on_a_dataframe_equals_the_file_sdc_suppress_writes(tmp
         suppressed_table(frame, "region", ["freq:3"])
     with pytest.raises(SdcError, match=r"rules must be a list of rules such as \['freq:3', 'p:10'\], got 'freq:3'"):
         suppressed_table(frame, ["region"], "freq:3")
+
+
+def test_suppressed_table_takes_the_hierarchy_as_a_file_or_a_dataframe(tmp_path):
+    import pandas as pd
+
+    from sdc.suppression.pipeline import suppressed_table
+
+    rows = [("region", "Total", ""), ("region", "AB", "Total"), ("region", "CD", "Total"), ("region", "A", "AB"),
+            ("region", "B", "AB"), ("region", "C", "CD"), ("region", "D", "CD")]
+    path = tmp_path / "h.csv"
+    path.write_text("dimension,code,parent\n" + "".join(",".join(r) + "\n" for r in rows))
+    frame = pd.DataFrame(rows, columns=["dimension", "code", "parent"])
+    source = DATA / "sdctable_microdata1.csv"
+    from_file = suppressed_table(source, ["region", "gender"], ["freq:3"], hierarchy=path, audit=True)
+    from_frame = suppressed_table(source, ["region", "gender"], ["freq:3"], hierarchy=frame, audit=True)
+    assert from_file.equals(from_frame)
+    assert {"AB", "CD", "Total"} <= set(from_file["region"])

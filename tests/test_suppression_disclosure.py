@@ -20,7 +20,7 @@ from sdc.suppression.heuristic import integer_safe_pattern
 
 from conftest import two_way_equations
 from test_suppression_audit import grid_table
-from test_suppression_heuristic import cube_table
+from conftest import cube_table
 
 
 def read(path):

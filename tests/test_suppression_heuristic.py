@@ -8,6 +8,7 @@ from sdc.suppression import audit_pattern
 from sdc.suppression.heuristic import heuristic_pattern
 from sdc.suppression.optimal import optimal_pattern
 
+from conftest import cube_table
 from test_suppression_audit import grid_table
 
 TV7 = [[30, 47, 64, 89], [90, 124, 5, 31], [92, 100, 59, 85], [800, 991, 651, 685]]
@@ -54,20 +55,6 @@ def test_heuristic_passes_the_audit_and_costs_at_least_the_optimum(seed):
                          protection_upper=protection, upper=bounds).passed
     optimum = optimal_pattern(values, relations, primary, protection, protection, cost=values, upper=bounds)
     assert values[heuristic].sum() >= values[optimum].sum() - 1e-9
-
-
-def cube_table(inner):
-    """Cells of an n-dimensional table with every margin (the last index along each axis is its total),
-    its relations (one per line of cells along an axis: total = sum of the others) and the cell indices."""
-    full = np.asarray(inner, dtype=float)
-    for axis in range(full.ndim):
-        full = np.concatenate([full, full.sum(axis=axis, keepdims=True)], axis=axis)
-    index = np.arange(full.size).reshape(full.shape)
-    relations = []
-    for axis in range(full.ndim):
-        for line in np.moveaxis(index, axis, -1).reshape(-1, full.shape[axis]):
-            relations.append([(int(line[-1]), 1.0)] + [(int(c), -1.0) for c in line[:-1]])
-    return full.ravel(), relations, index
 
 
 @pytest.mark.parametrize("seed", range(8))

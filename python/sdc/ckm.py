@@ -16,17 +16,15 @@ import hashlib
 import os
 from pathlib import Path
 
-import duckdb
-
 from .record_keys import check_record_keys
 from .conventions import CKM_OWN_COLUMNS, KEY_FACT_PREFIX, RECORD_KEY_COLUMN
 from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .files import check_not_an_input, check_output_file, csv_field, csv_header, write_text_atomically
-from .hierarchy import read_hierarchy
+from .hierarchy import create_hierarchy_table, hierarchy_rows
 from .loader import column_list, existing_key_sql, fact_sql, quote
 from .microdata_input import register_microdata
-from .macro_renderer import Relation, private_connection, render_macro, run_sql
+from .macro_renderer import Relation, private_connection, render_macro, run_sql, sql_errors
 from .ptable.formats import parse_ptable, read_ptable
 from .ptable.relation import create_ptable_table
 from .ptable.table import PTable
@@ -84,7 +82,7 @@ def count_table(
     with private_connection("ckm") as con:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
                                   threshold, audit, complete, reuse_from, check_keys)
-        return _run(con, sql, lambda result: result.df())
+        return run_sql(con, sql).df()
 
 
 def protect_table(
@@ -117,7 +115,7 @@ def protect_table(
             con, Path(input_path), dims, record_key, modulus if modulus is not None else 10**key_digits,
             Path(ptable_path), Path(hierarchy_path) if hierarchy_path else None, totals, count_var, threshold,
             audit, complete, reuse_from, check_keys=True, option_names=True)
-        rows = _run(con, sql, lambda result: result.fetchall())
+        rows = run_sql(con, sql).fetchall()
     lines = [",".join(columns)] + [",".join(csv_field(v) for v in row) for row in rows]
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
     return len(rows)
@@ -134,11 +132,11 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
             f"modulus {table.key_modulus}, but the record keys have modulus {modulus}: give keys and table of one modulus"
         )
     reuse_from = _reuse_from(table, reuse_from)
-    label, all_columns = register_microdata(con, data, _INPUT, dims + [record_key] + ([count_var] if count_var else []))
-    missing = [c for c in dims + [record_key] + ([count_var] if count_var else []) if c not in all_columns]
+    needed = dims + [record_key] + ([count_var] if count_var else [])
+    label, columns = register_microdata(con, data, _INPUT, needed)
+    missing = [c for c in needed if c not in columns]
     if missing:
-        raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(all_columns)})")
-    columns = [r[0] for r in con.execute(f"describe select * from {_INPUT}").fetchall()]
+        raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
     key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
     selected = ", ".join([quote(d) for d in dims] + [f"{key_sql} as {RECORD_KEY_COLUMN}"])
     if count_var:
@@ -151,14 +149,16 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     if check_keys:
         # the check ckm_count makes (ckm_check_record_keys), in its Python twin, to name the input's column
         counted = _MICRODATA if not count_var else f"(select * from {_MICRODATA} where {COUNT_FACT} = 1)"
-        _run(con, None, lambda _: check_record_keys(con, counted, RECORD_KEY_COLUMN, modulus,
-                                                    f"in column {record_key!r} of {label}"))
+        with sql_errors():
+            check_record_keys(con, counted, RECORD_KEY_COLUMN, modulus, f"in column {record_key!r} of {label}")
     create_ptable_table(con, str(_PTABLE), table)
-    hierarchy_relation = _create_hierarchy(con, hierarchy)
-    sql = _run(con, None, lambda _: render_macro(
-        con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
-        hierarchy=hierarchy_relation, ptable=_PTABLE, modulus=modulus, reuse_from=reuse_from,
-        check_keys=False, complete=complete, threshold=threshold))
+    if hierarchy is not None:
+        create_hierarchy_table(con, str(_HIERARCHY), hierarchy_rows(hierarchy))
+    with sql_errors():  # the rendering runs queries (hierarchy shape, reuse rule)
+        sql = render_macro(
+            con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
+            hierarchy=_HIERARCHY if hierarchy is not None else None, ptable=_PTABLE, modulus=modulus,
+            reuse_from=reuse_from, check_keys=False, complete=complete, threshold=threshold)
     output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
     if audit:
         output += list(AUDIT_OUTPUT) + ([THRESHOLD_AUDIT] if threshold is not None else [])
@@ -218,35 +218,6 @@ def _reuse_from(table: PTable, reuse_from: int | None) -> int | None:
         raise SdcError(f"the perturbation table reuses rows from {table.reuse_from} on, but reuse_from "
                        f"{reuse_from} was asked for: one table, one rule")
     return reuse_from
-
-
-def _create_hierarchy(con, hierarchy) -> Relation | None:
-    if hierarchy is None:
-        return None
-    if isinstance(hierarchy, (str, os.PathLike)):
-        rows = read_hierarchy(hierarchy)
-    elif hasattr(hierarchy, "itertuples"):
-        missing = {"dimension", "code", "parent"} - set(hierarchy.columns)
-        if missing:
-            raise SdcError(f"the hierarchy DataFrame needs the columns dimension, code, parent ({', '.join(sorted(missing))} missing)")
-        rows = [(str(r.dimension), str(r.code), None if r.parent is None or r.parent != r.parent or r.parent == "" else str(r.parent))
-                for r in hierarchy[["dimension", "code", "parent"]].itertuples(index=False)]
-    else:
-        raise SdcError(f"hierarchy must be a file path or a DataFrame (dimension, code, parent), got {type(hierarchy).__name__}")
-    con.execute(f"create table {_HIERARCHY} (dimension varchar, code varchar, parent varchar)")
-    if rows:
-        con.executemany(f"insert into {_HIERARCHY} values (?, ?, ?)", [tuple(r) for r in rows])
-    return _HIERARCHY
-
-
-def _run(con, sql, take):
-    """Run the query (or, with sql None, the rendering) and take its result, with the SQL's errors as SdcErrors."""
-    if sql is not None:
-        return take(run_sql(con, sql))
-    try:
-        return take(None)
-    except duckdb.Error as exc:  # a query the rendering runs (hierarchy shape, key checks)
-        raise SdcError(str(exc).strip().splitlines()[0]) from None
 
 
 def _earlier_output(path: Path) -> bool:

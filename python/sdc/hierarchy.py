@@ -4,10 +4,33 @@ total), or the level format of sdcHierarchies/sdcTable ``dim, level, name`` with
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .errors import SdcError
 from .files import read_csv_rows
+
+
+def hierarchy_rows(source) -> list[tuple[str, str, str | None]]:
+    """Rows (dimension, code, parent) of a hierarchy file (read_hierarchy) or of a pandas DataFrame with the
+    columns dimension, code, parent (a missing or empty parent marks the root)."""
+    if isinstance(source, (str, os.PathLike)):
+        return read_hierarchy(source)
+    if not hasattr(source, "itertuples"):
+        raise SdcError(f"hierarchy must be a file path or a DataFrame (dimension, code, parent), got {type(source).__name__}")
+    missing = {"dimension", "code", "parent"} - set(source.columns)
+    if missing:
+        raise SdcError(f"the hierarchy DataFrame needs the columns dimension, code, parent ({', '.join(sorted(missing))} missing)")
+    return [(str(dim), str(code), None if parent is None or parent != parent or parent == "" else str(parent))
+            for dim, code, parent in source[["dimension", "code", "parent"]].itertuples(index=False)]
+
+
+def create_hierarchy_table(con, name: str, rows) -> None:
+    """The table ``name`` (SQL, already quoted) as the seed sdc_hierarchies holds a hierarchy: dimension,
+    code, parent as text, for the commands that render the macros on a DuckDB of their own."""
+    con.execute(f"create table {name} (dimension varchar, code varchar, parent varchar)")
+    if rows:
+        con.executemany(f"insert into {name} values (?, ?, ?)", [tuple(r) for r in rows])
 
 
 def read_hierarchy(path: str | Path) -> list[tuple[str, str, str]]:

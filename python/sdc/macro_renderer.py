@@ -22,9 +22,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import jinja2
 
 from .errors import SdcError
+from .quoting import quote_literal
+from .scratch import package_dir, scratch_folder
 
 # one {% macro name(...) %} ... {% endmacro %} block; dbt, too, compiles each block as a template of its own
 _MACRO_BLOCK = re.compile(r"\{%-?\s*macro\s+(\w+)\s*\(.*?\{%-?\s*endmacro\s*-?%\}", re.DOTALL)
@@ -54,11 +57,6 @@ class Relation:
     def __str__(self) -> str:
         parts = [p for p in (self.database, self.schema, self.identifier) if p is not None]
         return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
-
-    # Jinja renders objects with str(); macros also read .name
-    @property
-    def name(self) -> str:
-        return self.identifier
 
 
 class _Row(tuple):
@@ -304,8 +302,6 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 @functools.cache
 def macro_library() -> MacroLibrary:
-    from .scratch import package_dir
-
     return MacroLibrary(package_dir() / "macros")
 
 
@@ -334,11 +330,6 @@ def render_macro(connection, name: str, *args, vars: dict | None = None, refs: d
 def private_connection(kind: str) -> Iterator:
     """An in-memory DuckDB for one command: what it spills beyond the memory limit (microdata) goes to a
     private folder (0700) that is removed at the end, also on an error or a signal (scratch.scratch_folder)."""
-    import duckdb
-
-    from .quoting import quote_literal
-    from .scratch import scratch_folder
-
     with scratch_folder(kind) as folder:
         con = duckdb.connect()
         try:
@@ -351,15 +342,21 @@ def private_connection(kind: str) -> Iterator:
 _ENGINE_PREFIXES = ("Invalid Input Error: ", "Conversion Error: ", "Binder Error: ", "Constraint Error: ")
 
 
-def run_sql(con, sql: str):
-    """Execute ``sql``; an error the SQL raises (the macros' checks stop a query with error(...)) becomes an
-    SdcError with the engine's first line, which for those checks is the macro's message."""
-    import duckdb
-
+@contextmanager
+def sql_errors() -> Iterator[None]:
+    """An error the SQL raises inside (the macros' checks stop a query with error(...); a rendering runs
+    queries too) becomes an SdcError with the engine's first line, which for those checks is the macro's
+    message."""
     try:
-        return con.execute(sql)
+        yield
     except duckdb.Error as exc:
         message = str(exc).strip().splitlines()[0]
         for prefix in _ENGINE_PREFIXES:
             message = message.removeprefix(prefix)
         raise SdcError(message) from None
+
+
+def run_sql(con, sql: str):
+    """Execute ``sql``, with its errors as SdcErrors (sql_errors)."""
+    with sql_errors():
+        return con.execute(sql)

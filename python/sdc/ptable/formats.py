@@ -46,6 +46,8 @@ from .validate import Entry, assemble
 ONS_LAST_ROW = 750
 ONS_REUSE_FROM = 501
 REUSE_FROM_COLUMN = "reuse_from"
+# the columns of an integer-key table (ons, cantabular) and their names in either format
+_INTEGER_KEY_COLUMNS = {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")}
 
 IMPORT_FORMATS = ("sdc", "sas", "tauargus", "ons", "cantabular", "overlay", "cum_zuf")
 EXPORT_FORMATS = ("sdc", "tauargus", "sas")
@@ -250,11 +252,7 @@ def _read_interval_columns(header, rows, sep, source):
 
 def _read_integer_keys(header, rows, sep, source):
     """ons / cantabular: one line per (value, integer cell key) with its noise."""
-    cols = _columns(
-        header,
-        {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")},
-        source,
-    )
+    cols = _columns(header, _INTEGER_KEY_COLUMNS, source)
     # per row, the key ranges as given (k0, k1, noise, line): checked and merged without one entry per key,
     # so a range such as 0-1000000000 costs no more than 0-255
     ranges: dict[int, list[tuple[int, int, int, int]]] = {}
@@ -330,11 +328,7 @@ def _plain_integer_keys(header, text, sep, source):
     if (per_line != 2).any():
         return None
     lines = len(per_line)
-    cols = _columns(
-        header,
-        {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")},
-        source,
-    )
+    cols = _columns(header, _INTEGER_KEY_COLUMNS, source)
     # numpy stops at the first text that is no integer ("1.5", "5a", a quote): then the line reader takes
     # over, which reads or refuses it naming the line; spaces around numbers both skip
     with warnings.catch_warnings():

@@ -22,7 +22,7 @@ from ..conventions import SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL
 from ..dimension_names import check_dimension_names
 from ..database import is_numeric_type
 from ..errors import SdcError
-from ..hierarchy import read_hierarchy
+from ..hierarchy import create_hierarchy_table, hierarchy_rows, read_hierarchy
 from ..loader import column_list, quote
 from ..microdata_input import register_microdata
 from ..files import (check_not_an_input, check_output_file, csv_field, csv_header, read_csv_rows,
@@ -107,7 +107,8 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
                      prefer_low_levels: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, audit: bool = False):
     """The table of ``suppress_table`` as a pandas DataFrame (numbers as numbers, NA for a suppressed cell), for
     pipelines and notebooks: ``data`` is a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/
-    .parquet path; ``hierarchy`` a file path. The options are those of suppress_table."""
+    .parquet path; ``hierarchy`` a file path or a DataFrame (dimension, code, parent). The options are those
+    of suppress_table."""
     import pandas as pd
 
     _check_options(rules, value, method, cost, time_limit, dims)
@@ -318,7 +319,7 @@ def _cells_and_relations(data, dims, rules, hierarchy_path, value, holding, pres
                     f"negative contribution {negative[-1]:g} in column {value!r} (cell {cell}): the rules "
                     f"{', '.join(dominance)} assume non-negative contributions; transform the variable first"
                 )
-        hierarchy = _hierarchy_table(con, read_hierarchy(hierarchy_path) if hierarchy_path else None)
+        hierarchy = _hierarchy_table(con, hierarchy_path)
         # the macros of the warehouse, rendered here (macro_renderer), each relation a table as dbt builds it
         cells_sql = render_macro(con, "suppression_cells", _relation("micro"), dims, value=value, holding=holding,
                                  hierarchy=hierarchy)
@@ -341,12 +342,11 @@ def _relation(name: str) -> Relation:
     return Relation("memory", "main", name)
 
 
-def _hierarchy_table(con, rows) -> Relation | None:
-    """The hierarchy as the seed sdc_hierarchies holds it (dimension, code, parent as text), or None."""
-    if not rows:
+def _hierarchy_table(con, hierarchy) -> Relation | None:
+    """The hierarchy (a file or a DataFrame) as the table sdc_hierarchies, or None without one."""
+    if hierarchy is None:
         return None
-    con.execute("create table sdc_hierarchies (dimension varchar, code varchar, parent varchar)")
-    con.executemany("insert into sdc_hierarchies values (?, ?, ?)", [tuple(r) for r in rows])
+    create_hierarchy_table(con, "sdc_hierarchies", hierarchy_rows(hierarchy))
     return _relation("sdc_hierarchies")
 
 
@@ -490,7 +490,7 @@ def _relations_for(rows, dims, hierarchy_path):
     with private_connection("audit") as con:
         con.execute("create table cells (" + ", ".join(f"{quote(d)} varchar" for d in dims) + ")")
         con.executemany(f"insert into cells values ({', '.join('?' for _ in dims)})", [[r[d] for d in dims] for r in rows])
-        hierarchy = _hierarchy_table(con, read_hierarchy(hierarchy_path) if hierarchy_path else None)
+        hierarchy = _hierarchy_table(con, hierarchy_path)
         relations_sql = render_macro(con, "suppression_constraints", _relation("cells"), dims, hierarchy=hierarchy)
         order = ", ".join(quote(d) for d in dims)
         members = run_sql(con, f"select constraint_id, {order}, coefficient from ({relations_sql}) as relations "

@@ -383,6 +383,37 @@ def test_ckm_round_trips_hostile_codes_and_hierarchy_codes(leaf_codes, other, ro
         assert_no_side_effect()
 
 
+@MEDIUM
+@given(leaf_codes=st.lists(hier_codes, min_size=1, max_size=6, unique=True), other=st.lists(codes, min_size=1,
+       max_size=4, unique=True), root=hier_codes, threshold=st.integers(0, 12))
+def test_count_table_on_dataframes_round_trips_hostile_codes_in_a_complete_table(leaf_codes, other, root, threshold):
+    """The Python API on a DataFrame with hostile codes, the hierarchy a DataFrame of hostile codes (bound as
+    parameters, never SQL), a complete table with a threshold: every code comes back as itself, every original
+    is the true count (0 for an empty cell of the frame), and a count is empty exactly when below the threshold."""
+    import pandas as pd
+
+    from sdc.ckm import count_table
+
+    assume(root not in leaf_codes and TOTAL_LABEL not in other)
+    leaf_codes, other = ["plain", *leaf_codes], ["plain", *other]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        cells = microdata(Path(tmp) / "m.csv", ["region", "kind"], [leaf_codes, other], extra=(("plain", "plain"),))
+    data = pd.DataFrame({"region": [c[0] for c in cells], "kind": [c[1] for c in cells],
+                         "key": [(k * 1_654_321 + 12_345) % 10**8 for k in range(len(cells))]})
+    hierarchy = pd.DataFrame([("region", root, None)] + [("region", leaf, root) for leaf in leaf_codes],
+                             columns=["dimension", "code", "parent"])
+    table = count_table(data, ["region", "kind"], record_key="key", modulus=10**8, ptable=DEMO_PTABLE,
+                        hierarchy=hierarchy, threshold=threshold, audit=True, check_keys=False)
+    expected = expected_counts(cells, [root, TOTAL_LABEL])
+    got = {(r["region"], r["kind"]): r for r in table.to_dict("records")}
+    assert set(expected) <= set(got)
+    assert {region for region, _ in got} == {root, *leaf_codes}
+    for cell, row in got.items():
+        assert row["original"] == expected.get(cell, 0), cell
+        assert pd.isna(row["count"]) == (row["perturbed"] < threshold), cell
+    assert_no_side_effect()
+
+
 OWN_CASES = st.sampled_from(OWN_COLUMNS).flatmap(lambda c: st.sampled_from([c, c.upper(), c.title()]))
 
 

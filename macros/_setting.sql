@@ -14,6 +14,7 @@
     sdc_raw_schema          schema that `sdc load` writes microdata and its load log to     raw
     sdc_load_log            the load log (one row per loaded table: key mode, modulus)       sdc_loads
     sdc_ckm_own_columns     columns ckm_count adds: no dimension may be named so             count, ...
+    sdc_ckm_sum_own_columns columns ckm_sum adds (likewise)                                  value, ...
     sdc_suppression_own_columns  columns the suppression macros add (likewise)               freq, ...
     sdc_check_record_keys   ckm_count refuses keys that cannot be uniform random            true
                             (false only for hand-picked teaching keys)
@@ -36,6 +37,10 @@
     'sdc_load_log': 'sdc_loads',
     'sdc_ckm_own_columns': ['count', 'count_reason', 'max_key', 'original', 'key_sum', 'cell_key_int', 'cell_key',
                             'ptable_row', 'noise', 'perturbed'],
+    'sdc_ckm_sum_own_columns': ['value', 'weighted_value', 'weighted_count', 'records', 'weight', 'weight_sum',
+                                'record_key', 'key_sum_all', 'key_sum_nonzero', 'max_key', 'cell_key_int', 'cell_key',
+                                'sensitive', 'sensitive_rule', 'freq', 'contributors', 'status', 'rule',
+                                'protection_lower', 'protection_upper', 'type', 'i', 'v', 'component'],
     'sdc_suppression_own_columns': ['freq', 'value', 'contribution', 'records', 'contribution_rank', 'sdc_value',
                                     'sdc_contributor', 'sdc_contribution_id', 'published_text', 'constraint_id',
                                     'dimension', 'coefficient', 'status', 'rule',

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from . import __version__
-from .conventions import DEFAULT_KEY_MODULUS
+from .conventions import DEFAULT_KEY_MODULUS, NUMS_PTABLE_TYPES
 from .errors import SdcError
 from .ptable.params import PTableParams
 from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_ptable
@@ -81,6 +81,17 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="lower the stay bound in 0.05 steps (up to 20 solves) and accept rows that miss V, with a warning",
     )
+    nums = pt.add_argument_group("magnitude tables (as ptable::create_num_ptable)")
+    nums.add_argument("--table", choices=("cnts", "nums"), default="cnts",
+                      help="cnts: a count table (default); nums: a magnitude table (column type; noise in steps of 1/step)")
+    nums.add_argument("--step", type=int, default=2, help="nums: noise values are multiples of 1/step (default 2)")
+    nums.add_argument("--icat", type=_ints, help="nums: the rows besides 0; must hold 1 and D (default: 1,D)")
+    nums.add_argument("--type", dest="nums_type", default="all", choices=NUMS_PTABLE_TYPES,
+                      help="nums: which cells the table serves: all (default), even/odd (parity), small_cells "
+                      "(below the separation point)")
+    nums.add_argument("--add-to", metavar="FILE",
+                      help="nums: a magnitude ptable file of other types (e.g. all) that --out gets too, so that one "
+                      "file holds all and small_cells")
     pt.add_argument("--import", dest="import_file", metavar="FILE", help="read a ptable made elsewhere")
     pt.add_argument(
         "--import-format", default="auto", choices=("auto",) + IMPORT_FORMATS, help="format of --import (default: from the header)"
@@ -472,11 +483,15 @@ def _run_demo_report(args: argparse.Namespace) -> int:
 
 
 def _is_ptable_file(path: Path) -> bool:
-    try:
-        read_ptable(path)
-    except SdcError:
-        return False
-    return True
+    from .ptable.nums import read_nums_ptable
+
+    for reader in (read_ptable, read_nums_ptable):
+        try:
+            reader(path)
+            return True
+        except SdcError:
+            pass
+    return False
 
 
 def _run_ptable(args: argparse.Namespace) -> int:
@@ -490,6 +505,10 @@ def _run_ptable(args: argparse.Namespace) -> int:
         raise SdcError(f"unknown --format {args.format!r}; known: {', '.join(EXPORT_FORMATS)}")
     if args.plot and not args.plot.lower().endswith(".png"):
         raise SdcError(f"--plot writes a PNG file; {args.plot!r} does not end in .png")
+    if args.table == "nums":
+        return _run_nums_ptable(args)
+    if args.add_to or args.icat:
+        raise SdcError(f"{'--add-to' if args.add_to else '--icat'} is for magnitude tables: add --table nums")
     if args.import_file:
         given = [flag for flag, value in (("--D", args.D), ("--V", args.V)) if value is not None]
         if given:
@@ -523,6 +542,55 @@ def _run_ptable(args: argparse.Namespace) -> int:
 
         plot_transition_matrix(table, args.plot, title=f"{title}: P(j | i) in %")
         print(f"wrote {args.plot}")
+    return 0
+
+
+def _run_nums_ptable(args: argparse.Namespace) -> int:
+    from .ptable.nums import NumsPTableParams, NumsPTableSet, read_nums_ptable, write_nums_ptable
+
+    if args.format not in ("sdc", "tauargus"):
+        raise SdcError(f"a magnitude ptable is written as sdc or tauargus, not --format {args.format}")
+    if args.plot:
+        raise SdcError("--plot draws count tables only")
+    if args.import_file:
+        tables = read_nums_ptable(args.import_file)
+        print(f"imported {args.import_file}: magnitude ptable of types {', '.join(tables.tables)}")
+    else:
+        missing = [flag for flag, value in (("--D", args.D), ("--V", args.V)) if value is None]
+        if missing:
+            raise SdcError(f"{' and '.join(missing)} required to build a ptable (or give --import FILE)")
+        if args.js or args.pstay != [0.0]:
+            raise SdcError("--js and --pstay do not apply to magnitude tables (ptable ignores them): leave them out")
+        params = NumsPTableParams(
+            D=args.D, V=args.V, step=args.step, icat=args.icat, type=args.nums_type,
+            mono=_scalar(args.mono), optim=_scalar(args.optim),
+        )
+        from .ptable.nums import create_num_ptable  # scipy: half a second to import, for this command only
+
+        built = create_num_ptable(params, allow_lower_variance=args.allow_lower_variance)
+        for warning in built.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        others = dict(read_nums_ptable(args.add_to).tables) if args.add_to else {}
+        if params.type in others:
+            raise SdcError(f"{args.add_to} already has a table of type {params.type}: choose another --type")
+        if args.add_to and params.type != "small_cells" and "small_cells" not in others:
+            raise SdcError(f"--add-to combines a table with a small_cells table; {args.add_to} has types "
+                           f"{', '.join(others)} and this one is {params.type}")
+        tables = NumsPTableSet({**others, params.type: built.table}) if args.add_to else None
+        if tables is None:
+            tables = NumsPTableSet({params.type: built.table}) if params.type != "small_cells" else None
+        if tables is None:
+            raise SdcError("a small_cells table serves beside a table of type all (or even and odd): build that "
+                           "first and give it as --add-to FILE")
+        print(f"magnitude ptable D={params.D} V={params.V} step={params.step} icat={','.join(map(str, params.rows))} "
+              f"type={params.type}: {len(built.table.i)} intervals")
+    print(f"{'type':>11} {'i':>4} {'mean':>11} {'variance':>10} {'sum':>10}")
+    for kind, table in tables.tables.items():
+        for i, mean, variance, total in table.row_stats():
+            print(f"{kind:>11} {i:>4} {round(mean, 8) + 0.0:11.8f} {variance:10.6f} {total:10.8f}")
+    if args.out:
+        write_nums_ptable(tables, args.out, args.format)
+        print(f"wrote {args.out} ({args.format})")
     return 0
 
 

@@ -34,6 +34,13 @@ PTABLE_SEED_COLUMN_TYPES: dict[str, str] = {
     "p_int_ub": f"decimal({INTERVAL_DECIMALS + 1},{INTERVAL_DECIMALS})",
 }
 
+# A magnitude ptable (R ptable's create_num_ptable; τ-Argus <PFILE_CONT>) adds the column type: which cells a
+# table serves (all; even/odd: parity of the number of contributors; small_cells: below the separation point).
+# Its noise v (and j) are multiples of 1/step, written with at most NUMS_V_DECIMALS decimals (ptable rounds to 4).
+NUMS_PTABLE_COLUMNS: tuple[str, ...] = PTABLE_COLUMNS + ("type",)
+NUMS_PTABLE_TYPES: tuple[str, ...] = ("all", "even", "odd", "small_cells")
+NUMS_V_DECIMALS: int = 4
+
 # Names of the ptable parameters, as used by the CLI flags (--D, --V, ...) and the Python API.
 PTABLE_PARAMETERS: dict[str, str] = {
     "D": "maximum absolute noise (integer >= 1)",
@@ -142,6 +149,13 @@ PUBLICATION_STORAGE_VERSION: str = "v1.0.0"
 # record key and key fact columns (KEY_FACT_PREFIX), the top_<n> contributions, and names with the suffixes
 # that the levels of a hierarchical dimension get (<dim>__level_<n>, <dim>__leaf).
 CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "count_reason", "max_key") + CKM_AUDIT_COLUMNS
+# ckm_sum (magnitude CKM): its measures, the columns of its steps, and the suppression rules' columns it reads
+CKM_SUM_MEASURES: tuple[str, ...] = ("value", "weighted_value", "weighted_count")
+CKM_SUM_OWN_COLUMNS: tuple[str, ...] = CKM_SUM_MEASURES + (
+    "records", "weight", "weight_sum", "record_key", "key_sum_all", "key_sum_nonzero", "max_key", "cell_key_int",
+    "cell_key", "sensitive", "sensitive_rule", "freq", "contributors", "status", "rule", "protection_lower",
+    "protection_upper", "type", "i", "v", "component",
+)
 SUPPRESSION_OWN_COLUMNS: tuple[str, ...] = (
     "freq", "value", "contribution", "records", "contribution_rank", "sdc_value", "sdc_contributor",
     "sdc_contribution_id", "published_text", "constraint_id", "dimension", "coefficient",  # the last three: relations
@@ -164,6 +178,7 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_raw_schema": RAW_SCHEMA,
     "sdc_load_log": LOAD_LOG_TABLE,
     "sdc_ckm_own_columns": list(CKM_OWN_COLUMNS),
+    "sdc_ckm_sum_own_columns": list(CKM_SUM_OWN_COLUMNS),
     "sdc_suppression_own_columns": list(SUPPRESSION_OWN_COLUMNS),
     # false only for hand-picked teaching keys: every published number could then be undone
     "sdc_check_record_keys": True,

@@ -18,3 +18,17 @@ def create_ptable_table(con, name: str, table: PTable) -> None:
     values = [[str(record[c]) for record in records] for c in PTABLE_COLUMNS]
     unnested = ", ".join(f"cast(unnest(${k}::varchar[]) as {t})" for k, t in enumerate(types, start=1))
     con.execute(f"insert into {name} select {unnested}", values)
+
+
+def create_nums_ptable_table(con, name: str, tables) -> None:
+    """Create (or replace) ``name`` holding a magnitude ptable set (NUMS_PTABLE_COLUMNS: v and j as decimals)."""
+    from ..conventions import NUMS_PTABLE_COLUMNS, NUMS_V_DECIMALS
+
+    fractional = f"decimal(18,{NUMS_V_DECIMALS})"
+    types = {**PTABLE_SEED_COLUMN_TYPES, "j": fractional, "v": fractional, "type": "varchar"}
+    columns = ", ".join(f"{quote_identifier(c)} {types[c]}" for c in NUMS_PTABLE_COLUMNS)
+    con.execute(f"create or replace table {name} ({columns})")
+    records = tables.records()
+    values = [[str(record[c]) for record in records] for c in NUMS_PTABLE_COLUMNS]
+    unnested = ", ".join(f"cast(unnest(${k}::varchar[]) as {types[c]})" for k, c in enumerate(NUMS_PTABLE_COLUMNS, start=1))
+    con.execute(f"insert into {name} select {unnested}", values)

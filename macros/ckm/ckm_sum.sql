@@ -1,0 +1,454 @@
+{#
+  ckm_sum: a magnitude table (sums of a numeric column) or a weighted count, protected by the Cell Key Method
+  as τ-Argus and cellKey do it (reference ckm.md §3.5; python/sdc/magnitude/reference.py is the same method
+  written out for one cell). Every subtotal, its top contributions included, is computed from the microdata:
+  the leaf cells keep their largest contributions, and a subtotal takes the largest of its leaves' lists,
+  which are the largest of its records. Sums are exact (contributions as decimal(38, 6)), so a cell has the
+  same value, key and noise in every table.
+
+  Measures (one noise chain each, one cell key for all):
+    value            sum of `value`                        (value given)
+    weighted_value   sum of value * weight                 (value and weight given)
+    weighted_count   sum of weight, the weighted count     (weight only)
+  A contribution is a record's part of the measure; a contributor a record whose contribution is not 0.
+
+  For each measure and component j = 1..K (K = top_k for type top_contr, else 1; no more than the cell's
+  contributors), with x the cell value so far:
+    x_j   magnifier: the j-th largest |contribution| (top_contr), |x| / sum of weights (mean), largest minus
+          smallest contribution (range), |x| (sum)
+    δ_j   x_j ε_j m(x_j) (flex or simple multiplier); 1 below the separation point (small_cells table, j = 1
+          only); |x| when |x| < δ_j
+    a     |x / δ_j|, V = the ptable's noise at ratio a (interpolated between rows) for the j-th scrambled key
+    x     x + sign(x) δ_j sign(V) (μ + |V|), μ = mu_c for sensitive cells; no sign change
+  Zero stays zero. The presets tauargus and cellkey differ where the tools do (params: see
+  python/sdc/magnitude/params.py, which checks the same names).
+
+  Arguments
+    relation   microdata loaded by `sdc load` (record key column rk)
+    dims       dimension columns
+    value      numeric column to sum; none with a weight: the weighted count
+    weight     positive weight column; none: unweighted
+    params     dict of magnitude parameters (preset, type, top_k, multiplier, mu_c, sensitive, same_key,
+               use_zero_rkeys, separation), default var sdc_magnitude_params
+    ptable     the magnitude ptable relation (columns i, v, p_int_lb, p_int_ub, type), default ref('sdc_nums_ptable')
+    totals, hierarchy, modulus, check_keys: as ckm_count
+    rules_preset  boundary semantics of the `sensitive` rules (as suppression_primary), default handbook
+    audit      false (default): dimensions and measures only; true: also originals, cell key, sensitivity and
+               each component's δ and noise (never publish these)
+#}
+{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false) %}
+{{- sdc.build_record_hook() -}}
+{%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none)) -%}
+{%- if totals not in ['cube', 'rollup', 'none'] -%}
+  {{ exceptions.raise_compiler_error("ckm_sum: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
+{%- endif -%}
+{%- if dims is string or dims | length == 0 -%}
+  {{ exceptions.raise_compiler_error("ckm_sum: dims must be a non-empty list of column names") }}
+{%- endif -%}
+{%- if value is none and weight is none -%}
+  {{ exceptions.raise_compiler_error("ckm_sum: give value= (a numeric column to sum) or weight= (a weighted count)") }}
+{%- endif -%}
+{%- set ptable = ptable if ptable is not none else ref('sdc_nums_ptable') -%}
+{%- set modulus = modulus if modulus is not none else sdc.setting('sdc_key_modulus') -%}
+{%- set digits = (modulus | string | length) - 1 -%}
+{%- if modulus is not number or modulus < 10 or 10 ** digits != modulus -%}
+  {{ exceptions.raise_compiler_error("ckm_sum: the magnitude Cell Key Method scrambles the decimal digits of the cell key, so the record keys' modulus must be a power of 10 (10^8: 8-digit keys); got " ~ modulus) }}
+{%- endif -%}
+{%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
+{%- set rk = sdc.setting('sdc_record_key_column') -%}
+{%- set wide = sdc.wide_integer_type() -%}
+{%- set measures = [] -%}
+{%- if value is not none -%}{%- do measures.append({'name': 'value', 'expr': sdc.sql_identifier(value)}) -%}{%- endif -%}
+{%- if value is not none and weight is not none -%}
+  {%- do measures.append({'name': 'weighted_value', 'expr': sdc.sql_identifier(value) ~ ' * ' ~ sdc.sql_identifier(weight)}) -%}
+{%- elif weight is not none -%}
+  {%- do measures.append({'name': 'weighted_count', 'expr': sdc.sql_identifier(weight)}) -%}
+{%- endif -%}
+{%- set roles = {rk: 'record key column'} -%}
+{%- if value is not none -%}{%- do roles.update({value: 'value column'}) -%}{%- endif -%}
+{%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
+{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_sum_own_columns'), 'ckm_sum', roles=roles, top_contributions=true) -%}
+{%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_sum') -%}
+{%- do sdc.ckm_sum_check_numeric(relation, [value, weight], 'ckm_sum') -%}
+{%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
+  {%- do sdc.ckm_check_record_keys(relation, rk, none, modulus, 'ckm_sum') -%}
+{%- endif -%}
+{%- set grid = sdc.ckm_sum_ptable_grid(ptable, p) -%}
+{%- set z_s = grid.separation_point -%}
+{%- set top_n = [p.top_k, 2] | max -%}
+{%- for rule in p.sensitive if rule.startswith('nk:') -%}
+  {%- set top_n = [top_n, rule[3:].split(',')[0] | int] | max -%}
+{%- endfor -%}
+{%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
+{%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
+{%- set K = p.top_k if p.type == 'top_contr' else 1 -%}
+{%- set first = measures[0].name -%}
+
+with records as (
+    -- the microdata's contributions, as exact decimals once checked
+    select
+        {%- for dim in dims %}
+        m.{{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        m.{{ sdc.sql_identifier(rk) }} as record_key,
+        {%- if weight is not none %}
+        cast(m.{{ sdc.sql_identifier(weight) }} as double) as raw_weight,
+        {%- endif %}
+        {%- for measure in measures %}
+        cast({{ measure.expr }} as double) as raw_{{ measure.name }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    from {{ relation }} as m
+),
+
+checked_records as (
+    select
+        {%- for dim in dims %}
+        {{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        record_key,
+        {{ 'cast(raw_weight as decimal(38, 6))' if weight is not none else '1' }} as weight,
+        {%- for measure in measures %}
+        cast(raw_{{ measure.name }} as decimal(38, 6)) as c_{{ measure.name }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    from records
+    where true
+    {%- if weight is not none %}
+      and {{ sdc.ckm_fail_if('raw_weight is null or isnan(raw_weight) or isinf(raw_weight) or raw_weight <= 0',
+            "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'") }}
+    {%- endif %}
+    {%- if value is not none %}
+      and {{ sdc.ckm_fail_if('raw_value is null or isnan(raw_value) or isinf(raw_value)',
+            "'value column " ~ sdc.sql_text(value) ~ " must be a finite number; a record has ' || coalesce(cast(raw_value as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'") }}
+    {%- endif %}
+),
+
+leaf_cells as (
+    -- one pass over the microdata: per leaf cell the sums, the contributors and their largest contributions
+    select
+        {%- for dim in dims %}
+        {{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        count(*) as records,
+        sum(weight) as weight_sum,
+        {{ sdc.ckm_key_sum('record_key') }} as key_sum_all,
+        {{ sdc.ckm_key_sum('case when c_' ~ first ~ ' <> 0 then record_key else 0 end') }} as key_sum_nonzero,
+        max(record_key) as max_key,
+        {%- for measure in measures %}
+        {%- set c = 'c_' ~ measure.name %}
+        sum({{ c }}) as original_{{ measure.name }},
+        count(*) filter (where {{ c }} <> 0) as contributors_{{ measure.name }},
+        max(abs({{ c }}), {{ top_n }}) filter (where {{ c }} <> 0) as top_{{ measure.name }},
+        max({{ c }}) filter (where {{ c }} <> 0) as high_{{ measure.name }},
+        min({{ c }}) filter (where {{ c }} <> 0) as low_{{ measure.name }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    from checked_records
+    group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+),
+
+leaf_levels as (
+{{ sdc.ckm_leaf_levels('leaf_cells', dims, levels) }}
+),
+
+checked_leaf_levels as (
+{{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
+      and {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
+            "'record key ' || cast(max_key as varchar) || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
+),
+
+paired_metrics as (
+    -- every subtotal from the leaves' unperturbed sums; its largest contributions are the largest of its
+    -- leaves' largest contributions, which are the largest of its records
+    select
+        {{- sdc.ckm_dimension_labels(dims, levels) }}
+        cast(sum(records) as bigint) as records,
+        sum(weight_sum) as weight_sum,
+        sum(key_sum_all) as key_sum_all,
+        sum(key_sum_nonzero) as key_sum_nonzero,
+        {%- for measure in measures %}
+        {%- set m = measure.name %}
+        sum(original_{{ m }}) as original_{{ m }},
+        cast(sum(contributors_{{ m }}) as bigint) as contributors_{{ m }},
+        list_slice(list_sort(flatten(list(top_{{ m }}) filter (where top_{{ m }} is not null)), 'DESC'), 1, {{ top_n }}) as top_{{ m }},
+        max(high_{{ m }}) as high_{{ m }},
+        min(low_{{ m }}) as low_{{ m }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    from checked_leaf_levels
+    group by grouping sets (
+        {%- for set in sets %}
+        ({{ set | join(', ') }}){{ ',' if not loop.last }}
+        {%- endfor %}
+    )
+),
+
+rule_cells as (
+    -- the columns the primary rules read (as suppression_cells): records, the first measure and its top contributions
+    select
+        *,
+        records as freq,
+        original_{{ first }} as value,
+        contributors_{{ first }} as contributors
+        {%- for n in range(1, top_n + 1) %},
+        coalesce(top_{{ first }}[{{ n }}], 0) as top_{{ n }}
+        {%- endfor %}
+    from paired_metrics
+),
+
+sensitivity as (
+    {{ sdc.suppression_primary('rule_cells', p.sensitive, rules_preset) | indent(4) }}
+),
+
+cell_keys as (
+    -- the cell key over {{ 'all records' if p.use_zero_rkeys else 'the contributors' }} of the cell, and its
+    -- scrambled forms for the components (first digit moved to the end, once per step)
+    select
+        *,
+        status = 'primary' as sensitive,
+        cast({{ 'key_sum_all' if p.use_zero_rkeys else 'key_sum_nonzero' }} % {{ modulus }} as bigint) as cell_key_int
+    from sensitivity
+    where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('records', 'key_sum_all', modulus),
+        "'the key sum ' || cast(key_sum_all as varchar) || ' of a cell of ' || cast(records as varchar) || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
+),
+
+component_keys as (
+    select
+        *
+        {%- for j in range(1, K + 1) %},
+        {{ sdc.ckm_sum_scrambled('cell_key_int', digits, j - 1 if p.same_key else j) }} as key_{{ j }}
+        {%- endfor %}
+    from cell_keys
+),
+
+ptable_intervals as (
+    select
+        type,
+        i,
+        cast(v as double) as v,
+        cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
+        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
+    from {{ ptable }}
+),
+
+key_noise as (
+    -- the ptable's noise for every component key, every table type and every row
+    {%- for j in range(1, K + 1) %}
+    select
+        {% for dim in dims %}k.{{ sdc.sql_identifier(dim) }}, {% endfor %}{{ j }} as component, t.type, t.i, t.v
+    from component_keys as k
+    join ptable_intervals as t
+        on {{ sdc.ckm_interval_match('k.key_' ~ j, 't.lb_scaled', 't.ub_scaled') }}
+    {{ 'union all' if not loop.last }}
+    {%- endfor %}
+),
+
+noise_by_row as (
+    select
+        {%- for dim in dims %}
+        {{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        {%- for j in range(1, K + 1) %}
+        {%- set outer = loop %}
+        {%- for kind, rows in grid.rows.items() %}
+        {%- set kind_loop = loop %}
+        {%- for i in rows %}
+        max(v) filter (where component = {{ j }} and type = '{{ kind }}' and i = {{ i }}) as v_{{ j }}_{{ kind }}_{{ i }}{{ ',' if not (outer.last and kind_loop.last and loop.last) }}
+        {%- endfor %}
+        {%- endfor %}
+        {%- endfor %}
+    from key_noise
+    group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+),
+
+magnifiers as (
+    -- x_j of every component and measure (NULL beyond the cell's contributors), and the table for the cell
+    select
+        component_keys.*
+        {%- for measure in measures %}
+        {%- set m = measure.name %}
+        {%- for j in range(1, K + 1) %},
+        {%- if p.type == 'top_contr' %}
+        cast(top_{{ m }}[{{ j }}] as double) as mag_{{ m }}_{{ j }}
+        {%- elif p.type == 'mean' %}
+        case when contributors_{{ m }} > 0 then abs(cast(original_{{ m }} as double) / cast(weight_sum as double)) end as mag_{{ m }}_{{ j }}
+        {%- elif p.type == 'range' %}
+        case when contributors_{{ m }} > 0 then cast(high_{{ m }} - low_{{ m }} as double) end as mag_{{ m }}_{{ j }}
+        {%- else %}
+        case when contributors_{{ m }} > 0 then abs(cast(original_{{ m }} as double)) end as mag_{{ m }}_{{ j }}
+        {%- endif %}
+        {%- endfor %},
+        {%- if grid.parity %}
+        case when contributors_{{ m }} % 2 = 0 then 'even' else 'odd' end as table_{{ m }},
+        {%- else %}
+        'all' as table_{{ m }},
+        {%- endif %}
+        cast(original_{{ m }} as double) as x_{{ m }}_0
+        {%- endfor %}
+    from component_keys
+),
+
+perturbation_start as (
+    select magnifiers.*
+    {%- for j in range(1, K + 1) %}{% for kind, rows in grid.rows.items() %}{% for i in rows %}, noise_by_row.v_{{ j }}_{{ kind }}_{{ i }}{% endfor %}{% endfor %}{% endfor %}
+    from magnifiers
+    left join noise_by_row
+        on {% for dim in dims %}magnifiers.{{ sdc.sql_identifier(dim) }} = noise_by_row.{{ sdc.sql_identifier(dim) }}{{ ' and ' if not loop.last }}{% endfor %}
+)
+{%- set state = namespace(previous='perturbation_start') %}
+{%- for measure in measures %}
+{%- set m = measure.name %}
+{%- for j in range(1, K + 1) %}
+{%- set x = 'x_' ~ m ~ '_' ~ (j - 1) %}
+{%- set mag = 'mag_' ~ m ~ '_' ~ j %}
+{%- set eps = p.multiplier.epsilon[j - 1] %}
+{%- set sigma1 = p.multiplier.p[0] if p.multiplier.type == 'flex' else p.multiplier.p %}
+,
+
+{{ m }}_scale_{{ j }} as (
+    -- component {{ j }} of {{ m }}: the noise scale δ, and whether the small-cells table serves
+    select
+        *,
+        {{ mag }} is null or {{ x }} = 0 as skip_raw_{{ m }}_{{ j }},
+        {{ sdc.ckm_sum_delta(mag, eps, p) }} as delta_raw_{{ m }}_{{ j }}
+    from {{ state.previous }}
+),
+
+{{ m }}_small_{{ j }} as (
+    select
+        *,
+        {%- if z_s > 0 %}
+        ({{ mag }} < {{ z_s }}
+         or (abs({{ x }}) < delta_raw_{{ m }}_{{ j }} and abs({{ x }}) / {{ sigma1 * eps }} < {{ z_s }})) as small_{{ m }}_{{ j }}
+        {%- else %}
+        false as small_{{ m }}_{{ j }}
+        {%- endif %}
+    from {{ m }}_scale_{{ j }}
+),
+
+{{ m }}_noise_{{ j }} as (
+    -- the ratio a = |x / δ| and the ptable's noise V at a, interpolated between its rows
+    select
+        *,
+        {{ sdc.ckm_sum_interpolated('abs(' ~ x ~ ' / delta_' ~ m ~ '_' ~ j ~ ')', j, 'table_' ~ m, 'small_' ~ m ~ '_' ~ j, grid) }} as v_{{ m }}_{{ j }}
+    from (
+        select
+            *,
+            skip_raw_{{ m }}_{{ j }}{{ ' or small_' ~ m ~ '_' ~ j if j > 1 }} as skip_{{ m }}_{{ j }},
+            case
+                when small_{{ m }}_{{ j }} then 1.0
+                when abs({{ x }}) < delta_raw_{{ m }}_{{ j }} then abs({{ x }})
+                else delta_raw_{{ m }}_{{ j }}
+            end as delta_{{ m }}_{{ j }}
+        from {{ m }}_small_{{ j }}
+    ) as scaled
+),
+
+{{ m }}_value_{{ j }} as (
+    -- x + sign(x) δ sign(V) (μ + |V|), clamped so that x keeps its sign
+    select
+        *,
+        {{ x }} + case when skip_{{ m }}_{{ j }} then 0 else {{ sdc.ckm_sum_added(x, m, j, p) }} end as x_{{ m }}_{{ j }}
+    from {{ m }}_noise_{{ j }}
+)
+{%- set state.previous = m ~ '_value_' ~ j %}
+{%- endfor %}
+{%- endfor %},
+
+published as (
+    select
+        {%- for dim in dims %}
+        {{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        {%- for measure in measures %}
+        {%- set m = measure.name %}
+        x_{{ m }}_{{ K }} as {{ sdc.sql_identifier(m) }}{{ ',' if audit or not loop.last }}
+        {%- endfor %}
+        {%- if audit %}
+        records,
+        cell_key_int,
+        cell_key_int / {{ modulus }}.0 as cell_key,
+        sensitive,
+        rule as sensitive_rule,
+        {%- for measure in measures %}
+        {%- set m = measure.name %}
+        original_{{ m }},
+        contributors_{{ m }},
+        {%- for j in range(1, K + 1) %}
+        case when not skip_{{ m }}_{{ j }} then delta_{{ m }}_{{ j }} end as delta_{{ m }}_{{ j }},
+        case when not skip_{{ m }}_{{ j }} then x_{{ m }}_{{ j }} - x_{{ m }}_{{ j - 1 }} end as noise_{{ m }}_{{ j }},
+        {%- endfor %}
+        x_{{ m }}_{{ K }} - cast(original_{{ m }} as double) as noise_{{ m }}{{ ',' if not loop.last }}
+        {%- endfor %}
+        {%- endif %}
+    from {{ state.previous }}
+)
+
+select * from published
+{% endmacro %}
+
+
+{#- δ_j before the cap: x_j ε_j m(x_j); τ-Argus keeps ε_j below fp, cellKey leaves it out there (ckm.md §3.5, 1) -#}
+{% macro ckm_sum_delta(mag, eps, p) -%}
+{%- set mult = p.multiplier -%}
+{%- if mult.type == 'simple' -%}
+{{ mag }} * {{ mult.p * eps }}
+{%- else -%}
+{%- set s1, s0, fp, q = mult.p[0], mult.p[1], mult.fp, mult.q -%}
+case
+    when {{ mag }} < {{ fp }} then {{ mag }} * {{ s1 * (eps if p.preset == 'tauargus' else 1) }}
+    else {{ mag }} * {{ eps }} * {{ s0 }} * (1 + (({{ s1 }} * {{ mag }} - {{ s0 * fp }}) / {{ s0 * fp }}) * power({{ 2 * fp }} / ({{ mag }} + {{ fp }}), {{ q }}))
+end
+{%- endif -%}
+{%- endmacro %}
+
+
+{#- the added noise: sign(x) |δ| sign(V) (μ + |V|); μ and the clamp as the preset says (ckm.md §3.5, 2 and 3) -#}
+{% macro ckm_sum_added(x, m, j, p) -%}
+{%- set delta, v, small = 'delta_' ~ m ~ '_' ~ j, 'v_' ~ m ~ '_' ~ j, 'small_' ~ m ~ '_' ~ j -%}
+{%- if p.mu_c > 0 and p.preset == 'tauargus' -%}
+  {%- set mu = ('case when sensitive and not ' ~ small ~ ' then ' ~ p.mu_c ~ ' else 0 end') if j == 1 else '0' -%}
+{%- elif p.mu_c > 0 -%}
+  {%- set mu = 'case when sensitive then ' ~ p.mu_c ~ ' else 0 end' -%}
+{%- else -%}
+  {%- set mu = '0' -%}
+{%- endif -%}
+{%- set added = 'sign(' ~ x ~ ') * abs(' ~ delta ~ ') * sign(' ~ v ~ ') * (' ~ mu ~ ' + abs(' ~ v ~ '))' -%}
+{%- if j == 1 or p.preset == 'cellkey' -%}
+case
+    when {{ v }} < 0 and {{ x }} > 0 then greatest({{ added }}, -{{ x }})
+    when {{ v }} < 0 and {{ x }} < 0 then least({{ added }}, -{{ x }})
+    else {{ added }}
+end
+{%- else -%}
+{{ added }}
+{%- endif -%}
+{%- endmacro %}
+
+
+{#- the noise at ratio a: the last row at or beyond it, else (1 - λ) v(a0) + λ v(a1) between rows a0 < a1 (row 0: 0) -#}
+{% macro ckm_sum_interpolated(a, j, table_column, small_column, grid) -%}
+case
+    {%- for kind, rows in grid.rows.items() %}
+    when {{ small_column if kind == 'small_cells' else ('not ' ~ small_column ~ ' and ' ~ table_column ~ " = '" ~ kind ~ "'") }} then
+        case
+            when {{ a }} >= {{ rows[-1] }} then v_{{ j }}_{{ kind }}_{{ rows[-1] }}
+            {%- for k in range(rows | length - 1, -1, -1) %}
+            {%- set a1 = rows[k] %}
+            {%- set a0 = rows[k - 1] if k > 0 else 0 %}
+            {%- set v0 = ('v_' ~ j ~ '_' ~ kind ~ '_' ~ a0) if k > 0 else '0' %}
+            {{ 'when ' ~ a ~ ' >= ' ~ a0 ~ ' then' if k > 0 else 'else' }}
+                (1 - ({{ a }} - {{ a0 }}) / {{ a1 - a0 }}.0) * {{ v0 }} + ({{ a }} - {{ a0 }}) / {{ a1 - a0 }}.0 * v_{{ j }}_{{ kind }}_{{ a1 }}
+            {%- endfor %}
+        end
+    {%- endfor %}
+end
+{%- endmacro %}
+
+
+{#- the key scrambled n times: 0.d1d2..dn -> 0.d2..dn d1 on an integer key of `digits` digits -#}
+{% macro ckm_sum_scrambled(key, digits, times) -%}
+{%- set top = 10 ** (digits - 1) -%}
+{%- set expr = namespace(text=key) -%}
+{%- for _ in range(times) -%}
+  {%- set expr.text = '((' ~ expr.text ~ ') % ' ~ top ~ ' * 10 + ' ~ sdc.ckm_integer_div(expr.text, top) ~ ')' -%}
+{%- endfor -%}
+cast({{ expr.text }} as bigint)
+{%- endmacro %}

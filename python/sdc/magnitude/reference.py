@@ -1,0 +1,112 @@
+"""The magnitude Cell Key Method for one cell, written out step by step (reference ckm.md §3.5).
+
+This is the specification the SQL macro ckm_sum implements; the tests compare the two cell by cell. Exact
+inputs (Fractions for the ptable lookup); the flex function in floats, as in the SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..conventions import INTERVAL_SCALE
+from ..errors import SdcError
+from ..ptable.nums import NumsPTableSet
+from .params import MagnitudeParams
+
+
+@dataclass(frozen=True)
+class Component:
+    """One noise component of a cell: magnifier, noise scale δ, table used, ratio a, ptable noise V, added x̂."""
+
+    j: int
+    magnifier: float
+    delta: float
+    table: str
+    ratio: float
+    noise: float
+    added: float
+
+
+def scramble(key: int, modulus: int, times: int) -> int:
+    """Move the first decimal digit of the key 0.d1d2..dn to the end, ``times`` times (τ-Argus ShiftFirstDigit)."""
+    digits = key_digits(modulus)
+    top = 10 ** (digits - 1)
+    for _ in range(times):
+        key = (key % top) * 10 + key // top
+    return key
+
+
+def key_digits(modulus: int) -> int:
+    """n of a modulus 10^n; magnitude tables scramble decimal digits, so other moduli are refused."""
+    digits = len(str(modulus)) - 1
+    if modulus < 10 or 10**digits != modulus:
+        raise SdcError(
+            f"the magnitude Cell Key Method scrambles the decimal digits of the cell key, so the record keys' "
+            f"modulus must be a power of 10 (10^8: 8-digit keys); got {modulus}"
+        )
+    return digits
+
+
+def magnifiers(params: MagnitudeParams, x: float, contributions: list[float], weight_sum: float) -> list[float]:
+    """|x_j| for j = 1..K: the largest contributions, or one of mean, range, sum. Stops at the contributors."""
+    nonzero = [c for c in contributions if c != 0]
+    if params.magnifier == "top_contr":
+        return sorted((abs(c) for c in nonzero), reverse=True)[: params.top_k]
+    if not nonzero:
+        return []
+    if params.magnifier == "mean":
+        return [abs(x / weight_sum)]
+    if params.magnifier == "range":
+        return [max(nonzero) - min(nonzero)]
+    return [abs(x)]
+
+
+def perturb_cell(
+    params: MagnitudeParams,
+    tables: NumsPTableSet,
+    x: float,
+    contributions: list[float],
+    cell_key: int,
+    modulus: int,
+    *,
+    weight_sum: float | None = None,  # sum of the weights of the cell's records (default: its record count)
+    sensitive: bool = False,
+) -> tuple[float, list[Component]]:
+    """Perturbed value of a cell with value x (sum of its contributions) and integer cell key in [0, modulus)."""
+    if x == 0:
+        return 0.0, []
+    preset, mult = params.preset, params.multiplier
+    small_table = tables.small_cells
+    if params.separation and small_table is None:
+        raise SdcError("separation is on, but the magnitude ptable has no small_cells part")
+    z_s = params.separation_point(small_table.variance_of_last_row() if small_table else None)
+    contributors = sum(1 for c in contributions if c != 0)
+    main = tables.tables["all"] if "all" in tables.tables else tables.tables["even" if contributors % 2 == 0 else "odd"]
+    sign = 1 if x > 0 else -1
+    out = []
+    for j, x_j in enumerate(magnifiers(params, x, contributions, weight_sum or len(contributions)), start=1):
+        eps = mult.epsilon[j - 1]
+        small = z_s > 0 and x_j < z_s
+        if not small:
+            below_fp = mult.kind == "flex" and x_j < mult.fp
+            delta = x_j * mult.m(x_j) * (eps if (preset.epsilon_below_fp or not below_fp) else 1)
+            if abs(x) < abs(delta):
+                delta = abs(x)
+                small = z_s > 0 and abs(x) / (mult.p_small * eps) < z_s
+        if small:
+            if j > 1:
+                out.append(Component(j, x_j, 0.0, "small_cells", 0.0, 0.0, 0.0))
+                continue
+            delta = 1.0
+        table = small_table if small else main
+        ratio = abs(x / delta)
+        key = scramble(cell_key, modulus, params.key_shifts(j))
+        v = float(table.lookup(Fraction(ratio), Fraction(key * INTERVAL_SCALE, modulus)))
+        mu = params.mu_c if sensitive and (not preset.mu_c_first_only or (j == 1 and not small)) else 0.0
+        added = sign * abs(delta) * ((v > 0) - (v < 0)) * (mu + abs(v))
+        if v < 0 and (j == 1 or not preset.clamp_first_only):
+            added = max(added, -x) if x > 0 else min(added, -x)
+        x += added
+        out.append(Component(j, x_j, delta, table.type, ratio, v, added))
+    return x, out

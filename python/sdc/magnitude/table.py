@@ -1,0 +1,148 @@
+"""Protect one magnitude table (or a weighted count) straight from microdata, in this process: the dbt macro
+``ckm_sum`` is rendered here and run on an in-memory DuckDB, as ``sdc.ckm.count_table`` does for counts.
+
+    import sdc.ckm
+    table = sdc.ckm.sum_table(df, ["wz", "region"], value="turnover", record_key="rk", modulus=10**8,
+                              params="magnitude.yml")
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..conventions import CKM_SUM_OWN_COLUMNS, RECORD_KEY_COLUMN
+from ..dimension_names import check_dimension_names
+from ..errors import SdcError
+from ..hierarchy import create_hierarchy_table, hierarchy_rows
+from ..loader import column_list, existing_key_sql, quote
+from ..macro_renderer import Relation, private_connection, render_macro, run_sql, sql_errors
+from ..microdata_input import register_microdata
+from ..ptable.nums import NumsPTableSet, parse_nums_ptable, read_nums_ptable
+from ..ptable.relation import create_nums_ptable_table
+from ..record_keys import check_record_keys
+from .params import MagnitudeParams, parse_params, read_params
+from .reference import key_digits
+
+TOTALS = ("cube", "rollup", "none")
+_INPUT = "sdc_input"
+_MICRODATA = Relation("memory", "main", "sdc_microdata")
+_PTABLE = Relation("memory", "main", "sdc_nums_ptable")
+_HIERARCHY = Relation("memory", "main", "sdc_hierarchies")
+
+
+def sum_table(
+    data,
+    dims: list[str],
+    *,
+    value: str | None = None,
+    weight: str | None = None,
+    record_key: str,
+    modulus: int,
+    params,
+    ptable=None,
+    hierarchy=None,
+    totals: str = "cube",
+    rules_preset: str = "handbook",
+    audit: bool = False,
+    check_keys: bool = True,
+):
+    """A magnitude table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
+    dimensions and ``value`` (the perturbed sum of ``value``); with a weight also ``weighted_value`` (the
+    perturbed weighted sum); with only a weight, ``weighted_count`` (the perturbed sum of the weights). With
+    ``audit``: also originals, cell key, sensitivity and each noise component (never publish those).
+
+    params   a dict of magnitude parameters or a YAML file (sdc.magnitude.params names them)
+    ptable   the magnitude ptable: a file (sdc ptable --table nums) or a NumsPTableSet; default the params' ptable
+    modulus  of the record keys: a power of 10 (the key's decimal digits are scrambled per component)
+    """
+    with private_connection("ckm") as con:
+        sql = _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy,
+                               totals, rules_preset, audit, check_keys)
+        return run_sql(con, sql).df()
+
+
+def magnitude_params(params) -> MagnitudeParams:
+    if isinstance(params, MagnitudeParams):
+        return params
+    if isinstance(params, (str, os.PathLike)):
+        return read_params(params)
+    if isinstance(params, dict):
+        return parse_params(params)
+    raise SdcError(f"params must be a dict of magnitude parameters or a YAML file, got {type(params).__name__}")
+
+
+def nums_ptable(ptable, params: MagnitudeParams) -> NumsPTableSet:
+    source = ptable if ptable is not None else params.ptable
+    if source is None:
+        raise SdcError("no magnitude ptable: give ptable= (or --ptable), or name one in the parameters (ptable: FILE)")
+    if isinstance(source, NumsPTableSet):
+        tables = source
+    elif isinstance(source, (str, os.PathLike)):
+        tables = read_nums_ptable(source)
+    elif hasattr(source, "to_csv"):
+        tables = parse_nums_ptable(source.to_csv(index=False), "the ptable DataFrame")
+    else:
+        raise SdcError(f"ptable must be a file, a DataFrame or a NumsPTableSet, got {type(source).__name__}")
+    if params.separation and tables.small_cells is None:
+        raise SdcError("separation is on, but the magnitude ptable has no small_cells part (build one with "
+                       "sdc ptable --table nums --type small_cells --add-to FILE)")
+    if tables.parity and not (params.magnifier == "top_contr" and params.top_k == 1):
+        raise SdcError("the magnitude ptable has parity tables (even/odd), which serve type top_contr with top_k 1 only")
+    return tables
+
+
+def dbt_params(params: MagnitudeParams) -> dict:
+    """The parameters as ckm_sum takes them (params= or var sdc_magnitude_params)."""
+    m = params.multiplier
+    multiplier = {"type": m.kind, "p": [m.p_small, m.p_large], "fp": m.fp, "q": m.q, "epsilon": list(m.epsilon)}
+    if m.kind == "simple":
+        multiplier = {"type": "simple", "p": m.p_small, "epsilon": list(m.epsilon)}
+    return {
+        "preset": params.preset.name, "type": params.magnifier, "top_k": params.top_k, "multiplier": multiplier,
+        "mu_c": params.mu_c, "sensitive": list(params.sensitive), "same_key": params.same_key,
+        "use_zero_rkeys": params.use_zero_rkeys, "separation": params.separation,
+    }
+
+
+def _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy, totals,
+                     rules_preset, audit, check_keys) -> str:
+    if isinstance(dims, str) or not dims or not all(isinstance(d, str) for d in dims):
+        raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
+    dims = list(dims)
+    if value is None and weight is None:
+        raise SdcError("give value= (a numeric column to sum) or weight= (for a weighted count)")
+    if isinstance(modulus, bool) or not isinstance(modulus, int):
+        raise SdcError(f"modulus must be a whole number, got {modulus!r}")
+    key_digits(modulus)
+    if totals not in TOTALS:
+        raise SdcError(f"totals must be cube, rollup or none, got {totals!r}")
+    for dim in dims:
+        quote(dim)
+    check_dimension_names(dims, CKM_SUM_OWN_COLUMNS + (RECORD_KEY_COLUMN,),
+                          {record_key: "record_key column", value: "value column", weight: "weight column"})
+    params = magnitude_params(params)
+    tables = nums_ptable(ptable, params)
+    needed = dims + [record_key] + [c for c in (value, weight) if c]
+    label, columns = register_microdata(con, data, _INPUT, needed)
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
+    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
+    carried = [quote(c) for c in dims + [c for c in (value, weight) if c]]
+    con.execute(f"create view {_MICRODATA} as select {', '.join(carried)}, {key_sql} as {RECORD_KEY_COLUMN} "
+                f"from {_INPUT}")
+    if check_keys:
+        with sql_errors():
+            check_record_keys(con, _MICRODATA, RECORD_KEY_COLUMN, modulus, f"in column {record_key!r} of {label}")
+    create_nums_ptable_table(con, str(_PTABLE), tables)
+    if hierarchy is not None:
+        create_hierarchy_table(con, str(_HIERARCHY), hierarchy_rows(hierarchy))
+    with sql_errors():
+        sql = render_macro(
+            con, "ckm_sum", _MICRODATA, dims, value=value, weight=weight, params=dbt_params(params), ptable=_PTABLE,
+            totals=totals, hierarchy=_HIERARCHY if hierarchy is not None else None, modulus=modulus,
+            check_keys=False, rules_preset=rules_preset, audit=audit)
+    order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
+                      for d in dims)
+    return f"select * from ({sql}) as cells order by {order}"

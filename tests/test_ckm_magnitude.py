@@ -439,3 +439,71 @@ def test_bad_input_is_refused():
             sum_table(broken, ["region"], value="turnover", weight="w", ptable=_tables(), **run)
     with pytest.raises(SdcError, match="must be a power of 10"):
         sum_table(df, ["region"], value="turnover", ptable=_tables(), **{**run, "modulus": 4096})
+
+
+# ------------------------------------------------------------------------------------------- weighted counts
+
+
+def _denominator_attack(count, weighted):
+    """The original count read back as the denominator of the mean weight: with integer weights, n · (W / n')
+    is the integer sum of weights only for the true n (when W = n' · S / n)."""
+    candidates = range(max(1, count - 3), count + 4)
+    return min(candidates, key=lambda n: abs(n * weighted / count - round(n * weighted / count)))
+
+
+def test_weighted_counts_do_not_reveal_the_original_count(tmp_path):
+    rng = np.random.default_rng(8)
+    n = 1200
+    df = pd.DataFrame({"g": rng.choice([f"c{k:02d}" for k in range(60)], n), "rk": rng.integers(0, M, n),
+                       "w": rng.integers(50, 150, n)})
+    counts_ptable = tmp_path / "cnt.csv"
+    from sdc.ptable import PTableParams, create_ptable
+    from sdc.ptable.formats import write_ptable
+
+    write_ptable(create_ptable(PTableParams(D=3, V=1.5, js=1)).table, counts_ptable)
+    params = {"type": "top_contr", "top_k": 1, "multiplier": FLEX | {"epsilon": [1]}}
+    from sdc.magnitude.table import weighted_count_table
+
+    got = weighted_count_table(df, ["g"], weight="w", record_key="rk", modulus=M, ptable=counts_ptable,
+                               params=params, nums_ptable=_tables(False), totals="none", audit=True)
+    truth = df.groupby("g").agg(n=("w", "size"), s=("w", "sum"))
+    got = got.set_index("g").join(truth)
+    assert (got["original"] == got["n"]).all() and (got["original_weighted_count"] == got["s"]).all()
+    perturbed = got[got["count"] != got["n"]]
+    assert len(perturbed) >= 20
+    # cellKey's and τ-Argus's weighted count, count' · S / n, gives the original count away ...
+    scaled = [_denominator_attack(c, c * s / n) for c, s, n in zip(perturbed["count"], perturbed["s"], perturbed["n"])]
+    assert np.mean(np.array(scaled) == perturbed["n"].to_numpy()) > 0.7
+    # ... the magnitude-perturbed sum of weights does not: the attack is no better than a guess among 7
+    ours = [_denominator_attack(c, w) for c, w in zip(perturbed["count"], perturbed["weighted_count"])]
+    assert np.mean(np.array(ours) == perturbed["n"].to_numpy()) < 0.35
+    # and the weighted count is the sum of weights, perturbed: same sign, within the method's bound
+    assert (got["weighted_count"] > 0).all()
+    assert ((got["weighted_count"] - got["s"]).abs() <= got["delta_weighted_count_1"] * 5 + 1e-6).all()
+
+
+def test_cli_magnitude_table(tmp_path):
+    from sdc.cli import main
+
+    df = _microdata(n=800)
+    df.to_csv(tmp_path / "micro.csv", index=False)
+    from sdc.ptable.nums import write_nums_ptable
+
+    write_nums_ptable(_tables(), tmp_path / "nums.csv")
+    (tmp_path / "params.yml").write_text(
+        "preset: cellkey\ntype: top_contr\ntop_k: 3\n"
+        "multiplier: {type: flex, fp: 1000, p: [0.3, 0.03], epsilon: [1, 0.5, 0.2], q: 3}\n"
+        "mu_c: 2\nsensitive: ['freq:40']\nseparation: true\nptable: nums.csv\n")
+    out = tmp_path / "out.csv"
+    args = ["ckm", "--input", str(tmp_path / "micro.csv"), "--dims", "region,size", "--record-key", "rk",
+            "--key-digits", "8", "--value", "turnover", "--params", str(tmp_path / "params.yml"), "--out", str(out)]
+    assert main(args) == 0
+    got = pd.read_csv(out, dtype={"size": str})
+    expected = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M,
+                         params=tmp_path / "params.yml")
+    assert list(got.columns) == ["region", "size", "value"]
+    assert np.allclose(got["value"], expected["value"], rtol=1e-12)
+    # a bad parameter file writes nothing
+    (tmp_path / "params.yml").write_text("top_k: 9\nmultiplier: {type: simple, p: 0.1}\n")
+    out.unlink()
+    assert main(args) == 2 and not out.exists()

@@ -230,3 +230,11 @@ def _earlier_output(path: Path) -> bool:
         ["count"], ["count", THRESHOLD_OUTPUT], ["count", *AUDIT_OUTPUT],
         ["count", THRESHOLD_OUTPUT, *AUDIT_OUTPUT, THRESHOLD_AUDIT],
     )
+
+
+def sum_table(data, dims, **options):
+    """A magnitude table (or weighted count) protected by the Cell Key Method: see sdc.magnitude.table.sum_table."""
+    from .magnitude.table import sum_table as magnitude_sum_table
+
+    return magnitude_sum_table(data, dims, **options)
+

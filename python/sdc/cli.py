@@ -141,7 +141,14 @@ def _parser() -> argparse.ArgumentParser:
     keys = ckm.add_mutually_exclusive_group(required=True)
     keys.add_argument("--key-digits", type=int, help="decimals of the record keys: M = 10^digits")
     keys.add_argument("--modulus", type=int, help="integer record keys 0..M-1 with this M (ONS: 256 or 4096)")
-    ckm.add_argument("--ptable", required=True, help="perturbation table file (any format sdc ptable imports)")
+    ckm.add_argument("--ptable", help="perturbation table file (any format sdc ptable imports); with --value: the "
+                     "magnitude ptable (default: the one --params names)")
+    ckm.add_argument("--value", metavar="COL", help="a magnitude table: perturbed sums of this numeric column "
+                     "(magnitude CKM, needs --params)")
+    ckm.add_argument("--weight", metavar="COL", help="positive weights: with --value also weighted_value; alone, "
+                     "count and weighted_count (the sum of weights, perturbed by the magnitude method of --params)")
+    ckm.add_argument("--params", metavar="FILE.yml", help="magnitude parameters (preset, type, top_k, multiplier, "
+                     "mu_c, sensitive, same_key, use_zero_rkeys, separation, ptable)")
     ckm.add_argument("--totals", default="cube", choices=("cube", "rollup", "none"),
                      help="cube: every margin and subtotal (default); rollup: SQL ROLLUP order; none: inner cells only")
     ckm.add_argument("--threshold", type=int, metavar="T",
@@ -319,6 +326,10 @@ def _run_load(args: argparse.Namespace) -> int:
 
 
 def _run_ckm(args: argparse.Namespace) -> int:
+    if args.value or args.weight or args.params:
+        return _run_ckm_magnitude(args)
+    if not args.ptable:
+        raise SdcError("--ptable is required (the count perturbation table)")
     from .ckm import protect_table
 
     cells = protect_table(
@@ -337,6 +348,37 @@ def _run_ckm(args: argparse.Namespace) -> int:
         complete=not args.no_empty_cells,
         reuse_from=args.reuse_from,
     )
+    print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
+    return 0
+
+
+def _run_ckm_magnitude(args: argparse.Namespace) -> int:
+    from .files import check_not_an_input, check_output_file, csv_header
+    from .magnitude.table import magnitude_params, sum_table, weighted_count_table, write_table
+
+    if not args.params:
+        raise SdcError("--value and --weight use the magnitude Cell Key Method: give its parameters as --params FILE.yml")
+    counting = [flag for flag, given in (("--count-var", args.count_var), ("--threshold", args.threshold is not None),
+                                         ("--reuse-from", args.reuse_from is not None),
+                                         ("--no-empty-cells", args.no_empty_cells)) if given]
+    if counting:
+        raise SdcError(f"{', '.join(counting)} apply to count tables, not to --value/--weight")
+    modulus = args.modulus if args.modulus is not None else 10**args.key_digits
+    params = magnitude_params(args.params)
+    check_not_an_input(args.out, args.input, args.ptable, args.hierarchy, args.params, params.ptable)
+    check_output_file(args.out, lambda p: bool({"value", "weighted_count"} & set(csv_header(p))), "sdc ckm")
+    common = dict(record_key=args.record_key, modulus=modulus, hierarchy=args.hierarchy, totals=args.totals,
+                  audit=args.audit)
+    if args.value:
+        frame = sum_table(args.input, _split(args.dims), value=args.value, weight=args.weight, params=params,
+                          ptable=args.ptable, **common)
+    else:
+        if not args.ptable:
+            raise SdcError("--weight without --value gives count and weighted_count: --ptable is the count ptable "
+                           "(the magnitude ptable comes from --params)")
+        frame = weighted_count_table(args.input, _split(args.dims), weight=args.weight, ptable=args.ptable,
+                                     params=params, **common)
+    cells = write_table(frame, args.out)
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0
 

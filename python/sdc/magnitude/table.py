@@ -146,3 +146,37 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
                       for d in dims)
     return f"select * from ({sql}) as cells order by {order}"
+
+
+def weighted_count_table(data, dims: list[str], *, weight: str, record_key: str, modulus: int, ptable, params,
+                         nums_ptable=None, hierarchy=None, totals: str = "cube", audit: bool = False,
+                         check_keys: bool = True):
+    """Weighted counts: ``count`` (the count perturbed by the count ptable, as count_table) and
+    ``weighted_count``, the sum of the weights perturbed by the magnitude method (params, nums_ptable).
+
+    The weighted count is not published as count' · (sum of weights / count), as cellKey and τ-Argus do:
+    that ratio is the cell's exact mean weight, a fraction whose denominator is the original count, so
+    with integer or few distinct weights the original count can be read back from the published pair.
+    """
+    from ..ckm import count_table
+
+    counts = count_table(data, dims, record_key=record_key, modulus=modulus, ptable=ptable, hierarchy=hierarchy,
+                         totals=totals, audit=audit, check_keys=check_keys)
+    weighted = sum_table(data, dims, weight=weight, record_key=record_key, modulus=modulus, params=params,
+                         ptable=nums_ptable, hierarchy=hierarchy, totals=totals, audit=audit, check_keys=False)
+    for dim in dims:  # codes are text in both tables (a total's code is text)
+        counts[dim] = counts[dim].astype(str)
+        weighted[dim] = weighted[dim].astype(str)
+    keep = dims + [c for c in weighted.columns if c not in dims and c not in counts.columns]
+    merged = counts.merge(weighted[keep], on=dims, how="left", validate="one_to_one")
+    merged["weighted_count"] = merged["weighted_count"].fillna(0.0)  # an empty cell: zero stays zero
+    return merged
+
+
+def write_table(frame, out: str | Path) -> int:
+    """Write a protected table as CSV (replaced only when complete); returns the number of cells."""
+    from ..files import csv_field, write_text_atomically
+
+    lines = [",".join(frame.columns)] + [",".join(csv_field(v) for v in row) for row in frame.itertuples(index=False)]
+    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    return len(frame)

@@ -25,10 +25,10 @@ from .params import MagnitudeParams, parse_params, read_params
 from .reference import key_digits
 
 TOTALS = ("cube", "rollup", "none")
-_INPUT = "sdc_input"
-_MICRODATA = Relation("memory", "main", "sdc_microdata")
+# the run's relations: named as sdc.ckm names them, the ptable apart
+from ..ckm import _HIERARCHY, _INPUT, _MICRODATA  # noqa: E402
+
 _PTABLE = Relation("memory", "main", "sdc_nums_ptable")
-_HIERARCHY = Relation("memory", "main", "sdc_hierarchies")
 
 
 def sum_table(

@@ -3,11 +3,12 @@
   cannot be a dimension of the method (python/sdc/dimension_names.py holds the same rule for the CLI):
   a name that is empty or listed twice; a column with another role (roles: column -> what it is, e.g. the
   record key); a column the method adds (own_columns, python/sdc/conventions.py; top_<n> where the method
-  adds the largest contributions), which would overwrite it or make the output ambiguous; a name with a
+  adds the largest contributions; patterns: regular expressions of the method's column families, matched
+  against the whole name), which would overwrite it or make the output ambiguous; a name with a
   hierarchy level suffix (__level_<n>, __leaf). Names compare without regard to letter case, as the engines
   compare identifiers.
 #}
-{% macro check_dimension_names(dims, own_columns, macro_name, roles={}, top_contributions=false) %}
+{% macro check_dimension_names(dims, own_columns, macro_name, roles={}, top_contributions=false, patterns=[]) %}
 {%- set own = own_columns | map('lower') | list | sort -%}
 {%- set role_of = {} -%}
 {%- for column, role in roles.items() if column is not none -%}
@@ -25,9 +26,19 @@
     {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' is also the " ~ role_of[lowered]) }}
   {%- elif lowered in own or (top_contributions and modules.re.fullmatch('top_[0-9]+', lowered)) -%}
     {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' has the name of a column the method adds (" ~ (own | join(', ')) ~ (', top_<n>' if top_contributions else '') ~ "); rename the column") }}
+  {%- elif sdc.name_matches_any(lowered, patterns) -%}
+    {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' has the name of a column family the method adds (" ~ (patterns | join(', ')) ~ "); rename the column") }}
   {%- elif '__level_' in lowered or lowered.endswith('__leaf') -%}
     {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' ends like the level columns of a hierarchical dimension (__level_<n>, __leaf); rename the column") }}
   {%- endif -%}
   {%- do seen.append(lowered) -%}
 {%- endfor -%}
+{% endmacro %}
+
+
+{% macro name_matches_any(name, patterns) %}
+{%- for pattern in patterns if modules.re.fullmatch(pattern, name) -%}
+  {{ return(true) }}
+{%- endfor -%}
+{{ return(false) }}
 {% endmacro %}

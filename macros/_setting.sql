@@ -9,12 +9,17 @@
     sdc_key_fact_prefix     key fact of fact f: <prefix>f = rk * f                          rk_
     sdc_ptable_reuse_from   counts above max i cycle through rows reuse_from..max i (ONS)   none
     sdc_complete_tables     ckm_count publishes empty cells of the frame (count 0) too      true
+    sdc_weighted_count      ckm_count weight=: magnitude (sum of weights, magnitude CKM)    magnitude
+                            or mean_weight (count' * mean weight, as cellKey / τ-Argus)
     sdc_total_label         code of a total along a flat dimension                          Total
     sdc_audit_columns       columns of a ckm_count relation that never leave the audit      original, ...
+    sdc_ckm_sum_audit_columns   ... and of a ckm_sum relation (audit=true)                  records, ...
+    sdc_ckm_sum_audit_patterns  ... its column families (regular expressions, whole name)   noise_value_[0-9]+, ...
     sdc_raw_schema          schema that `sdc load` writes microdata and its load log to     raw
     sdc_load_log            the load log (one row per loaded table: key mode, modulus)       sdc_loads
     sdc_ckm_own_columns     columns ckm_count adds: no dimension may be named so             count, ...
     sdc_ckm_sum_own_columns columns ckm_sum adds (likewise)                                  value, ...
+    sdc_ckm_sum_own_patterns  ... and its column families (regular expressions, whole name)  x_value_[0-9]+, ...
     sdc_suppression_own_columns  columns the suppression macros add (likewise)               freq, ...
     sdc_check_record_keys   ckm_count refuses keys that cannot be uniform random            true
                             (false only for hand-picked teaching keys)
@@ -31,16 +36,24 @@
     'sdc_key_fact_prefix': 'rk_',
     'sdc_ptable_reuse_from': none,
     'sdc_complete_tables': true,
+    'sdc_weighted_count': 'magnitude',
     'sdc_total_label': 'Total',
-    'sdc_audit_columns': ['original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise', 'perturbed'],
+    'sdc_audit_columns': ['original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise', 'perturbed',
+                          'original_weighted_count'],
+    'sdc_ckm_sum_audit_columns': ['records', 'sensitive', 'sensitive_rule'],
+    'sdc_ckm_sum_audit_patterns': ['(original|contributors|noise)_(value|weighted_value|weighted_count)',
+                                   '(delta|noise)_(value|weighted_value|weighted_count)_[0-9]+'],
     'sdc_raw_schema': 'raw',
     'sdc_load_log': 'sdc_loads',
-    'sdc_ckm_own_columns': ['count', 'count_reason', 'max_key', 'original', 'key_sum', 'cell_key_int', 'cell_key',
-                            'ptable_row', 'noise', 'perturbed'],
+    'sdc_ckm_own_columns': ['count', 'count_reason', 'max_key', 'weight_sum', 'weighted_count', 'original', 'key_sum',
+                            'cell_key_int', 'cell_key', 'ptable_row', 'noise', 'perturbed', 'original_weighted_count'],
     'sdc_ckm_sum_own_columns': ['value', 'weighted_value', 'weighted_count', 'records', 'weight', 'weight_sum',
                                 'record_key', 'key_sum_all', 'key_sum_nonzero', 'max_key', 'cell_key_int', 'cell_key',
                                 'sensitive', 'sensitive_rule', 'freq', 'contributors', 'status', 'rule',
                                 'protection_lower', 'protection_upper', 'type', 'i', 'v', 'component'],
+    'sdc_ckm_sum_own_patterns': ['(raw|c|original|contributors|top|high|low|table|noise)_(value|weighted_value|weighted_count|weight)',
+                                 '(mag|x|skip|skip_raw|delta|delta_raw|small|noise|v)_(value|weighted_value|weighted_count)_[0-9]+',
+                                 'key_[0-9]+', 'v_[0-9]+_(all|even|odd|small_cells)_[0-9_.]+'],
     'sdc_suppression_own_columns': ['freq', 'value', 'contribution', 'records', 'contribution_rank', 'sdc_value',
                                     'sdc_contributor', 'sdc_contribution_id', 'published_text', 'constraint_id',
                                     'dimension', 'coefficient', 'status', 'rule',

@@ -328,6 +328,93 @@ def test_zero_cells_stay_zero():
     assert got.set_index("g").loc["a", "value"] == 0
 
 
+def test_a_complete_table_publishes_empty_cells_as_zero():
+    """As ckm_count: every cell of the frame (region x size), the empty one (W, 3) with value 0; the others
+    are the same cells, with the same values, as without the frame."""
+    df = _microdata(seed=4)
+    df = df[~((df["region"] == "W") & (df["size"] == "3"))]
+    run = dict(value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"], ptable=_tables(False))
+    complete = sum_table(df, ["region", "size"], **run).set_index(["region", "size"])["value"]
+    sparse = sum_table(df, ["region", "size"], complete=False, **run).set_index(["region", "size"])["value"]
+    assert len(complete) == 4 * 3 + 4 + 3 + 1 and len(sparse) == len(complete) - 1
+    assert complete.loc[("W", "3")] == 0
+    assert (complete.drop(("W", "3")) == sparse.loc[complete.drop(("W", "3")).index]).all()
+
+
+@pytest.mark.parametrize("name", ["x_value_0", "MAG_value_2", "key_1", "noise_weighted_value", "v_1_all_5",
+                                  "delta_raw_value_3", "top_2"])
+def test_a_dimension_named_like_a_column_family_of_the_method_is_refused(name):
+    """ckm_sum's steps add column families (x_<measure>_<j>, key_<j>, v_<j>_<type>_<row>, ...): a dimension
+    of such a name would be overwritten; the Python API and the macro refuse it, naming it."""
+    import duckdb
+
+    from sdc.macro_renderer import render_macro
+
+    df = _microdata(n=200).rename(columns={"region": name})
+    with pytest.raises(SdcError, match=f"dimension '{name}' has the name of a column"):
+        sum_table(df, [name], value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
+                  ptable=_tables(False))
+    con = duckdb.connect()
+    con.register("micro", df.rename(columns={"rk": "rk"}))
+    with pytest.raises(Exception, match=f"dimension '{name}' has the name of a column"):
+        render_macro(con, "ckm_sum", "micro", [name], value="turnover", params=PARAM_SETS["sum"], ptable="pt",
+                     check_keys=False)
+
+
+def test_publication_refuses_the_audit_columns_of_a_magnitude_table():
+    from sdc.publish import unpublishable
+
+    for column in ("original_value", "noise_value_1", "delta_weighted_count_2", "contributors_weighted_value",
+                   "noise_value", "records", "sensitive", "sensitive_rule", "original_weighted_count", "cell_key"):
+        assert unpublishable(column), column
+    for column in ("value", "weighted_value", "weighted_count", "count", "region", "noise_level"):
+        assert not unpublishable(column), column
+
+
+def test_quality_figures_of_a_magnitude_table_match_numpy():
+    import sdc.ckm
+
+    df = _microdata(seed=9)
+    audit = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M,
+                      params=PARAM_SETS["tauargus top 3, separation, mu_c"], ptable=_tables(), audit=True)
+    figures = sdc.ckm.sum_quality(audit, "turnover").iloc[0]
+    o = audit["original_value"].astype(float).to_numpy()
+    p = audit["value"].to_numpy()
+    keep = o != 0
+    rad = np.abs(p[keep] - o[keep]) / np.abs(o[keep])
+    assert figures["cells"] == keep.sum() == 20
+    assert figures["changed_share"] == pytest.approx(np.mean(p[keep] != o[keep]))
+    assert figures["mean_relative_deviation"] == pytest.approx(rad.mean())
+    assert figures["rad_median"] == pytest.approx(np.quantile(rad, 0.5))
+    assert figures["rad_p90"] == pytest.approx(np.quantile(rad, 0.9))
+    assert figures["max_relative_noise"] == pytest.approx(rad.max())
+    assert figures["share_rad_below_5pct"] == pytest.approx(np.mean(rad < 0.05))
+    assert figures["sign_changes"] == 0 and 0 < figures["max_relative_noise"] < 1
+
+
+def test_means_are_perturbed_sum_over_perturbed_count(tmp_path):
+    import sdc.ckm
+    from sdc.ptable import PTableParams, create_ptable
+    from sdc.ptable.formats import write_ptable
+
+    df = _microdata(seed=10)
+    write_ptable(create_ptable(PTableParams(D=3, V=1.5, js=1)).table, tmp_path / "cnt.csv")
+    sums = sum_table(df, ["region"], value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
+                     ptable=_tables(False))
+    counts = sdc.ckm.count_table(df, ["region"], record_key="rk", modulus=M, ptable=tmp_path / "cnt.csv",
+                                 threshold=200)
+    means = sdc.ckm.mean_table(sums, counts, ["region"]).set_index("region")["mean_value"]
+    joined = sums.set_index("region").join(counts.set_index("region"))
+    for region, row in joined.iterrows():
+        if pd.isna(row["count"]):  # a count below the threshold: no mean
+            assert pd.isna(means[region])
+        else:
+            assert means[region] == pytest.approx(row["value"] / row["count"], rel=1e-12)
+    assert means.isna().sum() >= 1 and means.notna().sum() >= 3
+    with pytest.raises(SdcError, match="column 'weighted_count' is not in counts"):
+        sdc.ckm.mean_table(sums, counts, ["region"], denominator="weighted_count")
+
+
 # ------------------------------------------------------------------------- where τ-Argus and cellKey differ
 
 
@@ -477,9 +564,16 @@ def test_weighted_counts_do_not_reveal_the_original_count(tmp_path):
     # ... the magnitude-perturbed sum of weights does not: the attack is no better than a guess among 7
     ours = [_denominator_attack(c, w) for c, w in zip(perturbed["count"], perturbed["weighted_count"])]
     assert np.mean(np.array(ours) == perturbed["n"].to_numpy()) < 0.35
-    # and the weighted count is the sum of weights, perturbed: same sign, within the method's bound
-    assert (got["weighted_count"] > 0).all()
-    assert ((got["weighted_count"] - got["s"]).abs() <= got["delta_weighted_count_1"] * 5 + 1e-6).all()
+    # and the weighted count is the sum of weights perturbed as sum_table perturbs it: same sign, within the
+    # method's bound; 0 where the count was perturbed to 0 (a false zero must not show a weight)
+    sums = sum_table(df, ["g"], weight="w", record_key="rk", modulus=M, params=params, ptable=_tables(False),
+                     totals="none", audit=True).set_index("g")
+    positive = got["count"] > 0
+    assert np.allclose(got.loc[positive, "weighted_count"], sums.loc[got.index[positive], "weighted_count"],
+                       rtol=1e-12)
+    assert (got.loc[positive, "weighted_count"] > 0).all() and (got.loc[~positive, "weighted_count"] == 0).all()
+    sums = sums.join(truth)
+    assert ((sums["weighted_count"] - sums["s"]).abs() <= sums["delta_weighted_count_1"] * 5 + 1e-6).all()
 
 
 def test_cli_magnitude_table(tmp_path):

@@ -39,8 +39,18 @@
                false: only cells with records
     threshold  as ONS: a perturbed count below it is published NULL (column count_reason says why; the
                audit column perturbed keeps it); default none (every count published)
+    weight     positive, finite weight column: adds `weighted_count` (and the audit column
+               original_weighted_count, the exact sum of the weights); zero stays zero, a count perturbed to
+               0 has weighted count 0, a count the threshold hides has none
+    weighted_count  how the weighted count is perturbed, default var sdc_weighted_count ('magnitude'):
+               'magnitude'    the sum of the weights, perturbed by the magnitude method (ckm_sum with
+                              weight=; params= and nums_ptable= as ckm_sum's params= and ptable=)
+               'mean_weight'  count' * (sum of weights / count), as cellKey and τ-Argus publish it. The
+                              published pair reveals the cell's exact mean weight, a fraction whose
+                              denominator is the original count: with integer or few distinct weights the
+                              original count can be read back. Choose it only to match those tools.
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none, weighted_count=none, params=none, nums_ptable=none) %}
 {{- sdc.build_record_hook() -}}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
@@ -66,9 +76,18 @@
 {%- if reuse_from is not none and (reuse_from is not number or reuse_from != reuse_from | int or reuse_from < 1) -%}
   {{ exceptions.raise_compiler_error("ckm_count: reuse_from must be a ptable row (a whole number of at least 1), got " ~ reuse_from) }}
 {%- endif -%}
+{%- set weighting = weighted_count if weighted_count is not none else sdc.setting('sdc_weighted_count') -%}
+{%- if weight is not none and weighting not in ['magnitude', 'mean_weight'] -%}
+  {{ exceptions.raise_compiler_error("ckm_count: weighted_count must be 'magnitude' or 'mean_weight', got '" ~ weighting ~ "'") }}
+{%- endif -%}
+{%- if weight is not none and fact is not none -%}
+  {{ exceptions.raise_compiler_error("ckm_count: weight= and fact= together are not supported; count the fact's records with weight= on a relation of only those records (where " ~ fact ~ " = 1): their record keys are the fact's keys") }}
+{%- endif -%}
 {%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
+{%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_count', roles=roles) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
+{%- if weight is not none -%}{%- do sdc.ckm_sum_check_numeric(relation, [weight], 'ckm_count') -%}{%- endif -%}
 {%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
   {%- do sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count') -%}
 {%- endif -%}
@@ -83,48 +102,27 @@ with leaf_cells as (
         {%- endfor %}
         {{ count_expr }} as original,
         {{ sdc.ckm_key_sum(sdc.sql_identifier(key_column)) }} as key_sum,
+        {%- if weight is not none %}
+        sum(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_sum,
+        {%- endif %}
         max({{ sdc.sql_identifier(key_column) }}) as max_key
+    {%- if weight is not none %}
+    from (
+        -- weights are positive and finite: a weighted count of 0 would be an empty cell that has records
+        select * from {{ relation }}
+        where {{ sdc.ckm_fail_if(sdc.ckm_weight_invalid(sdc.sql_identifier(weight)),
+            "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(" ~ sdc.sql_identifier(weight) ~ " as varchar), 'NULL') || ' (record key ' || cast(" ~ sdc.sql_identifier(rk) ~ " as varchar) || ')'") }}
+    ) as m
+    {%- else %}
     from {{ relation }} as m
+    {%- endif %}
     group by {% for dim in dims %}m.{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 ),
 {%- if complete %}
 
-leaf_frame as (
-    -- every combination of the dimensions' codes: the leaves of a hierarchical dimension (with any value
-    -- of the data that is none, which checked_leaf_levels refuses), the observed values of a flat one
-    select * from
-    {%- for dim in dims %}
-    {%- set column = sdc.sql_identifier(dim) %}
-        {% if not loop.first %}cross join {% endif -%}
-        {%- if levels[dim].paths %}
-        (select distinct cast({{ column }} as varchar) as {{ column }} from leaf_cells
-         union
-         select leaf from ({{ levels[dim].paths }}) as leaves_{{ loop.index }}) as codes_{{ loop.index }}
-        {%- else %}
-        (select distinct {{ column }} from leaf_cells) as codes_{{ loop.index }}
-        {%- endif %}
-    {%- endfor %}
-),
-
 complete_leaf_cells as (
     -- the cells of the frame; a combination without records is an empty cell (original 0, key sum 0)
-    select
-        {%- for dim in dims %}
-        leaf_frame.{{ sdc.sql_identifier(dim) }},
-        {%- endfor %}
-        coalesce(leaf_cells.original, 0) as original,
-        coalesce(leaf_cells.key_sum, 0) as key_sum,
-        leaf_cells.max_key
-    from leaf_frame
-    left join leaf_cells
-        on {% for dim in dims %}
-        {%- set column = sdc.sql_identifier(dim) -%}
-        {%- if levels[dim].paths -%}
-        leaf_frame.{{ column }} = cast(leaf_cells.{{ column }} as varchar)
-        {%- else -%}
-        leaf_frame.{{ column }} is not distinct from leaf_cells.{{ column }}
-        {%- endif %}{{ '\n        and ' if not loop.last }}
-        {%- endfor %}
+{{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, ['original', 'key_sum'] + (['weight_sum'] if weight is not none else []), ['max_key']) }}
 ),
 {%- endif %}
 
@@ -148,6 +146,9 @@ paired_metrics as (
         -- coalesce: the grand total of a relation without records is an empty cell, 0 (a sum over no rows is NULL)
         cast(coalesce(sum(original), 0) as bigint) as original,
         coalesce(sum(key_sum), 0) as key_sum
+        {%- if weight is not none %},
+        coalesce(sum(weight_sum), 0) as weight_sum
+        {%- endif %}
     from checked_leaf_levels
     group by grouping sets (
         {%- for set in sets %}
@@ -224,8 +225,39 @@ published as (
                 "'the perturbation table has no interval for i = ' || cast(ptable_row as varchar) || ' and cell key ' || cast(cell_key as varchar)") }}
             then original + noise
         end as {{ sdc.sql_identifier('count') }}
+        {%- if weight is not none %},
+        weight_sum as original_weighted_count
+        {%- endif %}
     from overlay
 )
+{%- if weight is not none and weighting == 'magnitude' %},
+
+magnitude_weighted_counts as (
+    -- the sum of the weights of every cell, perturbed by the magnitude method
+{{ sdc.ckm_sum(relation, dims, weight=weight, params=params, ptable=nums_ptable, totals=totals, hierarchy=hierarchy, modulus=modulus, check_keys=false, complete=false) | indent(4) }}
+)
+{%- endif %}
+{%- if weight is not none %},
+
+weighted as (
+    -- the weighted count: 0 where the count is 0 (a false zero stays a zero)
+    select
+        published.*,
+        {%- if weighting == 'magnitude' %}
+        case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0
+             else coalesce(magnitude_weighted_counts.weighted_count, 0.0) end as weighted_count
+        {%- else %}
+        case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0
+             else cast(published.{{ sdc.sql_identifier('count') }} as double) * cast(published.original_weighted_count as double) / published.original end as weighted_count
+        {%- endif %}
+    from published
+    {%- if weighting == 'magnitude' %}
+    left join magnitude_weighted_counts
+        on {% for dim in dims %}cast(published.{{ sdc.sql_identifier(dim) }} as varchar) is not distinct from cast(magnitude_weighted_counts.{{ sdc.sql_identifier(dim) }} as varchar){{ '\n        and ' if not loop.last }}{% endfor %}
+    {%- endif %}
+)
+{%- endif %}
+{%- set counted = 'weighted' if weight is not none else 'published' %}
 {%- if threshold is not none %},
 
 thresholded as (
@@ -240,10 +272,17 @@ thresholded as (
             as {{ sdc.sql_identifier('count') }},
         case when {{ sdc.sql_identifier('count') }} < {{ threshold }} then 'perturbed count below {{ threshold }}' end
             as count_reason
-    from published
+        {%- if weight is not none %},
+        original_weighted_count,
+        case when {{ sdc.sql_identifier('count') }} >= {{ threshold }} then weighted_count end as weighted_count
+        {%- endif %}
+    from {{ counted }}
 )
 
 select * from thresholded
+{%- elif weight is not none %}
+
+select * from weighted
 {%- else %}
 
 select * from published

@@ -51,3 +51,46 @@
         end as {{ sdc.sql_identifier(dim) }},
     {%- endfor %}
 {% endmacro %}
+
+
+{#
+  The cells of the table's frame at the finest level, for a complete table: every combination of the
+  dimensions' codes (the leaves of a hierarchical dimension, with any value of the data that is none, which
+  ckm_check_leaves refuses; the observed values of a flat one), each with its leaf cell's columns. A
+  combination without records is an empty cell: zero_columns 0, null_columns NULL.
+#}
+{% macro ckm_complete_leaf_cells(source_cte, dims, levels, zero_columns, null_columns) %}
+    select
+        {%- for dim in dims %}
+        leaf_frame.{{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        {%- for column in zero_columns %}
+        coalesce({{ source_cte }}.{{ column }}, 0) as {{ column }},
+        {%- endfor %}
+        {%- for column in null_columns %}
+        {{ source_cte }}.{{ column }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    from (
+        select * from
+        {%- for dim in dims %}
+        {%- set column = sdc.sql_identifier(dim) %}
+            {% if not loop.first %}cross join {% endif -%}
+            {%- if levels[dim].paths %}
+            (select distinct cast({{ column }} as varchar) as {{ column }} from {{ source_cte }}
+             union
+             select leaf from ({{ levels[dim].paths }}) as leaves_{{ loop.index }}) as codes_{{ loop.index }}
+            {%- else %}
+            (select distinct {{ column }} from {{ source_cte }}) as codes_{{ loop.index }}
+            {%- endif %}
+        {%- endfor %}
+    ) as leaf_frame
+    left join {{ source_cte }}
+        on {% for dim in dims %}
+        {%- set column = sdc.sql_identifier(dim) -%}
+        {%- if levels[dim].paths -%}
+        leaf_frame.{{ column }} = cast({{ source_cte }}.{{ column }} as varchar)
+        {%- else -%}
+        leaf_frame.{{ column }} is not distinct from {{ source_cte }}.{{ column }}
+        {%- endif %}{{ '\n        and ' if not loop.last }}
+        {%- endfor %}
+{% endmacro %}

@@ -31,12 +31,13 @@
     params     dict of magnitude parameters (preset, type, top_k, multiplier, mu_c, sensitive, same_key,
                use_zero_rkeys, separation), default var sdc_magnitude_params
     ptable     the magnitude ptable relation (columns i, v, p_int_lb, p_int_ub, type), default ref('sdc_nums_ptable')
-    totals, hierarchy, modulus, check_keys: as ckm_count
+    totals, hierarchy, modulus, check_keys, complete: as ckm_count (complete: empty cells of the frame have
+               the value 0)
     rules_preset  boundary semantics of the `sensitive` rules (as suppression_primary), default handbook
     audit      false (default): dimensions and measures only; true: also originals, cell key, sensitivity and
                each component's δ and noise (never publish these)
 #}
-{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false) %}
+{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none) %}
 {{- sdc.build_record_hook() -}}
 {%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none)) -%}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
@@ -57,6 +58,7 @@
 {%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 {%- set rk = sdc.setting('sdc_record_key_column') -%}
 {%- set wide = sdc.wide_integer_type() -%}
+{%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
 {%- set measures = [] -%}
 {%- if value is not none -%}{%- do measures.append({'name': 'value', 'expr': sdc.sql_identifier(value)}) -%}{%- endif -%}
 {%- if value is not none and weight is not none -%}
@@ -67,7 +69,7 @@
 {%- set roles = {rk: 'record key column'} -%}
 {%- if value is not none -%}{%- do roles.update({value: 'value column'}) -%}{%- endif -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
-{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_sum_own_columns'), 'ckm_sum', roles=roles, top_contributions=true) -%}
+{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_sum_own_columns'), 'ckm_sum', roles=roles, top_contributions=true, patterns=sdc.setting('sdc_ckm_sum_own_patterns')) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_sum') -%}
 {%- do sdc.ckm_sum_check_numeric(relation, [value, weight], 'ckm_sum') -%}
 {%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
@@ -113,7 +115,7 @@ checked_records as (
     from records
     where true
     {%- if weight is not none %}
-      and {{ sdc.ckm_fail_if('raw_weight is null or isnan(raw_weight) or isinf(raw_weight) or raw_weight <= 0',
+      and {{ sdc.ckm_fail_if(sdc.ckm_weight_invalid('raw_weight'),
             "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'") }}
     {%- endif %}
     {%- if value is not none %}
@@ -144,9 +146,22 @@ leaf_cells as (
     from checked_records
     group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 ),
+{%- if complete %}
+
+complete_leaf_cells as (
+    -- the cells of the frame; a combination without records is an empty cell: sums 0, no contributions
+{%- set zero_columns = ['records', 'weight_sum', 'key_sum_all', 'key_sum_nonzero'] -%}
+{%- set null_columns = ['max_key'] -%}
+{%- for measure in measures -%}
+  {%- do zero_columns.extend(['original_' ~ measure.name, 'contributors_' ~ measure.name]) -%}
+  {%- do null_columns.extend(['top_' ~ measure.name, 'high_' ~ measure.name, 'low_' ~ measure.name]) -%}
+{%- endfor %}
+{{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, zero_columns, null_columns) }}
+),
+{%- endif %}
 
 leaf_levels as (
-{{ sdc.ckm_leaf_levels('leaf_cells', dims, levels) }}
+{{ sdc.ckm_leaf_levels('complete_leaf_cells' if complete else 'leaf_cells', dims, levels) }}
 ),
 
 checked_leaf_levels as (

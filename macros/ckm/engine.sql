@@ -48,3 +48,16 @@
    15 times faster than an exact count at 10^7 rows); exact elsewhere. #}
 {% macro default__ckm_distinct_count(column) %}{{ return('count(distinct ' ~ column ~ ')') }}{% endmacro %}
 {% macro duckdb__ckm_distinct_count(column) %}{{ return('approx_count_distinct(' ~ column ~ ')') }}{% endmacro %}
+
+
+{% macro ckm_weight_invalid(column) %}
+  {{ return(adapter.dispatch('ckm_weight_invalid', 'sdc')(column)) }}
+{% endmacro %}
+
+{# A weight that is not a positive, finite number: NULL, NaN, ±infinity, 0 or less. #}
+{% macro default__ckm_weight_invalid(column) -%}
+{{ return('(' ~ column ~ ' is null or not (cast(' ~ column ~ " as double precision) > 0 and cast(" ~ column ~ " as double precision) < 'Infinity'))") }}
+{%- endmacro %}
+{% macro duckdb__ckm_weight_invalid(column) -%}
+{{ return('(' ~ column ~ ' is null or isnan(cast(' ~ column ~ ' as double)) or isinf(cast(' ~ column ~ ' as double)) or cast(' ~ column ~ ' as double) <= 0)') }}
+{%- endmacro %}

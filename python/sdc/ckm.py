@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from .record_keys import check_record_keys
-from .conventions import CKM_OWN_COLUMNS, KEY_FACT_PREFIX, RECORD_KEY_COLUMN
+from .conventions import CKM_OWN_COLUMNS, KEY_FACT_PREFIX, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
 from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .files import check_not_an_input, check_output_file, csv_field, csv_header, write_text_atomically
@@ -26,12 +26,14 @@ from .loader import column_list, existing_key_sql, fact_sql, quote
 from .microdata_input import register_microdata
 from .macro_renderer import Relation, private_connection, render_macro, run_sql, sql_errors
 from .ptable.formats import parse_ptable, read_ptable
-from .ptable.relation import create_ptable_table
+from .ptable.relation import create_nums_ptable_table, create_ptable_table
 from .ptable.table import PTable
 
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
 THRESHOLD_OUTPUT = "count_reason"   # why a count is published empty (with threshold=)
 THRESHOLD_AUDIT = "perturbed"       # the count a threshold hid (audit only)
+WEIGHTED_OUTPUT = "weighted_count"  # with weight=
+WEIGHTED_AUDIT = "original_weighted_count"  # the exact sum of the weights (audit only)
 COUNT_FACT = "f_sdc_count"
 TOTALS = ("cube", "rollup", "none")
 
@@ -40,6 +42,7 @@ _INPUT = "sdc_input"
 _MICRODATA = Relation("memory", "main", "sdc_microdata")
 _PTABLE = Relation("memory", "main", "sdc_ptable")
 _HIERARCHY = Relation("memory", "main", "sdc_hierarchies")
+_NUMS_PTABLE = Relation("memory", "main", "sdc_nums_ptable")
 
 
 def count_table(
@@ -57,10 +60,15 @@ def count_table(
     complete: bool = True,
     reuse_from: int | None = None,
     check_keys: bool = True,
+    weight: str | None = None,
+    weighted_count: str = WEIGHTED_COUNT_METHODS[0],
+    params=None,
+    nums_ptable=None,
 ):
     """A frequency table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
-    dimensions and ``count`` (with ``threshold``: NULL below it and ``count_reason``; with ``audit``: also
-    original, cell_key, noise and, with a threshold, perturbed; never publish those).
+    dimensions and ``count`` (with ``threshold``: NULL below it and ``count_reason``; with ``weight``:
+    ``weighted_count``; with ``audit``: also original, cell_key, noise, with a threshold perturbed, with a
+    weight original_weighted_count; never publish those).
 
     data        pandas DataFrame, Arrow table, DuckDB relation, or a .csv/.parquet path
     dims        dimension columns; a total carries the hierarchy's root code, or ``Total``
@@ -78,10 +86,16 @@ def count_table(
                 the table's own rule (an ONS table, or its sdc file, carries it)
     check_keys  refuse record keys that cannot be uniform random (the record key checks); False only for
                 hand-picked teaching keys
+    weight      positive, finite weight column: adds ``weighted_count``, 0 where ``count`` is 0
+    weighted_count  "magnitude" (default): the sum of the weights perturbed by the magnitude method, with
+                ``params`` (dict or YAML file, sdc.magnitude.params) and ``nums_ptable`` (default the params'
+                ptable); "mean_weight": count' * sum of weights / count, as cellKey and τ-Argus, which
+                reveals the cell's exact mean weight, a fraction whose denominator is the original count
     """
     with private_connection("ckm") as con:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
-                                  threshold, audit, complete, reuse_from, check_keys)
+                                  threshold, audit, complete, reuse_from, check_keys,
+                                  weighting=_Weighting.of(weight, weighted_count, params, nums_ptable, modulus))
         return run_sql(con, sql).df()
 
 
@@ -100,6 +114,9 @@ def protect_table(
     threshold: int | None = None,
     complete: bool = True,
     reuse_from: int | None = None,
+    weight: str | None = None,
+    weighted_count: str = WEIGHTED_COUNT_METHODS[0],
+    params=None,
 ) -> int:
     """``sdc ckm``: write the table of ``count_table`` to the CSV file ``out``; returns the number of cells."""
     if (key_digits is None) == (modulus is None):
@@ -108,23 +125,64 @@ def protect_table(
         raise SdcError(f"--key-digits must be between 1 and 18, got {key_digits}")
     if modulus is not None and not 2 <= modulus <= 2**62:
         raise SdcError(f"--modulus must be a whole number in [2, 2^62], got {modulus}")
-    check_not_an_input(out, input_path, ptable_path, hierarchy_path)
+    modulus = modulus if modulus is not None else 10**key_digits
+    weighting = _Weighting.of(weight, weighted_count, params, None, modulus)
+    check_not_an_input(out, input_path, ptable_path, hierarchy_path, params,
+                       weighting.params.ptable if weighting and weighting.params else None)
     check_output_file(out, _earlier_output, "sdc ckm")
     with private_connection("ckm") as con:
         sql, columns = _protected_query(
-            con, Path(input_path), dims, record_key, modulus if modulus is not None else 10**key_digits,
-            Path(ptable_path), Path(hierarchy_path) if hierarchy_path else None, totals, count_var, threshold,
-            audit, complete, reuse_from, check_keys=True, option_names=True)
+            con, Path(input_path), dims, record_key, modulus, Path(ptable_path),
+            Path(hierarchy_path) if hierarchy_path else None, totals, count_var, threshold, audit, complete,
+            reuse_from, check_keys=True, option_names=True, weighting=weighting)
         rows = run_sql(con, sql).fetchall()
     lines = [",".join(columns)] + [",".join(csv_field(v) for v in row) for row in rows]
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
     return len(rows)
 
 
+class _Weighting:
+    """A weighted count's column, method and, for the magnitude method, its parameters and ptable."""
+
+    def __init__(self, weight: str, method: str, params, tables):
+        self.weight, self.method, self.params, self.tables = weight, method, params, tables
+
+    @classmethod
+    def of(cls, weight, method, params, nums_ptable, modulus) -> "_Weighting | None":
+        if weight is None:
+            if params is not None or nums_ptable is not None:
+                raise SdcError("params and nums_ptable serve a weighted count: give weight= too")
+            return None
+        if not isinstance(weight, str) or not weight:
+            raise SdcError(f"weight must be a column name, got {weight!r}")
+        if method not in WEIGHTED_COUNT_METHODS:
+            raise SdcError(f"weighted_count must be one of {', '.join(WEIGHTED_COUNT_METHODS)}, got {method!r}")
+        if method == "mean_weight":
+            if params is not None or nums_ptable is not None:
+                raise SdcError("weighted_count 'mean_weight' scales the perturbed count: it takes no magnitude "
+                               "params or nums_ptable")
+            return cls(weight, method, None, None)
+        from .magnitude.reference import key_digits
+        from .magnitude.table import magnitude_params, nums_ptable as magnitude_ptable
+
+        if params is None:
+            raise SdcError("a weighted count by the magnitude method needs its parameters: give params= (a dict or "
+                           "a YAML file), or weighted_count='mean_weight'")
+        if not isinstance(modulus, bool) and isinstance(modulus, int):
+            key_digits(modulus)  # the magnitude method scrambles decimal digits: M must be a power of 10
+        params = magnitude_params(params)
+        return cls(weight, method, params, magnitude_ptable(nums_ptable, params))
+
+
 def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var, threshold,
-                     audit, complete, reuse_from, check_keys, option_names=False) -> tuple[str, list[str]]:
+                     audit, complete, reuse_from, check_keys, option_names=False,
+                     weighting: _Weighting | None = None) -> tuple[str, list[str]]:
     """Set up the run's relations on ``con`` and return the query of the table with its column names."""
-    dims = _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names)
+    dims = _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names,
+                            weighting.weight if weighting else None)
+    if weighting and count_var:
+        raise SdcError("weight and count_var together are not supported: count the records of the count variable "
+                       "(a filtered input) with weight")
     table = _ptable(ptable)
     if table.key_modulus is not None and table.key_modulus != modulus:
         raise SdcError(
@@ -132,13 +190,14 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
             f"modulus {table.key_modulus}, but the record keys have modulus {modulus}: give keys and table of one modulus"
         )
     reuse_from = _reuse_from(table, reuse_from)
-    needed = dims + [record_key] + ([count_var] if count_var else [])
+    needed = dims + [record_key] + ([count_var] if count_var else []) + ([weighting.weight] if weighting else [])
     label, columns = register_microdata(con, data, _INPUT, needed)
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
     key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
-    selected = ", ".join([quote(d) for d in dims] + [f"{key_sql} as {RECORD_KEY_COLUMN}"])
+    selected = ", ".join([quote(d) for d in dims] + ([quote(weighting.weight)] if weighting else [])
+                         + [f"{key_sql} as {RECORD_KEY_COLUMN}"])
     if count_var:
         counted = fact_sql(con, columns, COUNT_FACT, count_var, relation=_INPUT)
         key_fact = quote(KEY_FACT_PREFIX + COUNT_FACT)
@@ -154,14 +213,24 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     create_ptable_table(con, str(_PTABLE), table)
     if hierarchy is not None:
         create_hierarchy_table(con, str(_HIERARCHY), hierarchy_rows(hierarchy))
+    weighted = {}
+    if weighting:
+        weighted = {"weight": weighting.weight, "weighted_count": weighting.method}
+        if weighting.method == "magnitude":
+            from .magnitude.table import dbt_params
+
+            create_nums_ptable_table(con, str(_NUMS_PTABLE), weighting.tables)
+            weighted.update(params=dbt_params(weighting.params), nums_ptable=_NUMS_PTABLE)
     with sql_errors():  # the rendering runs queries (hierarchy shape, reuse rule)
         sql = render_macro(
             con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
             hierarchy=_HIERARCHY if hierarchy is not None else None, ptable=_PTABLE, modulus=modulus,
-            reuse_from=reuse_from, check_keys=False, complete=complete, threshold=threshold)
+            reuse_from=reuse_from, check_keys=False, complete=complete, threshold=threshold, **weighted)
     output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
+    output += [WEIGHTED_OUTPUT] if weighting else []
     if audit:
         output += list(AUDIT_OUTPUT) + ([THRESHOLD_AUDIT] if threshold is not None else [])
+        output += [WEIGHTED_AUDIT] if weighting else []
     # codes are text in the table (a total's code is text): numbers among them in numeric order (1, 2, 10),
     # then the others (Total, letters) in text order
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
@@ -169,7 +238,7 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     return f"select {', '.join(quote(c) for c in output)} from ({sql}) as cells order by {order}", output
 
 
-def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names) -> list[str]:
+def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names, weight=None) -> list[str]:
     if isinstance(dims, str) or not dims or not all(isinstance(d, str) for d in dims):
         raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
     dims = list(dims)
@@ -183,7 +252,8 @@ def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, op
         quote(dim)
     check_dimension_names(dims, CKM_OWN_COLUMNS + (RECORD_KEY_COLUMN, COUNT_FACT, THRESHOLD_OUTPUT),
                           {record_key: "--record-key column" if option_names else "record_key column",
-                           count_var: "--count-var column" if option_names else "count_var column"})
+                           count_var: "--count-var column" if option_names else "count_var column",
+                           weight: "--weight column" if option_names else "weight column"})
     return dims
 
 
@@ -225,7 +295,7 @@ def _earlier_output(path: Path) -> bool:
     header = csv_header(path)
     if "count" not in header:
         return False
-    tail = header[header.index("count"):]
+    tail = [c for c in header[header.index("count"):] if c not in (WEIGHTED_OUTPUT, WEIGHTED_AUDIT)]
     return tail in (
         ["count"], ["count", THRESHOLD_OUTPUT], ["count", *AUDIT_OUTPUT],
         ["count", THRESHOLD_OUTPUT, *AUDIT_OUTPUT, THRESHOLD_AUDIT],
@@ -238,3 +308,17 @@ def sum_table(data, dims, **options):
 
     return magnitude_sum_table(data, dims, **options)
 
+
+
+def sum_quality(audit, table_name: str = "table", measure: str = "value"):
+    """Quality figures of a magnitude table: see sdc.magnitude.table.sum_quality."""
+    from .magnitude.table import sum_quality as magnitude_sum_quality
+
+    return magnitude_sum_quality(audit, table_name, measure)
+
+
+def mean_table(sums, counts, dims, **options):
+    """Means as perturbed sum / perturbed count: see sdc.magnitude.table.mean_table."""
+    from .magnitude.table import mean_table as magnitude_mean_table
+
+    return magnitude_mean_table(sums, counts, dims, **options)

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from . import __version__
-from .conventions import DEFAULT_KEY_MODULUS, NUMS_PTABLE_TYPES
+from .conventions import DEFAULT_KEY_MODULUS, NUMS_PTABLE_TYPES, WEIGHTED_COUNT_METHODS
 from .errors import SdcError
 from .ptable.params import PTableParams
 from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_ptable
@@ -146,7 +146,11 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--value", metavar="COL", help="a magnitude table: perturbed sums of this numeric column "
                      "(magnitude CKM, needs --params)")
     ckm.add_argument("--weight", metavar="COL", help="positive weights: with --value also weighted_value; alone, "
-                     "count and weighted_count (the sum of weights, perturbed by the magnitude method of --params)")
+                     "count and weighted_count (see --weighted-count)")
+    ckm.add_argument("--weighted-count", choices=WEIGHTED_COUNT_METHODS, default=WEIGHTED_COUNT_METHODS[0],
+                     help="with --weight alone: magnitude (default), the sum of weights perturbed by the magnitude "
+                     "method of --params; mean_weight, count' x sum of weights / count as cellKey and tau-Argus "
+                     "(reveals the exact mean weight, whose denominator is the original count)")
     ckm.add_argument("--params", metavar="FILE.yml", help="magnitude parameters (preset, type, top_k, multiplier, "
                      "mu_c, sensitive, same_key, use_zero_rkeys, separation, ptable)")
     ckm.add_argument("--totals", default="cube", choices=("cube", "rollup", "none"),
@@ -326,10 +330,15 @@ def _run_load(args: argparse.Namespace) -> int:
 
 
 def _run_ckm(args: argparse.Namespace) -> int:
-    if args.value or args.weight or args.params:
+    if args.value or (args.params and not args.weight):
         return _run_ckm_magnitude(args)
     if not args.ptable:
         raise SdcError("--ptable is required (the count perturbation table)")
+    if args.weight and args.weighted_count == "magnitude" and not args.params:
+        raise SdcError("--weight gives weighted_count, the sum of the weights perturbed by the magnitude method: "
+                       "give its parameters as --params FILE.yml (or --weighted-count mean_weight)")
+    if args.weight and args.weighted_count == "mean_weight" and args.params:
+        raise SdcError("--weighted-count mean_weight scales the perturbed count: it takes no --params")
     from .ckm import protect_table
 
     cells = protect_table(
@@ -347,6 +356,9 @@ def _run_ckm(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         complete=not args.no_empty_cells,
         reuse_from=args.reuse_from,
+        weight=args.weight,
+        weighted_count=args.weighted_count,
+        params=args.params if args.weight else None,
     )
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0
@@ -354,30 +366,27 @@ def _run_ckm(args: argparse.Namespace) -> int:
 
 def _run_ckm_magnitude(args: argparse.Namespace) -> int:
     from .files import check_not_an_input, check_output_file, csv_header
-    from .magnitude.table import magnitude_params, sum_table, weighted_count_table, write_table
+    from .magnitude.table import magnitude_params, sum_table, write_table
 
+    if not args.value:
+        raise SdcError("--params are the magnitude Cell Key Method's: give --value COL (a magnitude table) or "
+                       "--weight COL (a weighted count)")
     if not args.params:
-        raise SdcError("--value and --weight use the magnitude Cell Key Method: give its parameters as --params FILE.yml")
+        raise SdcError("--value uses the magnitude Cell Key Method: give its parameters as --params FILE.yml")
     counting = [flag for flag, given in (("--count-var", args.count_var), ("--threshold", args.threshold is not None),
-                                         ("--reuse-from", args.reuse_from is not None),
-                                         ("--no-empty-cells", args.no_empty_cells)) if given]
+                                         ("--reuse-from", args.reuse_from is not None)) if given]
     if counting:
-        raise SdcError(f"{', '.join(counting)} apply to count tables, not to --value/--weight")
+        raise SdcError(f"{', '.join(counting)} apply to count tables, not to --value")
+    if args.weighted_count != WEIGHTED_COUNT_METHODS[0]:
+        raise SdcError("--weighted-count applies to a weighted count (--weight without --value)")
     modulus = args.modulus if args.modulus is not None else 10**args.key_digits
     params = magnitude_params(args.params)
     check_not_an_input(args.out, args.input, args.ptable, args.hierarchy, args.params, params.ptable)
     check_output_file(args.out, lambda p: bool({"value", "weighted_count"} & set(csv_header(p))), "sdc ckm")
     common = dict(record_key=args.record_key, modulus=modulus, hierarchy=args.hierarchy, totals=args.totals,
-                  audit=args.audit)
-    if args.value:
-        frame = sum_table(args.input, _split(args.dims), value=args.value, weight=args.weight, params=params,
-                          ptable=args.ptable, **common)
-    else:
-        if not args.ptable:
-            raise SdcError("--weight without --value gives count and weighted_count: --ptable is the count ptable "
-                           "(the magnitude ptable comes from --params)")
-        frame = weighted_count_table(args.input, _split(args.dims), weight=args.weight, ptable=args.ptable,
-                                     params=params, **common)
+                  audit=args.audit, complete=not args.no_empty_cells)
+    frame = sum_table(args.input, _split(args.dims), value=args.value, weight=args.weight, params=params,
+                      ptable=args.ptable, **common)
     cells = write_table(frame, args.out)
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0

@@ -92,9 +92,18 @@ TOTAL_LABEL: str = "Total"
 
 # ------------------------------------------------------------------------------------------ audit columns
 # Columns of a ckm_count relation that undo the protection: they stay in the audit layer, never published.
-# perturbed: original + noise where a threshold publishes the count empty (ckm_count threshold=)
+# perturbed: original + noise where a threshold publishes the count empty (ckm_count threshold=);
+# original_weighted_count: the exact sum of the weights (ckm_count weight=)
 CKM_AUDIT_COLUMNS: tuple[str, ...] = (
-    "original", "key_sum", "cell_key_int", "cell_key", "ptable_row", "noise", "perturbed",
+    "original", "key_sum", "cell_key_int", "cell_key", "ptable_row", "noise", "perturbed", "original_weighted_count",
+)
+
+# ... and of a ckm_sum relation built with audit=true: its record count, sensitivity, and per measure m the
+# original sum, contributors, and each component's scale δ and noise (whole names, any letter case)
+CKM_SUM_AUDIT_COLUMNS: tuple[str, ...] = ("records", "sensitive", "sensitive_rule")
+CKM_SUM_AUDIT_PATTERNS: tuple[str, ...] = (
+    r"(original|contributors|noise)_(value|weighted_value|weighted_count)",
+    r"(delta|noise)_(value|weighted_value|weighted_count)_[0-9]+",
 )
 
 # ------------------------------------------------------------------------------------------ publication
@@ -105,7 +114,7 @@ PUBLISH_TAG: str = "sdc_publish"
 PROTECTION_MACROS: tuple[str, ...] = ("macro.sdc.ckm_published", "macro.sdc.suppression_published")
 # Audit relations hold original values (counts, sums, contributions) next to their protection.
 AUDIT_MACROS: tuple[str, ...] = (
-    "macro.sdc.ckm_count", "macro.sdc.suppression_cells", "macro.sdc.suppression_cells_from_aggregate",
+    "macro.sdc.ckm_count", "macro.sdc.ckm_sum", "macro.sdc.suppression_cells", "macro.sdc.suppression_cells_from_aggregate",
     "macro.sdc.suppression_primary",
 )
 # Columns of the suppression layers that undo the protection (the status and rule of a cell, its protection
@@ -118,7 +127,9 @@ TOP_CONTRIBUTION_PREFIX: str = "top_"
 SUPPRESSION_AUDIT_PREFIXES: tuple[str, ...] = ("feasible_", "required_")
 # Every column name `sdc publish` refuses; also the record key's key facts (KEY_FACT_PREFIX), top_<n> and the
 # prefixes above. Compared without regard to case (DuckDB names are case-insensitive).
-UNPUBLISHABLE_COLUMNS: tuple[str, ...] = CKM_AUDIT_COLUMNS + (RECORD_KEY_COLUMN,) + SUPPRESSION_AUDIT_COLUMNS
+UNPUBLISHABLE_COLUMNS: tuple[str, ...] = (
+    CKM_AUDIT_COLUMNS + CKM_SUM_AUDIT_COLUMNS + (RECORD_KEY_COLUMN,) + SUPPRESSION_AUDIT_COLUMNS
+)
 # Of these, names that are also ordinary dimensions (a census "status"): refused only in a relation of the
 # suppression layers, i.e. one that also has published_text, freq or another suppression column.
 SUPPRESSION_COLUMNS_ALSO_DIMENSIONS: tuple[str, ...] = ("status", "rule", "lower", "upper")
@@ -148,13 +159,25 @@ PUBLICATION_STORAGE_VERSION: str = "v1.0.0"
 # in any letter case, would be overwritten or make the output ambiguous, so it is refused. Also refused: the
 # record key and key fact columns (KEY_FACT_PREFIX), the top_<n> contributions, and names with the suffixes
 # that the levels of a hierarchical dimension get (<dim>__level_<n>, <dim>__leaf).
-CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "count_reason", "max_key") + CKM_AUDIT_COLUMNS
+CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "count_reason", "max_key", "weight_sum", "weighted_count") + CKM_AUDIT_COLUMNS
+# How ckm_count perturbs a weighted count (weight=): "magnitude", the sum of the weights by the magnitude
+# method (the default), or "mean_weight", count' * sum of weights / count as cellKey and τ-Argus (that pair
+# reveals the exact mean weight, whose denominator is the original count)
+WEIGHTED_COUNT_METHODS: tuple[str, ...] = ("magnitude", "mean_weight")
 # ckm_sum (magnitude CKM): its measures, the columns of its steps, and the suppression rules' columns it reads
 CKM_SUM_MEASURES: tuple[str, ...] = ("value", "weighted_value", "weighted_count")
 CKM_SUM_OWN_COLUMNS: tuple[str, ...] = CKM_SUM_MEASURES + (
     "records", "weight", "weight_sum", "record_key", "key_sum_all", "key_sum_nonzero", "max_key", "cell_key_int",
     "cell_key", "sensitive", "sensitive_rule", "freq", "contributors", "status", "rule", "protection_lower",
     "protection_upper", "type", "i", "v", "component",
+)
+# ... and its column families per measure m (value, weighted_value, weighted_count), component j and ptable row:
+# a dimension matching one of these patterns (whole name, any letter case) is refused as well
+CKM_SUM_OWN_PATTERNS: tuple[str, ...] = (
+    r"(raw|c|original|contributors|top|high|low|table|noise)_(value|weighted_value|weighted_count|weight)",
+    r"(mag|x|skip|skip_raw|delta|delta_raw|small|noise|v)_(value|weighted_value|weighted_count)_[0-9]+",
+    r"key_[0-9]+",
+    r"v_[0-9]+_(all|even|odd|small_cells)_[0-9_.]+",
 )
 SUPPRESSION_OWN_COLUMNS: tuple[str, ...] = (
     "freq", "value", "contribution", "records", "contribution_rank", "sdc_value", "sdc_contributor",
@@ -173,12 +196,16 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_ptable_reuse_from": None,
     # ckm_count publishes every cell of the frame, empty ones (count 0) included, as ONS and cellKey
     "sdc_complete_tables": True,
+    "sdc_weighted_count": WEIGHTED_COUNT_METHODS[0],
     "sdc_total_label": TOTAL_LABEL,
     "sdc_audit_columns": list(CKM_AUDIT_COLUMNS),
+    "sdc_ckm_sum_audit_columns": list(CKM_SUM_AUDIT_COLUMNS),
+    "sdc_ckm_sum_audit_patterns": list(CKM_SUM_AUDIT_PATTERNS),
     "sdc_raw_schema": RAW_SCHEMA,
     "sdc_load_log": LOAD_LOG_TABLE,
     "sdc_ckm_own_columns": list(CKM_OWN_COLUMNS),
     "sdc_ckm_sum_own_columns": list(CKM_SUM_OWN_COLUMNS),
+    "sdc_ckm_sum_own_patterns": list(CKM_SUM_OWN_PATTERNS),
     "sdc_suppression_own_columns": list(SUPPRESSION_OWN_COLUMNS),
     # false only for hand-picked teaching keys: every published number could then be undone
     "sdc_check_record_keys": True,

@@ -11,10 +11,11 @@ from .errors import SdcError
 
 
 def check_dimension_names(dims: list[str], own_columns: Iterable[str], roles: dict[str, str] | None = None,
-                          top_contributions: bool = False) -> None:
+                          top_contributions: bool = False, patterns: Iterable[str] = ()) -> None:
     """Refuse an empty or repeated (in any letter case) dimension name, a column that has another role
     (``roles``: column -> what it is, e.g. the record key), one of ``own_columns`` (the columns the method
-    adds), ``top_<n>`` when the method adds the largest contributions, and a name with a hierarchy level suffix
+    adds), ``top_<n>`` when the method adds the largest contributions, a name that matches one of ``patterns``
+    (regular expressions of the method's column families, whole name), and a name with a hierarchy level suffix
     (``<dim>__level_<n>``, ``<dim>__leaf``). Names compare without regard to letter case, as the engines
     compare identifiers."""
     own = sorted({c.lower() for c in own_columns})
@@ -31,6 +32,10 @@ def check_dimension_names(dims: list[str], own_columns: Iterable[str], roles: di
         if lowered in own or (top_contributions and re.fullmatch(r"top_[0-9]+", lowered)):
             added = ", ".join(own) + (", top_<n>" if top_contributions else "")
             raise SdcError(f"dimension {dim!r} has the name of a column the method adds ({added}); rename the column")
+        family = next((p for p in patterns if re.fullmatch(p, lowered)), None)
+        if family is not None:
+            raise SdcError(f"dimension {dim!r} has the name of a column family the method adds ({family}); "
+                           "rename the column")
         if HIERARCHY_LEVEL_MARKERS[0] in lowered or lowered.endswith(HIERARCHY_LEVEL_MARKERS[1]):
             raise SdcError(f"dimension {dim!r} ends like the level columns of a hierarchical dimension "
                            "(__level_<n>, __leaf); rename the column")

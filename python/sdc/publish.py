@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -39,6 +40,7 @@ import duckdb
 
 from .conventions import (
     AUDIT_MACROS,
+    CKM_SUM_AUDIT_PATTERNS,
     BUILD_RECORD_KEY,
     CKM_COUNT_COLUMN,
     DBT_LEFTOVER_SUFFIXES,
@@ -552,6 +554,8 @@ def unpublishable(column: str, columns: list[str] | None = None) -> bool:
         return any(o in SUPPRESSION_LAYER_COLUMNS or (o not in SUPPRESSION_COLUMNS_ALSO_DIMENSIONS and unpublishable(o))
                    for o in others)
     if name in UNPUBLISHABLE_COLUMNS or name.startswith(KEY_FACT_PREFIX) or name.startswith(SUPPRESSION_AUDIT_PREFIXES):
+        return True
+    if any(re.fullmatch(pattern, name) for pattern in CKM_SUM_AUDIT_PATTERNS):
         return True
     return name.startswith(TOP_CONTRIBUTION_PREFIX) and name[len(TOP_CONTRIBUTION_PREFIX):].isdigit()
 

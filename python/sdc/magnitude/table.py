@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..conventions import CKM_SUM_OWN_COLUMNS, RECORD_KEY_COLUMN
+from ..conventions import CKM_SUM_OWN_COLUMNS, CKM_SUM_OWN_PATTERNS, RECORD_KEY_COLUMN
 from ..dimension_names import check_dimension_names
 from ..errors import SdcError
 from ..hierarchy import create_hierarchy_table, hierarchy_rows
 from ..loader import column_list, existing_key_sql, quote
-from ..macro_renderer import Relation, private_connection, render_macro, run_sql, sql_errors
+from ..macro_renderer import private_connection, render_macro, run_sql, sql_errors
 from ..microdata_input import register_microdata
 from ..ptable.nums import NumsPTableSet, parse_nums_ptable, read_nums_ptable
 from ..ptable.relation import create_nums_ptable_table
@@ -27,8 +27,7 @@ from .reference import key_digits
 TOTALS = ("cube", "rollup", "none")
 # the run's relations: named as sdc.ckm names them, the ptable apart
 from ..ckm import _HIERARCHY, _INPUT, _MICRODATA  # noqa: E402
-
-_PTABLE = Relation("memory", "main", "sdc_nums_ptable")
+from ..ckm import _NUMS_PTABLE as _PTABLE  # noqa: E402
 
 
 def sum_table(
@@ -46,6 +45,7 @@ def sum_table(
     rules_preset: str = "handbook",
     audit: bool = False,
     check_keys: bool = True,
+    complete: bool = True,
 ):
     """A magnitude table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
     dimensions and ``value`` (the perturbed sum of ``value``); with a weight also ``weighted_value`` (the
@@ -55,10 +55,12 @@ def sum_table(
     params   a dict of magnitude parameters or a YAML file (sdc.magnitude.params names them)
     ptable   the magnitude ptable: a file (sdc ptable --table nums) or a NumsPTableSet; default the params' ptable
     modulus  of the record keys: a power of 10 (the key's decimal digits are scrambled per component)
+    complete every cell of the frame (cross product of each dimension's codes), empty ones with value 0;
+             False: only cells with records
     """
     with private_connection("ckm") as con:
         sql = _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy,
-                               totals, rules_preset, audit, check_keys)
+                               totals, rules_preset, audit, check_keys, complete)
         return run_sql(con, sql).df()
 
 
@@ -106,7 +108,7 @@ def dbt_params(params: MagnitudeParams) -> dict:
 
 
 def _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy, totals,
-                     rules_preset, audit, check_keys) -> str:
+                     rules_preset, audit, check_keys, complete) -> str:
     if isinstance(dims, str) or not dims or not all(isinstance(d, str) for d in dims):
         raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
     dims = list(dims)
@@ -120,7 +122,8 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
     for dim in dims:
         quote(dim)
     check_dimension_names(dims, CKM_SUM_OWN_COLUMNS + (RECORD_KEY_COLUMN,),
-                          {record_key: "record_key column", value: "value column", weight: "weight column"})
+                          {record_key: "record_key column", value: "value column", weight: "weight column"},
+                          top_contributions=True, patterns=CKM_SUM_OWN_PATTERNS)
     params = magnitude_params(params)
     tables = nums_ptable(ptable, params)
     needed = dims + [record_key] + [c for c in (value, weight) if c]
@@ -142,35 +145,51 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
         sql = render_macro(
             con, "ckm_sum", _MICRODATA, dims, value=value, weight=weight, params=dbt_params(params), ptable=_PTABLE,
             totals=totals, hierarchy=_HIERARCHY if hierarchy is not None else None, modulus=modulus,
-            check_keys=False, rules_preset=rules_preset, audit=audit)
+            check_keys=False, rules_preset=rules_preset, audit=audit, complete=complete)
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
                       for d in dims)
     return f"select * from ({sql}) as cells order by {order}"
 
 
-def weighted_count_table(data, dims: list[str], *, weight: str, record_key: str, modulus: int, ptable, params,
-                         nums_ptable=None, hierarchy=None, totals: str = "cube", audit: bool = False,
-                         check_keys: bool = True):
-    """Weighted counts: ``count`` (the count perturbed by the count ptable, as count_table) and
-    ``weighted_count``, the sum of the weights perturbed by the magnitude method (params, nums_ptable).
-
-    The weighted count is not published as count' · (sum of weights / count), as cellKey and τ-Argus do:
-    that ratio is the cell's exact mean weight, a fraction whose denominator is the original count, so
-    with integer or few distinct weights the original count can be read back from the published pair.
-    """
+def weighted_count_table(data, dims: list[str], *, weight: str, record_key: str, modulus: int, ptable, params=None,
+                         nums_ptable=None, weighted_count: str = "magnitude", **options):
+    """Weighted counts: ``count`` (the count perturbed by the count ptable) and ``weighted_count``; the same as
+    ``sdc.ckm.count_table(..., weight=)`` (see there for ``weighted_count``, the method)."""
     from ..ckm import count_table
 
-    counts = count_table(data, dims, record_key=record_key, modulus=modulus, ptable=ptable, hierarchy=hierarchy,
-                         totals=totals, audit=audit, check_keys=check_keys)
-    weighted = sum_table(data, dims, weight=weight, record_key=record_key, modulus=modulus, params=params,
-                         ptable=nums_ptable, hierarchy=hierarchy, totals=totals, audit=audit, check_keys=False)
-    for dim in dims:  # codes are text in both tables (a total's code is text)
-        counts[dim] = counts[dim].astype(str)
-        weighted[dim] = weighted[dim].astype(str)
-    keep = dims + [c for c in weighted.columns if c not in dims and c not in counts.columns]
-    merged = counts.merge(weighted[keep], on=dims, how="left", validate="one_to_one")
-    merged["weighted_count"] = merged["weighted_count"].fillna(0.0)  # an empty cell: zero stays zero
-    return merged
+    return count_table(data, dims, record_key=record_key, modulus=modulus, ptable=ptable, weight=weight,
+                       weighted_count=weighted_count, params=params, nums_ptable=nums_ptable, **options)
+
+
+def sum_quality(audit, table_name: str = "table", measure: str = "value"):
+    """The quality figures of a magnitude table (macro ckm_sum_quality) from ``sum_table(..., audit=True)``:
+    one row with the share changed, the distribution of relative absolute deviations and the largest one."""
+    return _run_macro_on_frames("ckm_sum_quality", {"sdc_audit_table": audit}, table_name=table_name,
+                                measure=measure)
+
+
+def mean_table(sums, counts, dims: list[str], numerator: str = "value", denominator: str = "count"):
+    """Means as perturbed sum / perturbed count of the same cell (macro ckm_mean): ``sums`` a published
+    sum_table, ``counts`` a published count_table (with weight= for ``denominator="weighted_count"``)."""
+    if isinstance(dims, str) or not dims:
+        raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
+    for name, frame, column in (("sums", sums, numerator), ("counts", counts, denominator)):
+        missing = [c for c in list(dims) + [column] if c not in frame.columns]
+        if missing:
+            raise SdcError(f"column {missing[0]!r} is not in {name} ({', '.join(map(str, frame.columns))})")
+    frames = {"sdc_sums": sums.assign(**{d: sums[d].astype(str) for d in dims}),
+              "sdc_counts": counts.assign(**{d: counts[d].astype(str) for d in dims})}
+    return _run_macro_on_frames("ckm_mean", frames, list(dims), numerator=numerator, denominator=denominator)
+
+
+def _run_macro_on_frames(macro: str, frames: dict, *args, **kwargs):
+    with private_connection("ckm") as con:
+        for name, frame in frames.items():
+            con.register(f"{name}_frame", frame)
+            con.execute(f"create view {name} as select * from {name}_frame")
+        with sql_errors():
+            sql = render_macro(con, macro, *frames, *args, **kwargs)
+            return run_sql(con, sql).df()
 
 
 def write_table(frame, out: str | Path) -> int:

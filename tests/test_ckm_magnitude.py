@@ -526,6 +526,17 @@ def test_bad_input_is_refused():
             sum_table(broken, ["region"], value="turnover", weight="w", ptable=_tables(), **run)
     with pytest.raises(SdcError, match="must be a power of 10"):
         sum_table(df, ["region"], value="turnover", ptable=_tables(), **{**run, "modulus": 4096})
+    # contributions are exact 6-decimal numbers below 10^12: a larger one is named, with the way out; so is a
+    # product value x weight beyond it
+    broken = df.copy()
+    broken.loc[7, "turnover"] = 2.5e12
+    with pytest.raises(SdcError, match=r"contributions to value \(column turnover\) must be below 10\^12.*a record "
+                                       r"has 2500000000000.*give the column in larger units"):
+        sum_table(broken, ["region"], value="turnover", ptable=_tables(), **run)
+    broken = df.copy()
+    broken.loc[7, ["turnover", "w"]] = [9e10, 20.0]
+    with pytest.raises(SdcError, match=r"contributions to weighted_value \(turnover x w\) must be below 10\^12"):
+        sum_table(broken, ["region"], value="turnover", weight="w", ptable=_tables(), **run)
 
 
 # ------------------------------------------------------------------------------------------- weighted counts

@@ -3,7 +3,8 @@
   as τ-Argus and cellKey do it (reference ckm.md §3.5; python/sdc/magnitude/reference.py is the same method
   written out for one cell). Every subtotal, its top contributions included, is computed from the microdata:
   the leaf cells keep their largest contributions, and a subtotal takes the largest of its leaves' lists,
-  which are the largest of its records. Sums are exact (contributions as decimal(38, 6)), so a cell has the
+  which are the largest of its records. Sums are exact (contributions as decimal(18, 6), so |contribution| <
+  10^12; their sums decimal(38, 6)), so a cell has the
   same value, key and noise in every table.
 
   Measures (one noise chain each, one cell key for all):
@@ -60,11 +61,11 @@
 {%- set wide = sdc.wide_integer_type() -%}
 {%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
 {%- set measures = [] -%}
-{%- if value is not none -%}{%- do measures.append({'name': 'value', 'expr': sdc.sql_identifier(value)}) -%}{%- endif -%}
+{%- if value is not none -%}{%- do measures.append({'name': 'value', 'expr': sdc.sql_identifier(value), 'label': 'column ' ~ value}) -%}{%- endif -%}
 {%- if value is not none and weight is not none -%}
-  {%- do measures.append({'name': 'weighted_value', 'expr': sdc.sql_identifier(value) ~ ' * ' ~ sdc.sql_identifier(weight)}) -%}
+  {%- do measures.append({'name': 'weighted_value', 'expr': sdc.sql_identifier(value) ~ ' * ' ~ sdc.sql_identifier(weight), 'label': value ~ ' x ' ~ weight}) -%}
 {%- elif weight is not none -%}
-  {%- do measures.append({'name': 'weighted_count', 'expr': sdc.sql_identifier(weight)}) -%}
+  {%- do measures.append({'name': 'weighted_count', 'expr': sdc.sql_identifier(weight), 'label': 'column ' ~ weight}) -%}
 {%- endif -%}
 {%- set roles = {rk: 'record key column'} -%}
 {%- if value is not none -%}{%- do roles.update({value: 'value column'}) -%}{%- endif -%}
@@ -108,20 +109,32 @@ checked_records as (
         {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         record_key,
-        {{ 'cast(raw_weight as decimal(38, 6))' if weight is not none else '1' }} as weight,
+        {%- if weight is not none %}
+        cast(raw_weight as decimal(18, 6)) as weight,
+        {%- endif %}
         {%- for measure in measures %}
-        cast(raw_{{ measure.name }} as decimal(38, 6)) as c_{{ measure.name }}{{ ',' if not loop.last }}
+        cast(raw_{{ measure.name }} as decimal(18, 6)) as c_{{ measure.name }},
+        -- the contribution as a double, for ranking and the magnifiers: the largest of a set do not depend on
+        -- the order (the decimal is this number rounded to 6 decimals)
+        raw_{{ measure.name }} as d_{{ measure.name }}{{ ',' if not loop.last }}
         {%- endfor %}
     from records
-    where true
+    -- one test per record: a weight that is not positive and finite, a value that is not a finite number,
+    -- a contribution beyond the exact decimals
+    {%- set failures = [] %}
     {%- if weight is not none %}
-      and {{ sdc.ckm_fail_if(sdc.ckm_weight_invalid('raw_weight'),
-            "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'") }}
+    {%- do failures.append((sdc.ckm_weight_invalid('raw_weight'),
+        "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'")) %}
     {%- endif %}
     {%- if value is not none %}
-      and {{ sdc.ckm_fail_if('raw_value is null or isnan(raw_value) or isinf(raw_value)',
-            "'value column " ~ sdc.sql_text(value) ~ " must be a finite number; a record has ' || coalesce(cast(raw_value as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'") }}
+    {%- do failures.append(('raw_value is null or isnan(raw_value) or isinf(raw_value)',
+        "'value column " ~ sdc.sql_text(value) ~ " must be a finite number; a record has ' || coalesce(cast(raw_value as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'")) %}
     {%- endif %}
+    {%- for measure in measures %}
+    {%- do failures.append(('abs(raw_' ~ measure.name ~ ') >= 1e12',
+        "'the contributions to " ~ measure.name ~ " (" ~ sdc.sql_text(measure.label) ~ ") must be below 10^12 in absolute value (exact sums of 6-decimal numbers); a record has ' || cast(raw_" ~ measure.name ~ " as varchar) || ' (record key ' || cast(record_key as varchar) || '): give the column in larger units, e.g. thousands'")) %}
+    {%- endfor %}
+    where {{ sdc.ckm_fail_if_any(failures) }}
 ),
 
 leaf_cells as (
@@ -131,17 +144,20 @@ leaf_cells as (
         {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         count(*) as records,
-        sum(weight) as weight_sum,
+        {{ 'sum(weight)' if weight is not none else 'count(*)' }} as weight_sum,
         {{ sdc.ckm_key_sum('record_key') }} as key_sum_all,
-        {{ sdc.ckm_key_sum('case when c_' ~ first ~ ' <> 0 then record_key else 0 end') }} as key_sum_nonzero,
+        -- the keys of the records that contribute nothing (left out of the cell key unless use_zero_rkeys)
+        coalesce({{ sdc.ckm_key_sum('record_key') }} filter (where c_{{ first }} = 0), 0) as key_sum_zero,
         max(record_key) as max_key,
         {%- for measure in measures %}
         {%- set c = 'c_' ~ measure.name %}
         sum({{ c }}) as original_{{ measure.name }},
         count(*) filter (where {{ c }} <> 0) as contributors_{{ measure.name }},
-        max(abs({{ c }}), {{ top_n }}) filter (where {{ c }} <> 0) as top_{{ measure.name }},
+        max(abs(d_{{ measure.name }}), {{ top_n }}) filter (where {{ c }} <> 0) as top_{{ measure.name }}
+        {%- if p.type == 'range' %},
         max({{ c }}) filter (where {{ c }} <> 0) as high_{{ measure.name }},
-        min({{ c }}) filter (where {{ c }} <> 0) as low_{{ measure.name }}{{ ',' if not loop.last }}
+        min({{ c }}) filter (where {{ c }} <> 0) as low_{{ measure.name }}
+        {%- endif %}{{ ',' if not loop.last }}
         {%- endfor %}
     from checked_records
     group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
@@ -150,11 +166,11 @@ leaf_cells as (
 
 complete_leaf_cells as (
     -- the cells of the frame; a combination without records is an empty cell: sums 0, no contributions
-{%- set zero_columns = ['records', 'weight_sum', 'key_sum_all', 'key_sum_nonzero'] -%}
+{%- set zero_columns = ['records', 'weight_sum', 'key_sum_all', 'key_sum_zero'] -%}
 {%- set null_columns = ['max_key'] -%}
 {%- for measure in measures -%}
   {%- do zero_columns.extend(['original_' ~ measure.name, 'contributors_' ~ measure.name]) -%}
-  {%- do null_columns.extend(['top_' ~ measure.name, 'high_' ~ measure.name, 'low_' ~ measure.name]) -%}
+  {%- do null_columns.extend(['top_' ~ measure.name] + (['high_' ~ measure.name, 'low_' ~ measure.name] if p.type == 'range' else [])) -%}
 {%- endfor %}
 {{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, zero_columns, null_columns) }}
 ),
@@ -178,14 +194,16 @@ paired_metrics as (
         cast(sum(records) as bigint) as records,
         sum(weight_sum) as weight_sum,
         sum(key_sum_all) as key_sum_all,
-        sum(key_sum_nonzero) as key_sum_nonzero,
+        sum(key_sum_zero) as key_sum_zero,
         {%- for measure in measures %}
         {%- set m = measure.name %}
         sum(original_{{ m }}) as original_{{ m }},
         cast(sum(contributors_{{ m }}) as bigint) as contributors_{{ m }},
-        list_slice(list_sort(flatten(list(top_{{ m }}) filter (where top_{{ m }} is not null)), 'DESC'), 1, {{ top_n }}) as top_{{ m }},
+        list_slice(list_sort(flatten(list(top_{{ m }}) filter (where top_{{ m }} is not null)), 'DESC'), 1, {{ top_n }}) as top_{{ m }}
+        {%- if p.type == 'range' %},
         max(high_{{ m }}) as high_{{ m }},
-        min(low_{{ m }}) as low_{{ m }}{{ ',' if not loop.last }}
+        min(low_{{ m }}) as low_{{ m }}
+        {%- endif %}{{ ',' if not loop.last }}
         {%- endfor %}
     from checked_leaf_levels
     group by grouping sets (
@@ -218,7 +236,7 @@ cell_keys as (
     select
         *,
         status = 'primary' as sensitive,
-        cast({{ 'key_sum_all' if p.use_zero_rkeys else 'key_sum_nonzero' }} % {{ modulus }} as bigint) as cell_key_int
+        cast({{ 'key_sum_all' if p.use_zero_rkeys else '(key_sum_all - key_sum_zero)' }} % {{ modulus }} as bigint) as cell_key_int
     from sensitivity
     where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('records', 'key_sum_all', modulus),
         "'the key sum ' || cast(key_sum_all as varchar) || ' of a cell of ' || cast(records as varchar) || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}

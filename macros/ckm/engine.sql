@@ -22,6 +22,20 @@
 {%- endmacro %}
 
 
+{% macro ckm_fail_if_any(failures) %}
+  {{ return(adapter.dispatch('ckm_fail_if_any', 'sdc')(failures)) }}
+{% endmacro %}
+
+{# ckm_fail_if for a list of (condition, message_sql): the first condition that holds stops the query with its
+   message (one CASE: a later condition is only tested when the earlier ones do not hold). #}
+{% macro default__ckm_fail_if_any(failures) -%}
+(case{% for condition, message in failures %} when {{ condition }} then raise_error({{ message }}) is null{% endfor %} else true end)
+{%- endmacro %}
+{% macro duckdb__ckm_fail_if_any(failures) -%}
+(case{% for condition, message in failures %} when {{ condition }} then error({{ message }}) is null{% endfor %} else true end)
+{%- endmacro %}
+
+
 {% macro ckm_key_sum(column) %}
   {{ return(adapter.dispatch('ckm_key_sum', 'sdc')(column)) }}
 {% endmacro %}

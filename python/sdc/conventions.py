@@ -167,14 +167,14 @@ WEIGHTED_COUNT_METHODS: tuple[str, ...] = ("magnitude", "mean_weight")
 # ckm_sum (magnitude CKM): its measures, the columns of its steps, and the suppression rules' columns it reads
 CKM_SUM_MEASURES: tuple[str, ...] = ("value", "weighted_value", "weighted_count")
 CKM_SUM_OWN_COLUMNS: tuple[str, ...] = CKM_SUM_MEASURES + (
-    "records", "weight", "weight_sum", "record_key", "key_sum_all", "key_sum_nonzero", "max_key", "cell_key_int",
+    "records", "weight", "weight_sum", "record_key", "key_sum_all", "key_sum_zero", "max_key", "cell_key_int",
     "cell_key", "sensitive", "sensitive_rule", "freq", "contributors", "status", "rule", "protection_lower",
     "protection_upper", "type", "i", "v", "component",
 )
 # ... and its column families per measure m (value, weighted_value, weighted_count), component j and ptable row:
 # a dimension matching one of these patterns (whole name, any letter case) is refused as well
 CKM_SUM_OWN_PATTERNS: tuple[str, ...] = (
-    r"(raw|c|original|contributors|top|high|low|table|noise)_(value|weighted_value|weighted_count|weight)",
+    r"(raw|c|d|original|contributors|top|high|low|table|noise)_(value|weighted_value|weighted_count|weight)",
     r"(mag|x|skip|skip_raw|delta|delta_raw|small|noise|v)_(value|weighted_value|weighted_count)_[0-9]+",
     r"key_[0-9]+",
     r"v_[0-9]+_(all|even|odd|small_cells)_[0-9_.]+",

@@ -1,0 +1,93 @@
+"""Magnitude CKM cost against the CKM count table on the same data (prints figures; no assertions).
+
+For N generated records (3 dimensions: 60 WZ divisions x 10 regions x 5 size classes, a heavy-tailed turnover,
+8-digit record keys) it times, on one DuckDB database, best of R runs each:
+  plain   create table as select ..., sum(turnover) ... group by cube (wz, region, size)
+  count   the SQL of sdc.ckm_count(..., totals='cube') (the published frame: every cell, empty ones too)
+  sum     the SQL of sdc.ckm_sum(..., value='turnover', totals='cube') with type top_contr, top_k 3, the flex
+          multiplier and separation (top 3 contributions of every cell, subtotals included, from the records)
+  floor   the one pass over the records that any magnitude CKM needs: per finest cell the count, key sums,
+          the exact sum and the top 3 contributions (no subtotals, no perturbation)
+and prints the ratios sum / count (the issue's target: at most 2), floor / count and each to plain. The SQL is the macros'
+own, rendered in this process (sdc.macro_renderer: the text dbt compiles); dbt's start-up is not timed.
+
+Usage: .venv/bin/python bench/ckm_sum_bench.py [N ...]      (default 1e6 1e7)
+"""
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+from sdc.macro_renderer import render_macro
+from sdc.ptable import PTableParams, create_ptable
+from sdc.ptable.nums import NumsPTableParams, combine, create_num_ptable
+from sdc.ptable.relation import create_nums_ptable_table, create_ptable_table
+
+REPEATS = 3
+PARAMS = {"preset": "tauargus", "type": "top_contr", "top_k": 3, "separation": True,
+          "multiplier": {"type": "flex", "fp": 1000, "p": [0.3, 0.03], "epsilon": [1, 0.5, 0.2], "q": 3}}
+
+
+def generate(con, n: int) -> None:
+    con.execute("drop table if exists micro")
+    con.execute(f"""
+        create table micro as
+        select range as id,
+               'wz' || (hash(range * 3 + 1) % 60) as wz,
+               'r' || (hash(range * 5 + 2) % 10) as region,
+               's' || (hash(range * 13 + 5) % 5) as size,
+               round(exp(5 + 2 * ((hash(range * 7 + 3) % 1000000) / 1000000.0 - 0.5) * 3), 2) as turnover,
+               cast(hash(range * 11 + 4) % 100000000 as bigint) as rk
+        from range({n})""")
+    con.execute("checkpoint")
+
+
+def best_of(con, sql: str) -> float:
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        con.execute(f"create or replace table bench_result as {sql}")
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main(sizes: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        con = duckdb.connect(str(Path(folder) / "bench.duckdb"))
+        create_ptable_table(con, "cnt_ptable", create_ptable(PTableParams(D=5, V=3, js=2, pstay=0.5)).table)
+        nums = combine(create_num_ptable(NumsPTableParams(D=5, V=1, icat=[1, 5])).table,
+                       create_num_ptable(NumsPTableParams(D=5, V=1, step=5, icat=[1, 3, 5], optim=[4, 1, 1],
+                                                          type="small_cells")).table)
+        create_nums_ptable_table(con, "nums_ptable", nums)
+        dims = ["wz", "region", "size"]
+        generate(con, 1000)  # the macros read the relation's columns while rendering
+        count_sql = render_macro(con, "ckm_count", "micro", dims, ptable="cnt_ptable", check_keys=False)
+        sum_sql = render_macro(con, "ckm_sum", "micro", dims, value="turnover", params=PARAMS,
+                               ptable="nums_ptable", check_keys=False)
+        plain_sql = "select wz, region, size, sum(turnover) as value from micro group by cube (wz, region, size)"
+        floor_sql = ("select wz, region, size, count(*) as n, sum(rk) as keys, max(rk) as max_key, "
+                     "sum(rk) filter (where turnover = 0) as zero_keys, sum(cast(turnover as decimal(18, 6))) as s, "
+                     "count(*) filter (where turnover <> 0) as contributors, "
+                     "max(abs(turnover), 3) filter (where turnover <> 0) as top from micro group by wz, region, size")
+        print(f"DuckDB {duckdb.__version__}, {os.cpu_count()} cores, best of {REPEATS}; 3 dimensions "
+              "(60 x 10 x 5), cube; ckm_sum: top_contr, top_k 3, flex, separation")
+        print(f"{'records':>12} {'plain s':>9} {'count s':>9} {'floor s':>9} {'sum s':>9} {'sum/count':>10} "
+              f"{'floor/count':>12} {'count/plain':>12} {'sum/plain':>10} {'cells':>7}")
+        for n in sizes:
+            generate(con, n)
+            plain = best_of(con, plain_sql)
+            count = best_of(con, count_sql)
+            cells = con.execute("select count(*) from bench_result").fetchone()[0]
+            floor = best_of(con, floor_sql)
+            summed = best_of(con, sum_sql)
+            print(f"{n:>12,} {plain:>9.3f} {count:>9.3f} {floor:>9.3f} {summed:>9.3f} {summed / count:>10.2f} "
+                  f"{floor / count:>12.2f} {count / plain:>12.2f} {summed / plain:>10.2f} {cells:>7}", flush=True)
+        con.close()
+
+
+if __name__ == "__main__":
+    main([int(float(a)) for a in sys.argv[1:]] or [10**6, 10**7])

@@ -14,6 +14,10 @@ export DBT_SEND_ANONYMOUS_USAGE_STATS := False
 
 # The demo's perturbation table (documented in README.md; tests check the committed seed against it).
 PTABLE_ARGS := --D 5 --V 3 --js 2 --pstay 0.5
+# The demo's magnitude ptable: rows 1 and 5 as tau-Argus's test ptable ptab_savings_all, and a small-cells part
+# for the separation point (demo/dbt_project.yml: var sdc_magnitude_params)
+NUMS_PTABLE_ARGS := --table nums --D 5 --V 1 --step 2
+NUMS_SMALL_ARGS  := --table nums --D 5 --V 1 --step 5 --icat 1,3,5 --optim 4,1,1 --type small_cells
 
 .PHONY: demo test bench venv lock clean
 
@@ -34,6 +38,8 @@ demo: export SDC_DUCKDB_PATH := $(CURDIR)/warehouse/sdc.duckdb
 demo: $(STAMP)
 	@mkdir -p warehouse/demo
 	$(SDC) ptable $(PTABLE_ARGS) --out $(DEMO)/seeds/sdc_ptable.csv --plot warehouse/sdc_ptable.png
+	$(SDC) ptable $(NUMS_PTABLE_ARGS) --out $(DEMO)/seeds/sdc_nums_ptable.csv
+	$(SDC) ptable $(NUMS_SMALL_ARGS) --add-to $(DEMO)/seeds/sdc_nums_ptable.csv --out $(DEMO)/seeds/sdc_nums_ptable.csv
 	$(SDC) demo generate --out warehouse/demo/students.parquet --enterprises warehouse/demo/enterprises.parquet
 	$(SDC) load --db warehouse/sdc.duckdb --input warehouse/demo/students.parquet --table students \
 		--id id --key-mode keyed --allow-demo-secret --config python/sdc/demo/facts.yml

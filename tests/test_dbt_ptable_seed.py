@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from dbt_project_helper import ScratchProject
-from sdc.conventions import DBT_SETTINGS, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES
+from sdc.conventions import DBT_SETTINGS, NUMS_PTABLE_SEED_COLUMN_TYPES, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.formats import render_ptable
 
@@ -34,6 +34,24 @@ def test_committed_seed_is_what_the_demo_parameters_build():
     params = PTableParams(D=int(args["D"]), V=float(args["V"]), js=int(args["js"]), pstay=float(args["pstay"]))
     expected = render_ptable(create_ptable(params).table)
     assert (DEMO / "seeds" / "sdc_ptable.csv").read_text() == expected
+
+
+def test_committed_magnitude_seed_is_what_the_demo_parameters_build():
+    """demo/seeds/sdc_nums_ptable.csv: the Makefile's NUMS_PTABLE_ARGS, with NUMS_SMALL_ARGS added to it."""
+    from sdc.cli import main as sdc_main
+
+    makefile = (REPO / "Makefile").read_text().splitlines()
+    args = {name: next(l for l in makefile if l.startswith(name)).split(":=", 1)[1].split()
+            for name in ("NUMS_PTABLE_ARGS", "NUMS_SMALL_ARGS")}
+    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"sdc_nums_seed_{os.getpid()}.csv"
+    try:
+        assert sdc_main(["ptable", *args["NUMS_PTABLE_ARGS"], "--out", str(out)]) == 0
+        assert sdc_main(["ptable", *args["NUMS_SMALL_ARGS"], "--add-to", str(out), "--out", str(out)]) == 0
+        assert (DEMO / "seeds" / "sdc_nums_ptable.csv").read_text() == out.read_text()
+    finally:
+        out.unlink(missing_ok=True)
+    project = yaml.safe_load((DEMO / "dbt_project.yml").read_text())
+    assert project["seeds"]["sdc_demo"]["sdc_nums_ptable"]["+column_types"] == NUMS_PTABLE_SEED_COLUMN_TYPES
 
 
 def test_seed_header_and_dbt_column_types_follow_the_python_conventions():

@@ -27,6 +27,7 @@ PROTECTED = [
     "studienanfaenger_nach_fach_geschlecht",
     "studierende_nach_fach_geschlecht",
     "studierende_nach_fach_geschlecht_hochschule",
+    "umsatz_ckm_nach_wz_region",
     "umsatz_nach_wz_region",
 ]
 
@@ -59,7 +60,8 @@ def test_demo_builds_and_every_data_test_passes(demo):
     # CKM: 2 seeds + 5 audit + 5 protected + 1 quality models; invariants on 5 audit models, ptable test,
     # the cross-table consistency test, and the unit test of ckm_count.
     # Suppression: 1 view + 2 x (cells, primary, relations, pattern, audit, protected) + 2 audit tests.
-    assert "PASS=36" in stdout
+    # Magnitude CKM: the nums ptable seed, audit, protected, quality, and the side-by-side with suppression.
+    assert "PASS=41" in stdout
 
 
 def test_publication_file_holds_only_the_protected_tables(demo):
@@ -203,3 +205,49 @@ def test_demo_income_microaggregation(demo, capsys):
     assert same[3] < 1e-3 * 500_000  # group means keep the total
     # every released income value is shared by at least 3 records
     assert query(db, "select min(n) from (select count(*) n from microdata.students group by einkommen)")[0][0] >= 3
+
+
+def test_turnover_by_the_magnitude_ckm_beside_its_suppression(demo):
+    """The demo's turnover table by ckm_sum: the dbt model gives the Python API's numbers on the same records
+    with the demo's parameters and seed; the CKM's sensitive cells are the suppression's primary cells (the
+    same rules, p:10 and nk:2,85); every cell is published, zero stays zero, no sign changes; the quality
+    figures are those of the audit table."""
+    import numpy as np
+    import yaml
+
+    import sdc.ckm
+    from sdc.hierarchy import hierarchy_rows
+
+    tmp, db, _ = demo
+    params = yaml.safe_load((DEMO / "dbt_project.yml").read_text())["vars"]["sdc_magnitude_params"]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        records = con.execute("select wz, region, umsatz, rk from raw.enterprises").df()
+        hierarchy = con.execute("select dimension, code, parent from main.sdc_hierarchies").df()
+        audit = con.execute("select * from audit.ckm_umsatz_nach_wz_region").df()
+        published = con.execute("select * from protected.umsatz_ckm_nach_wz_region").df()
+        side = con.execute("select * from audit.umsatz_ckm_vs_suppression").df()
+        quality = con.execute("select * from audit.ckm_umsatz_quality").df().iloc[0]
+        primary = {tuple(r) for r in con.execute(
+            "select cast(wz as varchar), cast(region as varchar) from audit.supp_umsatz_pattern where status = 'primary'"
+        ).fetchall()}
+    finally:
+        con.close()
+    expected = sdc.ckm.sum_table(records, ["wz", "region"], value="umsatz", record_key="rk", modulus=10**8,
+                                 params=params, ptable=DEMO / "seeds" / "sdc_nums_ptable.csv",
+                                 hierarchy=hierarchy, check_keys=False)
+    merged = expected.merge(published, on=["wz", "region"], suffixes=("", "_dbt"))
+    assert len(merged) == len(expected) == len(published) == len(audit) == len(side)
+    assert np.allclose(merged["value"], merged["value_dbt"], rtol=1e-12)
+    assert list(published.columns) == ["wz", "region", "value"]
+    sensitive = {(w, r) for w, r, s in zip(audit["wz"], audit["region"], audit["sensitive"]) if s}
+    assert sensitive == primary and len(primary) >= 3
+    original = audit["original_value"].astype(float)
+    assert ((audit["value"] == 0) == (original == 0)).all() and (np.sign(audit["value"]) == np.sign(original)).all()
+    rad = (audit["value"] - original).abs()[original != 0] / original[original != 0].abs()
+    assert quality["cells"] == len(rad) and quality["max_relative_noise"] == pytest.approx(rad.max())
+    assert quality["rad_median"] == pytest.approx(rad.median()) and quality["changed_share"] > 0.9
+    # side by side: a suppressed cell is hidden there but published (perturbed) by the CKM
+    suppressed = side[side["suppression_status"].isin(["primary", "secondary"])]
+    assert len(suppressed) >= 5 and suppressed["ckm_value"].notna().all()
+    assert (suppressed["suppression_published"] != suppressed["original"].map(lambda v: f"{v:.0f}")).all()

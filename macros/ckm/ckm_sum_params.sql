@@ -116,7 +116,8 @@
   {%- set sigma1 = p.multiplier.p[0] if p.multiplier.type == 'flex' else p.multiplier.p -%}
   {%- set e = namespace(sum=0) -%}
   {%- for x in p.multiplier.epsilon -%}{%- set e.sum = e.sum + x * x -%}{%- endfor -%}
-  {%- set z_s = (m1sq ** 0.5) / (sigma1 * e.sum ** 0.5) -%}
+  {#- agate gives numbers as Decimal: float for the arithmetic with the parameters -#}
+  {%- set z_s = ((m1sq | float) ** 0.5) / (sigma1 * e.sum ** 0.5) -%}
 {%- endif -%}
 {{ return({'rows': rows, 'parity': main == ['even', 'odd'], 'separation_point': z_s}) }}
 {% endmacro %}

@@ -40,6 +40,13 @@ PTABLE_SEED_COLUMN_TYPES: dict[str, str] = {
 NUMS_PTABLE_COLUMNS: tuple[str, ...] = PTABLE_COLUMNS + ("type",)
 NUMS_PTABLE_TYPES: tuple[str, ...] = ("all", "even", "odd", "small_cells")
 NUMS_V_DECIMALS: int = 4
+# dbt column types of a magnitude ptable seed
+NUMS_PTABLE_SEED_COLUMN_TYPES: dict[str, str] = {
+    **PTABLE_SEED_COLUMN_TYPES,
+    "j": f"decimal({NUMS_V_DECIMALS + 5},{NUMS_V_DECIMALS})",
+    "v": f"decimal({NUMS_V_DECIMALS + 5},{NUMS_V_DECIMALS})",
+    "type": "varchar",
+}
 
 # Names of the ptable parameters, as used by the CLI flags (--D, --V, ...) and the Python API.
 PTABLE_PARAMETERS: dict[str, str] = {

@@ -1,0 +1,16 @@
+-- The turnover table protected two ways, cell by cell: the magnitude CKM's published value (and how far it moved)
+-- beside the cell suppression pattern of the same table (status and what umsatz_nach_wz_region shows)
+select
+    ckm.wz,
+    ckm.region,
+    ckm.original_value as original,
+    ckm.value as ckm_value,
+    abs(ckm.value - ckm.original_value) / nullif(abs(ckm.original_value), 0) as ckm_relative_deviation,
+    ckm.sensitive as ckm_sensitive,
+    coalesce(pattern.status, 'empty') as suppression_status,
+    published.published_text as suppression_published
+from {{ ref('ckm_umsatz_nach_wz_region') }} as ckm
+left join {{ ref('supp_umsatz_pattern') }} as pattern
+    on cast(pattern.wz as varchar) = cast(ckm.wz as varchar) and cast(pattern.region as varchar) = cast(ckm.region as varchar)
+left join {{ ref('umsatz_nach_wz_region') }} as published
+    on cast(published.wz as varchar) = cast(ckm.wz as varchar) and cast(published.region as varchar) = cast(ckm.region as varchar)

@@ -210,6 +210,9 @@ def test_dbt_models_give_the_python_api_numbers_and_publish_no_originals(tmp_pat
             f"modulus=10000000, params={params}, audit=true) }}}}")
     p.model("weighted_published", "{{ sdc.ckm_published(ref('weighted_magnitude')) }}")
     p.model("income_published", "{{ sdc.ckm_published(ref('income_audit')) }}")
+    p.model("income_mean", "{{ sdc.ckm_mean(ref('income_published'), ref('weighted_published'), ['sex', 'roof']) }}")
+    p.model("income_weighted_mean", "{{ sdc.ckm_mean(ref('income_published'), ref('weighted_published'), "
+            "['sex', 'roof'], numerator='weighted_value', denominator='weighted_count') }}")
     result = p.dbt("build")
     assert result.returncode == 0, result.stdout[-4000:]
 
@@ -233,7 +236,14 @@ def test_dbt_models_give_the_python_api_numbers_and_publish_no_originals(tmp_pat
                 assert np.allclose(merged[column], merged[column + "_dbt"], rtol=1e-12), (model, column)
         published = {m: [r[0] for r in con.execute(f"describe main.{m}").fetchall()]
                      for m in ("weighted_published", "income_published")}
+        means = con.execute("select s.sex, s.roof, s.value / c.count, s.weighted_value / c.weighted_count, "
+                            "m.mean_value, w.mean_weighted_value from main.income_published s "
+                            "join main.weighted_published c using (sex, roof) join main.income_mean m using (sex, roof) "
+                            "join main.income_weighted_mean w using (sex, roof)").fetchall()
     finally:
         con.close()
     assert published == {"weighted_published": ["sex", "roof", "count", "weighted_count"],
                          "income_published": ["sex", "roof", "value", "weighted_value"]}
+    assert len(means) == len(expected["income_published"])
+    for _, _, mean, weighted_mean, got, got_weighted in means:
+        assert got == pytest.approx(mean, rel=1e-12) and got_weighted == pytest.approx(weighted_mean, rel=1e-12)

@@ -818,3 +818,113 @@ def test_dbt_macros_with_hostile_dimension_names_codes_and_manual_rule(dims, lea
         if not PLAIN.match(manual):
             assert "suppression_primary: rule" in result.stdout, result.stdout[-2000:]
         assert_no_side_effect(p.db)
+
+
+# ------------------------------------------------------------------------------------------ magnitude CKM
+def _nums_ptable_file(folder: Path, name: str = "nums.csv") -> Path:
+    from sdc.ptable.nums import NumsPTableParams, NumsPTableSet, create_num_ptable, write_nums_ptable
+
+    path = folder / name
+    write_nums_ptable(NumsPTableSet({"all": create_num_ptable(NumsPTableParams(D=5, V=1)).table}), path)
+    return path
+
+
+MAGNITUDE = {"type": "top_contr", "top_k": 2,
+             "multiplier": {"type": "simple", "p": 0.1, "epsilon": [1, 0.5]}}
+
+
+@MEDIUM
+@given(value=names, weight=names, codes_=st.lists(codes, min_size=1, max_size=4, unique=True))
+def test_sum_and_weighted_count_with_hostile_value_weight_names_and_codes(value, weight, codes_):
+    """sum_table and count_table(weight=) with hostile value and weight column names and hostile codes: the
+    codes come back as themselves with the right sums, or the names are refused clearly before any work."""
+    import pandas as pd
+
+    from sdc.ckm import count_table, sum_table
+
+    assume(len({value.lower(), weight.lower(), "region", "rk"}) == 4)
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        n = 40
+        df = pd.DataFrame({"region": [codes_[k % len(codes_)] for k in range(n)],
+                           value: [float(k % 9) for k in range(n)], weight: [1.0 + k % 3 for k in range(n)],
+                           "rk": [(k * 1_654_321 + 12_345) % 10**8 for k in range(n)]})
+        nums = _nums_ptable_file(tmp)
+        try:
+            got = sum_table(df, ["region"], value=value, weight=weight, record_key="rk", modulus=10**8,
+                            params=MAGNITUDE, ptable=nums, check_keys=False, audit=True)
+        except SdcError as exc:
+            assert_clear_error(exc, value, weight, *codes_)
+        else:
+            truth = df.groupby("region")[value].sum()
+            inner = got[got["region"] != TOTAL_LABEL].set_index("region")
+            assert set(inner.index) == set(codes_) - {TOTAL_LABEL} or TOTAL_LABEL in codes_
+            for code in inner.index:
+                assert float(inner.loc[code, "original_value"]) == truth[code]
+        try:
+            counted = count_table(df, ["region"], record_key="rk", modulus=10**8, ptable=DEMO_PTABLE, weight=weight,
+                                  weighted_count="mean_weight", check_keys=False, audit=True)
+        except SdcError as exc:
+            assert_clear_error(exc, weight, *codes_)
+        else:
+            sums = df.groupby("region")[weight].sum()
+            for row in counted[counted["region"] != TOTAL_LABEL].itertuples(index=False):
+                assert float(row.original_weighted_count) == sums[row.region]
+        assert_no_side_effect()
+
+
+@FAST
+@given(where=st.sampled_from(["type", "preset", "sensitive", "multiplier_type", "name", "ptable"]), text=hostile_text)
+def test_magnitude_parameters_with_hostile_values_are_refused_clearly(where, text):
+    """Hostile text in any parameter of the YAML file (or the dict) is refused with a clear message; the
+    sensitivity rules are parsed, never pasted into SQL."""
+    from sdc.magnitude.params import parse_params
+
+    params = {"type": "top_contr", "top_k": 1, "multiplier": {"type": "flex", "fp": 100, "p": [0.3, 0.05],
+                                                              "epsilon": [1], "q": 3}}
+    if where == "multiplier_type":
+        params["multiplier"]["type"] = text
+    elif where == "sensitive":
+        params["sensitive"] = [text]
+    elif where == "name":
+        params[text] = 1
+    elif where == "ptable":
+        params["ptable"] = text
+    else:
+        params[where] = text
+    try:
+        parsed = parse_params(params)
+    except SdcError as exc:
+        assert_clear_error(exc, text)
+    else:  # only a ptable name can be any text: it names a file, read as that file
+        assert where == "ptable" and str(parsed.ptable).endswith(text.split("/")[-1]) or parsed.ptable is not None
+    assert_no_side_effect()
+
+
+@slow(1)
+@given(value=names, out_name=file_names)
+def test_ckm_cli_magnitude_with_hostile_value_name_and_file_names(value, out_name):
+    """sdc ckm --value/--weight/--params with a hostile value column and hostile names of the input, the
+    parameters file, the ptable it names and the output: the table comes out with the true sums, or one line
+    of error and no output."""
+    assume(value.lower() not in ("region", "key", "id", "w") and "\n" not in value and "\r" not in value)
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        rows = [["a" if k % 3 else "b", str(k), str((k * 1_654_321 + 12_345) % 10**8), str(k % 7), str(1 + k % 2)]
+                for k in range(60)]
+        write_csv(tmp / f"{out_name}.in.csv", ["region", "id", "key", value, "w"], rows)
+        _nums_ptable_file(tmp, f"{out_name}.nums.csv")
+        (tmp / f"{out_name}.yml").write_text(yaml.safe_dump({**MAGNITUDE, "ptable": f"{out_name}.nums.csv"}))
+        out = tmp / f"{out_name}.csv"
+        result = run_cli("ckm", "--input", str(tmp / f"{out_name}.in.csv"), "--dims", "region", "--record-key", "key",
+                         "--key-digits", "8", "--value", value, "--weight", "w", "--params", str(tmp / f"{out_name}.yml"),
+                         "--audit", "--out", str(out))
+        if assert_cli_result(result, "ckm", value, out_name):
+            table = {r[0]: r for r in read_csv(out)[1:]}
+            header = read_csv(out)[0]
+            assert header[:4] == ["region", "value", "weighted_value", "records"]
+            original = header.index("original_value")
+            assert float(table["a"][original]) == sum(int(r[3]) for r in rows if r[0] == "a")
+        else:
+            assert not out.exists()
+        assert_no_side_effect()

@@ -21,6 +21,7 @@ The flex multiplier (τ-Argus ``<SCALING> F(σ0, σ1, x*, q, ε2..)``): ``p = [p
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,9 @@ from ..errors import SdcError
 MAGNIFIERS = ("top_contr", "mean", "range", "sum")
 PRESETS = ("tauargus", "cellkey")
 MAX_TOP_K = 6
+# the primary rules that can make a magnitude cell sensitive (mu_c): as suppression_primary reads them; its
+# checks of the numbers' ranges apply when the table is built
+SENSITIVITY_RULE = re.compile(r"freq:\d+|p:\d+(\.\d+)?|nk:\d+,\d+(\.\d+)?|pq:\d+(\.\d+)?,\d+(\.\d+)?|zero")
 PARAMETER_NAMES = (
     "preset", "type", "top_k", "multiplier", "mu_c", "sensitive", "same_key", "use_zero_rkeys", "separation", "ptable",
 )
@@ -138,6 +142,10 @@ def parse_params(raw: dict, source: str = "parameters", base: Path | None = None
     sensitive = raw.get("sensitive", [])
     if isinstance(sensitive, str) or not isinstance(sensitive, list) or not all(isinstance(r, str) for r in sensitive):
         raise SdcError(f"{source}: sensitive must be a list of rules such as [\"freq:15\", \"p:10\"], got {sensitive!r}")
+    unreadable = next((r for r in sensitive if not SENSITIVITY_RULE.fullmatch(r)), None)
+    if unreadable is not None:
+        raise SdcError(f"{source}: cannot read the sensitivity rule {unreadable!r}; use freq:n, p:p, nk:n,k, pq:p,q "
+                       "or zero (as sdc suppress; the rules read each cell's records and largest contributions)")
     if mu_c > 0 and not sensitive:
         raise SdcError(f"{source}: mu_c={mu_c} adds noise to sensitive cells, but no rule makes a cell sensitive: give sensitive: [...]")
     flags = {}

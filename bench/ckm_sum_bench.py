@@ -17,11 +17,11 @@ Usage: .venv/bin/python bench/ckm_sum_bench.py [N ...]      (default 1e6 1e7)
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import duckdb
 
+from ckm_bench import best_of  # noqa: E402  (bench/ is the script's folder)
 from sdc.macro_renderer import render_macro
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.nums import NumsPTableParams, combine, create_num_ptable
@@ -44,15 +44,6 @@ def generate(con, n: int) -> None:
                cast(hash(range * 11 + 4) % 100000000 as bigint) as rk
         from range({n})""")
     con.execute("checkpoint")
-
-
-def best_of(con, sql: str) -> float:
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        con.execute(f"create or replace table bench_result as {sql}")
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main(sizes: list[int]) -> None:
@@ -79,11 +70,11 @@ def main(sizes: list[int]) -> None:
               f"{'floor/count':>12} {'count/plain':>12} {'sum/plain':>10} {'cells':>7}")
         for n in sizes:
             generate(con, n)
-            plain = best_of(con, plain_sql)
-            count = best_of(con, count_sql)
+            plain = best_of(con, plain_sql, REPEATS)
+            count = best_of(con, count_sql, REPEATS)
             cells = con.execute("select count(*) from bench_result").fetchone()[0]
-            floor = best_of(con, floor_sql)
-            summed = best_of(con, sum_sql)
+            floor = best_of(con, floor_sql, REPEATS)
+            summed = best_of(con, sum_sql, REPEATS)
             print(f"{n:>12,} {plain:>9.3f} {count:>9.3f} {floor:>9.3f} {summed:>9.3f} {summed / count:>10.2f} "
                   f"{floor / count:>12.2f} {count / plain:>12.2f} {summed / plain:>10.2f} {cells:>7}", flush=True)
         con.close()

@@ -8,24 +8,33 @@ For N generated records (3 dimensions: 60 WZ divisions x 10 regions x 5 size cla
           multiplier and separation (top 3 contributions of every cell, subtotals included, from the records)
   floor   the one pass over the records that any magnitude CKM needs: per finest cell the count, key sums,
           the exact sum and the top 3 contributions (no subtotals, no perturbation)
-and prints the ratios sum / count (the issue's target: at most 2), floor / count and each to plain. The SQL is the macros'
+and prints the ratios sum / count (the issue's target: at most 2), floor / count and each to plain. Then, end
+to end (what a user waits for), the processes `sdc ckm` (count table) and `sdc ckm --value turnover --params`
+on the same records as a Parquet file, writing the CSV table. The SQL is the macros'
 own, rendered in this process (sdc.macro_renderer: the text dbt compiles); dbt's start-up is not timed.
 
 Usage: .venv/bin/python bench/ckm_sum_bench.py [N ...]      (default 1e6 1e7)
 """
 
 import os
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import duckdb
+import yaml
 
 from ckm_bench import best_of  # noqa: E402  (bench/ is the script's folder)
 from sdc.macro_renderer import render_macro
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.nums import NumsPTableParams, combine, create_num_ptable
+from sdc.ptable.formats import write_ptable
+from sdc.ptable.nums import write_nums_ptable
 from sdc.ptable.relation import create_nums_ptable_table, create_ptable_table
+
+SDC = Path(sys.executable).parent / "sdc"
 
 REPEATS = 3
 PARAMS = {"preset": "tauargus", "type": "top_contr", "top_k": 3, "separation": True,
@@ -49,11 +58,16 @@ def generate(con, n: int) -> None:
 def main(sizes: list[int]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         con = duckdb.connect(str(Path(folder) / "bench.duckdb"))
-        create_ptable_table(con, "cnt_ptable", create_ptable(PTableParams(D=5, V=3, js=2, pstay=0.5)).table)
+        counts_ptable = create_ptable(PTableParams(D=5, V=3, js=2, pstay=0.5)).table
+        create_ptable_table(con, "cnt_ptable", counts_ptable)
         nums = combine(create_num_ptable(NumsPTableParams(D=5, V=1, icat=[1, 5])).table,
                        create_num_ptable(NumsPTableParams(D=5, V=1, step=5, icat=[1, 3, 5], optim=[4, 1, 1],
                                                           type="small_cells")).table)
         create_nums_ptable_table(con, "nums_ptable", nums)
+        files = Path(folder)
+        write_ptable(counts_ptable, files / "counts.csv")
+        write_nums_ptable(nums, files / "nums.csv")
+        (files / "params.yml").write_text(yaml.safe_dump({**PARAMS, "ptable": "nums.csv"}))
         dims = ["wz", "region", "size"]
         generate(con, 1000)  # the macros read the relation's columns while rendering
         count_sql = render_macro(con, "ckm_count", "micro", dims, ptable="cnt_ptable", check_keys=False)
@@ -77,7 +91,26 @@ def main(sizes: list[int]) -> None:
             summed = best_of(con, sum_sql, REPEATS)
             print(f"{n:>12,} {plain:>9.3f} {count:>9.3f} {floor:>9.3f} {summed:>9.3f} {summed / count:>10.2f} "
                   f"{floor / count:>12.2f} {count / plain:>12.2f} {summed / plain:>10.2f} {cells:>7}", flush=True)
+            con.execute(f"copy micro to '{files / f'micro_{n}.parquet'}' (format parquet)")
         con.close()
+        print("end to end, processes (read Parquet, protect, write CSV):")
+        print(f"{'records':>12} {'sdc ckm s':>10} {'--value s':>10} {'ratio':>6}")
+        for n in sizes:
+            common = ["ckm", "--input", str(files / f"micro_{n}.parquet"), "--dims", "wz,region,size",
+                      "--record-key", "rk", "--key-digits", "8"]
+            count = best_process(common + ["--ptable", str(files / "counts.csv"), "--out", str(files / "c.csv")])
+            summed = best_process(common + ["--value", "turnover", "--params", str(files / "params.yml"),
+                                            "--out", str(files / "s.csv")])
+            print(f"{n:>12,} {count:>10.2f} {summed:>10.2f} {summed / count:>6.2f}", flush=True)
+
+
+def best_process(args: list[str]) -> float:
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        subprocess.run([str(SDC), *args], check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
 if __name__ == "__main__":

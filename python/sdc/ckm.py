@@ -135,7 +135,15 @@ def protect_table(
             con, Path(input_path), dims, record_key, modulus, Path(ptable_path),
             Path(hierarchy_path) if hierarchy_path else None, totals, count_var, threshold, audit, complete,
             reuse_from, check_keys=True, option_names=True, weighting=weighting)
-        rows = run_sql(con, sql).fetchall()
+        return write_query_csv(con, sql, out, columns)
+
+
+def write_query_csv(con, sql: str, out: str | Path, columns: list[str] | None = None) -> int:
+    """Write the rows of ``sql`` as a CSV file (replaced only when complete); returns the number of rows. No
+    DataFrame on the way: a command-line run need not import pandas."""
+    result = run_sql(con, sql)
+    columns = columns or [d[0] for d in result.description]
+    rows = result.fetchall()
     lines = [",".join(columns)] + [",".join(csv_field(v) for v in row) for row in rows]
     write_text_atomically(Path(out), "\n".join(lines) + "\n")
     return len(rows)

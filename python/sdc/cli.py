@@ -366,7 +366,7 @@ def _run_ckm(args: argparse.Namespace) -> int:
 
 def _run_ckm_magnitude(args: argparse.Namespace) -> int:
     from .files import check_not_an_input, check_output_file, csv_header
-    from .magnitude.table import magnitude_params, sum_table, write_table
+    from .magnitude.table import magnitude_params, protect_sum_table
 
     if not args.value:
         raise SdcError("--params are the magnitude Cell Key Method's: give --value COL (a magnitude table) or "
@@ -385,9 +385,8 @@ def _run_ckm_magnitude(args: argparse.Namespace) -> int:
     check_output_file(args.out, lambda p: bool({"value", "weighted_count"} & set(csv_header(p))), "sdc ckm")
     common = dict(record_key=args.record_key, modulus=modulus, hierarchy=args.hierarchy, totals=args.totals,
                   audit=args.audit, complete=not args.no_empty_cells)
-    frame = sum_table(args.input, _split(args.dims), value=args.value, weight=args.weight, params=params,
-                      ptable=args.ptable, **common)
-    cells = write_table(frame, args.out)
+    cells = protect_sum_table(args.input, _split(args.dims), args.out, value=args.value, weight=args.weight,
+                              params=params, ptable=args.ptable, **common)
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0
 

@@ -64,6 +64,22 @@ def sum_table(
         return run_sql(con, sql).df()
 
 
+def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
+    """``sdc ckm --value``: write the table of ``sum_table`` to the CSV file ``out``; returns the number of cells."""
+    from ..ckm import write_query_csv
+
+    with private_connection("ckm") as con:
+        sql = _protected_query(con, Path(input_path), dims, options.pop("value"), options.pop("weight", None),
+                               options.pop("record_key"), options.pop("modulus"), options.pop("params"),
+                               options.pop("ptable", None), options.pop("hierarchy", None),
+                               options.pop("totals", "cube"), options.pop("rules_preset", "handbook"),
+                               options.pop("audit", False), options.pop("check_keys", True),
+                               options.pop("complete", True))
+        if options:
+            raise SdcError(f"unknown options: {', '.join(sorted(options))}")
+        return write_query_csv(con, sql, out)
+
+
 def magnitude_params(params) -> MagnitudeParams:
     if isinstance(params, MagnitudeParams):
         return params
@@ -190,12 +206,3 @@ def _run_macro_on_frames(macro: str, frames: dict, *args, **kwargs):
         with sql_errors():
             sql = render_macro(con, macro, *frames, *args, **kwargs)
             return run_sql(con, sql).df()
-
-
-def write_table(frame, out: str | Path) -> int:
-    """Write a protected table as CSV (replaced only when complete); returns the number of cells."""
-    from ..files import csv_field, write_text_atomically
-
-    lines = [",".join(frame.columns)] + [",".join(csv_field(v) for v in row) for row in frame.itertuples(index=False)]
-    write_text_atomically(Path(out), "\n".join(lines) + "\n")
-    return len(frame)

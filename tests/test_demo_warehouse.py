@@ -190,6 +190,7 @@ def test_report_prints_table_2b(demo, capsys):
     universities = query(db, "select count from protected.beurlaubte_nach_hochschulart_geschlecht "
                              "where hochschulart = 'Universitäten' and geschlecht = 'Total'")[0][0]
     assert f"{universities:,}".replace(",", " ") in out
+    assert "The same turnover table by the magnitude Cell Key Method" in out and "0 sign changes" in out
 
 
 def test_demo_income_microaggregation(demo, capsys):

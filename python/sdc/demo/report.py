@@ -1,4 +1,5 @@
-"""Print the demo's protected Table 2b (seed 002) with its quality figures, and the cell-suppression tables' patterns."""
+"""Print the demo's protected Table 2b (seed 002) with its quality figures, the cell-suppression tables' patterns,
+and the turnover table by the magnitude CKM beside its suppression."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def print_report(db: str) -> None:
         turnover = con.execute(
             "select region, published_text from protected.umsatz_nach_wz_region where wz = '29' order by region"
         ).fetchall()
+        magnitude = con.execute(
+            "select cells, changed_share, rad_median, rad_p90, max_relative_noise, sign_changes "
+            "from audit.ckm_umsatz_quality").fetchone()
+        side = con.execute(
+            "select region, suppression_published, ckm_value from audit.umsatz_ckm_vs_suppression "
+            "where wz = '29' order by region").fetchall()
     except duckdb.Error as exc:
         raise SdcError(f"{db}: the demo tables are missing ({exc}); run dbt build first") from None
     finally:
@@ -59,3 +66,9 @@ def print_report(db: str) -> None:
         print(f"{name:<46}{cells_n:>6}{primary:>9}{secondary:>11}{protected:>11}")
     print("Turnover of WZ 29 (motor vehicles) by Regierungsbezirk, 1,000 euro; suppressed cells as intervals:")
     print("  " + "; ".join(f"{region} {text}" for region, text in turnover))
+    cells_m, changed, median, p90, largest, sign_changes = magnitude
+    print("\nThe same turnover table by the magnitude Cell Key Method (protected.umsatz_ckm_nach_wz_region):")
+    print(f"  {cells_m} cells, {changed:.0%} changed; relative deviation median {median:.2%}, 90th percentile "
+          f"{p90:.2%}, largest {largest:.2%}; {sign_changes} sign changes")
+    print("  WZ 29 by Regierungsbezirk, suppression | CKM: "
+          + "; ".join(f"{region} {text} | {value:,.0f}".replace(",", " ") for region, text, value in side))

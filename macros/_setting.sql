@@ -47,7 +47,7 @@
     'sdc_load_log': 'sdc_loads',
     'sdc_ckm_own_columns': ['count', 'count_reason', 'max_key', 'weight_sum', 'weighted_count', 'original', 'key_sum',
                             'cell_key_int', 'cell_key', 'ptable_row', 'noise', 'perturbed', 'original_weighted_count'],
-    'sdc_ckm_sum_own_columns': ['value', 'weighted_value', 'weighted_count', 'records', 'weight', 'weight_sum',
+    'sdc_ckm_sum_own_columns': ['value', 'weighted_value', 'weighted_count', 'count', 'records', 'weight', 'weight_sum',
                                 'record_key', 'key_sum_all', 'key_sum_zero', 'max_key', 'cell_key_int', 'cell_key',
                                 'sensitive', 'sensitive_rule', 'freq', 'contributors', 'status', 'rule',
                                 'protection_lower', 'protection_upper', 'type', 'i', 'v', 'component'],

@@ -413,6 +413,15 @@ def test_means_are_perturbed_sum_over_perturbed_count(tmp_path):
     assert means.isna().sum() >= 1 and means.notna().sum() >= 3
     with pytest.raises(SdcError, match="column 'weighted_count' is not in counts"):
         sdc.ckm.mean_table(sums, counts, ["region"], denominator="weighted_count")
+    # dims that are not the tables' dimensions would pair every sum with every count: refused
+    two = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
+                    ptable=_tables(False))
+    with pytest.raises(SdcError, match=r"ckm_mean: dims region are not the dimensions of sums \(its columns besides "
+                                       r"the measures: region, size\)"):
+        sdc.ckm.mean_table(two, counts, ["region"])
+    with pytest.raises(SdcError, match=r"dims region are not the dimensions of counts \(its columns besides the "
+                                       r"measures: region, size\)"):
+        sdc.ckm.mean_table(sums, counts.assign(size="Total"), ["region"])
 
 
 # ------------------------------------------------------------------------- where τ-Argus and cellKey differ

@@ -83,7 +83,7 @@ def test_keys_of_another_modulus_behind_a_staging_model_stop_the_query(project):
 def test_keys_at_or_above_the_modulus_stop_the_query(project):
     # raw.unlogged was not loaded by sdc load (no log entry): the SQL itself sees keys >= M
     out = build(project, "fails_keys_above_modulus")
-    assert "of column rk is not below the modulus 1000 the CKM uses" in out
+    assert "a record key of column rk in the cell " in out and "is not below the modulus 1000 the CKM uses" in out
 
 
 def test_the_record_key_check_stops_both_first(project):

@@ -315,7 +315,8 @@ def test_lineage_counts_a_protection_macro_called_through_a_project_macro(tmp_pa
 
 def test_a_tagged_audit_relation_is_refused_naming_the_column(built, tmp_path):
     manifest = edited_manifest(built, tmp_path, tag=("ckm_persons",))
-    with pytest.raises(SdcError, match="relation main_audit.ckm_persons .* is an audit relation: it holds the original"):
+    with pytest.raises(SdcError, match="relation main_audit.ckm_persons .* is an audit relation: it is built by "
+                                         "sdc.ckm_count, whose relations can hold the original values"):
         publish(built.db, tmp_path / "pub.duckdb", manifest=manifest)
 
 

@@ -6,8 +6,9 @@
   M = 256 and a CKM for M = 10^8, every cell key would lie below 256 / 10^8 and nearly every cell would
   get the same noise: the original would be the published value minus that noise.
   (ckm_count also checks in SQL that no key reaches M, which catches keys drawn for a larger modulus.)
+  power_of_ten: the loaded modulus must be a power of 10 (the magnitude CKM scrambles decimal digits).
 #}
-{% macro ckm_check_modulus(relation, modulus, caller_name) %}
+{% macro ckm_check_modulus(relation, modulus, caller_name, power_of_ten=false) %}
 {%- if not execute -%}{{ return(none) }}{%- endif -%}
 {%- set database = relation.database if relation is not string else target.database -%}
 {%- set log = adapter.get_relation(database=database, schema=sdc.setting('sdc_raw_schema'),
@@ -29,6 +30,9 @@
   {%- set loaded, source = moduli[0], 'every table in ' ~ log ~ ' was loaded with modulus' -%}
 {%- else -%}
   {{ return(none) }}
+{%- endif -%}
+{%- if power_of_ten and loaded != 10 ** ((loaded | string | length) - 1) -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": " ~ source ~ " " ~ loaded ~ ", but the magnitude Cell Key Method scrambles the decimal digits of the cell key and needs a power of 10 (10^8: 8-digit keys). Such " ~ "keys of another modulus cannot be converted: load the microdata again with sdc load --modulus 100000000 into a new table (stored keys are never regenerated)") }}
 {%- endif -%}
 {%- if loaded != modulus | int -%}
   {{ exceptions.raise_compiler_error(caller_name ~ ": " ~ source ~ " " ~ loaded ~ ", but the CKM uses modulus "

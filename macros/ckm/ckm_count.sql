@@ -111,7 +111,7 @@ with leaf_cells as (
         -- weights are positive and finite: a weighted count of 0 would be an empty cell that has records
         select * from {{ relation }}
         where {{ sdc.ckm_fail_if(sdc.ckm_weight_invalid(sdc.sql_identifier(weight)),
-            "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(" ~ sdc.sql_identifier(weight) ~ " as varchar), 'NULL') || ' (record key ' || cast(" ~ sdc.sql_identifier(rk) ~ " as varchar) || ')'") }}
+            "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(" ~ sdc.sql_identifier(weight) ~ " as varchar), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'") }}
     ) as m
     {%- else %}
     from {{ relation }} as m
@@ -135,7 +135,7 @@ checked_leaf_levels as (
 {{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
       -- a key at or above M was drawn for a larger modulus than this CKM uses
       and {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
-            "'record key ' || cast(max_key as varchar) || ' of column " ~ sdc.sql_text(key_column) ~ " is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
+            "'a record key of column " ~ sdc.sql_text(key_column) ~ " in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
 ),
 
 paired_metrics as (
@@ -234,7 +234,7 @@ published as (
 
 magnitude_weighted_counts as (
     -- the sum of the weights of every cell, perturbed by the magnitude method
-{{ sdc.ckm_sum(relation, dims, weight=weight, params=params, ptable=nums_ptable, totals=totals, hierarchy=hierarchy, modulus=modulus, check_keys=false, complete=false) | indent(4) }}
+{{ sdc.ckm_sum(relation, dims, weight=weight, params=params, ptable=nums_ptable, totals=totals, hierarchy=hierarchy, modulus=modulus, check_keys=false, complete=false, caller_name='ckm_count') | indent(4) }}
 )
 {%- endif %}
 {%- if weight is not none %},

@@ -25,6 +25,17 @@
 {%- if dims is string or dims | length == 0 -%}
   {{ exceptions.raise_compiler_error("ckm_mean: dims must be a non-empty list of column names") }}
 {%- endif -%}
+{%- if execute -%}
+  {%- for relation, measures in [(sums, ['value', 'weighted_value']), (counts, ['count', 'count_reason', 'weighted_count'])] -%}
+    {%- set others = [] -%}
+    {%- for column in adapter.get_columns_in_relation(relation) if column.name | lower not in measures -%}
+      {%- do others.append(column.name | lower) -%}
+    {%- endfor -%}
+    {%- if others | sort != dims | map('lower') | list | sort -%}
+      {{ exceptions.raise_compiler_error("ckm_mean: dims " ~ (dims | join(', ')) ~ " are not the dimensions of " ~ relation ~ " (its columns besides the measures: " ~ (others | join(', ') or 'none') ~ "): the sums and the counts must be tables of the same cells, published (ckm_published)") }}
+    {%- endif -%}
+  {%- endfor -%}
+{%- endif %}
 with means as (
     select
         {%- for dim in dims %}

@@ -37,24 +37,25 @@
     rules_preset  boundary semantics of the `sensitive` rules (as suppression_primary), default handbook
     audit      false (default): dimensions and measures only; true: also originals, cell key, sensitivity and
                each component's δ and noise (never publish these)
+    caller_name   the macro named in error messages (ckm_count calls ckm_sum for a weighted count)
 #}
-{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none) %}
+{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum') %}
 {{- sdc.build_record_hook() -}}
-{%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none)) -%}
+{%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params') -%}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
-  {{ exceptions.raise_compiler_error("ckm_sum: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
 {%- endif -%}
 {%- if dims is string or dims | length == 0 -%}
-  {{ exceptions.raise_compiler_error("ckm_sum: dims must be a non-empty list of column names") }}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": dims must be a non-empty list of column names") }}
 {%- endif -%}
 {%- if value is none and weight is none -%}
-  {{ exceptions.raise_compiler_error("ckm_sum: give value= (a numeric column to sum) or weight= (a weighted count)") }}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": give value= (a numeric column to sum) or weight= (a weighted count)") }}
 {%- endif -%}
 {%- set ptable = ptable if ptable is not none else ref('sdc_nums_ptable') -%}
 {%- set modulus = modulus if modulus is not none else sdc.setting('sdc_key_modulus') -%}
 {%- set digits = (modulus | string | length) - 1 -%}
 {%- if modulus is not number or modulus < 10 or 10 ** digits != modulus -%}
-  {{ exceptions.raise_compiler_error("ckm_sum: the magnitude Cell Key Method scrambles the decimal digits of the cell key, so the record keys' modulus must be a power of 10 (10^8: 8-digit keys); got " ~ modulus) }}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": the magnitude Cell Key Method scrambles the decimal digits of the cell key, so the record keys' modulus must be a power of 10 (10^8: 8-digit keys); got " ~ modulus ~ ". Such keys of another modulus cannot be converted: load the microdata again with sdc load --modulus 100000000 into a new table (stored keys are never regenerated)") }}
 {%- endif -%}
 {%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 {%- set rk = sdc.setting('sdc_record_key_column') -%}
@@ -70,13 +71,13 @@
 {%- set roles = {rk: 'record key column'} -%}
 {%- if value is not none -%}{%- do roles.update({value: 'value column'}) -%}{%- endif -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
-{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_sum_own_columns'), 'ckm_sum', roles=roles, top_contributions=true, patterns=sdc.setting('sdc_ckm_sum_own_patterns')) -%}
-{%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_sum') -%}
-{%- do sdc.ckm_sum_check_numeric(relation, [value, weight], 'ckm_sum') -%}
+{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_sum_own_columns'), caller_name, roles=roles, top_contributions=true, patterns=sdc.setting('sdc_ckm_sum_own_patterns')) -%}
+{%- do sdc.ckm_check_modulus(relation, modulus, caller_name, power_of_ten=true) -%}
+{%- do sdc.ckm_sum_check_numeric(relation, [value, weight], caller_name) -%}
 {%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
-  {%- do sdc.ckm_check_record_keys(relation, rk, none, modulus, 'ckm_sum') -%}
+  {%- do sdc.ckm_check_record_keys(relation, rk, none, modulus, caller_name) -%}
 {%- endif -%}
-{%- set grid = sdc.ckm_sum_ptable_grid(ptable, p) -%}
+{%- set grid = sdc.ckm_sum_ptable_grid(ptable, p, caller_name) -%}
 {%- set z_s = grid.separation_point -%}
 {%- set top_n = [p.top_k, 2] | max -%}
 {%- for rule in p.sensitive if rule.startswith('nk:') -%}
@@ -124,15 +125,15 @@ checked_records as (
     {%- set failures = [] %}
     {%- if weight is not none %}
     {%- do failures.append((sdc.ckm_weight_invalid('raw_weight'),
-        "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'")) %}
+        "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as varchar), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'")) %}
     {%- endif %}
     {%- if value is not none %}
     {%- do failures.append(('raw_value is null or isnan(raw_value) or isinf(raw_value)',
-        "'value column " ~ sdc.sql_text(value) ~ " must be a finite number; a record has ' || coalesce(cast(raw_value as varchar), 'NULL') || ' (record key ' || cast(record_key as varchar) || ')'")) %}
+        "'value column " ~ sdc.sql_text(value) ~ " must be a finite number; a record has ' || coalesce(cast(raw_value as varchar), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'")) %}
     {%- endif %}
     {%- for measure in measures %}
     {%- do failures.append(('abs(raw_' ~ measure.name ~ ') >= 1e12',
-        "'the contributions to " ~ measure.name ~ " (" ~ sdc.sql_text(measure.label) ~ ") must be below 10^12 in absolute value (exact sums of 6-decimal numbers); a record has ' || cast(raw_" ~ measure.name ~ " as varchar) || ' (record key ' || cast(record_key as varchar) || '): give the column in larger units, e.g. thousands'")) %}
+        "'the contributions to " ~ measure.name ~ " (" ~ sdc.sql_text(measure.label) ~ ") must be below 10^12 in absolute value (exact sums of 6-decimal numbers); a record has ' || cast(raw_" ~ measure.name ~ " as varchar) || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || '): give the column in larger units, e.g. thousands'")) %}
     {%- endfor %}
     where {{ sdc.ckm_fail_if_any(failures) }}
 ),
@@ -183,7 +184,7 @@ leaf_levels as (
 checked_leaf_levels as (
 {{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
       and {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
-            "'record key ' || cast(max_key as varchar) || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
+            "'a record key in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
 ),
 
 paired_metrics as (

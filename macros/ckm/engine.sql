@@ -75,3 +75,13 @@
 {% macro duckdb__ckm_weight_invalid(column) -%}
 {{ return('(' ~ column ~ ' is null or isnan(cast(' ~ column ~ ' as double)) or isinf(cast(' ~ column ~ ' as double)) or cast(' ~ column ~ ' as double) <= 0)') }}
 {%- endmacro %}
+
+
+{#- The cell of a record or leaf cell as text for an error message, e.g. wz = 10, region = Schwaben: the
+    published codes name where the problem is; a record key never appears in a message (messages reach
+    logs, and the keys undo the protection). -#}
+{% macro ckm_cell_text(dims) -%}
+{%- for dim in dims -%}
+'{{ sdc.sql_text(dim) }} = ' || coalesce(cast({{ sdc.sql_identifier(dim) }} as varchar), 'NULL'){{ " || ', ' || " if not loop.last }}
+{%- endfor -%}
+{%- endmacro %}

@@ -376,7 +376,8 @@ def _run_ckm_magnitude(args: argparse.Namespace) -> int:
     counting = [flag for flag, given in (("--count-var", args.count_var), ("--threshold", args.threshold is not None),
                                          ("--reuse-from", args.reuse_from is not None)) if given]
     if counting:
-        raise SdcError(f"{', '.join(counting)} apply to count tables, not to --value")
+        raise SdcError(f"{', '.join(counting)} {'applies' if len(counting) == 1 else 'apply'} to count tables, "
+                       "not to --value")
     if args.weighted_count != WEIGHTED_COUNT_METHODS[0]:
         raise SdcError("--weighted-count applies to a weighted count (--weight without --value)")
     modulus = args.modulus if args.modulus is not None else 10**args.key_digits

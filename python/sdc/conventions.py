@@ -174,7 +174,7 @@ WEIGHTED_COUNT_METHODS: tuple[str, ...] = ("magnitude", "mean_weight")
 # ckm_sum (magnitude CKM): its measures, the columns of its steps, and the suppression rules' columns it reads
 CKM_SUM_MEASURES: tuple[str, ...] = ("value", "weighted_value", "weighted_count")
 CKM_SUM_OWN_COLUMNS: tuple[str, ...] = CKM_SUM_MEASURES + (
-    "records", "weight", "weight_sum", "record_key", "key_sum_all", "key_sum_zero", "max_key", "cell_key_int",
+    "count", "records", "weight", "weight_sum", "record_key", "key_sum_all", "key_sum_zero", "max_key", "cell_key_int",
     "cell_key", "sensitive", "sensitive_rule", "freq", "contributors", "status", "rule", "protection_lower",
     "protection_upper", "type", "i", "v", "component",
 )

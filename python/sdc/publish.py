@@ -397,8 +397,9 @@ def _check_lineage(manifest: dict, marked: Marked) -> None:
         if _calls(manifest, macros, PROTECTION_MACROS) and len(parents) == 1 and parents[0] not in sources:
             continue
         if _calls(manifest, macros, AUDIT_MACROS) and node_id == marked.node_id:
-            raise SdcError(f"relation {marked.relation} ({marked.node_id}) is an audit relation: it holds the original "
-                           f"values; publish a model that calls {steps_named} on it instead")
+            raise SdcError(f"relation {marked.relation} ({marked.node_id}) is an audit relation: it is built by "
+                           f"{_audit_macros_called(manifest, macros)}, whose relations can hold the original values (in "
+                           f"their audit columns); publish a model that calls {steps_named} on it instead")
         if _calls(manifest, macros, AUDIT_MACROS):
             name = nodes[node_id].get("name", node_id)
             raise SdcError(f"relation {marked.relation} ({marked.node_id}) reads the audit relation {name}, which holds "
@@ -406,6 +407,12 @@ def _check_lineage(manifest: dict, marked: Marked) -> None:
                            + " <- ".join(nodes[n].get("name", n) for n in path))
         for parent in parents:
             stack.append((parent, path + [parent]))
+
+
+def _audit_macros_called(manifest: dict, macros: list[str]) -> str:
+    """The audit macros a node calls itself (ckm_count calls ckm_sum and suppression_primary in turn)."""
+    named = [m.split(".", 1)[1] for m in macros if m in AUDIT_MACROS]
+    return ", ".join(named) or "an audit macro"
 
 
 def _calls(manifest: dict, macros: list[str], targets: tuple[str, ...]) -> bool:

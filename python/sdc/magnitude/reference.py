@@ -43,7 +43,8 @@ def key_digits(modulus: int) -> int:
     if modulus < 10 or 10**digits != modulus:
         raise SdcError(
             f"the magnitude Cell Key Method scrambles the decimal digits of the cell key, so the record keys' "
-            f"modulus must be a power of 10 (10^8: 8-digit keys); got {modulus}"
+            f"modulus must be a power of 10 (10^8: 8-digit keys); got {modulus}. Such "
+            f"keys of another modulus cannot be converted: load the microdata again with sdc load --modulus 100000000 into a new table (stored keys are never regenerated)"
         )
     return digits
 

@@ -193,8 +193,8 @@ def mean_table(sums, counts, dims: list[str], numerator: str = "value", denomina
         missing = [c for c in list(dims) + [column] if c not in frame.columns]
         if missing:
             raise SdcError(f"column {missing[0]!r} is not in {name} ({', '.join(map(str, frame.columns))})")
-    frames = {"sdc_sums": sums.assign(**{d: sums[d].astype(str) for d in dims}),
-              "sdc_counts": counts.assign(**{d: counts[d].astype(str) for d in dims})}
+    frames = {"sums": sums.assign(**{d: sums[d].astype(str) for d in dims}),
+              "counts": counts.assign(**{d: counts[d].astype(str) for d in dims})}
     return _run_macro_on_frames("ckm_mean", frames, list(dims), numerator=numerator, denominator=denominator)
 
 

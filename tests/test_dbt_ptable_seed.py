@@ -102,7 +102,7 @@ def test_dbt_build_loads_the_seed_exactly_and_its_data_test_passes(dbt_tmp):
                    capture_output=True)
     result = dbt_build(DEMO, dbt_tmp)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "PASS=2" in result.stdout
+    assert "PASS=3" in result.stdout  # the seed, its data test, the sdc package's on-run-start hook
     con = duckdb.connect(str(dbt_tmp / "sdc.duckdb"), read_only=True)
     rows = con.execute(
         "select i, j, v, cast(p_int_lb * 100000000 as bigint), cast(p_int_ub * 100000000 as bigint) "

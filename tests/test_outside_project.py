@@ -131,7 +131,7 @@ def test_the_package_builds_nothing_of_its_own(census):
     assert listed.returncode == 0, listed.stdout[-2000:]
     nodes = listed.stdout.split()
     assert len(nodes) == 6 and all(node.startswith("census.") for node in nodes), nodes
-    assert "PASS=6" in stdout  # 2 seeds, 2 models and the package's two data tests: nothing of sdc's demo
+    assert "PASS=7" in stdout  # 2 seeds, 2 models, the package's two data tests and its on-run-start hook: nothing of sdc's demo
 
 
 def test_default_schema_naming(census):

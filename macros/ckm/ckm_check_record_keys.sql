@@ -51,8 +51,8 @@ cumulated_bins as (
 key_distance as (
     -- the empirical CDF against the uniform one at both edges of each non-empty bin
     select coalesce(max(greatest(
-        cast(upto as double) / n - cast(least((bin + 1) * {{ width }}, {{ modulus }}) as double) / {{ modulus }},
-        cast(bin * {{ width }} as double) / {{ modulus }} - cast(upto - records as double) / n)), 0) as ks
+        cast(upto as {{ sdc.double_type() }}) / n - cast(least((bin + 1) * {{ width }}, {{ modulus }}) as {{ sdc.double_type() }}) / {{ modulus }},
+        cast(bin * {{ width }} as {{ sdc.double_type() }}) / {{ modulus }} - cast(upto - records as {{ sdc.double_type() }}) / n)), 0) as ks
     from cumulated_bins, key_summary
 )
 

@@ -248,7 +248,7 @@ weighted as (
              else coalesce(magnitude_weighted_counts.weighted_count, 0.0) end as weighted_count
         {%- else %}
         case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0
-             else cast(published.{{ sdc.sql_identifier('count') }} as double) * cast(published.original_weighted_count as double) / published.original end as weighted_count
+             else cast(published.{{ sdc.sql_identifier('count') }} as {{ sdc.double_type() }}) * cast(published.original_weighted_count as {{ sdc.double_type() }}) / published.original end as weighted_count
         {%- endif %}
     from published
     {%- if weighting == 'magnitude' %}

@@ -10,6 +10,6 @@
 #}
 {% macro ckm_key_sum_implausible(n, key_sum, modulus) -%}
 {%- set wide = sdc.wide_integer_type() -%}
-abs(cast(2 * cast({{ key_sum }} as {{ wide }}) - cast({{ n }} as {{ wide }}) * {{ modulus - 1 }} as double))
-    > 2 * {{ modulus - 1 }} * sqrt(cast({{ n }} as double) * ln(2 / 1e-15) / 2)
+abs(cast(2 * cast({{ key_sum }} as {{ wide }}) - cast({{ n }} as {{ wide }}) * {{ modulus - 1 }} as {{ sdc.double_type() }}))
+    > 2 * {{ modulus - 1 }} * sqrt(cast({{ n }} as {{ sdc.double_type() }}) * ln(2 / 1e-15) / 2)
 {%- endmacro %}

@@ -9,6 +9,16 @@
 {% macro duckdb__wide_integer_type() %}{{ return('hugeint') }}{% endmacro %}
 
 
+{% macro double_type() %}
+  {{ return(adapter.dispatch('double_type', 'sdc')()) }}
+{% endmacro %}
+
+{# A 64-bit float: `double` in DuckDB and Spark; PostgreSQL spells it `double precision` (its `float` would do
+   too, but DuckDB's `float` is 32 bits). #}
+{% macro default__double_type() %}{{ return('double') }}{% endmacro %}
+{% macro postgres__double_type() %}{{ return('double precision') }}{% endmacro %}
+
+
 {% macro ckm_fail_if(condition, message_sql) %}
   {{ return(adapter.dispatch('ckm_fail_if', 'sdc')(condition, message_sql)) }}
 {% endmacro %}
@@ -19,6 +29,11 @@
 {%- endmacro %}
 {% macro duckdb__ckm_fail_if(condition, message_sql) -%}
 (case when {{ condition }} then error({{ message_sql }}) is null else true end)
+{%- endmacro %}
+{# PostgreSQL has no function that raises: sdc_raise_error, created by the package's on-run-start hook
+   (engine_setup), raises the message. #}
+{% macro postgres__ckm_fail_if(condition, message_sql) -%}
+(case when {{ condition }} then {{ sdc.engine_function('sdc_raise_error') }}({{ message_sql }}) else true end)
 {%- endmacro %}
 
 
@@ -33,6 +48,9 @@
 {%- endmacro %}
 {% macro duckdb__ckm_fail_if_any(failures) -%}
 (case{% for condition, message in failures %} when {{ condition }} then error({{ message }}) is null{% endfor %} else true end)
+{%- endmacro %}
+{% macro postgres__ckm_fail_if_any(failures) -%}
+(case{% for condition, message in failures %} when {{ condition }} then {{ sdc.engine_function('sdc_raise_error') }}({{ message }}){% endfor %} else true end)
 {%- endmacro %}
 
 
@@ -84,4 +102,24 @@
 {%- for dim in dims -%}
 '{{ sdc.sql_text(dim) }} = ' || coalesce(cast({{ sdc.sql_identifier(dim) }} as varchar), 'NULL'){{ " || ', ' || " if not loop.last }}
 {%- endfor -%}
+{%- endmacro %}
+
+
+{#- engine_setup: run by the package's on-run-start hook (dbt_project.yml): what an engine needs before the
+    models run. PostgreSQL: sdc_raise_error(message) in the target schema, a function that raises the message
+    (ckm_fail_if stops a query with it). -#}
+{% macro engine_setup() %}
+  {{ return(adapter.dispatch('engine_setup', 'sdc')()) }}
+{% endmacro %}
+{% macro default__engine_setup() %}{{ return('select 1') }}{% endmacro %}
+{% macro postgres__engine_setup() -%}
+create schema if not exists {{ adapter.quote(target.schema) }};
+create or replace function {{ sdc.engine_function('sdc_raise_error') }}(message text) returns boolean
+language plpgsql as $sdc$ begin raise exception '%', message; end $sdc$
+{%- endmacro %}
+
+
+{#- The qualified name of a helper function engine_setup creates. -#}
+{% macro engine_function(name) -%}
+{{ adapter.quote(target.schema) }}.{{ name }}
 {%- endmacro %}

@@ -66,13 +66,26 @@ comment on {{ 'view' if config.get('materialized') == 'view' else 'table' }} {{ 
 
 {# the loads in the record of a built node's relation, or none when it has no record #}
 {% macro build_record_of(node) %}
-{%- set comment = run_query('select comment from duckdb_tables() where database_name = ' ~ sdc.sql_string(node.database)
-    ~ ' and lower(schema_name) = lower(' ~ sdc.sql_string(node.schema) ~ ')'
-    ~ ' and lower(table_name) = lower(' ~ sdc.sql_string(node.alias or node.name) ~ ')') -%}
+{%- set comment = run_query(sdc.relation_comment_sql(node.database, node.schema, node.alias or node.name)) -%}
 {%- set text = comment.rows[0][0] if comment.rows else none -%}
 {%- set record = fromjson(text) if text and text.startswith('{"sdc_build"') else none -%}
 {{ return(record['sdc_build']['loads'] if record else none) }}
 {% endmacro %}
+
+
+{# a query of the comment of a table (one row, or none when there is no such table) #}
+{% macro relation_comment_sql(database, schema, name) %}
+  {{ return(adapter.dispatch('relation_comment_sql', 'sdc')(database, schema, name)) }}
+{% endmacro %}
+{% macro default__relation_comment_sql(database, schema, name) -%}
+select comment from duckdb_tables() where database_name = {{ sdc.sql_string(database) }}
+    and lower(schema_name) = lower({{ sdc.sql_string(schema) }}) and lower(table_name) = lower({{ sdc.sql_string(name) }})
+{%- endmacro %}
+{% macro postgres__relation_comment_sql(database, schema, name) -%}
+select obj_description(c.oid, 'pg_class') from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
+where lower(n.nspname) = lower({{ sdc.sql_string(schema) }}) and lower(c.relname) = lower({{ sdc.sql_string(name) }})
+    and c.relkind in ('r', 'v', 'm', 'p')
+{%- endmacro %}
 
 
 {# called by the protection macros: the model that calls one records its build (build_record) #}

@@ -71,3 +71,16 @@ def cube_table(inner):
         for line in np.moveaxis(index, axis, -1).reshape(-1, full.shape[axis]):
             relations.append([(int(line[-1]), 1.0)] + [(int(c), -1.0) for c in line[:-1]])
     return full.ravel(), relations, index
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL cluster for the session (tests/postgres_server.py). The engine suites are part of
+    `make test`: where no cluster can start, the tests fail naming why, they are not skipped."""
+    from postgres_server import missing_reason, throwaway_postgres
+
+    reason = missing_reason()
+    if reason:
+        pytest.fail(f"the PostgreSQL tests need a server: {reason}")
+    with throwaway_postgres() as server:
+        yield server

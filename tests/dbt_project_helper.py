@@ -16,12 +16,22 @@ DBT = Path(sys.executable).parent / "dbt"
 
 
 class ScratchProject:
-    def __init__(self, root: Path):
+    """With ``postgres`` (a tests/postgres_server.PostgresServer) the project builds on that server, in a schema
+    of its own (``schema``), and runs the package's on-run-start hook (engine_setup) as a project using sdc
+    as a package would."""
+
+    def __init__(self, root: Path, postgres=None, schema: str = "main"):
         self.root = root
         self.db = root / "warehouse.duckdb"
+        self.postgres, self.schema = postgres, schema
         root.mkdir(parents=True, exist_ok=True)
-        (root / "dbt_project.yml").write_text(project_yaml())
-        (root / "profiles.yml").write_text(PROFILES_YAML)
+        if postgres is None:
+            (root / "dbt_project.yml").write_text(project_yaml())
+            (root / "profiles.yml").write_text(PROFILES_YAML)
+        else:
+            (root / "dbt_project.yml").write_text(project_yaml() + 'on-run-start: ["{{ sdc.engine_setup() }}"]\n')
+            (root / "profiles.yml").write_text("sdc_scratch:\n  target: pg\n  outputs:\n    pg:\n"
+                                               + postgres.profile(schema))
         shutil.copytree(package_dir() / "macros", root / "macros")
         (root / "seeds").mkdir()
         (root / "models").mkdir()

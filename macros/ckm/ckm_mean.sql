@@ -41,8 +41,8 @@ with means as (
         {%- for dim in dims %}
         s.{{ sdc.sql_identifier(dim) }},
         {%- endfor %}
-        cast(s.{{ sdc.sql_identifier(numerator) }} as double)
-            / nullif(cast(c.{{ sdc.sql_identifier(denominator) }} as double), 0) as {{ sdc.sql_identifier('mean_' ~ numerator) }}
+        cast(s.{{ sdc.sql_identifier(numerator) }} as {{ sdc.double_type() }})
+            / nullif(cast(c.{{ sdc.sql_identifier(denominator) }} as {{ sdc.double_type() }}), 0) as {{ sdc.sql_identifier('mean_' ~ numerator) }}
     from {{ sums }} as s
     left join {{ counts }} as c
         on {% for dim in dims %}cast(s.{{ sdc.sql_identifier(dim) }} as varchar) = cast(c.{{ sdc.sql_identifier(dim) }} as varchar){{ '\n        and ' if not loop.last }}{% endfor %}

@@ -15,7 +15,7 @@
 #}
 {% macro ckm_quality(audit_relation, table_name) %}
 with cells as (
-    select cast(original as double) as o, cast({{ sdc.sql_identifier('count') }} as double) as p
+    select cast(original as {{ sdc.double_type() }}) as o, cast({{ sdc.sql_identifier('count') }} as {{ sdc.double_type() }}) as p
     from {{ audit_relation }}
     where original > 0
 ),

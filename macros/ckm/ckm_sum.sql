@@ -96,10 +96,10 @@ with records as (
         {%- endfor %}
         m.{{ sdc.sql_identifier(rk) }} as record_key,
         {%- if weight is not none %}
-        cast(m.{{ sdc.sql_identifier(weight) }} as double) as raw_weight,
+        cast(m.{{ sdc.sql_identifier(weight) }} as {{ sdc.double_type() }}) as raw_weight,
         {%- endif %}
         {%- for measure in measures %}
-        cast({{ measure.expr }} as double) as raw_{{ measure.name }}{{ ',' if not loop.last }}
+        cast({{ measure.expr }} as {{ sdc.double_type() }}) as raw_{{ measure.name }}{{ ',' if not loop.last }}
         {%- endfor %}
     from {{ relation }} as m
 ),
@@ -128,7 +128,7 @@ checked_records as (
         "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as varchar), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'")) %}
     {%- endif %}
     {%- if value is not none %}
-    {%- do failures.append(('raw_value is null or isnan(raw_value) or isinf(raw_value)',
+    {%- do failures.append((sdc.ckm_not_finite('raw_value'),
         "'value column " ~ sdc.sql_text(value) ~ " must be a finite number; a record has ' || coalesce(cast(raw_value as varchar), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'")) %}
     {%- endif %}
     {%- for measure in measures %}
@@ -154,7 +154,7 @@ leaf_cells as (
         {%- set c = 'c_' ~ measure.name %}
         sum({{ c }}) as original_{{ measure.name }},
         count(*) filter (where {{ c }} <> 0) as contributors_{{ measure.name }},
-        max(abs(d_{{ measure.name }}), {{ top_n }}) filter (where {{ c }} <> 0) as top_{{ measure.name }}
+        {{ sdc.ckm_top_values('abs(d_' ~ measure.name ~ ')', top_n, c ~ ' <> 0') }} as top_{{ measure.name }}
         {%- if p.type == 'range' %},
         max({{ c }}) filter (where {{ c }} <> 0) as high_{{ measure.name }},
         min({{ c }}) filter (where {{ c }} <> 0) as low_{{ measure.name }}
@@ -200,7 +200,7 @@ paired_metrics as (
         {%- set m = measure.name %}
         sum(original_{{ m }}) as original_{{ m }},
         cast(sum(contributors_{{ m }}) as bigint) as contributors_{{ m }},
-        list_slice(list_sort(flatten(list(top_{{ m }}) filter (where top_{{ m }} is not null)), 'DESC'), 1, {{ top_n }}) as top_{{ m }}
+        {{ sdc.ckm_merge_top_values('top_' ~ m, top_n) }} as top_{{ m }}
         {%- if p.type == 'range' %},
         max(high_{{ m }}) as high_{{ m }},
         min(low_{{ m }}) as low_{{ m }}
@@ -256,7 +256,7 @@ ptable_intervals as (
     select
         type,
         i,
-        cast(v as double) as v,
+        cast(v as {{ sdc.double_type() }}) as v,
         cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
         cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
     from {{ ptable }}
@@ -292,7 +292,7 @@ noise_by_row as (
     group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 ),
 
-magnifiers as (
+magnifiers as {{ sdc.cte_materialized() }}(
     -- x_j of every component and measure (NULL beyond the cell's contributors), and the table for the cell
     select
         component_keys.*
@@ -300,13 +300,13 @@ magnifiers as (
         {%- set m = measure.name %}
         {%- for j in range(1, K + 1) %},
         {%- if p.type == 'top_contr' %}
-        cast(top_{{ m }}[{{ j }}] as double) as mag_{{ m }}_{{ j }}
+        cast(top_{{ m }}[{{ j }}] as {{ sdc.double_type() }}) as mag_{{ m }}_{{ j }}
         {%- elif p.type == 'mean' %}
-        case when contributors_{{ m }} > 0 then abs(cast(original_{{ m }} as double) / cast(weight_sum as double)) end as mag_{{ m }}_{{ j }}
+        case when contributors_{{ m }} > 0 then abs(cast(original_{{ m }} as {{ sdc.double_type() }}) / cast(weight_sum as {{ sdc.double_type() }})) end as mag_{{ m }}_{{ j }}
         {%- elif p.type == 'range' %}
-        case when contributors_{{ m }} > 0 then cast(high_{{ m }} - low_{{ m }} as double) end as mag_{{ m }}_{{ j }}
+        case when contributors_{{ m }} > 0 then cast(high_{{ m }} - low_{{ m }} as {{ sdc.double_type() }}) end as mag_{{ m }}_{{ j }}
         {%- else %}
-        case when contributors_{{ m }} > 0 then abs(cast(original_{{ m }} as double)) end as mag_{{ m }}_{{ j }}
+        case when contributors_{{ m }} > 0 then abs(cast(original_{{ m }} as {{ sdc.double_type() }})) end as mag_{{ m }}_{{ j }}
         {%- endif %}
         {%- endfor %},
         {%- if grid.parity %}
@@ -314,12 +314,12 @@ magnifiers as (
         {%- else %}
         'all' as table_{{ m }},
         {%- endif %}
-        cast(original_{{ m }} as double) as x_{{ m }}_0
+        cast(original_{{ m }} as {{ sdc.double_type() }}) as x_{{ m }}_0
         {%- endfor %}
     from component_keys
 ),
 
-perturbation_start as (
+perturbation_start as {{ sdc.cte_materialized() }}(
     select magnifiers.*
     {%- for j in range(1, K + 1) %}{% for kind, rows in grid.rows.items() %}{% for i in rows %}, noise_by_row.v_{{ j }}_{{ kind }}_{{ i }}{% endfor %}{% endfor %}{% endfor %}
     from magnifiers
@@ -336,7 +336,7 @@ perturbation_start as (
 {%- set sigma1 = p.multiplier.p[0] if p.multiplier.type == 'flex' else p.multiplier.p %}
 ,
 
-{{ m }}_scale_{{ j }} as (
+{{ m }}_scale_{{ j }} as {{ sdc.cte_materialized() }}(
     -- component {{ j }} of {{ m }}: the noise scale δ, and whether the small-cells table serves
     select
         *,
@@ -345,7 +345,7 @@ perturbation_start as (
     from {{ state.previous }}
 ),
 
-{{ m }}_small_{{ j }} as (
+{{ m }}_small_{{ j }} as {{ sdc.cte_materialized() }}(
     select
         *,
         {%- if z_s > 0 %}
@@ -357,7 +357,7 @@ perturbation_start as (
     from {{ m }}_scale_{{ j }}
 ),
 
-{{ m }}_noise_{{ j }} as (
+{{ m }}_noise_{{ j }} as {{ sdc.cte_materialized() }}(
     -- the ratio a = |x / δ| and the ptable's noise V at a, interpolated between its rows
     select
         *,
@@ -375,7 +375,7 @@ perturbation_start as (
     ) as scaled
 ),
 
-{{ m }}_value_{{ j }} as (
+{{ m }}_value_{{ j }} as {{ sdc.cte_materialized() }}(
     -- x + sign(x) δ sign(V) (μ + |V|), clamped so that x keeps its sign
     select
         *,
@@ -409,7 +409,7 @@ published as (
         case when not skip_{{ m }}_{{ j }} then delta_{{ m }}_{{ j }} end as delta_{{ m }}_{{ j }},
         case when not skip_{{ m }}_{{ j }} then x_{{ m }}_{{ j }} - x_{{ m }}_{{ j - 1 }} end as noise_{{ m }}_{{ j }},
         {%- endfor %}
-        x_{{ m }}_{{ K }} - cast(original_{{ m }} as double) as noise_{{ m }}{{ ',' if not loop.last }}
+        x_{{ m }}_{{ K }} - cast(original_{{ m }} as {{ sdc.double_type() }}) as noise_{{ m }}{{ ',' if not loop.last }}
         {%- endfor %}
         {%- endif %}
     from {{ state.previous }}

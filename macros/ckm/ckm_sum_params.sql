@@ -128,7 +128,7 @@
   {%- if 'small_cells' not in rows -%}
     {{ exceptions.raise_compiler_error(caller_name ~ ": separation is on, but the magnitude ptable " ~ ptable ~ " has no small_cells rows (build them with sdc ptable --table nums --type small_cells --add-to FILE)") }}
   {%- endif -%}
-  {%- set m1sq = run_query("select sum(cast(v as double) * cast(v as double) * cast(p_int_ub - p_int_lb as double)) from " ~ ptable ~ " where type = 'small_cells' and i = " ~ rows['small_cells'][-1]).rows[0][0] -%}
+  {%- set m1sq = run_query("select sum(cast(v as " ~ sdc.double_type() ~ ") * cast(v as " ~ sdc.double_type() ~ ") * cast(p_int_ub - p_int_lb as " ~ sdc.double_type() ~ ")) from " ~ ptable ~ " where type = 'small_cells' and i = " ~ rows['small_cells'][-1]).rows[0][0] -%}
   {%- set sigma1 = p.multiplier.p[0] if p.multiplier.type == 'flex' else p.multiplier.p -%}
   {%- set e = namespace(sum=0) -%}
   {%- for x in p.multiplier.epsilon -%}{%- set e.sum = e.sum + x * x -%}{%- endfor -%}

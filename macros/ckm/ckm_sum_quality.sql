@@ -18,8 +18,8 @@
 {%- endif -%}
 with cells as (
     select
-        cast(original_{{ measure }} as double) as o,
-        cast({{ sdc.sql_identifier(measure) }} as double) as p
+        cast(original_{{ measure }} as {{ sdc.double_type() }}) as o,
+        cast({{ sdc.sql_identifier(measure) }} as {{ sdc.double_type() }}) as p
     from {{ audit_relation }}
     where original_{{ measure }} <> 0
 ),

@@ -68,7 +68,7 @@
 {% endmacro %}
 
 {# floor(a / b) of non-negative integers, exactly. #}
-{% macro default__ckm_integer_div(numerator, denominator) %}{{ return('floor((' ~ numerator ~ ') / (' ~ denominator ~ '))') }}{% endmacro %}
+{% macro default__ckm_integer_div(numerator, denominator) %}{{ return('cast(floor((' ~ numerator ~ ') / (' ~ denominator ~ ')) as bigint)') }}{% endmacro %}
 {% macro duckdb__ckm_integer_div(numerator, denominator) %}{{ return('((' ~ numerator ~ ') // (' ~ denominator ~ '))') }}{% endmacro %}
 
 
@@ -123,3 +123,54 @@ language plpgsql as $sdc$ begin raise exception '%', message; end $sdc$
 {% macro engine_function(name) -%}
 {{ adapter.quote(target.schema) }}.{{ name }}
 {%- endmacro %}
+
+
+
+{#- An expression that is true for a number that is not finite (NULL, NaN, ±infinity). -#}
+{% macro ckm_not_finite(column) %}
+  {{ return(adapter.dispatch('ckm_not_finite', 'sdc')(column)) }}
+{% endmacro %}
+{% macro default__ckm_not_finite(column) -%}
+{{ return('(' ~ column ~ ' is null or not (' ~ column ~ " > '-Infinity' and " ~ column ~ " < 'Infinity'))") }}
+{%- endmacro %}
+{% macro duckdb__ckm_not_finite(column) -%}
+{{ return('(' ~ column ~ ' is null or isnan(' ~ column ~ ') or isinf(' ~ column ~ '))') }}
+{%- endmacro %}
+
+
+{#- ckm_top_values(expr, n, condition): an aggregate, the n largest values of expr among the rows where condition
+    holds, in descending order, as an array (shorter when there are fewer; NULL when none). ckm_merge_top_values(
+    column, n): the n largest of the arrays of column over the grouped rows (a subtotal's largest contributions
+    are the largest of its leaves'). Arrays are 1-based: top[1] is the largest. -#}
+{% macro ckm_top_values(expr, n, condition) %}
+  {{ return(adapter.dispatch('ckm_top_values', 'sdc')(expr, n, condition)) }}
+{% endmacro %}
+{% macro duckdb__ckm_top_values(expr, n, condition) -%}
+max({{ expr }}, {{ n }}) filter (where {{ condition }})
+{%- endmacro %}
+{# PostgreSQL: padded with NULLs to exactly n values, so that arrays of leaves stack into one 2-d array #}
+{% macro default__ckm_top_values(expr, n, condition) -%}
+(array_agg({{ expr }} order by {{ expr }} desc) filter (where {{ condition }}))[1:{{ n }}]
+    || array_fill(null::{{ sdc.double_type() }}, array[{{ n }} - coalesce(cardinality((array_agg({{ expr }} order by {{ expr }} desc) filter (where {{ condition }}))[1:{{ n }}]), 0)])
+{%- endmacro %}
+
+{% macro ckm_merge_top_values(column, n) %}
+  {{ return(adapter.dispatch('ckm_merge_top_values', 'sdc')(column, n)) }}
+{% endmacro %}
+{% macro duckdb__ckm_merge_top_values(column, n) -%}
+list_slice(list_sort(flatten(list({{ column }}) filter (where {{ column }} is not null)), 'DESC'), 1, {{ n }})
+{%- endmacro %}
+{% macro default__ckm_merge_top_values(column, n) -%}
+(select (array_agg(x order by x desc) filter (where x is not null))[1:{{ n }}] from unnest(array_agg({{ column }})) as x)
+{%- endmacro %}
+
+
+
+{#- A CTE computed once and read as a table: each component of ckm_sum adds noise to the value the previous one
+    left, and an engine that inlines the chain (PostgreSQL inlines a CTE read once) copies every earlier step's
+    expression into the next, an expression that doubles with each step. -#}
+{% macro cte_materialized() %}
+  {{ return(adapter.dispatch('cte_materialized', 'sdc')()) }}
+{% endmacro %}
+{% macro default__cte_materialized() %}{{ return('') }}{% endmacro %}
+{% macro postgres__cte_materialized() %}{{ return('materialized ') }}{% endmacro %}

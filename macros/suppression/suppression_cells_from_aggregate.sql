@@ -34,9 +34,9 @@ with aggregate as (
         {%- endfor %}
         cast({{ q(freq) }} as bigint) as freq,
         cast({{ q(contributors) if contributors is not none else q(freq) }} as bigint) as contributors,
-        cast({{ q(value) if value is not none else q(freq) }} as double) as value
+        cast({{ q(value) if value is not none else q(freq) }} as {{ sdc.double_type() }}) as value
         {%- for column in top %},
-        coalesce(cast({{ q(column) }} as double), 0) as sdc_top_{{ loop.index }}
+        coalesce(cast({{ q(column) }} as {{ sdc.double_type() }}), 0) as sdc_top_{{ loop.index }}
         {%- endfor %}
     from {{ relation }}
 ),

@@ -43,6 +43,16 @@ DERIVED = {
     "mean_income": "{{ sdc.ckm_mean(ref('income'), ref('counts_age'), ['sex', 'age']) }}",
     "income_quality": "{{ sdc.ckm_sum_quality(ref('income_audit'), 'income') }}",
     "counts_quality": "{{ sdc.ckm_quality(ref('cube_audit'), 'cube') }}",
+    # cell suppression's SQL steps: the cell table, the primary rules, the additivity relations
+    "supp_cells": "{{ sdc.suppression_cells(source('raw', 'survey'), dims=['sex', 'age'], value='income', "
+                  "hierarchy=ref('sdc_hierarchies')) }}",
+    "supp_primary": "{{ sdc.suppression_primary(ref('supp_cells'), ['freq:3', 'p:10', 'nk:2,85']) }}",
+    "supp_relations": "{{ sdc.suppression_constraints(ref('supp_cells'), ['sex', 'age'], "
+                      "hierarchy=ref('sdc_hierarchies')) }}",
+    # microaggregation of income in groups of 3: means, and Höhne's variance-preserving values
+    "micro_mean": "{{ sdc.microaggregate_fixed(source('raw', 'survey'), 'income', 3, 'row_id') }}",
+    "micro_hoehne": "{{ sdc.microaggregate_fixed(source('raw', 'survey'), 'income', 3, 'row_id', "
+                    "replacement='hoehne') }}",
 }
 # the magnitude parameters: three components, separation, mu_c for the dominance rules
 PARAMS = {"preset": "tauargus", "type": "top_contr", "top_k": 3, "mu_c": 1, "sensitive": ["p:10", "nk:2,85"],

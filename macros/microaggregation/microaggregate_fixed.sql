@@ -18,6 +18,12 @@
 {%- endif -%}
 {%- set x = sdc.sql_identifier(column) -%}
 {%- set id = sdc.sql_identifier(id_column) -%}
+{%- set double = sdc.double_type() -%}
+{#- the relation's columns in their order: the output lists them, the microaggregated one replaced -#}
+{%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | list if execute else [column] -%}
+{%- if execute and column | lower not in columns | map('lower') | list -%}
+  {{ exceptions.raise_compiler_error("microaggregate_fixed: column '" ~ column ~ "' is not in " ~ relation) }}
+{%- endif -%}
 
 with ranked as (
     -- non-NULL values get ranks 0 .. n-1 by (value, id)
@@ -31,7 +37,7 @@ with ranked as (
 grouped as (
     select
         *,
-        case when {{ x }} is not null then least(sdc_rank // {{ k }}, sdc_n // {{ k }} - 1) end as sdc_group
+        case when {{ x }} is not null then least({{ sdc.ckm_integer_div('sdc_rank', k) }}, {{ sdc.ckm_integer_div('sdc_n', k) }} - 1) end as sdc_group
     from ranked
 ),
 
@@ -41,28 +47,38 @@ group_statistics as (
         avg({{ x }}) over group_window as sdc_mean,
         stddev_pop({{ x }}) over group_window as sdc_sd,
         count({{ x }}) over group_window as sdc_size,
-        greatest(round_even(count({{ x }}) over group_window / 2, 0), 1) as sdc_bigger,
         row_number() over (partition by sdc_group order by {{ x }} desc, {{ id }} desc) as sdc_rank_in_group
     from grouped
     window group_window as (partition by sdc_group)
 ),
 
-replaced as (
-    select * replace (
-        {%- if replacement == 'mean' %}
-        case when {{ x }} is not null then sdc_mean end as {{ x }}
-        {%- else %}
-        case
-            when {{ x }} is null then null
-            when sdc_size = 1 then {{ x }}
-            when sdc_rank_in_group <= sdc_bigger then sdc_mean + sqrt((sdc_size - sdc_bigger) / sdc_bigger) * sdc_sd
-            else sdc_mean - sqrt(sdc_bigger / (sdc_size - sdc_bigger)) * sdc_sd
-        end as {{ x }}
-        {%- endif %}
-    )
+bigger_halves as (
+    -- b = round_even(size / 2), at least 1, in integers: size / 2 rounded half to even
+    select
+        *,
+        greatest(case
+            when sdc_size % 2 = 0 or {{ sdc.ckm_integer_div('sdc_size', 2) }} % 2 = 0 then {{ sdc.ckm_integer_div('sdc_size', 2) }}
+            else {{ sdc.ckm_integer_div('sdc_size', 2) }} + 1
+        end, 1) as sdc_bigger
     from group_statistics
 )
 
-select * exclude (sdc_rank, sdc_n, sdc_group, sdc_mean, sdc_sd, sdc_size, sdc_bigger, sdc_rank_in_group)
-from replaced
+select
+    {%- for name in columns %}
+    {%- if name | lower == column | lower %}
+    {%- if replacement == 'mean' %}
+    case when {{ x }} is not null then sdc_mean end as {{ x }}
+    {%- else %}
+    case
+        when {{ x }} is null then null
+        when sdc_size = 1 then {{ x }}
+        when sdc_rank_in_group <= sdc_bigger then sdc_mean + sqrt(cast(sdc_size - sdc_bigger as {{ double }}) / sdc_bigger) * sdc_sd
+        else sdc_mean - sqrt(cast(sdc_bigger as {{ double }}) / (sdc_size - sdc_bigger)) * sdc_sd
+    end as {{ x }}
+    {%- endif %}
+    {%- else %}
+    {{ sdc.sql_identifier(name) }}
+    {%- endif %}{{ ',' if not loop.last }}
+    {%- endfor %}
+from bigger_halves
 {% endmacro %}

@@ -19,7 +19,7 @@
 {{- sdc.build_record_hook() -}}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
-{%- set value_expr = 'cast(' ~ sdc.sql_identifier(value) ~ ' as double)' if value is not none else 'cast(1 as double)' -%}
+{%- set value_expr = 'cast(' ~ sdc.sql_identifier(value) ~ ' as ' ~ sdc.double_type() ~ ')' if value is not none else 'cast(1 as ' ~ sdc.double_type() ~ ')' -%}
 
 with records as (
     select
@@ -80,7 +80,7 @@ cells as (
         {%- endfor %}
         cast(sum(records) as bigint) as freq,
         count(*) as contributors,
-        {{ 'sum(contribution)' if value is not none else 'cast(sum(records) as double)' }} as value
+        {{ 'sum(contribution)' if value is not none else 'cast(sum(records) as ' ~ sdc.double_type() ~ ')' }} as value
         {%- for k in range(1, top_n + 1) %},
         coalesce(max(case when contribution_rank = {{ k }} then contribution end), 0) as top_{{ k }}
         {%- endfor %}

@@ -44,11 +44,9 @@ DERIVED = {
     "income_quality": "{{ sdc.ckm_sum_quality(ref('income_audit'), 'income') }}",
     "counts_quality": "{{ sdc.ckm_quality(ref('cube_audit'), 'cube') }}",
     # cell suppression's SQL steps: the cell table, the primary rules, the additivity relations
-    "supp_cells": "{{ sdc.suppression_cells(source('raw', 'survey'), dims=['sex', 'age'], value='income', "
-                  "hierarchy=ref('sdc_hierarchies')) }}",
-    "supp_primary": "{{ sdc.suppression_primary(ref('supp_cells'), ['freq:3', 'p:10', 'nk:2,85']) }}",
-    "supp_relations": "{{ sdc.suppression_constraints(ref('supp_cells'), ['sex', 'age'], "
-                      "hierarchy=ref('sdc_hierarchies')) }}",
+    "supp_cells": "{{ sdc.suppression_cells(source('raw', 'survey'), dims=['roof', 'water'], value='income') }}",
+    "supp_primary": "{{ sdc.suppression_primary(ref('supp_cells'), ['freq:6', 'p:10', 'nk:2,85']) }}",
+    "supp_relations": "{{ sdc.suppression_constraints(ref('supp_cells'), ['roof', 'water']) }}",
     # microaggregation of income in groups of 3: means, and Höhne's variance-preserving values
     "micro_mean": "{{ sdc.microaggregate_fixed(source('raw', 'survey'), 'income', 3, 'row_id') }}",
     "micro_hoehne": "{{ sdc.microaggregate_fixed(source('raw', 'survey'), 'income', 3, 'row_id', "
@@ -97,7 +95,18 @@ def project(root, server=None) -> ScratchProject:
         p.model(name, f"{{{{ sdc.ckm_published(ref('{name}_audit')) }}}}")
     for name, sql in DERIVED.items():
         p.model(name, sql)
+    if server is None:  # DuckDB: the secondary step as a dbt Python model (the demo's way)
+        (p.root / "models" / "supp_pattern.py").write_text(SECONDARY_MODEL)
     return p
+
+
+SECONDARY_MODEL = """
+def model(dbt, session):
+    from sdc.suppression.warehouse import secondary_suppression
+
+    return secondary_suppression(session, dbt.ref("supp_primary"), dbt.ref("supp_relations"), dims=["roof", "water"],
+                                 magnitude=True, method="heuristic", cost="value", publish_intervals=True)
+"""
 
 
 @pytest.fixture(scope="module")
@@ -184,3 +193,72 @@ def test_a_failing_check_stops_the_postgresql_build_with_its_message(built, name
         (pg.root / "models" / f"{name}.sql").unlink()
     assert result.returncode != 0
     assert message in result.stdout, result.stdout[-3000:]
+
+
+def test_secondary_suppression_on_postgresql_between_two_dbt_selections(built, tmp_path):
+    """PostgreSQL runs no dbt Python models: `sdc suppress --target` reads the cell table and relations the
+    macros built, writes the pattern and its audit in one transaction, and a second dbt selection publishes
+    it. The pattern is the one DuckDB's Python model made."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    duck, pg = built
+    sdc = Path(sys.executable).parent / "sdc"
+    run = subprocess.run([str(sdc), "suppress", "--target", "pg", "--profile", "sdc_scratch", "--profiles-dir",
+                          str(pg.root), "--cells", "main.supp_primary", "--relations", "main.supp_relations",
+                          "--pattern", "main.supp_pattern", "--audit-table", "main.supp_audit", "--dims", "roof,water",
+                          "--magnitude", "--publish-intervals"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "0 sensitive cells unprotected" in run.stdout and "secondary" in run.stdout
+    pg.model("supp_published", "{{ sdc.suppression_published('main.supp_pattern', ['roof', 'water'], value='value') }}")
+    result = pg.dbt("build", "--select", "supp_published")
+    assert result.returncode == 0, result.stdout[-3000:]
+    pick = "select roof, water, status, published_text from main.supp_pattern"
+    con = duckdb.connect(str(duck.db), read_only=True)
+    try:
+        ours = sorted(con.execute(pick).fetchall())
+    finally:
+        con.close()
+    conn = pg.postgres.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(pick)
+            on_pg = sorted(cur.fetchall())
+            cur.execute("select count(*), bool_and(protected) from main.supp_audit")
+            audited = cur.fetchone()
+            cur.execute("select count(*) filter (where value is null), count(*) filter (where published_text = "
+                        "cast(value as text) or published_text = cast(cast(value as bigint) as text)) from main.supp_published")
+            hidden, shown = cur.fetchone()
+    finally:
+        conn.close()
+    assert on_pg == ours and any(r[2] == "secondary" for r in ours)
+    assert audited == (sum(r[2] in ("primary", "secondary") for r in ours), True)
+    # the published table hides exactly the suppressed cells, and shows every other value
+    assert hidden == audited[0] and shown == len(ours) - hidden
+
+
+def test_secondary_suppression_target_mistakes_are_named(built, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _, pg = built
+    sdc = Path(sys.executable).parent / "sdc"
+    base = ["suppress", "--target", "pg", "--profile", "sdc_scratch", "--profiles-dir", str(pg.root), "--dims", "roof,water"]
+    cases = [
+        (["--cells", "main.supp_primary", "--relations", "main.supp_relations"], "--target needs --pattern"),
+        (["--cells", "main.supp_primary", "--relations", "main.supp_relations", "--pattern", "main.x; drop table y"],
+         "--pattern must name a table as schema.table with plain names"),
+        (["--cells", "main.supp_primary", "--relations", "main.supp_primary", "--pattern", "main.p2"],
+         "has no column 'constraint_id'"),
+        (["--cells", "main.supp_primary", "--relations", "main.supp_relations", "--pattern", "main.supp_primary"],
+         "must name two tables other than the cells and relations"),
+    ]
+    for extra, message in cases:
+        run = subprocess.run([str(sdc), *base, *extra], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 2 and message in run.stderr, (extra, run.stderr)
+    bad_profile = subprocess.run([str(sdc), *base[:3], "--profile", "nope", "--profiles-dir", str(pg.root), "--dims", "sex",
+                                  "--cells", "a.b", "--relations", "a.c", "--pattern", "a.d"],
+                                 capture_output=True, text=True, timeout=300)
+    assert bad_profile.returncode == 2 and "has no profile 'nope'" in bad_profile.stderr

@@ -190,9 +190,10 @@ def _parser() -> argparse.ArgumentParser:
 
     supp = commands.add_parser(
         "suppress",
-        help="cell suppression of one table from a microdata file: primary rules, secondary suppression, audit",
+        help="cell suppression of one table from a microdata file: primary rules, secondary suppression, audit; "
+        "or, with --target, the secondary step of a warehouse's cell table (engines without dbt Python models)",
     )
-    supp.add_argument("--input", required=True, help="microdata (.csv or .parquet)")
+    supp.add_argument("--input", help="microdata (.csv or .parquet)")
     supp.add_argument("--dims", required=True, help="comma-separated dimension columns")
     supp.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name)")
     supp.add_argument("--value", help="numeric column of a magnitude table (default: a frequency table)")
@@ -222,7 +223,20 @@ def _parser() -> argparse.ArgumentParser:
     supp.add_argument("--audit", action="store_true",
                       help="write the audit layout instead: freq, value (the true value of every suppressed cell), "
                       "protection levels and audit intervals, as sdc audit reads it (never publish it)")
-    supp.add_argument("--out", required=True, help="CSV file to write (the publishable columns unless --audit)")
+    supp.add_argument("--out", help="CSV file to write (the publishable columns unless --audit)")
+    warehouse = supp.add_argument_group(
+        "in the warehouse (--target)", "between two dbt selections: read the cell table of suppression_primary and "
+        "the relations of suppression_constraints through the dbt profile, write the pattern (and its LP audit) "
+        "back in one transaction")
+    warehouse.add_argument("--target", help="the dbt target to connect to (postgres or duckdb)")
+    warehouse.add_argument("--profile", help="the dbt profile (the name in profiles.yml)")
+    warehouse.add_argument("--profiles-dir", default=os.environ.get("DBT_PROFILES_DIR", "~/.dbt"),
+                           help="folder of profiles.yml (default $DBT_PROFILES_DIR, else ~/.dbt)")
+    warehouse.add_argument("--cells", metavar="SCHEMA.TABLE", help="the cell table (suppression_primary)")
+    warehouse.add_argument("--relations", metavar="SCHEMA.TABLE", help="the relations (suppression_constraints)")
+    warehouse.add_argument("--pattern", metavar="SCHEMA.TABLE", help="the pattern table to write (replaced)")
+    warehouse.add_argument("--audit-table", metavar="SCHEMA.TABLE", help="the LP audit table to write (replaced)")
+    warehouse.add_argument("--magnitude", action="store_true", help="the cells' values are sums of a value column")
     supp.set_defaults(run=_run_suppress)
 
     anon = commands.add_parser(
@@ -408,6 +422,12 @@ def _run_suppress(args: argparse.Namespace) -> int:
     if args.time_limit is not None and args.method != "optimal":
         raise SdcError("--time-limit applies to --method optimal only")
     time_limit = DEFAULT_TIME_LIMIT if args.time_limit is None else check_time_limit(args.time_limit)
+    if args.target:
+        return _run_suppress_in_warehouse(args, time_limit)
+    missing = [flag for flag, given in (("--input", args.input), ("--out", args.out)) if not given]
+    if missing:
+        raise SdcError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required (or --target for "
+                       "a warehouse's cell table)")
     # the library warns (warnings.warn); here a warning is one line on stderr, without file and line
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TimeLimitWarning)
@@ -425,6 +445,32 @@ def _run_suppress(args: argparse.Namespace) -> int:
     print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
           + (" (audit layout with the true values: do not publish)" if args.audit else ""))
     return 0
+
+
+def _run_suppress_in_warehouse(args: argparse.Namespace, time_limit: float) -> int:
+    from .profiles import connect_target
+    from .suppression.database import suppress_tables
+
+    given = [flag for flag, value in (("--input", args.input), ("--out", args.out), ("--rule", args.rule),
+                                      ("--hierarchy", args.hierarchy), ("--value", args.value),
+                                      ("--holding", args.holding), ("--audit", args.audit)) if value]
+    if given:
+        raise SdcError(f"{', '.join(given)}: the warehouse's cell table has its rules and values already "
+                       "(suppression_cells, suppression_primary); with --target give --cells, --relations, --pattern")
+    missing = [flag for flag, value in (("--profile", args.profile), ("--cells", args.cells),
+                                        ("--relations", args.relations), ("--pattern", args.pattern)) if not value]
+    if missing:
+        raise SdcError(f"--target needs {', '.join(missing)}")
+    with connect_target(args.profiles_dir, args.profile, args.target) as target:
+        result = suppress_tables(target, cells=args.cells, relations=args.relations, pattern=args.pattern,
+                                 audit=args.audit_table, dims=_split(args.dims), magnitude=args.magnitude,
+                                 method=args.method, cost=args.cost, mark=args.mark,
+                                 publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
+                                 time_limit=time_limit)
+    print(f"wrote {sum(result['statuses'].values())} cells to {args.pattern}: "
+          + ", ".join(f"{v} {k}" for k, v in sorted(result["statuses"].items()))
+          + (f"; audit in {args.audit_table}: {result['unprotected']} sensitive cells unprotected" if args.audit_table else ""))
+    return 1 if result["unprotected"] else 0
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:

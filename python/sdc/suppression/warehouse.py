@@ -35,15 +35,21 @@ def secondary_suppression(session, cells, relations, *, dims: list[str], magnitu
     cell's cost times 10^(number of dimensions along which it is a total), so totals are kept where
     possible; ``time_limit``: seconds for method optimal."""
     rows = _rows(cells, dims)
-    relation_list = _relations(relations, rows, dims)
-    protected = protect_cells(rows, relation_list, magnitude=magnitude, method=method, cost=cost, mark=mark,
-                              publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
-                              time_limit=time_limit)
-    keep = [c for c in _columns(cells) if c not in PATTERN_COLUMNS]
-    columns = {name: _array([r[name] for r in rows]) for name in keep}
+    columns = pattern_columns(rows, _columns(cells), _members(relations, dims), dims, magnitude=magnitude,
+                              method=method, cost=cost, mark=mark, publish_intervals=publish_intervals,
+                              prefer_low_levels=prefer_low_levels, time_limit=time_limit)
+    return _relation(session, {name: _array(values) for name, values in columns.items()})
+
+
+def pattern_columns(rows: list[dict], names: list[str], members: list[tuple], dims: list[str], **options) -> dict:
+    """The pattern as columns (name -> values, in the cell table's order): the cell table's columns ``names``
+    and PATTERN_COLUMNS; ``members`` are the relations' rows (constraint_id, *dims, coefficient)."""
+    relation_list = _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
+    protected = protect_cells(rows, relation_list, **options)
+    columns = {name: [r[name] for r in rows] for name in names if name not in PATTERN_COLUMNS}
     for name in PATTERN_COLUMNS:
-        columns[name] = _array([p[name] for p in protected])
-    return _relation(session, columns)
+        columns[name] = [p[name] for p in protected]
+    return columns
 
 
 def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude: bool = False):
@@ -51,11 +57,19 @@ def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude
     published cell and the relations can derive), the interval it needs and whether it is protected (in
     integers too for count tables and whole-number magnitudes; integer_skipped says where that was not
     checked)."""
-    rows = _rows(pattern, dims)
+    columns = audit_columns(_rows(pattern, dims), _members(relations, dims), dims, magnitude=magnitude)
+    kinds = {d: str for d in [*dims, "status", "integer_skipped"]}
+    return _relation(session, {name: _array(values, kinds.get(name)) if name in kinds else
+                               np.array(values, dtype=bool if name in ("protected", "exactly_disclosed") else float)
+                               for name, values in columns.items()})
+
+
+def audit_columns(rows: list[dict], members: list[tuple], dims: list[str], *, magnitude: bool) -> dict:
+    """The LP audit of a pattern as columns: one row per suppressed cell (see suppression_audit)."""
     for name in ("value", "freq", "status", "protection_lower", "protection_upper"):
         if name not in rows[0]:
             raise SdcError(f"suppression_audit: the pattern has no column {name!r}")
-    relation_list = _relations(relations, rows, dims)
+    relation_list = _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
     values = np.array([r["value"] for r in rows], dtype=float)
     freq = np.array([r["freq"] for r in rows], dtype=float)
     suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])
@@ -66,16 +80,16 @@ def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude
                            protection_upper=[float(r["protection_upper"] or 0) for r in rows],
                            lower=lower, upper=default_upper(values), integer=is_integer_table(values, magnitude))
     cells = [iv.cell for iv in result.intervals]
-    columns = {d: _array([rows[k][d] for k in cells], str) for d in dims}
-    columns["status"] = _array([rows[k]["status"] for k in cells], str)
-    columns["value"] = np.array([iv.value for iv in result.intervals], dtype=float)
+    columns = {d: [None if rows[k][d] is None else str(rows[k][d]) for k in cells] for d in dims}
+    columns["status"] = [rows[k]["status"] for k in cells]
+    columns["value"] = [float(iv.value) for iv in result.intervals]
     for name in ("feasible_lower", "feasible_upper", "required_lower", "required_upper"):
-        columns[name] = np.array([getattr(iv, name) for iv in result.intervals], dtype=float)
-    columns["protected"] = np.array([iv.protected or not iv.sensitive for iv in result.intervals], dtype=bool)
-    columns["exactly_disclosed"] = np.array([iv.exactly_disclosed for iv in result.intervals], dtype=bool)
+        columns[name] = [float(getattr(iv, name)) for iv in result.intervals]
+    columns["protected"] = [bool(iv.protected or not iv.sensitive) for iv in result.intervals]
+    columns["exactly_disclosed"] = [bool(iv.exactly_disclosed) for iv in result.intervals]
     # why a sensitive cell the LP protects was not checked in integers (NULL: checked, or not needed)
-    columns["integer_skipped"] = _array([iv.integer_skipped for iv in result.intervals], str)
-    return _relation(session, columns)
+    columns["integer_skipped"] = [iv.integer_skipped for iv in result.intervals]
+    return columns
 
 
 def _columns(relation) -> list[str]:
@@ -94,14 +108,13 @@ def _rows(relation, dims) -> list[dict]:
     return rows
 
 
-def _relations(relations, rows, dims):
+def _members(relations, dims) -> list[tuple]:
     names = _columns(relations)
     for name in ["constraint_id", *dims, "coefficient"]:
         if name not in names:
             raise SdcError(f"the relations table has no column {name!r} (made by suppression_constraints?)")
-    members = relations.select(", ".join(["constraint_id", *map(quote_identifier, dims), "coefficient"])) \
+    return relations.select(", ".join(["constraint_id", *map(quote_identifier, dims), "coefficient"])) \
         .order("constraint_id").fetchall()
-    return _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
 
 
 def _array(values, kind=None):

@@ -1,0 +1,86 @@
+"""A connection to the warehouse of a dbt profile's target, for the steps that run in Python between two dbt
+selections (secondary suppression and its audit on engines without dbt Python models): the same profiles.yml
+dbt reads, so the step reads and writes where the models are.
+
+    with connect_target(profiles_dir="~/.dbt", profile="census", target="pg") as target:
+        target.connection   # a DB-API connection (psycopg2 for postgres, duckdb for duckdb)
+
+profiles.yml may use ``{{ env_var('NAME') }}`` and ``{{ env_var('NAME', 'default') }}`` as dbt allows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SdcError
+
+ENGINES = ("postgres", "duckdb")
+
+
+@dataclass
+class Target:
+    type: str
+    connection: object
+    schema: str
+    placeholder: str  # the DB-API parameter marker: %s (psycopg2) or ? (duckdb)
+
+
+def read_target(profiles_dir: str | Path, profile: str, target: str | None = None) -> dict:
+    """The output ``target`` (default: the profile's own target) of ``profile`` in profiles_dir/profiles.yml,
+    with env_var() rendered."""
+    import jinja2
+    import yaml
+
+    path = Path(profiles_dir).expanduser() / "profiles.yml"
+    if not path.is_file():
+        raise SdcError(f"no profiles.yml in {Path(profiles_dir).expanduser()} (--profiles-dir)")
+
+    def env_var(name, default=None):
+        if name in os.environ:
+            return os.environ[name]
+        if default is None:
+            raise SdcError(f"{path}: env_var('{name}') is not set")
+        return default
+
+    try:
+        text = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(path.read_text()).render(env_var=env_var)
+        profiles = yaml.safe_load(text) or {}
+    except (jinja2.TemplateError, yaml.YAMLError) as exc:
+        raise SdcError(f"{path}: cannot read it ({exc})") from None
+    if profile not in profiles:
+        raise SdcError(f"{path} has no profile {profile!r} (profiles: {', '.join(map(str, profiles)) or 'none'})")
+    outputs = profiles[profile].get("outputs") or {}
+    name = target or profiles[profile].get("target")
+    if name not in outputs:
+        raise SdcError(f"profile {profile!r} has no target {name!r} (targets: {', '.join(map(str, outputs)) or 'none'})")
+    output = dict(outputs[name])
+    if output.get("type") not in ENGINES:
+        raise SdcError(f"target {name!r} is of type {output.get('type')!r}; sdc connects to {', '.join(ENGINES)}")
+    return output
+
+
+@contextlib.contextmanager
+def connect_target(profiles_dir: str | Path, profile: str, target: str | None = None):
+    output = read_target(profiles_dir, profile, target)
+    if output["type"] == "postgres":
+        import psycopg2
+
+        try:
+            connection = psycopg2.connect(host=output.get("host"), port=output.get("port", 5432),
+                                          user=output.get("user"), password=output.get("password") or output.get("pass"),
+                                          dbname=output.get("dbname") or output.get("database"))
+        except psycopg2.Error as exc:
+            raise SdcError(f"cannot connect to the target's PostgreSQL server: {str(exc).strip()}") from None
+        placeholder = "%s"
+    else:
+        import duckdb
+
+        connection = duckdb.connect(str(output.get("path")))
+        placeholder = "?"
+    try:
+        yield Target(output["type"], connection, output.get("schema", "main"), placeholder)
+    finally:
+        connection.close()

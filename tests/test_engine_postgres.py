@@ -262,3 +262,62 @@ def test_secondary_suppression_target_mistakes_are_named(built, tmp_path):
                                   "--cells", "a.b", "--relations", "a.c", "--pattern", "a.d"],
                                  capture_output=True, text=True, timeout=300)
     assert bad_profile.returncode == 2 and "has no profile 'nope'" in bad_profile.stderr
+
+
+def test_sdc_load_into_postgresql_gives_the_keys_of_duckdb_and_keeps_stored_keys(postgres, tmp_path):
+    """`sdc load --target`: keyed mode gives every record the key DuckDB gives it; random mode stores its keys
+    in the target, and a reload of the same ids keeps them."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sdc = Path(sys.executable).parent / "sdc"
+    (tmp_path / "profiles.yml").write_text("census:\n  target: pg\n  outputs:\n    pg:\n" + postgres.profile("main"))
+    secret = "a test secret of at least thirty-two bytes, not the demo's"
+    env = dict(os.environ, SDC_KEY_SECRET=secret)
+    common = ["--input", str(MICRODATA), "--id", "row_id"]
+    keyed = subprocess.run([str(sdc), "load", "--target", "pg", "--profile", "census", "--profiles-dir", str(tmp_path),
+                            "--table", "keyed_survey", "--key-mode", "keyed", *common],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert keyed.returncode == 0, keyed.stderr
+    load_microdata(tmp_path / "duck.duckdb", MICRODATA, "keyed_survey", id_column="row_id", key_mode="keyed",
+                   secret=secret.encode())
+    con = duckdb.connect(str(tmp_path / "duck.duckdb"), read_only=True)
+    try:
+        on_duckdb = sorted(con.execute("select row_id, rk, sex from raw.keyed_survey").fetchall())
+    finally:
+        con.close()
+    pg = postgres.connect()
+    try:
+        with pg.cursor() as cur:
+            cur.execute("select row_id, rk, sex from raw.keyed_survey")
+            on_postgres = sorted(cur.fetchall())
+    finally:
+        pg.close()
+    assert on_postgres == on_duckdb and len(on_postgres) == 4580
+
+    def random_keys():
+        run = subprocess.run([str(sdc), "load", "--target", "pg", "--profile", "census", "--profiles-dir",
+                              str(tmp_path), "--table", "random_survey", "--key-mode", "random", *common],
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        conn = postgres.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("select row_id, rk from raw.random_survey")
+                return dict(cur.fetchall())
+        finally:
+            conn.close()
+
+    first, second = random_keys(), random_keys()
+    assert first == second and len(set(first.values())) > 4500  # stored keys kept, keys distinct
+    conn = postgres.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select table_name, key_mode, modulus from raw.sdc_loads where table_name like '%_survey' "
+                        "order by table_name")
+            log = cur.fetchall()
+    finally:
+        conn.close()
+    assert ("keyed_survey", "keyed", 100000000) in log and ("random_survey", "random", 100000000) in log

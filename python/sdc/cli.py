@@ -107,7 +107,12 @@ def _parser() -> argparse.ArgumentParser:
         description="Read CSV or Parquet microdata into raw.<table> with an integer record key rk in [0, M), "
         "0/1 fact columns from a YAML config and their key facts rk_<fact>. Atomic: on error nothing changes.",
     )
-    load.add_argument("--db", required=True, help="DuckDB database file")
+    where = load.add_mutually_exclusive_group(required=True)
+    where.add_argument("--db", help="DuckDB database file")
+    where.add_argument("--target", help="or the warehouse of this dbt target (postgres or duckdb; with --profile)")
+    load.add_argument("--profile", help="with --target: the dbt profile (the name in profiles.yml)")
+    load.add_argument("--profiles-dir", default=os.environ.get("DBT_PROFILES_DIR", "~/.dbt"),
+                      help="with --target: folder of profiles.yml (default $DBT_PROFILES_DIR, else ~/.dbt)")
     load.add_argument("--input", required=True, help="microdata file (.csv or .parquet)")
     load.add_argument("--table", required=True, help="target table name in schema raw")
     load.add_argument("--id", dest="id_column", help="record id column (needed by key modes random and keyed)")
@@ -325,7 +330,16 @@ def _run_load(args: argparse.Namespace) -> int:
             raise SdcError(f"key mode keyed: the environment variable {args.secret_env} holding the secret is not set")
         secret = value.encode("utf-8")
     facts = read_facts_config(args.config) if args.config else {}
-    report = load_microdata(
+    if args.target:  # the same load, into the warehouse of a dbt target
+        if not args.profile:
+            raise SdcError("--target needs --profile (the profile in profiles.yml that holds the target)")
+        from .target_load import load_into_target
+
+        def load(_, *rest, **options):
+            return load_into_target(args.profiles_dir, args.profile, args.target, *rest, **options)
+    else:
+        load = load_microdata
+    report = load(
         args.db,
         args.input,
         args.table,

@@ -54,6 +54,15 @@ from .quoting import quote_path
 from .record_keys import check_record_keys
 
 KEY_MODES = ("random", "keyed", "existing")
+# the load log and a key store: their columns and keys (a load elsewhere recreates them so: sdc.target_load)
+LOAD_LOG_COLUMNS = "(table_name varchar primary key, key_mode varchar, modulus bigint, rows bigint, loaded_at timestamp)"
+
+
+def create_key_store(con, store: str) -> None:
+    """The key store of a random-mode table, if it does not exist yet (raw.<table>__record_keys)."""
+    con.execute(f"create table if not exists {store} (id varchar primary key, rk bigint not null, modulus bigint not null)")
+    # the id's type when its key was drawn, to name it when a later load's ids do not match (older stores lack it)
+    con.execute(f"alter table {store} add column if not exists id_type varchar")
 DATA_FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -265,8 +274,7 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     if key_mode == "random":
         _store_random_keys(con, table, id_column, id_text, target, modulus)
     con.execute(
-        f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG_TABLE} "
-        "(table_name varchar primary key, key_mode varchar, modulus bigint, rows bigint, loaded_at timestamp)"
+        f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG_TABLE} {LOAD_LOG_COLUMNS}"
     )
     con.execute(
         f"insert or replace into {RAW_SCHEMA}.{LOAD_LOG_TABLE} values (?, ?, ?, ?, current_timestamp)",
@@ -366,9 +374,7 @@ def _record_keys(con, table, columns, id_column, id_text, key_mode, modulus, sec
     if key_mode == "existing":
         return existing_key_sql(con, columns, key_column, modulus), 0, 0
     store = f"{RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}"
-    con.execute(f"create table if not exists {store} (id varchar primary key, rk bigint not null, modulus bigint not null)")
-    # the id's type when its key was drawn, to name it when a later load's ids do not match (older stores lack it)
-    con.execute(f"alter table {store} add column if not exists id_type varchar")
+    create_key_store(con, store)
     other = con.execute(f"select distinct modulus from {store} where modulus <> ?", [modulus]).fetchone()
     if other:
         raise SdcError(

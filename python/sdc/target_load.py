@@ -1,0 +1,111 @@
+"""`sdc load --target`: load microdata with record keys into the warehouse of a dbt profile's target.
+
+The load itself is sdc.loader's, run on a private in-memory DuckDB: the target's key store
+(raw.<table>__record_keys) and load log (raw.sdc_loads) are read into it first, so a random-mode reload keeps
+the stored keys and keyed mode gives the same key for the same id on every engine. The loaded table, the key
+store and the load log then replace theirs in the target in one transaction: on any error the target keeps
+what it had.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .conventions import KEY_STORE_SUFFIX, LOAD_LOG_TABLE, RAW_SCHEMA
+from .errors import SdcError
+from .loader import LOAD_LOG_COLUMNS, LoadReport, create_key_store, load_microdata
+from .profiles import connect_target
+from .quoting import quote_identifier, quote_literal
+
+# PostgreSQL's types for DuckDB's, and back (information_schema's data_type names)
+_TO_POSTGRES = {"VARCHAR": "text", "BIGINT": "bigint", "INTEGER": "integer", "SMALLINT": "smallint",
+                "TINYINT": "smallint", "DOUBLE": "double precision", "FLOAT": "real", "BOOLEAN": "boolean",
+                "UBIGINT": "numeric(20, 0)", "HUGEINT": "numeric(38, 0)", "UINTEGER": "bigint", "USMALLINT": "integer",
+                "UTINYINT": "smallint", "DATE": "date", "TIMESTAMP": "timestamp",
+                "TIMESTAMP WITH TIME ZONE": "timestamptz"}
+_FROM_POSTGRES = {"text": "VARCHAR", "character varying": "VARCHAR", "bigint": "BIGINT", "integer": "INTEGER",
+                  "smallint": "SMALLINT", "double precision": "DOUBLE", "real": "FLOAT", "boolean": "BOOLEAN",
+                  "date": "DATE", "timestamp without time zone": "TIMESTAMP",
+                  "timestamp with time zone": "TIMESTAMP WITH TIME ZONE"}
+
+
+def postgres_type(duckdb_type: str) -> str:
+    decimal = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", duckdb_type)
+    if decimal:
+        return f"numeric({decimal.group(1)}, {decimal.group(2)})"
+    if duckdb_type not in _TO_POSTGRES:
+        raise SdcError(f"a column of type {duckdb_type} cannot be loaded into PostgreSQL by sdc load; cast it in the input")
+    return _TO_POSTGRES[duckdb_type]
+
+
+def load_into_target(profiles_dir, profile: str, target: str | None, input_path, table: str, **options) -> LoadReport:
+    """load_microdata into the target's warehouse (see the module docstring)."""
+    from .macro_renderer import private_connection
+
+    with connect_target(profiles_dir, profile, target) as where:
+        if where.type == "duckdb":
+            where.connection.close()
+            from .profiles import read_target
+
+            return load_microdata(read_target(profiles_dir, profile, target)["path"], input_path, table, **options)
+        with private_connection("load") as con:
+            con.execute(f"create schema {RAW_SCHEMA}")
+            kept = [f"{table}{KEY_STORE_SUFFIX}", LOAD_LOG_TABLE]
+            folder = Path(con.execute("select current_setting('temp_directory')").fetchone()[0])
+            for name in kept:
+                _pull(where.connection, con, name, folder)
+            report = load_microdata(con, input_path, table, **options)
+            present = {r[0] for r in con.execute(
+                "select table_name from duckdb_tables() where schema_name = ?", [RAW_SCHEMA]).fetchall()}
+            _push(con, where.connection, [n for n in [table, *kept] if n in present], folder)
+        return report
+
+
+def _pull(pg, con, name: str, folder: Path) -> None:
+    """raw.<name> from PostgreSQL into the DuckDB ``con``, when the target has it."""
+    with pg.cursor() as cur:
+        cur.execute("select column_name, data_type, numeric_precision, numeric_scale from information_schema.columns "
+                    "where table_schema = %s and table_name = %s order by ordinal_position", (RAW_SCHEMA, name))
+        columns = cur.fetchall()
+        if not columns:
+            return
+        types = {}
+        for column, kind, precision, scale in columns:
+            types[column] = f"DECIMAL({precision}, {scale})" if kind == "numeric" and precision else \
+                _FROM_POSTGRES.get(kind, "VARCHAR")
+        path = folder / f"pull_{name}.csv"
+        with path.open("w", encoding="utf-8") as handle:
+            cur.copy_expert(f"copy {RAW_SCHEMA}.{quote_identifier(name)} to stdout with (format csv, header true)", handle)
+    spec = "{" + ", ".join(f"{quote_literal(c)}: {quote_literal(t)}" for c, t in types.items()) + "}"
+    relation = f"{RAW_SCHEMA}.{quote_identifier(name)}"
+    # the loader's own definition, keys included (its inserts rely on them)
+    if name == LOAD_LOG_TABLE:
+        con.execute(f"create table {relation} {LOAD_LOG_COLUMNS}")
+    else:
+        create_key_store(con, relation)
+    con.execute(f"insert into {relation} by name select * from read_csv({quote_literal(str(path))}, header = true, "
+                f"columns = {spec}, quote = '\"', escape = '\"', nullstr = '', allow_quoted_nulls = false)")
+    path.unlink()
+
+
+def _push(con, pg, names: list[str], folder: Path) -> None:
+    """raw.<name> for each name from DuckDB into PostgreSQL, replacing them, in one transaction."""
+    try:
+        with pg.cursor() as cur:
+            cur.execute(f"create schema if not exists {RAW_SCHEMA}")
+            for name in names:
+                relation = f"{RAW_SCHEMA}.{quote_identifier(name)}"
+                columns = con.execute(f"describe {relation}").fetchall()
+                path = folder / f"push_{name}.csv"
+                con.execute(f"copy {relation} to {quote_literal(str(path))} (header, delimiter ',', quote '\"')")
+                cur.execute(f"drop table if exists {relation}")
+                cur.execute(f"create table {relation} ("
+                            + ", ".join(f"{quote_identifier(c[0])} {postgres_type(c[1])}" for c in columns) + ")")
+                with path.open(encoding="utf-8") as handle:
+                    cur.copy_expert(f"copy {relation} from stdin with (format csv, header true)", handle)
+                path.unlink()
+        pg.commit()
+    except Exception:
+        pg.rollback()
+        raise

@@ -88,7 +88,10 @@ where lower(n.nspname) = lower({{ sdc.sql_string(schema) }}) and lower(c.relname
 {%- endmacro %}
 
 
-{# called by the protection macros: the model that calls one records its build (build_record) #}
+{# called by the protection macros: the model that calls one records its build (build_record), and gets the
+   engine's settings for the model's transaction (engine_model_settings) #}
 {% macro build_record_hook() %}
 {{- config(post_hook="{{ sdc.build_record() }}") -}}
+{%- set settings = sdc.engine_model_settings() -%}
+{%- if settings -%}{{- config(pre_hook=settings) -}}{%- endif -%}
 {% endmacro %}

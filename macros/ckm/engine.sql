@@ -174,3 +174,14 @@ list_slice(list_sort(flatten(list({{ column }}) filter (where {{ column }} is no
 {% endmacro %}
 {% macro default__cte_materialized() %}{{ return('') }}{% endmacro %}
 {% macro postgres__cte_materialized() %}{{ return('materialized ') }}{% endmacro %}
+
+
+
+{#- Settings for the transaction of a model built by an sdc macro. PostgreSQL: no JIT compilation. Its cost
+    estimate of the ptable's range join passes jit_above_cost, and compiling the query's many small expressions
+    took 0.6 s of a 0.7 s count table at 10^5 records (0.1 s without). -#}
+{% macro engine_model_settings() %}
+  {{ return(adapter.dispatch('engine_model_settings', 'sdc')()) }}
+{% endmacro %}
+{% macro default__engine_model_settings() %}{{ return(none) }}{% endmacro %}
+{% macro postgres__engine_model_settings() %}{{ return('set local jit = off') }}{% endmacro %}

@@ -49,7 +49,7 @@
     that undoes the protection (the rules of python/sdc/publish.py, for engines that publish by GRANT) -#}
 {% macro check_publishable(node, relation) %}
 {%- set protection = ['macro.sdc.ckm_published', 'macro.sdc.suppression_published'] -%}
-{%- set audit = ['macro.sdc.ckm_count', 'macro.sdc.ckm_sum', 'macro.sdc.suppression_cells',
+{%- set audit = ['macro.sdc.ckm_count', 'macro.sdc.ckm_sum', 'macro.sdc.ckm_finest_cells', 'macro.sdc.suppression_cells',
                  'macro.sdc.suppression_cells_from_aggregate', 'macro.sdc.suppression_primary'] -%}
 {%- set stack = [[node.unique_id, [node.name]]] -%}
 {%- set seen = [] -%}

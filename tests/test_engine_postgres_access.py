@@ -14,6 +14,7 @@ from test_engine_postgres import copy_raw_tables
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
 READER, READER_PASSWORD = "bi_reader", "bi"
+ANALYST = "analyst"
 PROJECT_EXTRA = """
 models:
   sdc:
@@ -25,7 +26,9 @@ models:
       +materialized: table
       +tags: ["sdc_publish"]
 on-run-start: ["{{ sdc.engine_setup() }}"]
-on-run-end: ["{{ sdc.grant_published(['bi_reader']) }}"]
+on-run-end:
+  - "{{ sdc.grant_published(['bi_reader']) }}"
+  - "{{ sdc.ckm_table_builder(ref('persons_finest'), ['sex', 'roof', 'water'], ['analyst'], ref('sdc_ptable'), modulus=10000000) }}"
 """
 
 
@@ -37,6 +40,8 @@ def write_project(p: ScratchProject, tagged_audit: bool = False) -> None:
     (p.root / "models" / "audit" / "ckm_persons.sql").write_text(
         "{{ sdc.ckm_count(source('raw', 'acl_survey'), ['sex', 'roof'], modulus=10000000) }}")
     (p.root / "models" / "protected" / "persons.sql").write_text("{{ sdc.ckm_published(ref('ckm_persons')) }}")
+    (p.root / "models" / "audit" / "persons_finest.sql").write_text(
+        "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof', 'water'], modulus=10000000) }}")
     if tagged_audit:  # a mistake: the audit relation itself, tagged for publication
         (p.root / "models" / "protected" / "persons_audit_copy.sql").write_text("select * from {{ ref('ckm_persons') }}")
 
@@ -49,8 +54,10 @@ def granted(tmp_path_factory, postgres):
     copy_raw_tables(staging.db, postgres, ["acl_survey"])
     admin = postgres.connect()
     with admin.cursor() as cur:
-        cur.execute(f"drop role if exists {READER}")
-        cur.execute(f"create role {READER} login password '{READER_PASSWORD}'")
+        for role in (READER, ANALYST):
+            cur.execute(f"drop owned by {role} cascade" if _role_exists(cur, role) else "select 1")
+            cur.execute(f"drop role if exists {role}")
+            cur.execute(f"create role {role} login password '{READER_PASSWORD}'")
     admin.commit()
     admin.close()
     p = ScratchProject(root / "project", postgres=postgres, schema="acl")
@@ -60,8 +67,14 @@ def granted(tmp_path_factory, postgres):
     return p
 
 
-def as_reader(server, sql):
-    conn = server.connect(user=READER, password=READER_PASSWORD)
+def _role_exists(cur, role):
+    cur.execute("select 1 from pg_roles where rolname = %s", (role,))
+    return cur.fetchone() is not None
+
+
+def as_reader(server, sql, role=READER):
+    conn = server.connect(user=role, password=READER_PASSWORD)
+    conn.autocommit = True  # each statement commits, as a BI tool's or an analyst's client does by default
     try:
         with conn.cursor() as cur:
             cur.execute(sql)
@@ -94,3 +107,79 @@ def test_a_tagged_audit_relation_stops_the_grants(granted, tmp_path):
     assert "grant_published:" in result.stdout and "is or reads the audit relation ckm_persons" in result.stdout
     with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # nothing granted: not even the protected table
         as_reader(granted.postgres, "select * from acl_wrong_protected.persons limit 1")
+
+
+# ------------------------------------------------------------------------------------------ table builder
+
+
+def test_an_analyst_builds_a_table_with_the_numbers_of_the_dbt_models(granted):
+    cells = as_reader(granted.postgres, "select codes, count from acl_audit.sdc_ckm_table(array['sex', 'roof'])",
+                      role=ANALYST)
+    published = {(s, r): c for s, r, c in as_reader(granted.postgres, "select sex, roof, count from acl_protected.persons")}
+    assert len(cells) >= 10
+    for codes, count in cells:  # the cells with records: the same count as the dbt model's
+        assert published[tuple(codes)] == count, codes
+    assert all(c == 0 for key, c in published.items() if key not in {tuple(codes) for codes, _ in cells})
+
+
+def test_a_filtered_table_is_the_ckm_of_the_filtered_records(granted, tmp_path):
+    """Filters keep the records whose codes are listed; each cell's count is its records' count plus the noise
+    the ptable gives their cell key, computed here from the microdata."""
+    from decimal import Decimal
+
+    import pandas as pd
+
+    from sdc.ptable.formats import read_ptable
+
+    cells = dict((tuple(c), n) for c, n in as_reader(
+        granted.postgres, "select codes, count from acl_audit.sdc_ckm_table(array['sex'], "
+                          "'{\"roof\": [\"r2\", \"r4\"], \"water\": [\"w1\", \"w2\", \"w3\"]}')", role=ANALYST))
+    df = pd.read_csv(MICRODATA, dtype={"rkeys": str})
+    kept = df[df["roof"].isin(["r2", "r4"]) & df["water"].isin(["w1", "w2", "w3"])]
+    table, _, _ = read_ptable(granted.root / "seeds" / "sdc_ptable.csv")
+    for sex, part in [("male", kept[kept.sex == "male"]), ("female", kept[kept.sex == "female"]), ("Total", kept)]:
+        key_sum = sum(int(Decimal(k) * 10**7) for k in part["rkeys"])
+        n = len(part)
+        assert cells[(sex,)] == n + table.lookup(n, (key_sum % 10**7) / 10**7), sex
+
+
+@pytest.mark.parametrize("relation", ["acl_audit.persons_finest", "acl_audit.sdc_ckm_table_requests",
+                                      "acl_audit.ckm_persons", "raw.acl_survey"])
+def test_the_analyst_reads_no_finest_cells_no_log_no_microdata(granted, relation):
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+        as_reader(granted.postgres, f"select * from {relation} limit 1", role=ANALYST)
+
+
+@pytest.mark.parametrize("request_sql, message", [
+    ("array['sex; drop table acl_audit.persons_finest; --']", "is not a published dimension"),
+    ("array['age']", "age is not a published dimension (published: sex, roof, water)"),
+    ("array['sex', 'sex']", "a dimension is asked for twice"),
+    ("array['sex'], '{\"rk\": [\"1\"]}'", "filter on rk, which is not a published dimension"),
+    ("array['sex'], '{\"roof\": \"r2\"}'", "the filter on roof must be a list of codes"),
+    ("array['sex'], '{\"roof\": [\"x'') or true; --\"]}'", None),  # a code, compared as a value: no cell
+])
+def test_hostile_or_wrong_requests_are_refused_or_harmless(granted, request_sql, message):
+    sql = f"select codes, count from acl_audit.sdc_ckm_table({request_sql})"
+    if message is None:  # no record has that code: only the empty grand total
+        assert as_reader(granted.postgres, sql, role=ANALYST) == [(["Total"], 0)]
+    else:
+        with pytest.raises(psycopg2.errors.RaiseException, match=message.replace("(", r"\(").replace(")", r"\)")):
+            as_reader(granted.postgres, sql, role=ANALYST)
+    conn = granted.postgres.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select count(*) from acl_audit.persons_finest")
+            assert cur.fetchone()[0] > 0
+    finally:
+        conn.close()
+
+
+def test_every_request_is_logged_for_the_office(granted):
+    as_reader(granted.postgres, "select * from acl_audit.sdc_ckm_table(array['water'])", role=ANALYST)
+    conn = granted.postgres.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select requested_by, dims from acl_audit.sdc_ckm_table_requests where dims = array['water']")
+            assert ("analyst", ["water"]) in cur.fetchall()
+    finally:
+        conn.close()

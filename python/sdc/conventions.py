@@ -121,7 +121,7 @@ PUBLISH_TAG: str = "sdc_publish"
 PROTECTION_MACROS: tuple[str, ...] = ("macro.sdc.ckm_published", "macro.sdc.suppression_published")
 # Audit relations hold original values (counts, sums, contributions) next to their protection.
 AUDIT_MACROS: tuple[str, ...] = (
-    "macro.sdc.ckm_count", "macro.sdc.ckm_sum", "macro.sdc.suppression_cells", "macro.sdc.suppression_cells_from_aggregate",
+    "macro.sdc.ckm_count", "macro.sdc.ckm_sum", "macro.sdc.ckm_finest_cells", "macro.sdc.suppression_cells", "macro.sdc.suppression_cells_from_aggregate",
     "macro.sdc.suppression_primary",
 )
 # Columns of the suppression layers that undo the protection (the status and rule of a cell, its protection

@@ -10,7 +10,7 @@
 #}
 {% macro ckm_check_modulus(relation, modulus, caller_name, power_of_ten=false) %}
 {%- if not execute -%}{{ return(none) }}{%- endif -%}
-{%- set database = relation.database if relation is not string else target.database -%}
+{%- set database = (relation.database if relation is not string else none) or target.database -%}
 {%- set log = adapter.get_relation(database=database, schema=sdc.setting('sdc_raw_schema'),
                                    identifier=sdc.setting('sdc_load_log')) -%}
 {%- if log is none -%}{{ return(none) }}{%- endif -%}

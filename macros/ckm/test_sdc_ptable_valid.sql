@@ -25,11 +25,8 @@ ordered as (
 ),
 
 row_values as (
+    -- rows 0..max(i) without a gap: the next row of each row is there, up to the last (portable SQL: no series)
     select distinct i from units
-),
-
-expected_rows as (
-    select range as i from range(0, (select max(i) + 1 from units))
 ),
 
 problems as (
@@ -51,8 +48,12 @@ problems as (
     select i, j, v, 'zero cell does not stay zero'
     from units where i = 0 and (v <> 0 or lb_units <> 0 or ub_units <> {{ scale }})
     union all
-    select e.i, null, null, 'row missing'
-    from expected_rows as e left join row_values as r on e.i = r.i where r.i is null
+    select r.i + 1, null, null, 'row missing'
+    from row_values as r
+    where r.i < (select max(i) from units) and not exists (select 1 from row_values as n where n.i = r.i + 1)
+    union all
+    select 0, null, null, 'row missing'
+    from (select min(i) as low from units) as m where m.low > 0
     {%- if max_noise is not none %}
     union all
     select i, j, v, 'noise larger than {{ max_noise }}'

@@ -45,8 +45,11 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
             raise SdcError(f"{path}: env_var('{name}') is not set")
         return default
 
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    for name in ("as_number", "as_bool", "as_text", "as_native"):  # dbt's filters; YAML reads the values
+        environment.filters[name] = lambda value: value
     try:
-        text = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(path.read_text()).render(env_var=env_var)
+        text = environment.from_string(path.read_text()).render(env_var=env_var)
         profiles = yaml.safe_load(text) or {}
     except (jinja2.TemplateError, yaml.YAMLError) as exc:
         raise SdcError(f"{path}: cannot read it ({exc})") from None
@@ -69,7 +72,7 @@ def connect_target(profiles_dir: str | Path, profile: str, target: str | None = 
         import psycopg2
 
         try:
-            connection = psycopg2.connect(host=output.get("host"), port=output.get("port", 5432),
+            connection = psycopg2.connect(host=output.get("host"), port=int(output.get("port", 5432)),
                                           user=output.get("user"), password=output.get("password") or output.get("pass"),
                                           dbname=output.get("dbname") or output.get("database"))
         except psycopg2.Error as exc:

@@ -16,13 +16,9 @@ from conftest import DATA, REPO
 from dbt_project_helper import ScratchProject
 from sdc.hierarchy import read_hierarchy
 from sdc.loader import load_microdata
+from sdc.target_load import postgres_type
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
-PG_TYPES = {"VARCHAR": "text", "BIGINT": "bigint", "INTEGER": "integer", "SMALLINT": "smallint",
-            "TINYINT": "smallint", "DOUBLE": "double precision", "BOOLEAN": "boolean", "UBIGINT": "numeric(20, 0)",
-            "HUGEINT": "numeric(38, 0)", "TIMESTAMP": "timestamp", "TIMESTAMP WITH TIME ZONE": "timestamptz",
-            "UINTEGER": "bigint", "USMALLINT": "integer", "UTINYINT": "smallint", "DATE": "date"}
-
 MODELS = {
     "cube": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof', 'urbrur'], modulus=10000000) }}",
     "hierarchy": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'age'], modulus=10000000, "
@@ -58,12 +54,6 @@ PARAMS = {"preset": "tauargus", "type": "top_contr", "top_k": 3, "mu_c": 1, "sen
                                              "q": 3}}
 
 
-def pg_type(duckdb_type: str) -> str:
-    if duckdb_type.startswith("DECIMAL"):
-        return duckdb_type.replace("DECIMAL", "numeric")
-    return PG_TYPES[duckdb_type]
-
-
 def copy_raw_tables(db, server, tables: list[str]) -> None:
     """raw.<table> and the load log from the DuckDB file ``db`` into PostgreSQL, rows and types as they are."""
     con = duckdb.connect(str(db), read_only=True)
@@ -74,7 +64,7 @@ def copy_raw_tables(db, server, tables: list[str]) -> None:
             for table in [*tables, "sdc_loads"]:
                 columns = con.execute(f"describe raw.{table}").fetchall()
                 cur.execute(f"drop table if exists raw.{table}")
-                cur.execute(f"create table raw.{table} (" + ", ".join(f'"{c[0]}" {pg_type(c[1])}' for c in columns) + ")")
+                cur.execute(f"create table raw.{table} (" + ", ".join(f'"{c[0]}" {postgres_type(c[1])}' for c in columns) + ")")
                 rows = con.execute(f"select * from raw.{table}").fetchall()
                 placeholders = ", ".join(["%s"] * len(columns))
                 cur.executemany(f"insert into raw.{table} values ({placeholders})", rows)
@@ -321,3 +311,47 @@ def test_sdc_load_into_postgresql_gives_the_keys_of_duckdb_and_keeps_stored_keys
     finally:
         conn.close()
     assert ("keyed_survey", "keyed", 100000000) in log and ("random_survey", "random", 100000000) in log
+
+
+def test_sdc_load_target_mistakes_are_named_and_change_nothing(postgres, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sdc = Path(sys.executable).parent / "sdc"
+    (tmp_path / "profiles.yml").write_text(
+        "census:\n  target: pg\n  outputs:\n    pg:\n" + postgres.profile("main")
+        + "    down:\n" + postgres.profile("main").replace(f"port: {postgres.port}", "port: 1")
+        + "    cluster:\n      type: spark\n      method: session\n      host: NA\n      schema: x\n")
+    base = ["load", "--profiles-dir", str(tmp_path), "--input", str(MICRODATA), "--table", "mistakes",
+            "--key-mode", "existing", "--key-column", "rkeys", "--modulus", "10000000"]
+    cases = [
+        (["--target", "pg"], "--target needs --profile"),
+        (["--target", "pg", "--profile", "nope"], "has no profile 'nope'"),
+        (["--target", "prod", "--profile", "census"], "profile 'census' has no target 'prod' (targets: pg, down, cluster)"),
+        (["--target", "cluster", "--profile", "census"], "target 'cluster' is of type 'spark'; sdc connects to postgres, duckdb"),
+        (["--target", "down", "--profile", "census"], "cannot connect to the target's PostgreSQL server"),
+        (["--target", "pg", "--profile", "census", "--db", "x.duckdb"], "not allowed with argument"),
+    ]
+    for extra, message in cases:
+        run = subprocess.run([str(sdc), *base, *extra], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 2 and message in run.stderr, (extra, run.stderr)
+    # a load that fails (keys that are not uniform) changes nothing in the target: no table, no log entry
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,sex,rkeys\n" + "".join(f"{k},m,0.5\n" for k in range(200)))
+    run = subprocess.run([str(sdc), "load", "--target", "pg", "--profile", "census", "--profiles-dir", str(tmp_path),
+                          "--input", str(bad), "--table", "mistakes", "--key-mode", "existing", "--key-column", "rkeys",
+                          "--modulus", "10000000"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "not uniform random" in run.stderr, run.stderr
+    conn = postgres.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select count(*) from information_schema.tables where table_name = 'mistakes'")
+            assert cur.fetchone()[0] == 0
+            cur.execute("select count(*) from information_schema.tables where table_schema = 'raw' "
+                        "and table_name = 'sdc_loads'")
+            if cur.fetchone()[0]:
+                cur.execute("select count(*) from raw.sdc_loads where table_name = 'mistakes'")
+                assert cur.fetchone()[0] == 0
+    finally:
+        conn.close()

@@ -40,6 +40,8 @@ def write_project(p: ScratchProject, tagged_audit: bool = False) -> None:
     (p.root / "models" / "audit" / "ckm_persons.sql").write_text(
         "{{ sdc.ckm_count(source('raw', 'acl_survey'), ['sex', 'roof'], modulus=10000000) }}")
     (p.root / "models" / "protected" / "persons.sql").write_text("{{ sdc.ckm_published(ref('ckm_persons')) }}")
+    (p.root / "models" / "protected" / "persons_view.sql").write_text(
+        "{{ config(materialized='view') }}{{ sdc.ckm_published(ref('ckm_persons')) }}")
     (p.root / "models" / "audit" / "persons_finest.sql").write_text(
         "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof', 'water'], modulus=10000000) }}")
     if tagged_audit:  # a mistake: the audit relation itself, tagged for publication
@@ -89,8 +91,14 @@ def test_the_reader_reads_every_protected_relation(granted):
     columns = as_reader(granted.postgres, "select column_name from information_schema.columns where "
                                           "table_schema = 'acl_protected' and table_name = 'persons' order by ordinal_position")
     assert [c for (c,) in columns] == ["sex", "roof", "count"]
-    # a table, not a view: no definition that names the audit relation behind it
-    assert as_reader(granted.postgres, "select count(*) from pg_views where schemaname = 'acl_protected'") == [(0,)]
+    # a protected view reads the audit relation with its owner's rights; its definition, which every role can
+    # read, lists the published columns only
+    assert sorted(as_reader(granted.postgres, "select sex, roof, count from acl_protected.persons_view")) == sorted(rows)
+    (definition,) = as_reader(granted.postgres, "select definition from pg_views where schemaname = 'acl_protected' "
+                                                "and viewname = 'persons_view'")[0]
+    assert "count" in definition
+    for secret in ("original", "noise", "cell_key", "key_sum", "ptable_row", "rk"):
+        assert secret not in definition.replace("ckm_persons", ""), secret
 
 
 @pytest.mark.parametrize("relation", ["raw.acl_survey", "raw.sdc_loads", "acl_audit.ckm_persons", "acl.sdc_ptable"])

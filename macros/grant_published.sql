@@ -75,14 +75,30 @@
     {%- endif -%}
   {%- endif -%}
 {%- endfor -%}
-{%- set refused = (sdc.setting('sdc_audit_columns') + sdc.setting('sdc_ckm_sum_audit_columns')
-                   + [sdc.setting('sdc_record_key_column'), 'status', 'rule', 'protection_lower', 'protection_upper', 'contributors', 'exactly_disclosed'])
-                  | map('lower') | list -%}
-{%- for column in adapter.get_columns_in_relation(relation) -%}
-  {%- set name = column.name | lower -%}
-  {%- if name in refused or name.startswith(sdc.setting('sdc_key_fact_prefix')) or modules.re.fullmatch('top_[0-9]+', name)
-        or name.startswith('feasible_') or name.startswith('required_') or sdc.name_matches_any(name, sdc.setting('sdc_ckm_sum_audit_patterns')) -%}
-    {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " has the column " ~ column.name ~ ", which undoes the protection; publish the dimensions and protected measures only (ckm_published, suppression_published)") }}
-  {%- endif -%}
+{#- the columns python/sdc/publish.py refuses (unpublishable), from the same conventions -#}
+{%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+{%- for name in names if sdc.unpublishable_column(name, names) -%}
+    {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " has the column " ~ name ~ ", which undoes the protection; publish the dimensions and protected measures only (ckm_published, suppression_published)") }}
 {%- endfor -%}
+{% endmacro %}
+
+
+{#- true for a column name that undoes the protection in a relation with the columns `names` (lower case): the
+    rule of python/sdc/publish.py unpublishable, on the settings that hold its conventions -#}
+{% macro unpublishable_column(name, names) %}
+{%- set also_dimensions = sdc.setting('sdc_suppression_columns_also_dimensions') -%}
+{%- if name in also_dimensions and names is not none -%}
+  {%- for other in names if other != name and (other in sdc.setting('sdc_suppression_layer_columns')
+        or (other not in also_dimensions and sdc.unpublishable_column(other, none))) -%}
+    {{ return(true) }}
+  {%- endfor -%}
+  {{ return(false) }}
+{%- endif -%}
+{%- if name in sdc.setting('sdc_unpublishable_columns') or name.startswith(sdc.setting('sdc_key_fact_prefix')) -%}
+  {{ return(true) }}
+{%- endif -%}
+{%- for prefix in sdc.setting('sdc_unpublishable_prefixes') if name.startswith(prefix) and (prefix != 'top_' or name[4:].isdigit()) -%}
+  {{ return(true) }}
+{%- endfor -%}
+{{ return(sdc.name_matches_any(name, sdc.setting('sdc_ckm_sum_audit_patterns'))) }}
 {% endmacro %}

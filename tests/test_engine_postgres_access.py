@@ -191,3 +191,26 @@ def test_every_request_is_logged_for_the_office(granted):
             assert ("analyst", ["water"]) in cur.fetchall()
     finally:
         conn.close()
+
+
+def test_grant_published_refuses_the_columns_sdc_publish_refuses(granted, tmp_path):
+    """The column rule of grant_published is python/sdc/publish.py's unpublishable, on the same conventions:
+    compared name by name, with and without a suppression column beside it."""
+    from sdc.conventions import UNPUBLISHABLE_COLUMNS
+    from sdc.publish import unpublishable
+
+    names = sorted(set(UNPUBLISHABLE_COLUMNS) | {"rk_f_x", "top_1", "top_x", "feasible_lower", "required_upper",
+                                                 "noise_value_2", "original_weighted_value", "value", "count",
+                                                 "sex", "status", "rule", "lower", "upper", "region"})
+    p = ScratchProject(tmp_path / "project", postgres=granted.postgres, schema="acl_rule")
+    macro = ("{% macro show_rule(names) %}{% for context in [['region'], ['region', 'published_text']] %}"
+             "{% for name in names %}{{ log('rule ' ~ context | length ~ ' ' ~ name ~ ' ' ~ "
+             "sdc.unpublishable_column(name, context + [name]), info=true) }}{% endfor %}{% endfor %}{% endmacro %}")
+    (p.root / "macros" / "show_rule.sql").write_text(macro)
+    result = p.dbt("run-operation", "show_rule", "--args", "{names: " + repr(names) + "}")
+    assert result.returncode == 0, result.stdout[-2000:]
+    shown = [line.split("rule ", 1)[1].split() for line in result.stdout.splitlines() if " rule " in line]
+    assert len(shown) == 2 * len(names)
+    for size, name, verdict in shown:
+        context = ["region"] if size == "1" else ["region", "published_text"]
+        assert (verdict == "True") == unpublishable(name, context + [name]), (name, context, verdict)

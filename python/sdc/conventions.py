@@ -208,6 +208,11 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_audit_columns": list(CKM_AUDIT_COLUMNS),
     "sdc_ckm_sum_audit_columns": list(CKM_SUM_AUDIT_COLUMNS),
     "sdc_ckm_sum_audit_patterns": list(CKM_SUM_AUDIT_PATTERNS),
+    # what grant_published refuses in a published relation, as sdc publish (python/sdc/publish.py unpublishable)
+    "sdc_unpublishable_columns": list(UNPUBLISHABLE_COLUMNS),
+    "sdc_unpublishable_prefixes": [TOP_CONTRIBUTION_PREFIX, *SUPPRESSION_AUDIT_PREFIXES],
+    "sdc_suppression_columns_also_dimensions": list(SUPPRESSION_COLUMNS_ALSO_DIMENSIONS),
+    "sdc_suppression_layer_columns": list(SUPPRESSION_LAYER_COLUMNS),
     "sdc_raw_schema": RAW_SCHEMA,
     "sdc_load_log": LOAD_LOG_TABLE,
     "sdc_ckm_own_columns": list(CKM_OWN_COLUMNS),

@@ -31,7 +31,7 @@ comment on {{ 'view' if config.get('materialized') == 'view' else 'table' }} {{ 
                                    identifier=sdc.setting('sdc_load_log')) -%}
 {%- set loads = {} -%}
 {%- if log is not none -%}
-  {%- for row in run_query('select table_name, cast(loaded_at as varchar) as loaded_at from ' ~ log).rows -%}
+  {%- for row in run_query('select table_name, cast(loaded_at as ' ~ sdc.text_type() ~ ') as loaded_at from ' ~ log).rows -%}
     {%- do loads.update({row['table_name'] | lower: row['loaded_at']}) -%}
   {%- endfor -%}
 {%- endif -%}

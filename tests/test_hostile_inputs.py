@@ -595,6 +595,8 @@ def test_microaggregate_table_with_hostile_names(table, schema, column):
 @slow(3)
 @given(table=st.one_of(names, plain_names), column=st.one_of(names, plain_names), out_table=st.one_of(names, plain_names))
 def test_microaggregate_cli_with_hostile_names(table, column, out_table):
+    # the canary table is the test's own; an input of that name would be a collision of the test, not of sdc
+    assume(table.lower() != "canary" and out_table.lower() != "canary")
     with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
         db = Path(tmp) / "wh.duckdb"
         con = duckdb.connect(str(db))

@@ -111,7 +111,7 @@ with leaf_cells as (
         -- weights are positive and finite: a weighted count of 0 would be an empty cell that has records
         select * from {{ relation }}
         where {{ sdc.ckm_fail_if(sdc.ckm_weight_invalid(sdc.sql_identifier(weight)),
-            "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(" ~ sdc.sql_identifier(weight) ~ " as varchar), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'") }}
+            "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(" ~ sdc.sql_identifier(weight) ~ " as " ~ sdc.text_type() ~ "), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'") }}
     ) as m
     {%- else %}
     from {{ relation }} as m
@@ -162,7 +162,7 @@ checked_key_sums as (
     -- far from that was keyed for another modulus, whatever the load log says about the relation
     select * from paired_metrics
     where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('original', 'key_sum', modulus),
-        "'the key sum ' || cast(key_sum as varchar) || ' of a cell of ' || cast(original as varchar) || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
+        "'the key sum ' || cast(key_sum as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(original as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
 ),
 
 cell_keys as (
@@ -195,7 +195,7 @@ checked_ptable_intervals as (
     -- overlapping intervals would give a cell two noise values: two published rows, one of them the original
     select i, v, lb_scaled, ub_scaled from ptable_intervals
     where {{ sdc.ckm_fail_if('next_lb < p_int_ub',
-        "'the perturbation table has overlapping intervals in row i = ' || cast(i as varchar) || ' (one ends at ' || cast(p_int_ub as varchar) || ', the next starts at ' || cast(next_lb as varchar) || ')'") }}
+        "'the perturbation table has overlapping intervals in row i = ' || cast(i as " ~ sdc.text_type() ~ ") || ' (one ends at ' || cast(p_int_ub as " ~ sdc.text_type() ~ ") || ', the next starts at ' || cast(next_lb as " ~ sdc.text_type() ~ ") || ')'") }}
 ),
 
 overlay as (
@@ -222,7 +222,7 @@ published as (
         case
             when original = 0 then 0
             when {{ sdc.ckm_fail_if('noise is null',
-                "'the perturbation table has no interval for i = ' || cast(ptable_row as varchar) || ' and cell key ' || cast(cell_key as varchar)") }}
+                "'the perturbation table has no interval for i = ' || cast(ptable_row as " ~ sdc.text_type() ~ ") || ' and cell key ' || cast(cell_key as " ~ sdc.text_type() ~ ")") }}
             then original + noise
         end as {{ sdc.sql_identifier('count') }}
         {%- if weight is not none %},
@@ -253,7 +253,7 @@ weighted as (
     from published
     {%- if weighting == 'magnitude' %}
     left join magnitude_weighted_counts
-        on {% for dim in dims %}cast(published.{{ sdc.sql_identifier(dim) }} as varchar) is not distinct from cast(magnitude_weighted_counts.{{ sdc.sql_identifier(dim) }} as varchar){{ '\n        and ' if not loop.last }}{% endfor %}
+        on {% for dim in dims %}cast(published.{{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}) is not distinct from cast(magnitude_weighted_counts.{{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}){{ '\n        and ' if not loop.last }}{% endfor %}
     {%- endif %}
 )
 {%- endif %}

@@ -30,7 +30,7 @@
 {%- if not execute -%}{{ return(none) }}{%- endif -%}
 {%- set query -%}
 with recursive nodes as (
-    select cast(code as varchar) as code, nullif(cast(parent as varchar), '') as parent
+    select cast(code as {{ sdc.text_type() }}) as code, nullif(cast(parent as {{ sdc.text_type() }}), '') as parent
     from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }}
 ),
 walk as (
@@ -44,7 +44,7 @@ select
     (select count(*) from walk) as reached,
     (select string_agg(code, ', ') from nodes where parent is null) as roots,
     (select count(*) from nodes where parent is null) as root_count,
-    (select string_agg(distinct cast(depth as varchar), ', ' order by cast(depth as varchar)) from walk
+    (select string_agg(distinct cast(depth as {{ sdc.text_type() }}), ', ' order by cast(depth as {{ sdc.text_type() }})) from walk
         where code not in (select parent from nodes where parent is not null)) as leaf_depths
 {%- endset -%}
 {%- set row = run_query(query).rows[0] -%}
@@ -69,18 +69,18 @@ select
 {% macro ckm_hierarchy_paths(hierarchy, dim, depth) %}
 {#- SQL: leaf code with its ancestors level_1 (below the root) .. level_{depth-1} -#}
 select
-    cast(h{{ depth }}.code as varchar) as leaf
+    cast(h{{ depth }}.code as {{ sdc.text_type() }}) as leaf
     {%- for level in range(1, depth) %},
-    cast(h{{ level }}.code as varchar) as level_{{ level }}
+    cast(h{{ level }}.code as {{ sdc.text_type() }}) as level_{{ level }}
     {%- endfor %}
 from {{ hierarchy }} as h{{ depth }}
 {%- for level in range(depth - 1, 0, -1) %}
 join {{ hierarchy }} as h{{ level }}
-    on h{{ level }}.dimension = {{ sdc.sql_string(dim) }} and cast(h{{ level }}.code as varchar) = cast(h{{ level + 1 }}.parent as varchar)
+    on h{{ level }}.dimension = {{ sdc.sql_string(dim) }} and cast(h{{ level }}.code as {{ sdc.text_type() }}) = cast(h{{ level + 1 }}.parent as {{ sdc.text_type() }})
 {%- endfor %}
 where h{{ depth }}.dimension = {{ sdc.sql_string(dim) }}
-  and cast(h{{ depth }}.code as varchar) not in (
-      select cast(parent as varchar) from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }} and parent is not null
+  and cast(h{{ depth }}.code as {{ sdc.text_type() }}) not in (
+      select cast(parent as {{ sdc.text_type() }}) from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }} and parent is not null
   )
 {% endmacro %}
 
@@ -89,7 +89,7 @@ where h{{ depth }}.dimension = {{ sdc.sql_string(dim) }}
 {#- a hierarchy given for none of the dims, or for a dim spelt another way (State for state), is a mistake:
     the dimension would silently be flat, its levels missing and its total labelled Total -#}
 {%- if hierarchy is none or not execute -%}{{ return(none) }}{%- endif -%}
-{%- set known = run_query('select distinct cast(dimension as varchar) from ' ~ hierarchy ~ ' order by 1').columns[0].values() | list -%}
+{%- set known = run_query('select distinct cast(dimension as ' ~ sdc.text_type() ~ ') from ' ~ hierarchy ~ ' order by 1').columns[0].values() | list -%}
 {%- for dim in dims if dim not in known -%}
   {%- for other in known if other | lower == dim | lower -%}
     {{ exceptions.raise_compiler_error("the hierarchy " ~ hierarchy ~ " has dimension '" ~ other ~ "', not '" ~ dim ~ "': spell the dimension the same way in both") }}

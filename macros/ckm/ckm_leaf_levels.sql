@@ -16,7 +16,7 @@
     from {{ source_cte }}
     {%- for dim in dims if levels[dim].paths %}
     left join ({{ levels[dim].paths }}) as path_{{ loop.index }}
-        on path_{{ loop.index }}.leaf = cast({{ source_cte }}.{{ sdc.sql_identifier(dim) }} as varchar)
+        on path_{{ loop.index }}.leaf = cast({{ source_cte }}.{{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }})
     {%- endfor %}
 {% endmacro %}
 
@@ -30,11 +30,11 @@
     {%- set column = sdc.sql_identifier(dim) %}
     {%- if levels[dim].paths %}
       and {{ sdc.ckm_fail_if(sdc.sql_identifier(dim ~ '__leaf') ~ ' is null',
-            "'value ' || coalesce(cast(" ~ column ~ " as varchar), 'NULL') || ' of dimension " ~ sdc.sql_text(dim) ~ " is not a leaf of the hierarchy'") }}
+            "'value ' || coalesce(cast(" ~ column ~ " as " ~ sdc.text_type() ~ "), 'NULL') || ' of dimension " ~ sdc.sql_text(dim) ~ " is not a leaf of the hierarchy'") }}
     {%- else %}
       and {{ sdc.ckm_fail_if(column ~ ' is null',
             "'dimension " ~ sdc.sql_text(dim) ~ " is NULL in some records: give missing values a code of their own'") }}
-      and {{ sdc.ckm_fail_if('cast(' ~ column ~ ' as varchar) = ' ~ sdc.sql_string(levels[dim].root),
+      and {{ sdc.ckm_fail_if('cast(' ~ column ~ ' as ' ~ sdc.text_type() ~ ') = ' ~ sdc.sql_string(levels[dim].root),
             "'dimension " ~ sdc.sql_text(dim) ~ " has a category " ~ sdc.sql_text(levels[dim].root) ~ ", the code of its total: rename the category or set var sdc_total_label'") }}
     {%- endif %}
     {%- endfor %}
@@ -45,7 +45,7 @@
     {%- for dim in dims %}
         case
             {%- for column in levels[dim].columns | reverse %}
-            when grouping({{ sdc.sql_identifier(column) }}) = 0 then cast({{ sdc.sql_identifier(column) }} as varchar)
+            when grouping({{ sdc.sql_identifier(column) }}) = 0 then cast({{ sdc.sql_identifier(column) }} as {{ sdc.text_type() }})
             {%- endfor %}
             else {{ sdc.sql_string(levels[dim].root) }}
         end as {{ sdc.sql_identifier(dim) }},
@@ -76,7 +76,7 @@
         {%- set column = sdc.sql_identifier(dim) %}
             {% if not loop.first %}cross join {% endif -%}
             {%- if levels[dim].paths %}
-            (select distinct cast({{ column }} as varchar) as {{ column }} from {{ source_cte }}
+            (select distinct cast({{ column }} as {{ sdc.text_type() }}) as {{ column }} from {{ source_cte }}
              union
              select leaf from ({{ levels[dim].paths }}) as leaves_{{ loop.index }}) as codes_{{ loop.index }}
             {%- else %}
@@ -88,7 +88,7 @@
         on {% for dim in dims %}
         {%- set column = sdc.sql_identifier(dim) -%}
         {%- if levels[dim].paths -%}
-        leaf_frame.{{ column }} = cast({{ source_cte }}.{{ column }} as varchar)
+        leaf_frame.{{ column }} = cast({{ source_cte }}.{{ column }} as {{ sdc.text_type() }})
         {%- else -%}
         leaf_frame.{{ column }} is not distinct from {{ source_cte }}.{{ column }}
         {%- endif %}{{ '\n        and ' if not loop.last }}

@@ -45,7 +45,7 @@ with means as (
             / nullif(cast(c.{{ sdc.sql_identifier(denominator) }} as {{ sdc.double_type() }}), 0) as {{ sdc.sql_identifier('mean_' ~ numerator) }}
     from {{ sums }} as s
     left join {{ counts }} as c
-        on {% for dim in dims %}cast(s.{{ sdc.sql_identifier(dim) }} as varchar) = cast(c.{{ sdc.sql_identifier(dim) }} as varchar){{ '\n        and ' if not loop.last }}{% endfor %}
+        on {% for dim in dims %}cast(s.{{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}) = cast(c.{{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}){{ '\n        and ' if not loop.last }}{% endfor %}
 )
 
 select * from means

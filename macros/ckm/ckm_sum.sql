@@ -125,15 +125,15 @@ checked_records as (
     {%- set failures = [] %}
     {%- if weight is not none %}
     {%- do failures.append((sdc.ckm_weight_invalid('raw_weight'),
-        "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as varchar), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'")) %}
+        "'weight column " ~ sdc.sql_text(weight) ~ " must be positive and finite; a record has ' || coalesce(cast(raw_weight as " ~ sdc.text_type() ~ "), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'")) %}
     {%- endif %}
     {%- if value is not none %}
     {%- do failures.append((sdc.ckm_not_finite('raw_value'),
-        "'value column " ~ sdc.sql_text(value) ~ " must be a finite number; a record has ' || coalesce(cast(raw_value as varchar), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'")) %}
+        "'value column " ~ sdc.sql_text(value) ~ " must be a finite number; a record has ' || coalesce(cast(raw_value as " ~ sdc.text_type() ~ "), 'NULL') || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ')'")) %}
     {%- endif %}
     {%- for measure in measures %}
     {%- do failures.append(('abs(raw_' ~ measure.name ~ ') >= 1e12',
-        "'the contributions to " ~ measure.name ~ " (" ~ sdc.sql_text(measure.label) ~ ") must be below 10^12 in absolute value (exact sums of 6-decimal numbers); a record has ' || cast(raw_" ~ measure.name ~ " as varchar) || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || '): give the column in larger units, e.g. thousands'")) %}
+        "'the contributions to " ~ measure.name ~ " (" ~ sdc.sql_text(measure.label) ~ ") must be below 10^12 in absolute value (exact sums of 6-decimal numbers); a record has ' || cast(raw_" ~ measure.name ~ " as " ~ sdc.text_type() ~ ") || ' (in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || '): give the column in larger units, e.g. thousands'")) %}
     {%- endfor %}
     where {{ sdc.ckm_fail_if_any(failures) }}
 ),
@@ -240,7 +240,7 @@ cell_keys as (
         cast({{ 'key_sum_all' if p.use_zero_rkeys else '(key_sum_all - key_sum_zero)' }} % {{ modulus }} as bigint) as cell_key_int
     from sensitivity
     where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('records', 'key_sum_all', modulus),
-        "'the key sum ' || cast(key_sum_all as varchar) || ' of a cell of ' || cast(records as varchar) || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
+        "'the key sum ' || cast(key_sum_all as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(records as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
 ),
 
 component_keys as (

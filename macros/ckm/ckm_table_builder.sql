@@ -44,7 +44,7 @@ with finest_cells as (
     -- per combination of the dimensions' codes: the records and the exact sum of their keys
     select
         {%- for dim in dims %}
-        cast({{ sdc.sql_identifier(dim) }} as varchar) as {{ sdc.sql_identifier(dim) }},
+        cast({{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}) as {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         count(*) as original,
         {{ sdc.ckm_key_sum(rk) }} as key_sum,

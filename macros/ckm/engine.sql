@@ -19,6 +19,15 @@
 {% macro postgres__double_type() %}{{ return('double precision') }}{% endmacro %}
 
 
+{% macro text_type() %}
+  {{ return(adapter.dispatch('text_type', 'sdc')()) }}
+{% endmacro %}
+
+{# Text of any length: varchar in DuckDB and PostgreSQL; Spark's varchar needs a length, its string does not. #}
+{% macro default__text_type() %}{{ return('varchar') }}{% endmacro %}
+{% macro spark__text_type() %}{{ return('string') }}{% endmacro %}
+
+
 {% macro ckm_fail_if(condition, message_sql) %}
   {{ return(adapter.dispatch('ckm_fail_if', 'sdc')(condition, message_sql)) }}
 {% endmacro %}
@@ -100,7 +109,7 @@
     logs, and the keys undo the protection). -#}
 {% macro ckm_cell_text(dims) -%}
 {%- for dim in dims -%}
-'{{ sdc.sql_text(dim) }} = ' || coalesce(cast({{ sdc.sql_identifier(dim) }} as varchar), 'NULL'){{ " || ', ' || " if not loop.last }}
+'{{ sdc.sql_text(dim) }} = ' || coalesce(cast({{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}), 'NULL'){{ " || ', ' || " if not loop.last }}
 {%- endfor -%}
 {%- endmacro %}
 

@@ -24,13 +24,13 @@
 {%- set partition = [] -%}
 {%- for dim in dims %}{% do partition.append(q(dim)) %}{% endfor -%}
 {%- set cell_name -%}
-{% for dim in dims %}{{ sdc.sql_string(dim ~ '=') }} || coalesce(cast({{ q(dim) }} as varchar), 'NULL'){{ " || ', ' || " if not loop.last }}{% endfor %}
+{% for dim in dims %}{{ sdc.sql_string(dim ~ '=') }} || coalesce(cast({{ q(dim) }} as {{ sdc.text_type() }}), 'NULL'){{ " || ', ' || " if not loop.last }}{% endfor %}
 {%- endset %}
 
 with aggregate as (
     select
         {%- for dim in dims %}
-        cast({{ q(dim) }} as varchar) as {{ q(dim) }},
+        cast({{ q(dim) }} as {{ sdc.text_type() }}) as {{ q(dim) }},
         {%- endfor %}
         cast({{ q(freq) }} as bigint) as freq,
         cast({{ q(contributors) if contributors is not none else q(freq) }} as bigint) as contributors,

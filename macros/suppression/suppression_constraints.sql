@@ -15,8 +15,8 @@ with
 {%- for dim in dims %}
 edges_{{ loop.index }} as (
     {%- if levels[dim].paths %}
-    select cast(parent as varchar) as parent, cast(code as varchar) as child
-    from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }} and parent is not null and cast(parent as varchar) <> ''
+    select cast(parent as {{ sdc.text_type() }}) as parent, cast(code as {{ sdc.text_type() }}) as child
+    from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }} and parent is not null and cast(parent as {{ sdc.text_type() }}) <> ''
     {%- else %}
     select distinct {{ sdc.sql_string(levels[dim].root) }} as parent, {{ q(dim) }} as child
     from {{ cells }} where {{ q(dim) }} <> {{ sdc.sql_string(levels[dim].root) }}

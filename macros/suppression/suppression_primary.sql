@@ -85,7 +85,7 @@ with primary_status as (
             case when {{ check.cond }} then {{ sdc.sql_string(check.rule) }} end
             {%- endfor %}), '') as rule,
         {%- else %}
-        cast(null as varchar) as rule,
+        cast(null as {{ sdc.text_type() }}) as rule,
         {%- endif %}
         greatest(0
             {%- for check in checks %},

@@ -66,12 +66,29 @@ comment on {{ 'view' if config.get('materialized') == 'view' else 'table' }} {{ 
 
 {# the loads in the record of a built node's relation, or none when it has no record #}
 {% macro build_record_of(node) %}
-{%- set comment = run_query(sdc.relation_comment_sql(node.database, node.schema, node.alias or node.name)) -%}
-{%- set text = comment.rows[0][0] if comment.rows else none -%}
+{%- set text = sdc.relation_comment(node.database, node.schema, node.alias or node.name) -%}
 {%- set record = fromjson(text) if text and text.startswith('{"sdc_build"') else none -%}
 {{ return(record['sdc_build']['loads'] if record else none) }}
 {% endmacro %}
 
+
+{# the comment of a table, or none #}
+{% macro relation_comment(database, schema, name) %}
+  {{ return(adapter.dispatch('relation_comment', 'sdc')(database, schema, name)) }}
+{% endmacro %}
+{% macro default__relation_comment(database, schema, name) %}
+{%- set found = run_query(sdc.relation_comment_sql(database, schema, name)) -%}
+{{ return(found.rows[0][0] if found.rows else none) }}
+{% endmacro %}
+{# Spark: the row Comment of describe table extended #}
+{% macro spark__relation_comment(database, schema, name) %}
+{%- set relation = adapter.get_relation(database=database, schema=schema, identifier=name) -%}
+{%- if relation is none -%}{{ return(none) }}{%- endif -%}
+{%- for row in run_query('describe table extended ' ~ relation).rows if row[0] == 'Comment' -%}
+  {{ return(row[1]) }}
+{%- endfor -%}
+{{ return(none) }}
+{% endmacro %}
 
 {# a query of the comment of a table (one row, or none when there is no such table) #}
 {% macro relation_comment_sql(database, schema, name) %}

@@ -15,17 +15,38 @@ DEMO_PTABLE = REPO / "demo" / "seeds" / "sdc_ptable.csv"
 DBT = Path(sys.executable).parent / "dbt"
 
 
+SPARK_PROFILE = """sdc_scratch:
+  target: spark
+  outputs:
+    spark:
+      type: spark
+      method: session
+      host: NA
+      schema: {schema}
+      threads: 1
+      server_side_parameters:
+        spark.master: "local[2]"
+        spark.driver.bindAddress: "127.0.0.1"
+        spark.driver.host: "127.0.0.1"
+        spark.ui.enabled: "false"
+        spark.sql.shuffle.partitions: "4"
+"""
+
+
 class ScratchProject:
     """With ``postgres`` (a tests/postgres_server.PostgresServer) the project builds on that server, in a schema
     of its own (``schema``), and runs the package's on-run-start hook (engine_setup) as a project using sdc
     as a package would."""
 
-    def __init__(self, root: Path, postgres=None, schema: str = "main"):
+    def __init__(self, root: Path, postgres=None, schema: str = "main", spark: bool = False):
         self.root = root
         self.db = root / "warehouse.duckdb"
-        self.postgres, self.schema = postgres, schema
+        self.postgres, self.schema, self.spark = postgres, schema, spark
         root.mkdir(parents=True, exist_ok=True)
-        if postgres is None:
+        if spark:  # a local Spark session of dbt's own (its metastore and warehouse in this folder)
+            (root / "dbt_project.yml").write_text(project_yaml() + 'on-run-start: ["{{ sdc.engine_setup() }}"]\n')
+            (root / "profiles.yml").write_text(SPARK_PROFILE.format(schema=schema))
+        elif postgres is None:
             (root / "dbt_project.yml").write_text(project_yaml())
             (root / "profiles.yml").write_text(PROFILES_YAML)
         else:
@@ -53,7 +74,7 @@ class ScratchProject:
 
     def dbt(self, *args: str) -> subprocess.CompletedProcess:
         env = dict(os.environ, DBT_PROFILES_DIR=str(self.root), SDC_DUCKDB_PATH=str(self.db),
-                   DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+                   DBT_SEND_ANONYMOUS_USAGE_STATS="False", SPARK_LOCAL_IP="127.0.0.1")
         return subprocess.run([str(DBT), *args], cwd=self.root, env=env, capture_output=True, text=True, timeout=600)
 
     def compiled_sql(self, model: str) -> str:

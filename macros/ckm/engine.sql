@@ -97,7 +97,8 @@
 
 {# A weight that is not a positive, finite number: NULL, NaN, ±infinity, 0 or less. #}
 {% macro default__ckm_weight_invalid(column) -%}
-{{ return('(' ~ column ~ ' is null or not (cast(' ~ column ~ " as double precision) > 0 and cast(" ~ column ~ " as double precision) < 'Infinity'))") }}
+{%- set double = sdc.double_type() -%}
+{{ return('(' ~ column ~ ' is null or not (cast(' ~ column ~ ' as ' ~ double ~ ') > 0 and cast(' ~ column ~ ' as ' ~ double ~ ") < cast('Infinity' as " ~ double ~ ')))') }}
 {%- endmacro %}
 {% macro duckdb__ckm_weight_invalid(column) -%}
 {{ return('(' ~ column ~ ' is null or isnan(cast(' ~ column ~ ' as double)) or isinf(cast(' ~ column ~ ' as double)) or cast(' ~ column ~ ' as double) <= 0)') }}
@@ -140,7 +141,8 @@ language plpgsql as $sdc$ begin raise exception '%', message; end $sdc$
   {{ return(adapter.dispatch('ckm_not_finite', 'sdc')(column)) }}
 {% endmacro %}
 {% macro default__ckm_not_finite(column) -%}
-{{ return('(' ~ column ~ ' is null or not (' ~ column ~ " > '-Infinity' and " ~ column ~ " < 'Infinity'))") }}
+{%- set double = sdc.double_type() -%}
+{{ return('(' ~ column ~ ' is null or not (' ~ column ~ " > cast('-Infinity' as " ~ double ~ ') and ' ~ column ~ " < cast('Infinity' as " ~ double ~ ')))') }}
 {%- endmacro %}
 {% macro duckdb__ckm_not_finite(column) -%}
 {{ return('(' ~ column ~ ' is null or isnan(' ~ column ~ ') or isinf(' ~ column ~ '))') }}

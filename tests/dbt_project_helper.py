@@ -44,7 +44,9 @@ class ScratchProject:
         self.postgres, self.schema, self.spark = postgres, schema, spark
         root.mkdir(parents=True, exist_ok=True)
         if spark:  # a local Spark session of dbt's own (its metastore and warehouse in this folder)
-            (root / "dbt_project.yml").write_text(project_yaml() + 'on-run-start: ["{{ sdc.engine_setup() }}"]\n')
+            # Spark's varchar needs a length: the hierarchy seed's text columns as string
+            (root / "dbt_project.yml").write_text(project_yaml().replace("varchar", "string")
+                                                  + 'on-run-start: ["{{ sdc.engine_setup() }}"]\n')
             (root / "profiles.yml").write_text(SPARK_PROFILE.format(schema=schema))
         elif postgres is None:
             (root / "dbt_project.yml").write_text(project_yaml())

@@ -20,6 +20,7 @@ import pytest
 import sdc.ckm
 from conftest import DATA
 from dbt_project_helper import DEMO_PTABLE, ScratchProject
+from sdc.hierarchy import read_hierarchy
 from sdc.loader import load_microdata
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
@@ -27,7 +28,11 @@ MODELS = {
     "cube": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof', 'urbrur'], modulus=10000000) }}",
     "weighted": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof'], modulus=10000000, "
                 "weight='sampling_weight', weighted_count='mean_weight') }}",
+    # a hierarchy (a recursive query, and a seed whose root has an empty parent) and a threshold
+    "hierarchy": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'age'], modulus=10000000, "
+                 "hierarchy=ref('sdc_hierarchies'), threshold=10) }}",
 }
+HIERARCHY = DATA / "cellkey_testdata_hierarchies.csv"
 SESSION = ("from pyspark.sql import SparkSession\n"
            "spark = (SparkSession.builder.master('local[2]').config('spark.driver.bindAddress', '127.0.0.1')"
            ".config('spark.driver.host', '127.0.0.1').config('spark.ui.enabled', 'false')"
@@ -56,6 +61,8 @@ def built(tmp_path_factory):
     con.close()
     p = ScratchProject(root / "project", spark=True)
     p.sources(["survey"])
+    rows = read_hierarchy(HIERARCHY)
+    p.seed("sdc_hierarchies", "dimension,code,parent\n" + "".join(f"{d},{c},{pa or ''}\n" for d, c, pa in rows))
     for name, sql in MODELS.items():
         p.model(f"{name}_audit", sql)
         p.model(name, f"{{{{ sdc.ckm_published(ref('{name}_audit')) }}}}")
@@ -88,3 +95,14 @@ def test_weighted_counts_on_spark_are_those_of_duckdb(built):
     assert set(theirs) == set(ours)
     for cell, (count, weighted) in ours.items():
         assert theirs[cell][0] == count and theirs[cell][1] == pytest.approx(weighted, rel=1e-12), cell
+
+
+def test_a_hierarchy_and_a_threshold_on_spark_are_those_of_duckdb(built):
+    expected = sdc.ckm.count_table(str(MICRODATA), ["sex", "age"], record_key="rkeys", modulus=10**7,
+                                   ptable=DEMO_PTABLE, hierarchy=HIERARCHY, threshold=10)
+    import pandas as pd
+
+    ours = {(r.sex, r.age): (None if pd.isna(r.count) else int(r.count), None if pd.isna(r.count_reason) else r.count_reason)
+            for r in expected.itertuples()}
+    theirs = {(s, a): (c, reason) for s, a, c, reason in published(built, "hierarchy")}
+    assert theirs == ours and any(c is None for c, _ in ours.values())

@@ -42,9 +42,9 @@ select
     (select count(*) from nodes) as node_count,
     (select count(distinct code) from nodes) as distinct_codes,
     (select count(*) from walk) as reached,
-    (select string_agg(code, ', ') from nodes where parent is null) as roots,
+    (select {{ sdc.ckm_sorted_list('code') }} from nodes where parent is null) as roots,
     (select count(*) from nodes where parent is null) as root_count,
-    (select string_agg(distinct cast(depth as {{ sdc.text_type() }}), ', ' order by cast(depth as {{ sdc.text_type() }})) from walk
+    (select {{ sdc.ckm_sorted_list('cast(depth as ' ~ sdc.text_type() ~ ')') }} from walk
         where code not in (select parent from nodes where parent is not null)) as leaf_depths
 {%- endset -%}
 {%- set row = run_query(query).rows[0] -%}

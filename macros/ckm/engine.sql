@@ -196,3 +196,16 @@ list_slice(list_sort(flatten(list({{ column }}) filter (where {{ column }} is no
 {% endmacro %}
 {% macro default__engine_model_settings() %}{{ return(none) }}{% endmacro %}
 {% macro postgres__engine_model_settings() %}{{ return('set local jit = off') }}{% endmacro %}
+
+
+
+{#- An aggregate: the distinct values of a text expression, sorted, joined by ', ' (for messages). -#}
+{% macro ckm_sorted_list(expr) %}
+  {{ return(adapter.dispatch('ckm_sorted_list', 'sdc')(expr)) }}
+{% endmacro %}
+{% macro default__ckm_sorted_list(expr) -%}
+string_agg(distinct {{ expr }}, ', ' order by {{ expr }})
+{%- endmacro %}
+{% macro spark__ckm_sorted_list(expr) -%}
+array_join(array_sort(collect_set({{ expr }})), ', ')
+{%- endmacro %}

@@ -150,11 +150,7 @@ paired_metrics as (
         coalesce(sum(weight_sum), 0) as weight_sum
         {%- endif %}
     from checked_leaf_levels
-    group by grouping sets (
-        {%- for set in sets %}
-        ({{ set | join(', ') }}){{ ',' if not loop.last }}
-        {%- endfor %}
-    )
+    {{ sdc.group_by_grouping_sets(sets) }}
 ),
 
 checked_key_sums as (

@@ -44,3 +44,13 @@
 {%- endfor -%}
 {{ return(sets) }}
 {% endmacro %}
+
+
+{#- The GROUP BY clause of the sets (lists of column expressions), each with the `extra` columns added. -#}
+{% macro group_by_grouping_sets(sets, extra=[]) -%}
+group by grouping sets (
+        {%- for set in sets %}
+        ({{ (set + extra) | join(', ') }}){{ ',' if not loop.last }}
+        {%- endfor %}
+    )
+{%- endmacro %}

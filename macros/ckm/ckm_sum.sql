@@ -207,11 +207,7 @@ paired_metrics as (
         {%- endif %}{{ ',' if not loop.last }}
         {%- endfor %}
     from checked_leaf_levels
-    group by grouping sets (
-        {%- for set in sets %}
-        ({{ set | join(', ') }}){{ ',' if not loop.last }}
-        {%- endfor %}
-    )
+    {{ sdc.group_by_grouping_sets(sets) }}
 ),
 
 rule_cells as (

@@ -58,11 +58,7 @@ cell_contributions as (
         sum(contribution) as contribution,
         sum(records) as records
     from checked_leaf_levels
-    group by grouping sets (
-        {%- for set in sets %}
-        ({{ (set + ['sdc_contributor']) | join(', ') }}){{ ',' if not loop.last }}
-        {%- endfor %}
-    )
+    {{ sdc.group_by_grouping_sets(sets, ['sdc_contributor']) }}
 ),
 
 ranked as (

@@ -68,11 +68,7 @@ cell_sums as (
         cast(sum(contributors) as bigint) as contributors,
         sum(value) as value
     from checked_leaf_levels
-    group by grouping sets (
-        {%- for set in sets %}
-        ({{ set | join(', ') }}){{ ',' if not loop.last }}
-        {%- endfor %}
-    )
+    {{ sdc.group_by_grouping_sets(sets) }}
 ),
 
 {%- if top %}
@@ -93,11 +89,7 @@ cell_contributions as (
         {{- sdc.ckm_dimension_labels(dims, levels) }}
         max(contribution) as contribution
     from leaf_contributions
-    group by grouping sets (
-        {%- for set in sets %}
-        ({{ (set + ['sdc_contribution_id']) | join(', ') }}){{ ',' if not loop.last }}
-        {%- endfor %}
-    )
+    {{ sdc.group_by_grouping_sets(sets, ['sdc_contribution_id']) }}
 ),
 
 ranked as (

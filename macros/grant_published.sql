@@ -23,9 +23,8 @@
 {%- if roles is string or roles | length == 0 -%}
   {{ exceptions.raise_compiler_error("grant_published: roles must be a non-empty list of role names") }}
 {%- endif -%}
-{%- set grantees = roles | map('string') | map('replace', '"', '""') | map('trim') | list -%}
 {%- set to = [] -%}
-{%- for role in grantees -%}{%- do to.append('"' ~ role ~ '"') -%}{%- endfor -%}
+{%- for role in roles -%}{%- do to.append(sdc.sql_identifier(role | string | trim)) -%}{%- endfor -%}
 {%- set statements = [] -%}
 {%- set schemas = [] -%}
 {%- if execute -%}
@@ -35,7 +34,7 @@
       {%- do sdc.check_publishable(node, relation) -%}
       {%- if node.schema not in schemas -%}
         {%- do schemas.append(node.schema) -%}
-        {%- do statements.append('grant usage on schema ' ~ adapter.quote(node.schema) ~ ' to ' ~ to | join(', ')) -%}
+        {%- do statements.append('grant usage on schema ' ~ sdc.sql_identifier(node.schema) ~ ' to ' ~ to | join(', ')) -%}
       {%- endif -%}
       {%- do statements.append('grant select on ' ~ relation ~ ' to ' ~ to | join(', ')) -%}
     {%- endif -%}

@@ -82,11 +82,11 @@ where {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
 {%- set reuse_from = sdc.ckm_ptable_reuse_from(ptable, sdc.setting('sdc_ptable_reuse_from'), 'ckm_table_builder') -%}
 {%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 {%- set wide = sdc.wide_integer_type() -%}
-{%- set schema = adapter.quote(finest.schema) -%}
-{%- set fn = schema ~ '.' ~ adapter.quote(function_name) -%}
-{%- set log = schema ~ '.' ~ adapter.quote(log_table) -%}
+{%- set schema = sdc.sql_identifier(finest.schema) -%}
+{%- set fn = schema ~ '.' ~ sdc.sql_identifier(function_name) -%}
+{%- set log = schema ~ '.' ~ sdc.sql_identifier(log_table) -%}
 {%- set grantees = [] -%}
-{%- for role in roles -%}{%- do grantees.append(adapter.quote(role)) -%}{%- endfor -%}
+{%- for role in roles -%}{%- do grantees.append(sdc.sql_identifier(role)) -%}{%- endfor -%}
 {%- set allowed = [] -%}
 {%- for dim in dims -%}{%- do allowed.append(sdc.sql_string(dim)) -%}{%- endfor -%}
 create table if not exists {{ log }} (requested_by text, requested_at timestamptz, dims text[], filters jsonb);
@@ -102,30 +102,30 @@ declare
     conditions text := 'true';
 begin
     if dims is null or cardinality(dims) = 0 then
-        raise exception '{{ function_name }}: give the dimensions of the table, e.g. array[%]', published[1];
+        raise exception '{{ sdc.sql_text(function_name) }}: give the dimensions of the table, e.g. array[%]', published[1];
     end if;
     foreach dim in array dims loop
         if not dim = any(published) then
-            raise exception '{{ function_name }}: % is not a published dimension (published: %)', dim, array_to_string(published, ', ');
+            raise exception '{{ sdc.sql_text(function_name) }}: % is not a published dimension (published: %)', dim, array_to_string(published, ', ');
         end if;
     end loop;
     if (select count(distinct d) from unnest(dims) as d) < cardinality(dims) then
-        raise exception '{{ function_name }}: a dimension is asked for twice: %', array_to_string(dims, ', ');
+        raise exception '{{ sdc.sql_text(function_name) }}: a dimension is asked for twice: %', array_to_string(dims, ', ');
     end if;
     if filters is null or jsonb_typeof(filters) <> 'object' then
-        raise exception '{{ function_name }}: filters must be a JSON object of dimension -> list of codes';
+        raise exception '{{ sdc.sql_text(function_name) }}: filters must be a JSON object of dimension -> list of codes';
     end if;
     for dim in select jsonb_object_keys(filters) loop
         if not dim = any(published) then
-            raise exception '{{ function_name }}: filter on %, which is not a published dimension (published: %)', dim, array_to_string(published, ', ');
+            raise exception '{{ sdc.sql_text(function_name) }}: filter on %, which is not a published dimension (published: %)', dim, array_to_string(published, ', ');
         end if;
         if jsonb_typeof(filters -> dim) <> 'array' then
-            raise exception '{{ function_name }}: the filter on % must be a list of codes', dim;
+            raise exception '{{ sdc.sql_text(function_name) }}: the filter on % must be a list of codes', dim;
         end if;
         conditions := conditions || format(' and %I = any(array(select jsonb_array_elements_text(%L::jsonb)))', dim, filters -> dim);
     end loop;
     -- the server log keeps the request even when the caller rolls its transaction back; the table, when it commits
-    raise log '{{ function_name }} request by %: dims %, filters %', session_user, dims, filters;
+    raise log '{{ sdc.sql_text(function_name) }} request by %: dims %, filters %', session_user, dims, filters;
     insert into {{ log }} values (session_user, now(), dims, filters);
     select string_agg(format('case when grouping(%I) = 1 then %L else %I end', d, {{ sdc.sql_string(sdc.setting('sdc_total_label')) }}, d), ', '),
            string_agg(format('%I', d), ', ')
@@ -147,7 +147,7 @@ begin
         )
         select cast(c.codes as text[]), cast(case
             when c.original = 0 then 0
-            when t.v is null then {{ sdc.engine_function('sdc_raise_error') }}('{{ function_name }}: the perturbation table has no interval for a cell of ' || c.original || ' records')::int
+            when t.v is null then {{ sdc.engine_function('sdc_raise_error') }}('{{ sdc.sql_text(function_name) }}: the perturbation table has no interval for a cell of ' || c.original || ' records')::int
             else c.original + t.v end as bigint)
         from cell_keys as c
         left join ptable_intervals as t

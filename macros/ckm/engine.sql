@@ -123,7 +123,7 @@
 {% endmacro %}
 {% macro default__engine_setup() %}{{ return('select 1') }}{% endmacro %}
 {% macro postgres__engine_setup() -%}
-create schema if not exists {{ adapter.quote(target.schema) }};
+create schema if not exists {{ sdc.sql_identifier(target.schema) }};
 create or replace function {{ sdc.engine_function('sdc_raise_error') }}(message text) returns boolean
 language plpgsql as $sdc$ begin raise exception '%', message; end $sdc$
 {%- endmacro %}
@@ -131,7 +131,7 @@ language plpgsql as $sdc$ begin raise exception '%', message; end $sdc$
 
 {#- The qualified name of a helper function engine_setup creates. -#}
 {% macro engine_function(name) -%}
-{{ adapter.quote(target.schema) }}.{{ name }}
+{{ sdc.sql_identifier(target.schema) }}.{{ sdc.sql_identifier(name) }}
 {%- endmacro %}
 
 

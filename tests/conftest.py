@@ -84,3 +84,17 @@ def postgres():
         pytest.fail(f"the PostgreSQL tests need a server: {reason}")
     with throwaway_postgres() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def engine_reference(tmp_path_factory):
+    """The models of tests/engine_models.py built on DuckDB: what every other engine must publish."""
+    from engine_models import MICRODATA, project
+    from sdc.loader import load_microdata
+
+    duck = project(tmp_path_factory.mktemp("engine_reference") / "duckdb")
+    load_microdata(duck.db, MICRODATA, "survey", key_mode="existing", key_column="rkeys", modulus=10**7,
+                   facts={"f_high": "income > 6000"})
+    result = duck.dbt("build")
+    assert result.returncode == 0, result.stdout[-4000:]
+    return duck

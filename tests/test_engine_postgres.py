@@ -7,51 +7,13 @@ both engines see the same keys."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import duckdb
 import pytest
 
-from conftest import DATA, REPO
 from dbt_project_helper import ScratchProject
-from sdc.hierarchy import read_hierarchy
+from engine_models import DERIVED, MICRODATA, MODELS, assert_same_cells, plain_cells, project
 from sdc.loader import load_microdata
 from sdc.target_load import postgres_type
-
-MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
-MODELS = {
-    "cube": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof', 'urbrur'], modulus=10000000) }}",
-    "hierarchy": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'age'], modulus=10000000, "
-                 "hierarchy=ref('sdc_hierarchies'), threshold=10) }}",
-    "rollup_fact": "{{ sdc.ckm_count(source('raw', 'survey'), ['water', 'roof'], modulus=10000000, "
-                   "fact='f_high', totals='rollup') }}",
-    "weighted": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof'], modulus=10000000, "
-                "weight='sampling_weight', weighted_count='mean_weight') }}",
-    "weighted_magnitude": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof'], modulus=10000000, "
-                          "weight='sampling_weight', params=%(params)s) }}",
-    "counts_age": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'age'], modulus=10000000, "
-                  "hierarchy=ref('sdc_hierarchies')) }}",
-    "income": "{{ sdc.ckm_sum(source('raw', 'survey'), ['sex', 'age'], value='income', weight='sampling_weight', "
-              "hierarchy=ref('sdc_hierarchies'), modulus=10000000, params=%(params)s, audit=true) }}",
-}
-# models on the published (and audit) relations above
-DERIVED = {
-    "mean_income": "{{ sdc.ckm_mean(ref('income'), ref('counts_age'), ['sex', 'age']) }}",
-    "income_quality": "{{ sdc.ckm_sum_quality(ref('income_audit'), 'income') }}",
-    "counts_quality": "{{ sdc.ckm_quality(ref('cube_audit'), 'cube') }}",
-    # cell suppression's SQL steps: the cell table, the primary rules, the additivity relations
-    "supp_cells": "{{ sdc.suppression_cells(source('raw', 'survey'), dims=['roof', 'water'], value='income') }}",
-    "supp_primary": "{{ sdc.suppression_primary(ref('supp_cells'), ['freq:6', 'p:10', 'nk:2,85']) }}",
-    "supp_relations": "{{ sdc.suppression_constraints(ref('supp_cells'), ['roof', 'water']) }}",
-    # microaggregation of income in groups of 3: means, and Höhne's variance-preserving values
-    "micro_mean": "{{ sdc.microaggregate_fixed(source('raw', 'survey'), 'income', 3, 'row_id') }}",
-    "micro_hoehne": "{{ sdc.microaggregate_fixed(source('raw', 'survey'), 'income', 3, 'row_id', "
-                    "replacement='hoehne') }}",
-}
-# the magnitude parameters: three components, separation, mu_c for the dominance rules
-PARAMS = {"preset": "tauargus", "type": "top_contr", "top_k": 3, "mu_c": 1, "sensitive": ["p:10", "nk:2,85"],
-          "separation": True, "multiplier": {"type": "flex", "fp": 500, "p": [0.25, 0.05], "epsilon": [1, 0.5, 0.2],
-                                             "q": 3}}
 
 
 def copy_raw_tables(db, server, tables: list[str]) -> None:
@@ -74,43 +36,13 @@ def copy_raw_tables(db, server, tables: list[str]) -> None:
         con.close()
 
 
-def project(root, server=None) -> ScratchProject:
-    p = ScratchProject(root, postgres=server)
-    rows = read_hierarchy(DATA / "cellkey_testdata_hierarchies.csv")
-    p.seed("sdc_hierarchies", "dimension,code,parent\n" + "".join(f"{d},{c},{pa or ''}\n" for d, c, pa in rows))
-    p.sources(["survey"])
-    p.seed("sdc_nums_ptable", (REPO / "demo" / "seeds" / "sdc_nums_ptable.csv").read_text())
-    for name, sql in MODELS.items():
-        p.model(f"{name}_audit", sql % {"params": repr(PARAMS)} if "%(params)s" in sql else sql)
-        p.model(name, f"{{{{ sdc.ckm_published(ref('{name}_audit')) }}}}")
-    for name, sql in DERIVED.items():
-        p.model(name, sql)
-    if server is None:  # DuckDB: the secondary step as a dbt Python model (the demo's way)
-        (p.root / "models" / "supp_pattern.py").write_text(SECONDARY_MODEL)
-    return p
-
-
-SECONDARY_MODEL = """
-def model(dbt, session):
-    from sdc.suppression.warehouse import secondary_suppression
-
-    return secondary_suppression(session, dbt.ref("supp_primary"), dbt.ref("supp_relations"), dims=["roof", "water"],
-                                 magnitude=True, method="heuristic", cost="value", publish_intervals=True)
-"""
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, postgres):
-    root = tmp_path_factory.mktemp("engines")
-    duck = project(root / "duckdb")
-    load_microdata(duck.db, MICRODATA, "survey", key_mode="existing", key_column="rkeys", modulus=10**7,
-                   facts={"f_high": "income > 6000"})
-    pg = project(root / "postgres", postgres)
-    copy_raw_tables(duck.db, postgres, ["survey"])
-    for p in (duck, pg):
-        result = p.dbt("build")
-        assert result.returncode == 0, result.stdout[-4000:]
-    return duck, pg
+def built(tmp_path_factory, postgres, engine_reference):
+    pg = project(tmp_path_factory.mktemp("engines") / "postgres", postgres)
+    copy_raw_tables(engine_reference.db, postgres, ["survey"])
+    result = pg.dbt("build")
+    assert result.returncode == 0, result.stdout[-4000:]
+    return engine_reference, pg
 
 
 def published(p: ScratchProject, model: str) -> list[tuple]:
@@ -129,10 +61,7 @@ def published(p: ScratchProject, model: str) -> list[tuple]:
                 rows, columns = cur.fetchall(), [d[0] for d in cur.description]
         finally:
             pg.close()
-
-    def plain(v):
-        return float(v) if isinstance(v, (float, Decimal)) else v
-    return columns, sorted((tuple(plain(v) for v in row) for row in rows), key=repr)
+    return columns, plain_cells(rows)
 
 
 @pytest.mark.parametrize("model", [*MODELS, *DERIVED])
@@ -141,12 +70,8 @@ def test_every_published_cell_is_the_same_on_duckdb_and_postgresql(built, model)
     columns_duck, cells_duck = published(duck, model)
     columns_pg, cells_pg = published(pg, model)
     assert columns_duck == columns_pg
-    assert len(cells_duck) == len(cells_pg) > (0 if model in DERIVED else 10)
-    for a, b in zip(cells_duck, cells_pg):
-        # counts and codes exactly; a weighted count or a sum: the same double up to the engines' last digits
-        assert [x for x in a if not isinstance(x, float)] == [x for x in b if not isinstance(x, float)], (a, b)
-        assert [x for x in b if isinstance(x, float)] == pytest.approx([x for x in a if isinstance(x, float)],
-                                                                       rel=1e-12), (a, b)
+    assert len(cells_duck) > (0 if model in DERIVED else 10)
+    assert_same_cells(cells_duck, cells_pg, model)
 
 
 def test_the_hierarchy_and_threshold_are_applied_on_postgresql(built):
@@ -322,14 +247,15 @@ def test_sdc_load_target_mistakes_are_named_and_change_nothing(postgres, tmp_pat
     (tmp_path / "profiles.yml").write_text(
         "census:\n  target: pg\n  outputs:\n    pg:\n" + postgres.profile("main")
         + "    down:\n" + postgres.profile("main").replace(f"port: {postgres.port}", "port: 1")
-        + "    cluster:\n      type: spark\n      method: session\n      host: NA\n      schema: x\n")
+        + "    cluster:\n      type: spark\n      method: thrift\n      host: spark.example\n      schema: x\n")
     base = ["load", "--profiles-dir", str(tmp_path), "--input", str(MICRODATA), "--table", "mistakes",
             "--key-mode", "existing", "--key-column", "rkeys", "--modulus", "10000000"]
     cases = [
         (["--target", "pg"], "--target needs --profile"),
         (["--target", "pg", "--profile", "nope"], "has no profile 'nope'"),
         (["--target", "prod", "--profile", "census"], "profile 'census' has no target 'prod' (targets: pg, down, cluster)"),
-        (["--target", "cluster", "--profile", "census"], "target 'cluster' is of type 'spark'; sdc connects to postgres, duckdb"),
+        (["--target", "cluster", "--profile", "census"], "target 'cluster' is a Spark target of method 'thrift'; sdc connects to Spark through a PySpark session "
+         "(method: session) only"),
         (["--target", "down", "--profile", "census"], "cannot connect to the target's PostgreSQL server"),
         (["--target", "pg", "--profile", "census", "--db", "x.duckdb"], "not allowed with argument"),
     ]

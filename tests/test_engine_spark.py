@@ -1,9 +1,11 @@
-"""A representative set of the CKM models on a local Spark session (dbt-spark, method session): the same published
-cells as on DuckDB. Spark starts slowly (a JVM per process, ~30 s per dbt build here), so this module builds one
-small project once: counts with cube totals over three dimensions, and weighted counts.
+"""The models of tests/engine_models.py on a local Spark session (dbt-spark, method session) publish the same
+cells as on DuckDB: counts (cube, hierarchy and threshold, fact, weighted both ways), the magnitude table, means,
+quality, cell suppression's SQL steps and microaggregation. Spark starts slowly (a JVM per process), so this
+module builds one project once.
 
-The microdata are loaded with record keys once (sdc load into DuckDB) and written to Spark's warehouse as they
-are, by a PySpark process in the project folder (its Derby metastore is the one dbt's session uses)."""
+The microdata are loaded with record keys once (sdc load into DuckDB, the reference build) and written to Spark's
+warehouse as they are, by a PySpark process in the project folder (its Derby metastore is the one dbt's session
+uses)."""
 
 from __future__ import annotations
 
@@ -17,22 +19,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import sdc.ckm
-from conftest import DATA
-from dbt_project_helper import DEMO_PTABLE, ScratchProject
-from sdc.hierarchy import read_hierarchy
-from sdc.loader import load_microdata
+from engine_models import DERIVED, MODELS, assert_same_cells, plain_cells, project
 
-MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
-MODELS = {
-    "cube": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof', 'urbrur'], modulus=10000000) }}",
-    "weighted": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof'], modulus=10000000, "
-                "weight='sampling_weight', weighted_count='mean_weight') }}",
-    # a hierarchy (a recursive query, and a seed whose root has an empty parent) and a threshold
-    "hierarchy": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'age'], modulus=10000000, "
-                 "hierarchy=ref('sdc_hierarchies'), threshold=10) }}",
-}
-HIERARCHY = DATA / "cellkey_testdata_hierarchies.csv"
 SESSION = ("from pyspark.sql import SparkSession\n"
            "spark = (SparkSession.builder.master('local[2]').config('spark.driver.bindAddress', '127.0.0.1')"
            ".config('spark.driver.host', '127.0.0.1').config('spark.ui.enabled', 'false')"
@@ -49,60 +37,123 @@ def pyspark(folder: Path, code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(tmp_path_factory, engine_reference):
     if shutil.which("java") is None:
         pytest.fail("the Spark tests need Java 17 on PATH")
     root = tmp_path_factory.mktemp("spark")
-    staging = root / "staging.duckdb"
-    load_microdata(staging, MICRODATA, "survey", key_mode="existing", key_column="rkeys", modulus=10**7)
-    con = duckdb.connect(str(staging))
+    con = duckdb.connect(str(engine_reference.db), read_only=True)
     for table in ("survey", "sdc_loads"):
         con.execute(f"copy raw.{table} to '{root / (table + '.parquet')}' (format parquet)")
     con.close()
-    p = ScratchProject(root / "project", spark=True)
-    p.sources(["survey"])
-    rows = read_hierarchy(HIERARCHY)
-    p.seed("sdc_hierarchies", "dimension,code,parent\n" + "".join(f"{d},{c},{pa or ''}\n" for d, c, pa in rows))
-    for name, sql in MODELS.items():
-        p.model(f"{name}_audit", sql)
-        p.model(name, f"{{{{ sdc.ckm_published(ref('{name}_audit')) }}}}")
+    p = project(root / "project", spark=True)
     pyspark(p.root, "spark.sql('create database if not exists raw')\n" + "".join(
         f"spark.read.parquet('{root / (t + '.parquet')}').write.mode('overwrite').saveAsTable('raw.{t}')\n"
         for t in ("survey", "sdc_loads")))
     result = p.dbt("build")
-    assert result.returncode == 0, result.stdout[-4000:]
-    return p
+    assert result.returncode == 0, result.stdout[-6000:]
+    return engine_reference, p
 
 
-def published(p: ScratchProject, model: str) -> list[list]:
-    return json.loads(pyspark(p.root, f"import json\nprint(json.dumps([list(r) for r in "
-                                      f"spark.sql('select * from main.{model}').collect()], default=str))"))
+def read_spark(folder: Path, queries: dict[str, str]) -> dict[str, tuple[list[str], list[tuple]]]:
+    """Each query's columns and rows, all read by one PySpark process (a JVM start each would cost ~15 s).
+    Decimals travel as floats, as plain_cells makes them on DuckDB."""
+    code = ("import json, decimal\nout = {}\n"
+            f"for name, sql in {queries!r}.items():\n"
+            "    df = spark.sql(sql)\n"
+            "    out[name] = [df.columns, [[float(v) if isinstance(v, decimal.Decimal) else v for v in r] "
+            "for r in df.collect()]]\n"
+            "print(json.dumps(out, default=str))")
+    return {name: (columns, [tuple(r) for r in rows]) for name, (columns, rows) in json.loads(pyspark(folder, code)).items()}
 
 
-def test_counts_on_spark_are_those_of_duckdb(built):
-    expected = sdc.ckm.count_table(str(MICRODATA), ["sex", "roof", "urbrur"], record_key="rkeys", modulus=10**7,
-                                   ptable=DEMO_PTABLE)
-    ours = {(r.sex, r.roof, str(r.urbrur)): r.count for r in expected.itertuples()}
-    theirs = {(s, r, str(u)): c for s, r, u, c in published(built, "cube")}
-    assert len(theirs) == len(ours) > 50 and theirs == ours
+@pytest.fixture(scope="module")
+def spark_cells(built):
+    _, spark = built
+    return read_spark(spark.root, {model: f"select * from main.{model}" for model in [*MODELS, *DERIVED]})
 
 
-def test_weighted_counts_on_spark_are_those_of_duckdb(built):
-    expected = sdc.ckm.count_table(str(MICRODATA), ["sex", "roof"], record_key="rkeys", modulus=10**7,
-                                   ptable=DEMO_PTABLE, weight="sampling_weight", weighted_count="mean_weight")
-    ours = {(r.sex, r.roof): (r.count, r.weighted_count) for r in expected.itertuples()}
-    theirs = {(s, r): (c, float(w)) for s, r, c, w in published(built, "weighted")}
-    assert set(theirs) == set(ours)
-    for cell, (count, weighted) in ours.items():
-        assert theirs[cell][0] == count and theirs[cell][1] == pytest.approx(weighted, rel=1e-12), cell
+def duckdb_cells(p, sql: str) -> tuple[list[str], list[tuple]]:
+    con = duckdb.connect(str(p.db), read_only=True)
+    try:
+        rows = con.execute(sql).fetchall()
+        return [d[0] for d in con.description], rows
+    finally:
+        con.close()
 
 
-def test_a_hierarchy_and_a_threshold_on_spark_are_those_of_duckdb(built):
-    expected = sdc.ckm.count_table(str(MICRODATA), ["sex", "age"], record_key="rkeys", modulus=10**7,
-                                   ptable=DEMO_PTABLE, hierarchy=HIERARCHY, threshold=10)
-    import pandas as pd
+@pytest.mark.parametrize("model", [*MODELS, *DERIVED])
+def test_every_published_cell_is_the_same_on_duckdb_and_spark(built, spark_cells, model):
+    duck, _ = built
+    columns_duck, cells_duck = duckdb_cells(duck, f"select * from main.{model}")
+    columns_spark, cells_spark = spark_cells[model]
+    assert columns_duck == columns_spark
+    assert len(cells_duck) > (0 if model in DERIVED else 10)
+    assert_same_cells(plain_cells(cells_duck), plain_cells(cells_spark), model)
 
-    ours = {(r.sex, r.age): (None if pd.isna(r.count) else int(r.count), None if pd.isna(r.count_reason) else r.count_reason)
-            for r in expected.itertuples()}
-    theirs = {(s, a): (c, reason) for s, a, c, reason in published(built, "hierarchy")}
-    assert theirs == ours and any(c is None for c, _ in ours.values())
+
+def sdc_cli(folder: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The sdc CLI in ``folder`` (where the session's metastore is), as a user runs it beside dbt."""
+    return subprocess.run([str(Path(sys.executable).parent / "sdc"), *args], cwd=folder, capture_output=True,
+                          text=True, timeout=600, env=dict(env or os.environ, SPARK_LOCAL_IP="127.0.0.1"))
+
+
+def test_secondary_suppression_on_spark_between_two_dbt_selections(built):
+    """No dbt Python models on Spark outside Databricks: `sdc suppress --target` reads the cell table and the
+    relations through the session, writes the pattern and its audit, and a second dbt selection publishes it.
+    The pattern is the one DuckDB's Python model made."""
+    duck, spark = built
+    run = sdc_cli(spark.root, "suppress", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir",
+                  str(spark.root), "--cells", "main.supp_primary", "--relations", "main.supp_relations",
+                  "--pattern", "main.supp_pattern", "--audit-table", "main.supp_audit", "--dims", "roof,water",
+                  "--magnitude", "--publish-intervals")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "0 sensitive cells unprotected" in run.stdout and "secondary" in run.stdout
+    spark.model("supp_published", "{{ sdc.suppression_published('main.supp_pattern', ['roof', 'water'], value='value') }}")
+    result = spark.dbt("build", "--select", "supp_published")
+    assert result.returncode == 0, result.stdout[-3000:]
+    pick = "select roof, water, status, published_text from main.supp_pattern"
+    theirs = read_spark(spark.root, {
+        "pattern": pick, "audit": "select count(*), bool_and(protected) from main.supp_audit",
+        "published": "select count_if(value is null), count_if(published_text = cast(value as string) or "
+                     "published_text = cast(cast(value as bigint) as string)) from main.supp_published"})
+    ours = sorted(duckdb_cells(duck, pick)[1])
+    assert sorted(theirs["pattern"][1]) == ours and any(r[2] == "secondary" for r in ours)
+    hidden, shown = theirs["published"][1][0]
+    assert tuple(theirs["audit"][1][0]) == (sum(r[2] in ("primary", "secondary") for r in ours), True)
+    assert hidden == theirs["audit"][1][0][0] and shown == len(ours) - hidden
+
+
+def test_sdc_load_into_spark_gives_the_keys_of_duckdb_and_keeps_stored_keys(built, tmp_path):
+    from engine_models import MICRODATA
+    from sdc.loader import load_microdata
+
+    _, spark = built
+    secret = "a test secret of at least thirty-two bytes, not the demo's"
+    common = ["--profile", "sdc_scratch", "--profiles-dir", str(spark.root), "--target", "spark",
+              "--input", str(MICRODATA), "--id", "row_id"]
+    keyed = sdc_cli(spark.root, "load", *common, "--table", "keyed_survey", "--key-mode", "keyed",
+                    env=dict(os.environ, SDC_KEY_SECRET=secret))
+    assert keyed.returncode == 0, keyed.stderr[-3000:]
+    for run in (1, 2):
+        random = sdc_cli(spark.root, "load", *common, "--table", "random_survey", "--key-mode", "random")
+        assert random.returncode == 0, (run, random.stderr[-3000:])
+        if run == 1:
+            first = read_spark(spark.root, {"keys": "select row_id, rk from raw.random_survey"})["keys"][1]
+    theirs = read_spark(spark.root, {
+        "keyed": "select row_id, rk, sex from raw.keyed_survey",
+        "random": "select row_id, rk from raw.random_survey",
+        "log": "select table_name, key_mode, modulus from raw.sdc_loads where table_name like '%_survey'",
+        "tables": "show tables in raw"})
+    load_microdata(tmp_path / "duck.duckdb", MICRODATA, "keyed_survey", id_column="row_id", key_mode="keyed",
+                   secret=secret.encode())
+    con = duckdb.connect(str(tmp_path / "duck.duckdb"), read_only=True)
+    try:
+        on_duckdb = sorted(con.execute("select row_id, rk, sex from raw.keyed_survey").fetchall())
+    finally:
+        con.close()
+    assert sorted(theirs["keyed"][1]) == on_duckdb and len(on_duckdb) == 4580
+    assert dict(first) == dict(theirs["random"][1]) and len({k for _, k in first}) > 4500  # stored keys kept
+    assert sorted(theirs["log"][1]) == [("keyed_survey", "keyed", 100000000), ("random_survey", "random", 100000000)]
+    # the survey of the module's build is still there; no staging table is left behind
+    names = {row[1] for row in theirs["tables"][1]}
+    assert {"survey", "sdc_loads", "keyed_survey", "random_survey"} <= names and not any("staging" in n for n in names)

@@ -218,7 +218,7 @@ rule_cells as (
         original_{{ first }} as value,
         contributors_{{ first }} as contributors
         {%- for n in range(1, top_n + 1) %},
-        coalesce(top_{{ first }}[{{ n }}], 0) as top_{{ n }}
+        coalesce({{ sdc.array_element('top_' ~ first, n) }}, 0) as top_{{ n }}
         {%- endfor %}
     from paired_metrics
 ),
@@ -296,7 +296,7 @@ magnifiers as {{ sdc.cte_materialized() }}(
         {%- set m = measure.name %}
         {%- for j in range(1, K + 1) %},
         {%- if p.type == 'top_contr' %}
-        cast(top_{{ m }}[{{ j }}] as {{ sdc.double_type() }}) as mag_{{ m }}_{{ j }}
+        cast({{ sdc.array_element('top_' ~ m, j) }} as {{ sdc.double_type() }}) as mag_{{ m }}_{{ j }}
         {%- elif p.type == 'mean' %}
         case when contributors_{{ m }} > 0 then abs(cast(original_{{ m }} as {{ sdc.double_type() }}) / cast(weight_sum as {{ sdc.double_type() }})) end as mag_{{ m }}_{{ j }}
         {%- elif p.type == 'range' %}

@@ -32,16 +32,16 @@ select
     {{ sdc.sql_string(table_name) }} as table_name,
     {{ sdc.sql_string(measure) }} as measure,
     count(*) as cells,
-    avg(case when p <> o then 1.0 else 0.0 end) as changed_share,
+    avg(case when p <> o then 1 else 0 end) as changed_share,
     avg(ad) as mean_absolute_deviation,
     avg(rad) as mean_relative_deviation,
     percentile_cont(0.5) within group (order by rad) as rad_median,
     percentile_cont(0.9) within group (order by rad) as rad_p90,
     percentile_cont(0.99) within group (order by rad) as rad_p99,
     max(rad) as max_relative_noise,
-    avg(case when rad < 0.01 then 1.0 else 0.0 end) as share_rad_below_1pct,
-    avg(case when rad < 0.05 then 1.0 else 0.0 end) as share_rad_below_5pct,
-    avg(case when rad < 0.1 then 1.0 else 0.0 end) as share_rad_below_10pct,
+    avg(case when rad < 0.01 then 1 else 0 end) as share_rad_below_1pct,
+    avg(case when rad < 0.05 then 1 else 0 end) as share_rad_below_5pct,
+    avg(case when rad < 0.1 then 1 else 0 end) as share_rad_below_10pct,
     sum(case when sign(p) <> sign(o) then 1 else 0 end) as sign_changes
 from deviations
 {% endmacro %}

@@ -19,6 +19,11 @@
 {% macro postgres__double_type() %}{{ return('double precision') }}{% endmacro %}
 
 
+{#- A number as a double. A literal such as 100.0 is a decimal on Spark, whose decimal division keeps 6 digits
+    (85 / 100.0 = 0.85, but 2 / 85.0 = 0.023529): the rules' thresholds in double arithmetic on every engine. -#}
+{% macro double_value(number) %}{{ return('cast(' ~ number ~ ' as ' ~ sdc.double_type() ~ ')') }}{% endmacro %}
+
+
 {% macro text_type() %}
   {{ return(adapter.dispatch('text_type', 'sdc')()) }}
 {% endmacro %}
@@ -165,6 +170,11 @@ max({{ expr }}, {{ n }}) filter (where {{ condition }})
     || array_fill(null::{{ sdc.double_type() }}, array[{{ n }} - coalesce(cardinality((array_agg({{ expr }} order by {{ expr }} desc) filter (where {{ condition }}))[1:{{ n }}]), 0)])
 {%- endmacro %}
 
+{# Spark: collect_list skips NULLs; an empty array is NULL as on the other engines #}
+{% macro spark__ckm_top_values(expr, n, condition) -%}
+case when count(case when {{ condition }} then 1 end) > 0 then slice(sort_array(collect_list(case when {{ condition }} then {{ expr }} end), false), 1, {{ n }}) end
+{%- endmacro %}
+
 {% macro ckm_merge_top_values(column, n) %}
   {{ return(adapter.dispatch('ckm_merge_top_values', 'sdc')(column, n)) }}
 {% endmacro %}
@@ -174,6 +184,17 @@ list_slice(list_sort(flatten(list({{ column }}) filter (where {{ column }} is no
 {% macro default__ckm_merge_top_values(column, n) -%}
 (select (array_agg(x order by x desc) filter (where x is not null))[1:{{ n }}] from unnest(array_agg({{ column }})) as x)
 {%- endmacro %}
+{% macro spark__ckm_merge_top_values(column, n) -%}
+case when count({{ column }}) > 0 then slice(sort_array(flatten(collect_list({{ column }})), false), 1, {{ n }}) end
+{%- endmacro %}
+
+{#- The n-th element (1-based) of an array column, NULL past its end. Spark's [] is 0-based and fails past the
+    end under ANSI mode: try_element_at. -#}
+{% macro array_element(column, n) %}
+  {{ return(adapter.dispatch('array_element', 'sdc')(column, n)) }}
+{% endmacro %}
+{% macro default__array_element(column, n) %}{{ return(column ~ '[' ~ n ~ ']') }}{% endmacro %}
+{% macro spark__array_element(column, n) %}{{ return('try_element_at(' ~ column ~ ', ' ~ n ~ ')') }}{% endmacro %}
 
 
 
@@ -190,12 +211,15 @@ list_slice(list_sort(flatten(list({{ column }}) filter (where {{ column }} is no
 
 {#- Settings for the transaction of a model built by an sdc macro. PostgreSQL: no JIT compilation. Its cost
     estimate of the ptable's range join passes jit_above_cost, and compiling the query's many small expressions
-    took 0.6 s of a 0.7 s count table at 10^5 records (0.1 s without). -#}
+    took 0.6 s of a 0.7 s count table at 10^5 records (0.1 s without). Spark: its analyzer resolves a chain of
+    CTEs one level per iteration and stops at 100; ckm_sum's chain (about 40 steps for two measures of three
+    components) needs more. -#}
 {% macro engine_model_settings() %}
   {{ return(adapter.dispatch('engine_model_settings', 'sdc')()) }}
 {% endmacro %}
 {% macro default__engine_model_settings() %}{{ return(none) }}{% endmacro %}
 {% macro postgres__engine_model_settings() %}{{ return('set local jit = off') }}{% endmacro %}
+{% macro spark__engine_model_settings() %}{{ return('set spark.sql.analyzer.maxIterations=1000') }}{% endmacro %}
 
 
 
@@ -209,3 +233,13 @@ string_agg(distinct {{ expr }}, ', ' order by {{ expr }})
 {% macro spark__ckm_sorted_list(expr) -%}
 array_join(array_sort(collect_set({{ expr }})), ', ')
 {%- endmacro %}
+
+
+
+{#- A window expression that numbers the rows 1, 2, ... in no particular order (an id per record where the
+    order does not matter). Spark requires an ordered window for row_number(): its increasing row id instead. -#}
+{% macro row_id() %}
+  {{ return(adapter.dispatch('row_id', 'sdc')()) }}
+{% endmacro %}
+{% macro default__row_id() %}{{ return('row_number() over ()') }}{% endmacro %}
+{% macro spark__row_id() %}{{ return('monotonically_increasing_id() + 1') }}{% endmacro %}

@@ -25,7 +25,7 @@ with records as (
     select
         m.*,
         {{ value_expr }} as sdc_value,
-        {{ 'cast(' ~ sdc.sql_identifier(holding) ~ ' as ' ~ sdc.text_type() ~ ')' if holding is not none else 'cast(row_number() over () as ' ~ sdc.text_type() ~ ')' }} as sdc_contributor
+        {{ 'cast(' ~ sdc.sql_identifier(holding) ~ ' as ' ~ sdc.text_type() ~ ')' if holding is not none else 'cast(' ~ sdc.row_id() ~ ' as ' ~ sdc.text_type() ~ ')' }} as sdc_contributor
     from {{ relation }} as m
 ),
 

@@ -75,7 +75,7 @@ cell_sums as (
 
 leaf_contributions as (
     -- each finest cell's top contributions as rows, with an id per contribution
-    select *, row_number() over () as sdc_contribution_id
+    select *, {{ sdc.row_id() }} as sdc_contribution_id
     from (
         {%- for column in top %}
         select *, sdc_top_{{ loop.index }} as contribution from checked_leaf_levels where sdc_top_{{ loop.index }} > 0

@@ -23,6 +23,13 @@ edges_{{ loop.index }} as (
     {%- endif %}
 ),
 
+members_{{ loop.index }} as (
+    -- each parent with its children and itself (coefficient 1)
+    select parent, child as member from edges_{{ loop.index }}
+    union
+    select parent, parent as member from edges_{{ loop.index }}
+),
+
 constraints_{{ loop.index }} as (
     {%- set others = dims | reject('equalto', dim) | list %}
     select
@@ -33,13 +40,12 @@ constraints_{{ loop.index }} as (
         {%- endfor %}
         case when member.{{ q(dim) }} = p.{{ q(dim) }} then 1 else -1 end as coefficient
     from {{ cells }} as p
+    join members_{{ loop.index }} as m on m.parent = p.{{ q(dim) }}
     join {{ cells }} as member
-        on (member.{{ q(dim) }} = p.{{ q(dim) }}
-            or member.{{ q(dim) }} in (select child from edges_{{ loop.index }} where parent = p.{{ q(dim) }}))
+        on member.{{ q(dim) }} = m.member
         {%- for other in others %}
         and member.{{ q(other) }} = p.{{ q(other) }}
         {%- endfor %}
-    where p.{{ q(dim) }} in (select parent from edges_{{ loop.index }})
 ),
 {%- endfor %}
 

@@ -49,14 +49,14 @@
   {%- elif name == 'nk' and numbers | length == 2 -%}
     {%- set tops = [] -%}{%- for k in range(1, numbers[0] | int + 1) -%}{%- do tops.append('top_' ~ k) -%}{%- endfor -%}
     {%- set share = '(' ~ tops | join(' + ') ~ ')' -%}
-    {%- set cond = 'freq > 0 and value > 0 and ' ~ share ~ (' >= ' if cfg.nk_inclusive else ' > ') ~ numbers[1] ~ ' / 100.0 * value' -%}
-    {%- do checks.append({'rule': rule, 'cond': cond, 'level': '100.0 / ' ~ numbers[1] ~ ' * ' ~ share ~ ' - value'}) -%}
+    {%- set cond = 'freq > 0 and value > 0 and ' ~ share ~ (' >= ' if cfg.nk_inclusive else ' > ') ~ sdc.double_value(numbers[1]) ~ ' / 100 * value' -%}
+    {%- do checks.append({'rule': rule, 'cond': cond, 'level': '100 / ' ~ sdc.double_value(numbers[1]) ~ ' * ' ~ share ~ ' - value'}) -%}
   {%- elif name == 'p' and numbers | length == 1 -%}
-    {%- set cond = 'freq > 0 and value - top_1 - top_2 < ' ~ numbers[0] ~ ' / 100.0 * top_1' -%}
-    {%- do checks.append({'rule': rule, 'cond': cond, 'level': numbers[0] ~ ' / 100.0 * top_1 - (value - top_1 - top_2)'}) -%}
+    {%- set cond = 'freq > 0 and value - top_1 - top_2 < ' ~ sdc.double_value(numbers[0]) ~ ' / 100 * top_1' -%}
+    {%- do checks.append({'rule': rule, 'cond': cond, 'level': sdc.double_value(numbers[0]) ~ ' / 100 * top_1 - (value - top_1 - top_2)'}) -%}
   {%- elif name == 'pq' and numbers | length == 2 -%}
-    {%- set cond = 'freq > 0 and value - top_1 - top_2 < ' ~ numbers[0] ~ ' / ' ~ numbers[1] ~ '.0 * top_1' -%}
-    {%- do checks.append({'rule': rule, 'cond': cond, 'level': numbers[0] ~ ' / ' ~ numbers[1] ~ '.0 * top_1 - (value - top_1 - top_2)'}) -%}
+    {%- set cond = 'freq > 0 and value - top_1 - top_2 < ' ~ sdc.double_value(numbers[0]) ~ ' / ' ~ numbers[1] ~ ' * top_1' -%}
+    {%- do checks.append({'rule': rule, 'cond': cond, 'level': sdc.double_value(numbers[0]) ~ ' / ' ~ numbers[1] ~ ' * top_1 - (value - top_1 - top_2)'}) -%}
   {%- elif name == 'zero' and not numbers -%}
     {%- do checks.append({'rule': rule, 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
   {%- elif name == 'manual' and numbers | length == 1 -%}

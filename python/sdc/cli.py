@@ -109,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     where = load.add_mutually_exclusive_group(required=True)
     where.add_argument("--db", help="DuckDB database file")
-    where.add_argument("--target", help="or the warehouse of this dbt target (postgres or duckdb; with --profile)")
+    where.add_argument("--target", help="or the warehouse of this dbt target (postgres, duckdb or spark of method session, run in the folder dbt runs in; with --profile)")
     load.add_argument("--profile", help="with --target: the dbt profile (the name in profiles.yml)")
     load.add_argument("--profiles-dir", default=os.environ.get("DBT_PROFILES_DIR", "~/.dbt"),
                       help="with --target: folder of profiles.yml (default $DBT_PROFILES_DIR, else ~/.dbt)")
@@ -233,7 +233,7 @@ def _parser() -> argparse.ArgumentParser:
         "in the warehouse (--target)", "between two dbt selections: read the cell table of suppression_primary and "
         "the relations of suppression_constraints through the dbt profile, write the pattern (and its LP audit) "
         "back in one transaction")
-    warehouse.add_argument("--target", help="the dbt target to connect to (postgres or duckdb)")
+    warehouse.add_argument("--target", help="the dbt target to connect to (postgres, duckdb or spark of method session)")
     warehouse.add_argument("--profile", help="the dbt profile (the name in profiles.yml)")
     warehouse.add_argument("--profiles-dir", default=os.environ.get("DBT_PROFILES_DIR", "~/.dbt"),
                            help="folder of profiles.yml (default $DBT_PROFILES_DIR, else ~/.dbt)")

@@ -3,7 +3,11 @@ selections (secondary suppression and its audit on engines without dbt Python mo
 dbt reads, so the step reads and writes where the models are.
 
     with connect_target(profiles_dir="~/.dbt", profile="census", target="pg") as target:
-        target.connection   # a DB-API connection (psycopg2 for postgres, duckdb for duckdb)
+        names, rows = target.query("select ...")
+        target.replace_tables([("audit.pattern", {"column": [values...]})])   # all at once, or none
+
+PostgreSQL and DuckDB: a DB-API connection (target.connection), one transaction. Spark (method session):
+sdc.spark_target.SparkWarehouse.
 
 profiles.yml may use ``{{ env_var('NAME') }}`` and ``{{ env_var('NAME', 'default') }}`` as dbt allows.
 """
@@ -17,15 +21,65 @@ from pathlib import Path
 
 from .errors import SdcError
 
-ENGINES = ("postgres", "duckdb")
+ENGINES = ("postgres", "duckdb", "spark")
 
 
 @dataclass
 class Target:
+    """A PostgreSQL or DuckDB target through its DB-API connection."""
     type: str
     connection: object
     schema: str
     placeholder: str  # the DB-API parameter marker: %s (psycopg2) or ? (duckdb)
+
+    @property
+    def text_type(self) -> str:
+        return "text" if self.type == "postgres" else "varchar"
+
+    @property
+    def double_type(self) -> str:
+        return "double precision" if self.type == "postgres" else "double"
+
+    def quote(self, name: str) -> str:
+        from .quoting import quote_identifier
+
+        return quote_identifier(name)
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple]]:
+        cur = self.connection.cursor()
+        try:
+            cur.execute(sql)
+            return [d[0] for d in cur.description], [tuple(row) for row in cur.fetchall()]
+        finally:
+            cur.close()
+
+    def column_names(self, relation_sql: str) -> list[str]:
+        return self.query(f"select * from {relation_sql} where 1 = 0")[0]
+
+    def replace_tables(self, tables: list[tuple[str, dict]]) -> None:
+        """Drop and create each table ('schema.table' of plain names; columns: name -> list of Python values) in
+        one transaction (PostgreSQL and DuckDB both roll DDL back with it, so a failure leaves the old tables)."""
+        from .suppression.database import column_type, plain_value
+
+        cur = self.connection.cursor()
+        try:
+            for name, columns in tables:
+                relation = ".".join(self.quote(part) for part in name.split("."))
+                definitions = ", ".join(f"{self.quote(c)} {column_type(self, v)}" for c, v in columns.items())
+                cur.execute(f"drop table if exists {relation}")
+                if "." in relation:
+                    cur.execute(f"create schema if not exists {relation.rsplit('.', 1)[0]}")
+                cur.execute(f"create table {relation} ({definitions})")
+                marker = ", ".join([self.placeholder] * len(columns))
+                rows = [tuple(plain_value(v) for v in row) for row in zip(*columns.values())]
+                cur.executemany(f"insert into {relation} ({', '.join(self.quote(c) for c in columns)}) "
+                                f"values ({marker})", rows)
+            self.connection.commit()
+        except Exception:
+            self.connection.rollback()
+            raise
+        finally:
+            cur.close()
 
 
 def read_target(profiles_dir: str | Path, profile: str, target: str | None = None) -> dict:
@@ -68,6 +122,15 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
 @contextlib.contextmanager
 def connect_target(profiles_dir: str | Path, profile: str, target: str | None = None):
     output = read_target(profiles_dir, profile, target)
+    if output["type"] == "spark":
+        from .spark_target import SparkWarehouse
+
+        warehouse = SparkWarehouse(output, target or "(the profile's default)")
+        try:
+            yield warehouse
+        finally:
+            warehouse.close()
+        return
     if output["type"] == "postgres":
         import psycopg2
 

@@ -3,13 +3,15 @@
 The load itself is sdc.loader's, run on a private in-memory DuckDB: the target's key store
 (raw.<table>__record_keys) and load log (raw.sdc_loads) are read into it first, so a random-mode reload keeps
 the stored keys and keyed mode gives the same key for the same id on every engine. The loaded table, the key
-store and the load log then replace theirs in the target in one transaction: on any error the target keeps
-what it had.
+store and the load log then replace theirs in the target: on PostgreSQL in one transaction (on any error the
+target keeps what it had); on Spark (a session target) through Parquet files, written in full under staging
+names before they replace the old tables (sdc.spark_target).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 from .conventions import KEY_STORE_SUFFIX, LOAD_LOG_TABLE, RAW_SCHEMA
@@ -49,17 +51,57 @@ def load_into_target(profiles_dir, profile: str, target: str | None, input_path,
             from .profiles import read_target
 
             return load_microdata(read_target(profiles_dir, profile, target)["path"], input_path, table, **options)
+        spark = where.type == "spark"
         with private_connection("load") as con:
             con.execute(f"create schema {RAW_SCHEMA}")
             kept = [f"{table}{KEY_STORE_SUFFIX}", LOAD_LOG_TABLE]
             folder = Path(con.execute("select current_setting('temp_directory')").fetchone()[0])
+            folder.mkdir(parents=True, exist_ok=True)
             for name in kept:
-                _pull(where.connection, con, name, folder)
+                (_pull_spark if spark else _pull)(where if spark else where.connection, con, name, folder)
             report = load_microdata(con, input_path, table, **options)
             present = {r[0] for r in con.execute(
                 "select table_name from duckdb_tables() where schema_name = ?", [RAW_SCHEMA]).fetchall()}
-            _push(con, where.connection, [n for n in [table, *kept] if n in present], folder)
+            names = [n for n in [table, *kept] if n in present]
+            if spark:
+                _push_spark(con, where, names, folder)
+            else:
+                _push(con, where.connection, names, folder)
         return report
+
+
+def _create_kept_table(con, name: str) -> str:
+    """The loader's own definition of a key store or the load log, keys included (its inserts rely on them)."""
+    relation = f"{RAW_SCHEMA}.{quote_identifier(name)}"
+    if name == LOAD_LOG_TABLE:
+        con.execute(f"create table {relation} {LOAD_LOG_COLUMNS}")
+    else:
+        create_key_store(con, relation)
+    return relation
+
+
+def _pull_spark(spark, con, name: str, folder: Path) -> None:
+    """raw.<name> from Spark into the DuckDB ``con``, when the target has it (through Parquet)."""
+    if not spark.has_table(RAW_SCHEMA, name):
+        return
+    path = spark.export_parquet(RAW_SCHEMA, name, folder)
+    relation = _create_kept_table(con, name)
+    if any(path.glob("*.parquet")):
+        con.execute(f"insert into {relation} by name select * from read_parquet({quote_literal(str(path / '*.parquet'))})")
+    shutil.rmtree(path)
+
+
+def _push_spark(con, spark, names: list[str], folder: Path) -> None:
+    """raw.<name> for each name from DuckDB into Spark, replacing them (all written before any is replaced)."""
+    paths = {}
+    for name in names:
+        paths[name] = folder / f"push_{name}.parquet"
+        con.execute(f"copy {RAW_SCHEMA}.{quote_identifier(name)} to {quote_literal(str(paths[name]))} (format parquet)")
+    try:
+        spark.replace_from_parquet(RAW_SCHEMA, paths)
+    finally:
+        for path in paths.values():
+            path.unlink(missing_ok=True)
 
 
 def _pull(pg, con, name: str, folder: Path) -> None:
@@ -78,12 +120,7 @@ def _pull(pg, con, name: str, folder: Path) -> None:
         with path.open("w", encoding="utf-8") as handle:
             cur.copy_expert(f"copy {RAW_SCHEMA}.{quote_identifier(name)} to stdout with (format csv, header true)", handle)
     spec = "{" + ", ".join(f"{quote_literal(c)}: {quote_literal(t)}" for c, t in types.items()) + "}"
-    relation = f"{RAW_SCHEMA}.{quote_identifier(name)}"
-    # the loader's own definition, keys included (its inserts rely on them)
-    if name == LOAD_LOG_TABLE:
-        con.execute(f"create table {relation} {LOAD_LOG_COLUMNS}")
-    else:
-        create_key_store(con, relation)
+    relation = _create_kept_table(con, name)
     con.execute(f"insert into {relation} by name select * from read_csv({quote_literal(str(path))}, header = true, "
                 f"columns = {spec}, quote = '\"', escape = '\"', nullstr = '', allow_quoted_nulls = false)")
     path.unlink()

@@ -22,51 +22,41 @@ from .warehouse import audit_columns, pattern_columns
 _RELATION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
 
-def relation_name(text: str, option: str) -> str:
-    """schema.table (or table) of plain names, quoted."""
+def relation_name(text: str, option: str, quote=quote_identifier) -> str:
+    """schema.table (or table) of plain names, quoted (``quote``: the engine's quoting)."""
     if not isinstance(text, str) or not _RELATION.fullmatch(text):
         raise SdcError(f"{option} must name a table as schema.table with plain names, got {text!r}")
-    return ".".join(quote_identifier(part) for part in text.split("."))
+    return ".".join(quote(part) for part in text.split("."))
 
 
 def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: str | None, dims: list[str],
                     magnitude: bool, **options) -> dict:
-    """Read ``cells`` and ``relations``, write ``pattern`` (and ``audit``) in one transaction, replacing them.
-    Returns counts of the pattern's statuses and of unprotected sensitive cells found by the audit."""
-    con = target.connection
-    cells_sql, relations_sql = relation_name(cells, "--cells"), relation_name(relations, "--relations")
-    pattern_sql = relation_name(pattern, "--pattern")
-    audit_sql = relation_name(audit, "--audit-table") if audit else None
+    """Read ``cells`` and ``relations``, write ``pattern`` (and ``audit``) replacing them, both or neither (see
+    sdc.profiles.Target.replace_tables and sdc.spark_target). Returns counts of the pattern's statuses and of
+    unprotected sensitive cells found by the audit."""
+    q = target.quote
+    cells_sql, relations_sql = relation_name(cells, "--cells", q), relation_name(relations, "--relations", q)
+    pattern_sql = relation_name(pattern, "--pattern", q)
+    audit_sql = relation_name(audit, "--audit-table", q) if audit else None
     if {pattern_sql, audit_sql} & {cells_sql, relations_sql} or pattern_sql == audit_sql:
         raise SdcError("--pattern and --audit-table must name two tables other than the cells and relations they read")
-    cur = con.cursor()
-    try:
-        names, rows = _read(cur, f"select * from {cells_sql} order by "
-                            + ", ".join(quote_identifier(d) for d in _checked(dims)))
-        missing = [d for d in dims if d not in names]
-        if missing:
-            raise SdcError(f"column {missing[0]!r} is not in {cells} (columns: {', '.join(names)})")
-        if not rows:
-            raise SdcError(f"{cells} is empty")
-        rel_names, _ = _read(cur, f"select * from {relations_sql} where 1 = 0")
-        for name in ["constraint_id", *dims, "coefficient"]:
-            if name not in rel_names:
-                raise SdcError(f"{relations} has no column {name!r} (made by suppression_constraints?)")
-        cur.execute("select " + ", ".join(quote_identifier(c) for c in ["constraint_id", *dims, "coefficient"])
-                    + f" from {relations_sql} order by constraint_id")
-        members = [tuple(row) for row in cur.fetchall()]
-        columns = pattern_columns(rows, names, members, dims, magnitude=magnitude, **options)
-        pattern_rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
-        audited = audit_columns(pattern_rows, members, dims, magnitude=magnitude) if audit else None
-        _replace_table(cur, target, pattern_sql, columns)
-        if audited is not None:
-            _replace_table(cur, target, audit_sql, audited)
-        con.commit()
-    except Exception:
-        con.rollback()
-        raise
-    finally:
-        cur.close()
+    names, rows = target.query(f"select * from {cells_sql} order by " + ", ".join(q(d) for d in _checked(dims)))
+    missing = [d for d in dims if d not in names]
+    if missing:
+        raise SdcError(f"column {missing[0]!r} is not in {cells} (columns: {', '.join(names)})")
+    if not rows:
+        raise SdcError(f"{cells} is empty")
+    rows = [dict(zip(names, row)) for row in rows]
+    rel_names = target.column_names(relations_sql)
+    for name in ["constraint_id", *dims, "coefficient"]:
+        if name not in rel_names:
+            raise SdcError(f"{relations} has no column {name!r} (made by suppression_constraints?)")
+    _, members = target.query("select " + ", ".join(q(c) for c in ["constraint_id", *dims, "coefficient"])
+                              + f" from {relations_sql} order by constraint_id")
+    columns = pattern_columns(rows, names, members, dims, magnitude=magnitude, **options)
+    pattern_rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    audited = audit_columns(pattern_rows, members, dims, magnitude=magnitude) if audit else None
+    target.replace_tables([(pattern, columns)] + ([(audit, audited)] if audited else []))
     statuses = {}
     for status in columns["status"]:
         statuses[status] = statuses.get(status, 0) + 1
@@ -80,44 +70,20 @@ def _checked(dims):
     return dims
 
 
-def _read(cur, sql: str):
-    cur.execute(sql)
-    names = [d[0] for d in cur.description]
-    return names, [dict(zip(names, row)) for row in cur.fetchall()] if "where 1 = 0" not in sql else []
-
-
-def _sql_type(target, values: list) -> str:
-    """boolean, bigint, double or text, from the values (NULLs aside); a column of only NULLs is text."""
-    present = [_plain(v) for v in values if v is not None]
+def column_type(target, values: list) -> str:
+    """boolean, bigint, double or text (the target's names), from the values (NULLs aside); a column of only
+    NULLs is text."""
+    present = [plain_value(v) for v in values if v is not None]
     if present and all(isinstance(v, bool) for v in present):
         return "boolean"
     if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
         return "bigint"
     if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return "double precision" if target.type == "postgres" else "double"
-    return "text" if target.type == "postgres" else "varchar"
+        return target.double_type
+    return target.text_type
 
 
-def _replace_table(cur, target, table_sql: str, columns: dict) -> None:
-    """Drop and create ``table_sql`` with ``columns`` in the open transaction (PostgreSQL and DuckDB both
-    roll DDL back with the transaction, so a failed run leaves the old table)."""
-    definitions = []
-    for name, values in columns.items():
-        kind = _sql_type(target, values)
-        definitions.append(f"{quote_identifier(name)} {kind}")
-    cur.execute(f"drop table if exists {table_sql}")
-    schema = table_sql.rsplit(".", 1)[0] if "." in table_sql else None
-    if schema:
-        cur.execute(f"create schema if not exists {schema}")
-    cur.execute(f"create table {table_sql} ({', '.join(definitions)})")
-    names = list(columns)
-    marker = ", ".join([target.placeholder] * len(names))
-    rows = [tuple(_plain(v) for v in row) for row in zip(*columns.values())]
-    cur.executemany(f"insert into {table_sql} ({', '.join(quote_identifier(n) for n in names)}) values ({marker})",
-                    rows)
-
-
-def _plain(value):
+def plain_value(value):
     """numpy scalars and Decimals as Python numbers for the driver."""
     if value is None:
         return None

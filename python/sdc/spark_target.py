@@ -1,0 +1,104 @@
+"""A dbt-spark target of method ``session`` for the steps sdc runs between two dbt selections (`sdc load
+--target`, `sdc suppress --target`): a PySpark session built as dbt-spark builds its own (Hive support, the
+profile's server_side_parameters), so it sees the same catalog.
+
+A local session keeps its catalog (a Derby metastore_db) and its tables (spark-warehouse) in the folder it
+starts in, unless server_side_parameters name others: run sdc in the folder dbt runs in. Derby admits one
+session at a time, so not while dbt runs.
+
+Spark has no transactions. A table is replaced by writing it in full under a staging name first and then
+swapping it in (drop, rename), all tables of one step written before the first swap: a failure while writing
+leaves every table as it was; only a failure between the swaps, which are catalog operations, could leave
+some replaced and some not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import SdcError
+
+STAGING_SUFFIX = "__sdc_staging"
+
+
+def quote_spark(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class SparkWarehouse:
+    type = "spark"
+    text_type = "string"
+    double_type = "double"
+
+    def __init__(self, output: dict, name: str):
+        if output.get("method") != "session":
+            raise SdcError(f"target {name!r} is a Spark target of method {output.get('method')!r}; sdc connects to "
+                           "Spark through a PySpark session (method: session) only. On a cluster reached by Thrift "
+                           "or ODBC, run sdc's Spark steps on the cluster's driver with a session profile")
+        try:
+            from pyspark.sql import SparkSession
+        except ImportError:
+            raise SdcError("a Spark target needs pyspark: pip install 'sdc[spark]'") from None
+        builder = SparkSession.builder.enableHiveSupport()
+        for parameter, value in (output.get("server_side_parameters") or {}).items():
+            builder = builder.config(str(parameter), str(value))
+        self.session = builder.getOrCreate()
+        self.schema = output.get("schema", "default")
+
+    def quote(self, name: str) -> str:
+        return quote_spark(name)
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple]]:
+        frame = self.session.sql(sql)
+        return list(frame.columns), [tuple(row) for row in frame.collect()]
+
+    def column_names(self, relation_sql: str) -> list[str]:
+        return list(self.session.sql(f"select * from {relation_sql} where 1 = 0").columns)
+
+    def has_table(self, schema: str, table: str) -> bool:
+        return bool(self.session.catalog.tableExists(f"{quote_spark(schema)}.{quote_spark(table)}"))
+
+    def export_parquet(self, schema: str, table: str, folder: Path) -> Path:
+        """The table as a folder of Parquet files (types as they are)."""
+        path = folder / f"pull_{table}"
+        self.session.table(f"{quote_spark(schema)}.{quote_spark(table)}").write.parquet(str(path))
+        return path
+
+    def replace_from_parquet(self, schema: str, tables: dict[str, Path]) -> None:
+        """Replace schema.<name> for each name by the Parquet file or folder given (see the module docstring)."""
+        self._replace(schema, {name: self.session.read.parquet(str(path)) for name, path in tables.items()})
+
+    def replace_tables(self, tables: list[tuple[str, dict]]) -> None:
+        """Replace each table ('schema.table' of plain names, or a table in the target's schema) by the columns given (name -> list
+        of Python values), typed as sdc.suppression.database.column_type says."""
+        from .suppression.database import column_type
+
+        by_schema: dict[str, dict] = {}
+        for relation, columns in tables:
+            schema, table = relation.split(".") if "." in relation else (self.schema, relation)
+            ddl = ", ".join(f"{quote_spark(c)} {column_type(self, values)}" for c, values in columns.items())
+            rows = [tuple(row) for row in zip(*columns.values())]
+            by_schema.setdefault(schema, {})[table] = self.session.createDataFrame(rows, schema=ddl)
+        for schema, frames in by_schema.items():
+            self._replace(schema, frames)
+
+    def _replace(self, schema: str, frames: dict) -> None:
+        self.session.sql(f"create database if not exists {quote_spark(schema)}")
+        staged = {}
+        try:
+            for table, frame in frames.items():
+                staging = f"{quote_spark(schema)}.{quote_spark(table + STAGING_SUFFIX)}"
+                self.session.sql(f"drop table if exists {staging}")
+                frame.write.mode("overwrite").saveAsTable(f"{schema}.{table}{STAGING_SUFFIX}")
+                staged[table] = staging
+        except Exception:
+            for staging in staged.values():
+                self.session.sql(f"drop table if exists {staging}")
+            raise
+        for table, staging in staged.items():
+            target = f"{quote_spark(schema)}.{quote_spark(table)}"
+            self.session.sql(f"drop table if exists {target}")
+            self.session.sql(f"alter table {staging} rename to {target}")
+
+    def close(self) -> None:
+        self.session.stop()

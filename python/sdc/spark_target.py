@@ -43,6 +43,7 @@ class SparkWarehouse:
         for parameter, value in (output.get("server_side_parameters") or {}).items():
             builder = builder.config(str(parameter), str(value))
         self.session = builder.getOrCreate()
+        self.session.sparkContext.setLogLevel("ERROR")  # its warnings are no news to a user of sdc
         self.schema = output.get("schema", "default")
 
     def quote(self, name: str) -> str:

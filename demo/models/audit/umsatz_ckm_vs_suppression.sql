@@ -11,6 +11,6 @@ select
     published.published_text as suppression_published
 from {{ ref('ckm_umsatz_nach_wz_region') }} as ckm
 left join {{ ref('supp_umsatz_pattern') }} as pattern
-    on cast(pattern.wz as varchar) = cast(ckm.wz as varchar) and cast(pattern.region as varchar) = cast(ckm.region as varchar)
+    on cast(pattern.wz as {{ sdc.text_type() }}) = cast(ckm.wz as {{ sdc.text_type() }}) and cast(pattern.region as {{ sdc.text_type() }}) = cast(ckm.region as {{ sdc.text_type() }})
 left join {{ ref('umsatz_nach_wz_region') }} as published
-    on cast(published.wz as varchar) = cast(ckm.wz as varchar) and cast(published.region as varchar) = cast(ckm.region as varchar)
+    on cast(published.wz as {{ sdc.text_type() }}) = cast(ckm.wz as {{ sdc.text_type() }}) and cast(published.region as {{ sdc.text_type() }}) = cast(ckm.region as {{ sdc.text_type() }})

@@ -1,0 +1,144 @@
+"""The demo warehouse on all three engines: the same demo project, loaded with `sdc load --target <t>` and built
+with `dbt build --target <t>` on PostgreSQL and on a local Spark session, the secondary suppression by `sdc
+suppress --target` between two dbt selections (no dbt Python models on either), publishes every cell exactly as
+the DuckDB build (`make demo`'s way) does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from engine_models import assert_same_cells, plain_cells
+from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
+from sdc.loader import load_microdata, read_facts_config
+
+REPO = Path(__file__).parent.parent
+DEMO = REPO / "demo"
+BIN = Path(sys.executable).parent
+SECRET = "test secret of the demo suite on two engines"
+SUPPRESSION = {  # pattern model -> (its Python audit model, dims, magnitude, options of its Python model)
+    "supp_studierende_pattern": ("supp_studierende_audit", "fach,geschlecht,hochschule", False,
+                                 ["--cost", "freq", "--prefer-low-levels"]),
+    "supp_umsatz_pattern": ("supp_umsatz_audit", "wz,region", True,
+                            ["--cost", "value", "--publish-intervals", "--prefer-low-levels"]),
+}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo_engines")
+    write_students(tmp / "students.parquet", 60_000)
+    write_enterprises(tmp / "enterprises.parquet")
+    return tmp
+
+
+def runner(env: dict):
+    def run(*args, check=True):
+        result = subprocess.run(list(args), cwd=DEMO, env=env, capture_output=True, text=True, timeout=900)
+        assert not check or result.returncode == 0, (args, result.stdout[-3000:], result.stderr[-3000:])
+        return result
+    return run
+
+
+def base_env(tmp: Path) -> dict:
+    return dict(os.environ, DBT_PROFILES_DIR=str(DEMO), SDC_KEY_SECRET=SECRET, DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+
+
+@pytest.fixture(scope="module")
+def on_duckdb(inputs):
+    """As make demo: the loads, then one dbt build (its Python models do the secondary step)."""
+    db = inputs / "sdc.duckdb"
+    run = runner(dict(base_env(inputs), SDC_DUCKDB_PATH=str(db)))
+    load_microdata(db, inputs / "students.parquet", "students", id_column="id", key_mode="keyed",
+                   secret=SECRET.encode(), facts=read_facts_config(FACTS_CONFIG))
+    load_microdata(db, inputs / "enterprises.parquet", "enterprises", id_column="id", key_mode="keyed",
+                   secret=SECRET.encode())
+    run(str(BIN / "dbt"), "deps")
+    run(str(BIN / "dbt"), "build", "--target-path", str(inputs / "target"), "--log-path", str(inputs / "logs"))
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        names = [r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = 'protected' "
+                                           "order by 1").fetchall()]
+        tables = {}
+        for name in names:
+            result = con.execute(f"select * from protected.{name}")
+            tables[name] = ([d[0] for d in result.description], result.fetchall())
+        return tables
+    finally:
+        con.close()
+
+
+def build_demo_on(target: str, env: dict, tmp: Path) -> None:
+    """The same loads into the target, the SQL models, the secondary step outside dbt, then what depends on it."""
+    run = runner(env)
+    profile = ["--target", target, "--profile", "sdc_demo", "--profiles-dir", str(DEMO)]
+    for table, extra in (("students", ["--config", str(FACTS_CONFIG)]), ("enterprises", [])):
+        run(str(BIN / "sdc"), "load", *profile, "--input", str(tmp / f"{table}.parquet"), "--table", table,
+            "--id", "id", "--key-mode", "keyed", *extra)
+    paths = ["--target", target, "--target-path", str(tmp / f"target_{target}"), "--log-path", str(tmp / f"logs_{target}")]
+    patterns = list(SUPPRESSION)
+    run(str(BIN / "dbt"), "deps")
+    run(str(BIN / "dbt"), "build", *paths, "--exclude", *[p + "+" for p in patterns])
+    for pattern, (audit, dims, magnitude, options) in SUPPRESSION.items():
+        cells, relations = pattern.replace("_pattern", "_primary"), pattern.replace("_pattern", "_relations")
+        run(str(BIN / "sdc"), "suppress", *profile, "--cells", f"audit.{cells}", "--relations", f"audit.{relations}",
+            "--pattern", f"audit.{pattern}", "--audit-table", f"audit.{audit}", "--dims", dims,
+            *(["--magnitude"] if magnitude else []), *options)
+    run(str(BIN / "dbt"), "build", *paths, "--select", *[p + "+" for p in patterns],
+        "--exclude", *patterns, *[a for a, *_ in SUPPRESSION.values()])
+
+
+@pytest.fixture(scope="module")
+def on_postgres(inputs, postgres):
+    env = dict(base_env(inputs), SDC_PG_HOST=postgres.host, SDC_PG_PORT=str(postgres.port), SDC_PG_USER=postgres.user,
+               SDC_PG_PASSWORD=postgres.password, SDC_PG_DBNAME=postgres.dbname)
+    build_demo_on("pg", env, inputs)
+    conn = postgres.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select table_name from information_schema.tables where table_schema = 'protected'")
+            tables = {}
+            for (name,) in cur.fetchall():
+                cur.execute(f"select * from protected.{name}")
+                tables[name] = ([d[0] for d in cur.description], cur.fetchall())
+        return tables
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def on_spark(inputs):
+    """The demo profile's spark target: a local session whose catalog and tables lie under SDC_SPARK_DIR."""
+    env = dict(base_env(inputs), SDC_SPARK_DIR=str(inputs / "spark"), SPARK_LOCAL_IP="127.0.0.1")
+    build_demo_on("spark", env, inputs)
+    # read through sdc's own connection to the target (one session for all tables)
+    code = ("import json, decimal\nfrom sdc.profiles import connect_target\n"
+            f"with connect_target({str(DEMO)!r}, 'sdc_demo', 'spark') as spark:\n"
+            "    _, names = spark.query('show tables in protected')\n"
+            "    out = {}\n"
+            "    for _, name, _ in names:\n"
+            "        columns, rows = spark.query(f'select * from protected.{name}')\n"
+            "        out[name] = [columns, [[float(v) if isinstance(v, decimal.Decimal) else v for v in r] for r in rows]]\n"
+            "print(json.dumps(out, default=str))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=inputs, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    tables = json.loads(result.stdout.strip().splitlines()[-1])
+    return {name: (columns, [tuple(r) for r in rows]) for name, (columns, rows) in tables.items()}
+
+
+@pytest.mark.parametrize("engine", ["on_postgres", "on_spark"])
+def test_every_protected_relation_is_the_same_on_every_engine(on_duckdb, engine, request):
+    theirs = request.getfixturevalue(engine)
+    assert len(on_duckdb) == 8 and sorted(theirs) == sorted(on_duckdb)
+    for name, (columns, rows) in on_duckdb.items():
+        their_columns, their_rows = theirs[name]
+        assert their_columns == columns, name
+        assert len(rows) > 0, name
+        assert_same_cells(plain_cells(rows), plain_cells(their_rows), name)

@@ -16,6 +16,7 @@ Usage: .venv/bin/python bench/engines_bench.py [N ...]      (default 1e6 1e7)
 """
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,6 +67,17 @@ def generate_spark(spark, n: int) -> None:
         from range({n})""")
 
 
+def seed_spark_project(folder: Path) -> None:
+    """A small raw.bench for dbt to compile against (ckm_count checks the record keys while compiling)."""
+    code = ("from pyspark.sql import SparkSession\n"
+            "spark = SparkSession.builder.master('local[2]').config('spark.ui.enabled', 'false')"
+            ".enableHiveSupport().getOrCreate()\n"
+            f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+            "from engines_bench import generate_spark\ngenerate_spark(spark, 100000)\n")
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, check=True, capture_output=True)
+
+
 def spark_session(folder: Path):
     """A local session whose catalog is the Spark project's (dbt has finished with it: Derby admits one)."""
     from pyspark.sql import SparkSession
@@ -106,6 +118,7 @@ def main(sizes: list[int]) -> None:
         folder = Path(folder)
         # Spark: the model compiled once (dbt's session), then one session of the bench's own for every size
         spark_project = ScratchProject(folder / "spark", spark=True)
+        seed_spark_project(spark_project.root)
         spark_sql = compiled(spark_project)
         spark = spark_session(spark_project.root)
         import pyspark

@@ -3,18 +3,28 @@ in the project's on-run-end hook), and a tagged relation that would publish orig
 
 from __future__ import annotations
 
+import json
+
+import pandas as pd
 import psycopg2
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import DATA
 from dbt_project_helper import ScratchProject
 from sdc.loader import load_microdata
 from sdc.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables
+from test_hostile_inputs import hostile_text
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
 READER, READER_PASSWORD = "bi_reader", "bi"
 ANALYST = "analyst"
+# what PostgreSQL's text can carry (no NUL)
+pg_text = hostile_text.filter(lambda s: "\x00" not in s)
+_SURVEY = pd.read_csv(MICRODATA, usecols=["sex", "roof", "water"], dtype=str)
+KNOWN_CODES = {d: set(_SURVEY[d]) for d in ["sex", "roof", "water"]}
 PROJECT_EXTRA = """
 models:
   sdc:
@@ -180,6 +190,51 @@ def test_hostile_or_wrong_requests_are_refused_or_harmless(granted, request_sql,
             assert cur.fetchone()[0] > 0
     finally:
         conn.close()
+
+
+PUBLISHED_DIMS = ["sex", "roof", "water"]
+TABLE_BUILDER_MESSAGES = ("is not a published dimension", "a dimension is asked for twice", "which is not a published "
+                          "dimension", "must be a list of codes", "must be a JSON object")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(dims=st.lists(st.one_of(st.sampled_from(PUBLISHED_DIMS), pg_text), min_size=1, max_size=3),
+       filters=st.dictionaries(st.one_of(st.sampled_from(PUBLISHED_DIMS), pg_text),
+                               st.one_of(st.lists(st.one_of(st.sampled_from(["male", "r2", "w1"]), pg_text),
+                                                  max_size=3), pg_text), max_size=2))
+def test_generated_hostile_requests_are_refused_by_name_or_answered_with_published_codes(granted, dims, filters):
+    """Dimensions and filters as an analyst's client sends them (bound parameters: any text reaches the
+    function). The function either refuses with one of its messages or answers cells whose codes are codes of
+    the asked dimensions; nothing the text says runs (the finest cells and the raw table keep their rows)."""
+    kept = owner_rows(granted)
+    conn = granted.postgres.connect(user=ANALYST, password=READER_PASSWORD)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            try:
+                cur.execute("select codes, count from acl_audit.sdc_ckm_table(%s, %s::jsonb)",
+                            (dims, json.dumps(filters)))
+                rows = cur.fetchall()
+            except psycopg2.errors.RaiseException as exc:
+                assert any(m in str(exc) for m in TABLE_BUILDER_MESSAGES), str(exc)
+            else:
+                assert len(set(dims)) == len(dims) and set(dims) <= set(PUBLISHED_DIMS)
+                assert rows and all(len(codes) == len(dims) and count >= 0 for codes, count in rows)
+                assert all(c in KNOWN_CODES[d] | {"Total"} for codes, _ in rows for d, c in zip(dims, codes))
+    finally:
+        conn.close()
+    assert owner_rows(granted) == kept == (kept[0], len(_SURVEY)) and kept[0] > 0
+
+
+def owner_rows(granted) -> tuple:
+    owner = granted.postgres.connect()
+    try:
+        with owner.cursor() as cur:
+            cur.execute("select (select count(*) from acl_audit.persons_finest), (select count(*) from raw.acl_survey)")
+            return cur.fetchone()
+    finally:
+        owner.close()
 
 
 def test_every_request_is_logged_for_the_office(granted):

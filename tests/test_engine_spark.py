@@ -9,6 +9,7 @@ uses)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -18,8 +19,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from engine_models import DERIVED, MODELS, assert_same_cells, plain_cells, project
+from test_hostile_inputs import PAYLOADS, names
 
 SESSION = ("from pyspark.sql import SparkSession\n"
            "spark = (SparkSession.builder.master('local[2]').config('spark.driver.bindAddress', '127.0.0.1')"
@@ -157,3 +161,59 @@ def test_sdc_load_into_spark_gives_the_keys_of_duckdb_and_keeps_stored_keys(buil
     # the survey of the module's build is still there; no staging table is left behind
     names = {row[1] for row in theirs["tables"][1]}
     assert {"survey", "sdc_loads", "keyed_survey", "random_survey"} <= names and not any("staging" in n for n in names)
+
+
+QUOTING_MODEL = """
+-- depends_on: {{ ref('hostile_values') }}
+{%- set rows = run_query('select n, v from ' ~ ref('hostile_values')).rows if execute else [] -%}
+{%- for n, v in rows %}
+select {{ n }} as n, {{ sdc.sql_string(v) }} as v
+from (select 1 as {{ sdc.sql_identifier(v) }}) as t where t.{{ sdc.sql_identifier(v) }} = 1
+{{ 'union all' if not loop.last }}
+{%- else %}
+select 0 as n, 'none' as v
+{%- endfor %}
+"""
+
+
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture],
+          phases=[Phase.explicit, Phase.generate])
+@given(values=st.lists(names.filter(lambda s: "\r" not in s), min_size=60, max_size=60))
+def test_spark_quoting_round_trips_hostile_text_as_literals_and_names(built, values):
+    """sql_string and sql_identifier on Spark (backslash escapes, backquotes): every hostile text, the payloads
+    included, comes back as itself as a value and works as a column name; the seed loader (typed literals)
+    carries it in. One dbt run for all of them (a Spark run costs ~30 s)."""
+    _, spark = built
+    values = list(dict.fromkeys([*PAYLOADS, *values]))
+    with (spark.root / "seeds" / "hostile_values.csv").open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle, lineterminator="\n").writerows([["n", "v"], *[[i, v] for i, v in enumerate(values)]])
+    (spark.root / "models" / "hostile_quoting.sql").write_text(QUOTING_MODEL)
+    try:
+        result = spark.dbt("build", "--select", "hostile_values hostile_quoting")
+    finally:
+        (spark.root / "models" / "hostile_quoting.sql").unlink()
+    assert result.returncode == 0, result.stdout[-3000:]
+    back = read_spark(spark.root, {"values": "select n, v from main.hostile_quoting",
+                                   "survey": "select count(*) from raw.survey"})
+    assert sorted(back["values"][1]) == [(i, v) for i, v in enumerate(values)]
+    assert back["survey"][1] == [(4580,)]  # no payload dropped or emptied a table
+
+
+def test_a_cell_too_large_for_an_exact_bigint_key_sum_stops_the_build(built):
+    """Spark sums record keys as bigint (a decimal sum costs as much as the rest of the query): exact while a
+    cell has at most (2^63 - 1) / M records. Keys for M = 4 * 10^17 allow 23; the survey's cells have more."""
+    _, spark = built
+    modulus = 4 * 10**17
+    pyspark(spark.root, "spark.sql('create table raw.bigkeys as select sex, rk * 40000000000 as rk from raw.survey')\n"
+                        "spark.sql(\"insert into raw.sdc_loads select 'bigkeys', 'existing', "
+                        f"{modulus}, 4580, current_timestamp()\")\n")
+    spark.sources(["survey", "bigkeys"])
+    spark.model("bigkeys_counts", f"{{{{ sdc.ckm_count(source('raw', 'bigkeys'), ['sex'], modulus={modulus}) }}}}")
+    try:
+        result = spark.dbt("build", "--select", "bigkeys_counts")
+    finally:
+        (spark.root / "models" / "bigkeys_counts.sql").unlink()
+    assert result.returncode != 0
+    assert ("a cell of more than 23 records: its key sum could pass the range of bigint for record keys below "
+            f"{modulus}") in result.stdout, result.stdout[-3000:]

@@ -930,3 +930,53 @@ def test_ckm_cli_magnitude_with_hostile_value_name_and_file_names(value, out_nam
         else:
             assert not out.exists()
         assert_no_side_effect()
+
+
+# ------------------------------------------------------------------------------------------ warehouse targets
+def _duckdb_profile(folder: Path, db: Path) -> None:
+    (folder / "profiles.yml").write_text(f"census:\n  target: duck\n  outputs:\n    duck:\n      type: duckdb\n"
+                                         f"      path: {json.dumps(str(db))}\n")
+
+
+@slow(6)
+@given(value=hostile_text.filter(lambda s: "\x00" not in s),
+       option=st.sampled_from(["--cells", "--relations", "--pattern", "--audit-table", "--dims", "--profile",
+                               "--target"]))
+def test_suppress_target_cli_with_hostile_option_values(value, option):
+    """`sdc suppress --target` against a DuckDB target (profiles.yml) with one hostile option: the canary
+    table is no cell table, so every run ends in one line of error, and nothing the text says runs."""
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        db = tmp / "wh.duckdb"
+        canary_table(db)
+        _duckdb_profile(tmp, db)
+        options = {"--target": "duck", "--profile": "census", "--cells": "main.canary", "--relations": "main.canary",
+                   "--pattern": "main.pattern_out", "--audit-table": "main.audit_out", "--dims": "status"}
+        options[option] = value
+        result = run_cli("suppress", "--profiles-dir", str(tmp), *[f"{k}={v}" for k, v in options.items()])
+        assert not assert_cli_result(result, "suppress", value)
+        assert_no_side_effect(db)
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            assert {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()} == {"canary"}
+        finally:
+            con.close()
+
+
+@slow(4)
+@given(value=hostile_text.filter(lambda s: "\x00" not in s), option=st.sampled_from(["--profile", "--target"]))
+def test_load_target_cli_with_hostile_profile_and_target_names(value, option):
+    """A profile or target name is looked up in profiles.yml, never read as a path or SQL."""
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        db = tmp / "wh.duckdb"
+        canary_table(db)
+        _duckdb_profile(tmp, db)
+        write_csv(tmp / "m.csv", ["id", "a"], [[str(k), "x"] for k in range(5)])
+        options = {"--target": "duck", "--profile": "census"}
+        options[option] = value
+        result = run_cli("load", "--profiles-dir", str(tmp), "--input", str(tmp / "m.csv"), "--table", "m", "--id", "id",
+                         *[f"{k}={v}" for k, v in options.items()])
+        if assert_cli_result(result, "load", value):  # only a name that is the real one (e.g. ' duck'?) loads
+            assert value.strip() in ("duck", "census")
+        assert_no_side_effect(db)

@@ -101,7 +101,7 @@ with leaf_cells as (
         m.{{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         {{ count_expr }} as original,
-        {{ sdc.ckm_key_sum(sdc.sql_identifier(key_column)) }} as key_sum,
+        {{ sdc.ckm_key_sum(sdc.sql_identifier(key_column), modulus) }} as key_sum,
         {%- if weight is not none %}
         sum(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_sum,
         {%- endif %}

@@ -146,9 +146,9 @@ leaf_cells as (
         {%- endfor %}
         count(*) as records,
         {{ 'sum(weight)' if weight is not none else 'count(*)' }} as weight_sum,
-        {{ sdc.ckm_key_sum('record_key') }} as key_sum_all,
+        {{ sdc.ckm_key_sum('record_key', modulus) }} as key_sum_all,
         -- the keys of the records that contribute nothing (left out of the cell key unless use_zero_rkeys)
-        coalesce({{ sdc.ckm_key_sum('record_key') }} filter (where c_{{ first }} = 0), 0) as key_sum_zero,
+        coalesce({{ sdc.ckm_key_sum('record_key', modulus, 'c_' ~ first ~ ' = 0') }}, 0) as key_sum_zero,
         max(record_key) as max_key,
         {%- for measure in measures %}
         {%- set c = 'c_' ~ measure.name %}

@@ -47,7 +47,7 @@ with finest_cells as (
         cast({{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}) as {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
         count(*) as original,
-        {{ sdc.ckm_key_sum(rk) }} as key_sum,
+        {{ sdc.ckm_key_sum(rk, modulus) }} as key_sum,
         max({{ rk }}) as max_key
     from {{ relation }}
     group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}

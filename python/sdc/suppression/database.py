@@ -40,14 +40,15 @@ def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: 
     audit_sql = relation_name(audit, "--audit-table", q) if audit else None
     if {pattern_sql, audit_sql} & {cells_sql, relations_sql} or pattern_sql == audit_sql:
         raise SdcError("--pattern and --audit-table must name two tables other than the cells and relations they read")
-    names, rows = target.query(f"select * from {cells_sql} order by " + ", ".join(q(d) for d in _checked(dims)))
-    missing = [d for d in dims if d not in names]
+    names = _column_names(target, cells_sql, cells, "--cells")
+    missing = [d for d in _checked(dims) if d not in names]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {cells} (columns: {', '.join(names)})")
+    names, rows = target.query(f"select * from {cells_sql} order by " + ", ".join(q(d) for d in dims))
     if not rows:
         raise SdcError(f"{cells} is empty")
     rows = [dict(zip(names, row)) for row in rows]
-    rel_names = target.column_names(relations_sql)
+    rel_names = _column_names(target, relations_sql, relations, "--relations")
     for name in ["constraint_id", *dims, "coefficient"]:
         if name not in rel_names:
             raise SdcError(f"{relations} has no column {name!r} (made by suppression_constraints?)")
@@ -62,6 +63,17 @@ def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: 
         statuses[status] = statuses.get(status, 0) + 1
     unprotected = sum(not p for p in audited["protected"]) if audited else 0
     return {"statuses": statuses, "unprotected": unprotected}
+
+
+def _column_names(target, relation_sql: str, relation: str, option: str) -> list[str]:
+    """The relation's columns; a relation the target does not have is named as the user gave it."""
+    try:
+        return target.column_names(relation_sql)
+    except SdcError:
+        raise
+    except Exception as exc:  # the driver's own error (psycopg2, duckdb, Spark's AnalysisException)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SdcError(f"{option} {relation}: cannot read it ({first})") from None
 
 
 def _checked(dims):

@@ -75,6 +75,21 @@ def model(dbt, session):
 """
 
 
+def keyed_survey_on_duckdb(db, secret: str) -> list[tuple]:
+    """(row_id, rk, sex) of MICRODATA loaded into the DuckDB file ``db`` in keyed mode: the keys every engine's
+    keyed load must give."""
+    import duckdb
+
+    from sdc.loader import load_microdata
+
+    load_microdata(db, MICRODATA, "keyed_survey", id_column="row_id", key_mode="keyed", secret=secret.encode())
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return sorted(con.execute("select row_id, rk, sex from raw.keyed_survey").fetchall())
+    finally:
+        con.close()
+
+
 def plain_cells(rows) -> list[tuple]:
     """Rows sorted, numbers of decimal or float type as floats (engines type a sum differently)."""
     def plain(v):

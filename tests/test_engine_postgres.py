@@ -11,8 +11,7 @@ import duckdb
 import pytest
 
 from dbt_project_helper import ScratchProject
-from engine_models import DERIVED, MICRODATA, MODELS, assert_same_cells, plain_cells, project
-from sdc.loader import load_microdata
+from engine_models import DERIVED, MICRODATA, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
 from sdc.target_load import postgres_type
 
 
@@ -196,13 +195,7 @@ def test_sdc_load_into_postgresql_gives_the_keys_of_duckdb_and_keeps_stored_keys
                             "--table", "keyed_survey", "--key-mode", "keyed", *common],
                            capture_output=True, text=True, env=env, timeout=300)
     assert keyed.returncode == 0, keyed.stderr
-    load_microdata(tmp_path / "duck.duckdb", MICRODATA, "keyed_survey", id_column="row_id", key_mode="keyed",
-                   secret=secret.encode())
-    con = duckdb.connect(str(tmp_path / "duck.duckdb"), read_only=True)
-    try:
-        on_duckdb = sorted(con.execute("select row_id, rk, sex from raw.keyed_survey").fetchall())
-    finally:
-        con.close()
+    on_duckdb = keyed_survey_on_duckdb(tmp_path / "duck.duckdb", secret)
     pg = postgres.connect()
     try:
         with pg.cursor() as cur:

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from engine_models import DERIVED, MODELS, assert_same_cells, plain_cells, project
+from engine_models import DERIVED, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
 from test_hostile_inputs import PAYLOADS, names
 
 SESSION = ("from pyspark.sql import SparkSession\n"
@@ -129,7 +129,6 @@ def test_secondary_suppression_on_spark_between_two_dbt_selections(built):
 
 def test_sdc_load_into_spark_gives_the_keys_of_duckdb_and_keeps_stored_keys(built, tmp_path):
     from engine_models import MICRODATA
-    from sdc.loader import load_microdata
 
     _, spark = built
     secret = "a test secret of at least thirty-two bytes, not the demo's"
@@ -148,13 +147,7 @@ def test_sdc_load_into_spark_gives_the_keys_of_duckdb_and_keeps_stored_keys(buil
         "random": "select row_id, rk from raw.random_survey",
         "log": "select table_name, key_mode, modulus from raw.sdc_loads where table_name like '%_survey'",
         "tables": "show tables in raw"})
-    load_microdata(tmp_path / "duck.duckdb", MICRODATA, "keyed_survey", id_column="row_id", key_mode="keyed",
-                   secret=secret.encode())
-    con = duckdb.connect(str(tmp_path / "duck.duckdb"), read_only=True)
-    try:
-        on_duckdb = sorted(con.execute("select row_id, rk, sex from raw.keyed_survey").fetchall())
-    finally:
-        con.close()
+    on_duckdb = keyed_survey_on_duckdb(tmp_path / "duck.duckdb", secret)
     assert sorted(theirs["keyed"][1]) == on_duckdb and len(on_duckdb) == 4580
     assert dict(first) == dict(theirs["random"][1]) and len({k for _, k in first}) > 4500  # stored keys kept
     assert sorted(theirs["log"][1]) == [("keyed_survey", "keyed", 100000000), ("random_survey", "random", 100000000)]

@@ -133,7 +133,8 @@ def on_spark(inputs):
     return {name: (columns, [tuple(r) for r in rows]) for name, (columns, rows) in tables.items()}
 
 
-@pytest.mark.parametrize("engine", ["on_postgres", "on_spark"])
+@pytest.mark.parametrize("engine", [pytest.param("on_postgres", marks=pytest.mark.postgres),
+                                    pytest.param("on_spark", marks=pytest.mark.spark)])
 def test_every_protected_relation_is_the_same_on_every_engine(on_duckdb, engine, request):
     theirs = request.getfixturevalue(engine)
     assert len(on_duckdb) == 8 and sorted(theirs) == sorted(on_duckdb)

@@ -14,6 +14,8 @@ from dbt_project_helper import ScratchProject
 from engine_models import DERIVED, MICRODATA, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
 from sdc.target_load import postgres_type
 
+pytestmark = pytest.mark.postgres
+
 
 def copy_raw_tables(db, server, tables: list[str]) -> None:
     """raw.<table> and the load log from the DuckDB file ``db`` into PostgreSQL, rows and types as they are."""

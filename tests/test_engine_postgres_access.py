@@ -18,6 +18,8 @@ from sdc.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables
 from test_hostile_inputs import hostile_text
 
+pytestmark = pytest.mark.postgres
+
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
 READER, READER_PASSWORD = "bi_reader", "bi"
 ANALYST = "analyst"

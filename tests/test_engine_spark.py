@@ -25,6 +25,8 @@ from hypothesis import strategies as st
 from engine_models import DERIVED, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
 from test_hostile_inputs import PAYLOADS, names
 
+pytestmark = pytest.mark.spark
+
 SESSION = ("from pyspark.sql import SparkSession\n"
            "spark = (SparkSession.builder.master('local[2]').config('spark.driver.bindAddress', '127.0.0.1')"
            ".config('spark.driver.host', '127.0.0.1').config('spark.ui.enabled', 'false')"
@@ -210,3 +212,29 @@ def test_a_cell_too_large_for_an_exact_bigint_key_sum_stops_the_build(built):
     assert result.returncode != 0
     assert ("a cell of more than 23 records: its key sum could pass the range of bigint for record keys below "
             f"{modulus}") in result.stdout, result.stdout[-3000:]
+
+
+def test_a_failing_check_stops_the_spark_build_with_its_message(built):
+    """raise_error in Spark SQL: a ptable with a gap in an interval, and a weight of 0, each stop their model
+    naming the problem, as on DuckDB and PostgreSQL (one dbt run for both)."""
+    _, spark = built
+    pyspark(spark.root, "spark.sql('create table raw.survey_weights as select *, case when row_id = 17 then 0d "
+                        "else 1d end as bad_weight from raw.survey')\n")
+    spark.sources(["survey", "survey_weights"])
+    ptable = (spark.root / "seeds" / "sdc_ptable.csv").read_text().splitlines()
+    gap = next(line for line in ptable if line.startswith("8,8,"))  # the stay interval of the last row
+    spark.seed("pt_gap", "\n".join(line for line in ptable if line != gap) + "\n")
+    models = {"gap": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex'], modulus=10000000, ptable=ref('pt_gap')) }}",
+              "bad_weight": "{{ sdc.ckm_count(source('raw', 'survey_weights'), ['sex', 'roof'], modulus=10000000, "
+                            "weight='bad_weight', weighted_count='mean_weight') }}"}
+    for name, sql in models.items():
+        spark.model(name, "{{ config(materialized='table') }}" + sql)
+    try:
+        result = spark.dbt("build", "--select", "pt_gap gap bad_weight")
+    finally:
+        for name in models:
+            (spark.root / "models" / f"{name}.sql").unlink()
+    assert result.returncode != 0
+    for message in ["the perturbation table has no interval for i = ",
+                    "weight column bad_weight must be positive and finite; a record has 0 (in the cell sex = "]:
+        assert message in result.stdout, (message, result.stdout[-4000:])

@@ -73,14 +73,14 @@
 {% macro ckm_key_sum(column, modulus, condition=none) %}
   {{ return(adapter.dispatch('ckm_key_sum', 'sdc')(column, modulus, condition)) }}
 {% endmacro %}
-{% macro _key_sum_filter(condition) %}{{ return(' filter (where ' ~ condition ~ ')' if condition is not none else '') }}{% endmacro %}
+{% macro key_sum_filter(condition) %}{{ return(' filter (where ' ~ condition ~ ')' if condition is not none else '') }}{% endmacro %}
 
 {# DuckDB's sum over BIGINT is already a 128-bit HUGEINT; PostgreSQL's is numeric. Elsewhere widen first. #}
 {% macro default__ckm_key_sum(column, modulus, condition) -%}
-{{ return('sum(cast(' ~ column ~ ' as decimal(38, 0)))' ~ sdc._key_sum_filter(condition)) }}
+{{ return('sum(cast(' ~ column ~ ' as decimal(38, 0)))' ~ sdc.key_sum_filter(condition)) }}
 {%- endmacro %}
 {% macro duckdb__ckm_key_sum(column, modulus, condition) -%}
-{{ return('sum(' ~ column ~ ')' ~ sdc._key_sum_filter(condition)) }}
+{{ return('sum(' ~ column ~ ')' ~ sdc.key_sum_filter(condition)) }}
 {%- endmacro %}
 {#- Spark: a decimal(38, 0) sum costs as much as the rest of the query (0.9 s more than a bigint sum at 10^7
     records). The keys of n records are below n * modulus, so a bigint sum is exact while n stays at most
@@ -90,7 +90,7 @@
 {%- set bound = 9223372036854775807 // modulus -%}
 {{ return('case when count(*) > ' ~ bound ~ ' then cast(raise_error(' ~ sdc.sql_string('a cell of more than ' ~ bound
     ~ ' records: its key sum could pass the range of bigint for record keys below ' ~ modulus) ~ ') as decimal(38, 0))'
-    ~ ' else cast(sum(cast(' ~ column ~ ' as bigint))' ~ sdc._key_sum_filter(condition) ~ ' as decimal(38, 0)) end') }}
+    ~ ' else cast(sum(cast(' ~ column ~ ' as bigint))' ~ sdc.key_sum_filter(condition) ~ ' as decimal(38, 0)) end') }}
 {%- endmacro %}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import jinja2
 import yaml
 
 from dbt_project_helper import ScratchProject
@@ -51,7 +52,12 @@ def test_committed_magnitude_seed_is_what_the_demo_parameters_build():
     finally:
         out.unlink(missing_ok=True)
     project = yaml.safe_load((DEMO / "dbt_project.yml").read_text())
-    assert project["seeds"]["sdc_demo"]["sdc_nums_ptable"]["+column_types"] == NUMS_PTABLE_SEED_COLUMN_TYPES
+    types = project["seeds"]["sdc_demo"]["sdc_nums_ptable"]["+column_types"]
+    # text is string on Spark (its varchar needs a length): a Jinja expression of the target's type
+    for engine, text in (("duckdb", "varchar"), ("postgres", "varchar"), ("spark", "string")):
+        rendered = {c: jinja2.Template(t).render(target={"type": engine}) for c, t in types.items()}
+        assert rendered == {**NUMS_PTABLE_SEED_COLUMN_TYPES, "type": text}, engine
+    assert NUMS_PTABLE_SEED_COLUMN_TYPES["type"] == "varchar"
 
 
 def test_seed_header_and_dbt_column_types_follow_the_python_conventions():

@@ -36,7 +36,11 @@ def run(tmp_path):
     command = [str(SDC), "ckm", "--input", str(micro), "--dims", "region,sex", "--record-key", "key",
                "--key-digits", "8", "--ptable", str(DEMO_PTABLE), "--out", str(tmp_path / "out.csv"), "--audit"]
     env = dict(os.environ, TMPDIR=str(temp))
-    return lambda: subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), temp
+    # SIGINT as a terminal delivers it: a process started with SIGINT ignored (a background job of a shell
+    # without job control, as a CI runner may start the suite) keeps ignoring it, and Python installs no
+    # KeyboardInterrupt handler then
+    return lambda: subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)), temp
 
 
 def wait_for_scratch(process, temp: Path) -> Path:

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from engine_models import DERIVED, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
+from sdc.quoting import quote_spark_identifier
 from test_hostile_inputs import PAYLOADS, names
 
 pytestmark = pytest.mark.spark
@@ -176,7 +177,8 @@ select 0 as n, 'none' as v
           phases=[Phase.explicit, Phase.generate])
 @given(values=st.lists(names.filter(lambda s: "\r" not in s), min_size=60, max_size=60))
 def test_spark_quoting_round_trips_hostile_text_as_literals_and_names(built, values):
-    """sql_string and sql_identifier on Spark (backslash escapes, backquotes): every hostile text, the payloads
+    """sql_string and sql_identifier on Spark (backslash escapes, backquotes), and the Python package's
+    quote_spark_identifier: every hostile text, the payloads
     included, comes back as itself as a value and works as a column name; the seed loader (typed literals)
     carries it in. One dbt run for all of them (a Spark run costs ~30 s)."""
     _, spark = built
@@ -190,8 +192,12 @@ def test_spark_quoting_round_trips_hostile_text_as_literals_and_names(built, val
         (spark.root / "models" / "hostile_quoting.sql").unlink()
     assert result.returncode == 0, result.stdout[-3000:]
     back = read_spark(spark.root, {"values": "select n, v from main.hostile_quoting",
-                                   "survey": "select count(*) from raw.survey"})
+                                   "survey": "select count(*) from raw.survey",
+                                   # the Python side's quoting (sdc load/suppress --target on Spark)
+                                   "names": "select " + ", ".join(f"{i} as {quote_spark_identifier(v)}"
+                                                                  for i, v in enumerate(values))})
     assert sorted(back["values"][1]) == [(i, v) for i, v in enumerate(values)]
+    assert back["names"][0] == values and back["names"][1] == [tuple(range(len(values)))]
     assert back["survey"][1] == [(4580,)]  # no payload dropped or emptied a table
 
 

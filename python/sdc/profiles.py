@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SdcError
+from .quoting import quote_identifier
 
 ENGINES = ("postgres", "duckdb", "spark")
 
@@ -41,8 +42,6 @@ class Target:
         return "double precision" if self.type == "postgres" else "double"
 
     def quote(self, name: str) -> str:
-        from .quoting import quote_identifier
-
         return quote_identifier(name)
 
     def query(self, sql: str) -> tuple[list[str], list[tuple]]:
@@ -59,16 +58,15 @@ class Target:
     def replace_tables(self, tables: list[tuple[str, dict]]) -> None:
         """Drop and create each table ('schema.table' of plain names; columns: name -> list of Python values) in
         one transaction (PostgreSQL and DuckDB both roll DDL back with it, so a failure leaves the old tables)."""
-        from .suppression.database import column_type, plain_value
-
         cur = self.connection.cursor()
         try:
             for name, columns in tables:
-                relation = ".".join(self.quote(part) for part in name.split("."))
+                parts = [self.quote(part) for part in name.split(".")]
+                relation = ".".join(parts)
                 definitions = ", ".join(f"{self.quote(c)} {column_type(self, v)}" for c, v in columns.items())
                 cur.execute(f"drop table if exists {relation}")
-                if "." in relation:
-                    cur.execute(f"create schema if not exists {relation.rsplit('.', 1)[0]}")
+                if len(parts) == 2:
+                    cur.execute(f"create schema if not exists {parts[0]}")
                 cur.execute(f"create table {relation} ({definitions})")
                 marker = ", ".join([self.placeholder] * len(columns))
                 rows = [tuple(plain_value(v) for v in row) for row in zip(*columns.values())]
@@ -80,6 +78,30 @@ class Target:
             raise
         finally:
             cur.close()
+
+
+def column_type(target, values: list) -> str:
+    """boolean, bigint, double or text (the target's names), from the values (NULLs aside); a column of only
+    NULLs is text."""
+    present = [plain_value(v) for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "boolean"
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return "bigint"
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return target.double_type
+    return target.text_type
+
+
+def plain_value(value):
+    """numpy scalars and Decimals as Python numbers for the driver."""
+    if value is None:
+        return None
+    if type(value).__module__ == "numpy":
+        return value.item()
+    if type(value).__name__ == "Decimal":
+        return float(value)
+    return value
 
 
 def read_target(profiles_dir: str | Path, profile: str, target: str | None = None) -> dict:

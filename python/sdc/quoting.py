@@ -16,6 +16,14 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def quote_spark_identifier(name: str) -> str:
+    """``name`` as a Spark SQL identifier: backquoted, embedded backquotes doubled (Spark reads "..." as a
+    string); works for any name but NUL."""
+    if not isinstance(name, str) or not name or "\x00" in name:
+        raise SdcError(f"{name!r} cannot be an SQL name")
+    return "`" + name.replace("`", "``") + "`"
+
+
 def quote_literal(text) -> str:
     """``text`` as a single-quoted SQL string literal (embedded quotes doubled); works for any text but NUL."""
     text = str(text)

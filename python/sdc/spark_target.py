@@ -17,12 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import SdcError
+from .quoting import quote_spark_identifier as quote_spark
 
 STAGING_SUFFIX = "__sdc_staging"
-
-
-def quote_spark(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 class SparkWarehouse:
@@ -71,8 +68,8 @@ class SparkWarehouse:
 
     def replace_tables(self, tables: list[tuple[str, dict]]) -> None:
         """Replace each table ('schema.table' of plain names, or a table in the target's schema) by the columns given (name -> list
-        of Python values), typed as sdc.suppression.database.column_type says."""
-        from .suppression.database import column_type
+        of Python values), typed as sdc.profiles.column_type says."""
+        from .profiles import column_type
 
         by_schema: dict[str, dict] = {}
         for relation, columns in tables:

@@ -17,7 +17,7 @@ from pathlib import Path
 from .conventions import KEY_STORE_SUFFIX, LOAD_LOG_TABLE, RAW_SCHEMA
 from .errors import SdcError
 from .loader import LOAD_LOG_COLUMNS, LoadReport, create_key_store, load_microdata
-from .profiles import connect_target
+from .profiles import connect_target, read_target
 from .quoting import quote_identifier, quote_literal
 
 # PostgreSQL's types for DuckDB's, and back (information_schema's data_type names)
@@ -45,28 +45,24 @@ def load_into_target(profiles_dir, profile: str, target: str | None, input_path,
     """load_microdata into the target's warehouse (see the module docstring)."""
     from .macro_renderer import private_connection
 
+    output = read_target(profiles_dir, profile, target)
+    if output["type"] == "duckdb":  # its file: the load as it is
+        return load_microdata(output["path"], input_path, table, **options)
     with connect_target(profiles_dir, profile, target) as where:
-        if where.type == "duckdb":
-            where.connection.close()
-            from .profiles import read_target
-
-            return load_microdata(read_target(profiles_dir, profile, target)["path"], input_path, table, **options)
-        spark = where.type == "spark"
+        # Spark through Parquet files and its session; PostgreSQL through CSV and COPY on its connection
+        pull, push, through = ((_pull_spark, _push_spark, where) if where.type == "spark"
+                               else (_pull, _push, where.connection))
         with private_connection("load") as con:
             con.execute(f"create schema {RAW_SCHEMA}")
             kept = [f"{table}{KEY_STORE_SUFFIX}", LOAD_LOG_TABLE]
             folder = Path(con.execute("select current_setting('temp_directory')").fetchone()[0])
             folder.mkdir(parents=True, exist_ok=True)
             for name in kept:
-                (_pull_spark if spark else _pull)(where if spark else where.connection, con, name, folder)
+                pull(through, con, name, folder)
             report = load_microdata(con, input_path, table, **options)
             present = {r[0] for r in con.execute(
                 "select table_name from duckdb_tables() where schema_name = ?", [RAW_SCHEMA]).fetchall()}
-            names = [n for n in [table, *kept] if n in present]
-            if spark:
-                _push_spark(con, where, names, folder)
-            else:
-                _push(con, where.connection, names, folder)
+            push(con, through, [n for n in [table, *kept] if n in present], folder)
         return report
 
 

@@ -120,9 +120,10 @@ def check_not_an_input(out, *inputs) -> None:
 
 
 def csv_field(value) -> str:
-    """A value as a CSV field: empty for None, quoted when it holds a comma or a quote."""
+    """A value as a CSV field: empty for None, quoted when it holds a comma, a quote or a line break (else a
+    mark or code with one would split its row)."""
     text = "" if value is None else str(value)
-    return '"' + text.replace('"', '""') + '"' if "," in text or '"' in text else text
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\r\n') else text
 
 
 def read_text(path, what: str) -> str:

@@ -60,7 +60,7 @@ bench: $(STAMP)
 # Re-resolve the pinned versions (needs the package index).
 lock:
 	rm -rf /tmp/sdc-lock-venv && $(PYTHON) -m venv /tmp/sdc-lock-venv
-	/tmp/sdc-lock-venv/bin/pip install --quiet "setuptools==80.9.0" "dbt-core~=1.11.0" "dbt-duckdb~=1.11.0" "dbt-postgres~=1.11.0" "dbt-spark[session]~=1.11.0" "duckdb~=2.0" numpy scipy highspy matplotlib pyyaml pandas pyarrow pytest hypothesis
+	/tmp/sdc-lock-venv/bin/pip install --quiet "setuptools==80.9.0" "dbt-core~=1.11.0" "dbt-duckdb~=1.11.0" "dbt-postgres~=1.11.0" "dbt-spark[session]~=1.11.0" "duckdb~=2.0" numpy scipy highspy matplotlib pyyaml pandas pyarrow sqlglot pytest hypothesis
 	{ head -2 requirements.lock; /tmp/sdc-lock-venv/bin/pip freeze; echo "setuptools==80.9.0"; } > requirements.lock.new && mv requirements.lock.new requirements.lock
 
 clean:

@@ -155,10 +155,25 @@ def write_manifest(path: Path, nodes: dict, sources: dict | None = None, macros:
     return path
 
 
-def record_build(con, schema: str, table: str, loads: dict | None = None) -> None:
-    """The build record that macros/build_record.sql commits with each relation the sdc macros build."""
-    record = json.dumps({"sdc_build": {"invocation_id": "hand-made", "loads": loads or {}}})
-    con.execute(f"comment on table {quote_identifier(schema)}.{quote_identifier(table)} is {quote_literal(record)}")
+def record_build(con, schema: str, table: str, loads: dict | None = None, step: str | None = "ckm_published",
+                 reads: list[dict] | None = None) -> None:
+    """The build record that macros/build_record.sql commits with each relation the sdc macros build; by default
+    that of a ckm_published step over the hand-made audit relation audit.cells (made_audit_parent), so that the
+    tests of the other checks get past the gate of what a relation reads."""
+    record = {"invocation_id": "hand-made", "loads": loads or {}}
+    if step is not None:
+        database = con.execute("select current_database()").fetchone()[0]
+        record.update(step=step, ptables={} if step != "ckm_count" else {"count": "hand-made"},
+                      reads=reads if reads is not None else [{"database": database, "schema": "audit", "name": "cells"}])
+    con.execute(f"comment on table {quote_identifier(schema)}.{quote_identifier(table)} is "
+                f"{quote_literal(json.dumps({'sdc_build': record}))}")
+
+
+def made_audit_parent(con) -> None:
+    """audit.cells: a hand-made relation with the build record of a ckm_count step (the gate's audit parent)."""
+    con.execute("create schema if not exists audit")
+    con.execute("create or replace table audit.cells as select 1 as original")
+    record_build(con, "audit", "cells", step="ckm_count", reads=[])
 
 
 def hand_made(tmp: Path, tables: dict[str, str], schema: str = "protected", name: str = "wh") -> tuple[Path, Path]:
@@ -167,6 +182,7 @@ def hand_made(tmp: Path, tables: dict[str, str], schema: str = "protected", name
     db = tmp / f"{name}.duckdb"
     con = duckdb.connect(str(db))
     con.execute(f"create schema if not exists {quote_identifier(schema)}")
+    made_audit_parent(con)
     for table, select in tables.items():
         con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as {select}")
         record_build(con, schema, table)
@@ -660,6 +676,7 @@ def test_hostile_names_reach_sql_only_quoted(tmp_path):
     con.execute(f"create schema {quote_identifier(schema)}")
     select = ", ".join(f"{i} as {quote_identifier(c)}" for i, c in enumerate(columns))
     con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as select {select}")
+    made_audit_parent(con)
     record_build(con, schema, table)
     con.close()
     manifest = write_manifest(tmp_path / "m.json", {"model.p.x": node("x", schema, alias=table)})
@@ -768,7 +785,8 @@ def test_relations_built_from_two_loads_are_refused_and_one_build_publishes(tmp_
     first = loaded_at(built.db)
     invocation = json.loads((built.project / "target" / "run_results.json").read_text())["metadata"]["invocation_id"]
     for relation in ("main_audit.ckm_sex", "main_protected.by_sex", "main_protected.by_region"):
-        assert build_record(built.db, relation) == {"invocation_id": invocation, "loads": {"raw.persons": [first]}}
+        record = build_record(built.db, relation)
+        assert (record["invocation_id"], record["loads"]) == (invocation, {"raw.persons": [first]})
     out = tmp_path / "pub.duckdb"
     assert publish(built.db, out, project_dir=built.project) == ["by_region", "by_sex", "by_sex_view"]
 

@@ -52,6 +52,7 @@
 #}
 {% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none, weighted_count=none, params=none, nums_ptable=none) %}
 {{- sdc.build_record_hook() -}}
+{%- set step_sql -%}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
 {%- endif -%}
@@ -283,4 +284,6 @@ select * from weighted
 
 select * from published
 {%- endif %}
+{%- endset -%}
+{{ sdc.step('ckm_count', [relation], step_sql, {'ptables': sdc.step_ptables(ptable if ptable is not none else ref('sdc_ptable'), nums_ptable if nums_ptable is not none else ref('sdc_nums_ptable') if weight is not none and (weighted_count or sdc.setting('sdc_weighted_count')) == 'magnitude' else none)}) }}
 {% endmacro %}

@@ -16,6 +16,7 @@
 #}
 {% macro ckm_mean(sums, counts, dims, numerator='value', denominator='count') %}
 {{- sdc.build_record_hook() -}}
+{%- set step_sql -%}
 {%- if numerator not in ['value', 'weighted_value'] -%}
   {{ exceptions.raise_compiler_error("ckm_mean: numerator must be value or weighted_value, got '" ~ numerator ~ "'") }}
 {%- endif -%}
@@ -49,4 +50,6 @@ with means as (
 )
 
 select * from means
+{%- endset -%}
+{{ sdc.step('ckm_mean', [sums, counts], step_sql) }}
 {% endmacro %}

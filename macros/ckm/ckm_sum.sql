@@ -41,6 +41,7 @@
 #}
 {% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum') %}
 {{- sdc.build_record_hook() -}}
+{%- set step_sql -%}
 {%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params') -%}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error(caller_name ~ ": totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
@@ -412,6 +413,8 @@ published as (
 )
 
 select * from published
+{%- endset -%}
+{{ sdc.step('ckm_sum', [relation], step_sql, {'ptables': sdc.step_ptables(none, ptable if ptable is not none else ref('sdc_nums_ptable')), 'params': sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params')}) }}
 {% endmacro %}
 
 

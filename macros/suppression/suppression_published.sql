@@ -6,6 +6,7 @@
 #}
 {% macro suppression_published(pattern, dims, value='value') %}
 {{- sdc.build_record_hook() -}}
+{%- set step_sql -%}
 select
     {%- for dim in dims %}
     {{ sdc.sql_identifier(dim) }},
@@ -13,4 +14,6 @@ select
     case when status in ('published', 'empty') then {{ sdc.sql_identifier(value) }} end as {{ sdc.sql_identifier(value) }},
     published_text
 from {{ pattern }}
+{%- endset -%}
+{{ sdc.step('suppression_published', [pattern], step_sql) }}
 {% endmacro %}

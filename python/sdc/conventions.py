@@ -119,6 +119,17 @@ PUBLISH_TAG: str = "sdc_publish"
 # The protection step: a node that calls one of these macros on exactly one parent relation. Every path from
 # a tagged relation up to a dbt source or to an audit relation must pass one.
 PROTECTION_MACROS: tuple[str, ...] = ("macro.sdc.ckm_published", "macro.sdc.suppression_published")
+# The sdc steps a build record names (macros/build_record.sql, macro step: the model's whole SQL is one call):
+# a protection step's output may be published; an audit step's holds the originals; ckm_published reads the
+# output of a CKM audit step, suppression_published a suppression pattern (a relation with these columns).
+PROTECTION_STEPS: tuple[str, ...] = ("ckm_published", "suppression_published", "ckm_mean")
+CKM_AUDIT_STEPS: tuple[str, ...] = ("ckm_count", "ckm_sum")
+AUDIT_STEPS: tuple[str, ...] = CKM_AUDIT_STEPS
+SUPPRESSION_PATTERN_COLUMNS: tuple[str, ...] = ("status", "published_text")
+# The markers around a step's SQL (macro step writes them, build_record reads them back):
+# /* sdc-step {json header} */ <sql> /* sdc-step-end <md5 of sql> */
+STEP_MARKER: str = "/* sdc-step "
+STEP_END_MARKER: str = "/* sdc-step-end "
 # Audit relations hold original values (counts, sums, contributions) next to their protection.
 AUDIT_MACROS: tuple[str, ...] = (
     "macro.sdc.ckm_count", "macro.sdc.ckm_sum", "macro.sdc.ckm_finest_cells", "macro.sdc.suppression_cells", "macro.sdc.suppression_cells_from_aggregate",
@@ -146,6 +157,12 @@ SUPPRESSION_LAYER_COLUMNS: tuple[str, ...] = ("published_text", "freq")
 PUBLISHED_TEXT_COLUMN: str = "published_text"
 # The published measure of a ckm_published relation; beside it, the columns are the dimensions of a cell.
 CKM_COUNT_COLUMN: str = "count"
+# Every measure the protection steps publish (ckm_count, ckm_sum, ckm_mean, suppression): never a dimension when
+# `sdc publish` looks for a cell published twice (two noisy sums of one cell differ only in their measure)
+PUBLISHED_MEASURES: tuple[str, ...] = (
+    CKM_COUNT_COLUMN, "count_reason", "weighted_count", "value", "weighted_value", "mean_value", "mean_weighted_value",
+    "freq", "published_text",
+)
 # The comment that macros/build_record.sql puts on each relation the sdc macros build: a JSON object under this
 # key, with the loads (loaded_at of raw.sdc_loads) of the source tables it was built from.
 BUILD_RECORD_KEY: str = "sdc_build"

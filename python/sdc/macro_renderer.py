@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import hashlib
 import json
 import os
 import re
@@ -265,6 +266,7 @@ class MacroLibrary:
                 "modules": {"re": re},
                 "tojson": json.dumps,
                 "fromjson": json.loads,
+                "local_md5": lambda text: hashlib.md5(str(text).encode("utf-8")).hexdigest(),
                 "sdc": _Namespace(self.macros),
             }
         )

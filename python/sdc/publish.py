@@ -42,7 +42,6 @@ from .conventions import (
     AUDIT_MACROS,
     CKM_SUM_AUDIT_PATTERNS,
     BUILD_RECORD_KEY,
-    CKM_COUNT_COLUMN,
     DBT_LEFTOVER_SUFFIXES,
     KEY_FACT_PREFIX,
     LOAD_LOG_TABLE,
@@ -52,6 +51,7 @@ from .conventions import (
     PUBLICATION_SCHEMA,
     PUBLICATION_STORAGE_VERSION,
     PUBLISH_TAG,
+    PUBLISHED_MEASURES,
     PUBLISHED_TEXT_COLUMN,
     RAW_SCHEMA,
     SUPPRESSION_AUDIT_PREFIXES,
@@ -64,6 +64,7 @@ from .database import connect, first_line, is_numeric_type
 from .errors import SdcError
 from .files import disk_full
 from .quoting import quote_identifier, quote_literal
+from .release_gate import Gate, Warehouse
 
 PUBLISHABLE_RESOURCES = ("model", "seed", "snapshot")
 INDEX_COLUMNS = ("name", "relation", "dbt_node", "kind")
@@ -122,6 +123,7 @@ def publish(
         kinds = {m: _find_relation(con, m, db) for m in marked}
         _check_leftovers(con, marked)
         _check_one_build(con, manifest_data, marked, kinds)
+        _check_what_each_reads(con, manifest_data, marked)
         columns = {m: _publishable_columns(con, m) for m in marked}
         tmp_dirs.append(Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent)))
         new_db = tmp_dirs[0] / "publication.duckdb"
@@ -505,6 +507,17 @@ def _check_one_build(con, manifest: dict, marked: list[Marked], kinds: dict) -> 
                            "was interrupted or ran on part of the project; run dbt build after the last sdc load")
 
 
+def _check_what_each_reads(con, manifest: dict, marked: list[Marked]) -> None:
+    """What each tagged relation reads in the warehouse, and one value per cell across them
+    (python/sdc/release_gate.py)."""
+    warehouse = Warehouse(con, manifest)
+    gate = Gate(warehouse)
+    for m in marked:
+        rel = warehouse.find(m.database, m.schema, m.name)
+        gate.check(rel, m.node_id)
+    gate.check_release()
+
+
 def _load_log(con) -> dict[str, str]:
     """The load log of sdc load: table name (lower case) -> loaded_at, as text (as build_record writes it)."""
     present = con.execute("select count(*) from duckdb_tables() where database_name = current_database() "
@@ -626,14 +639,14 @@ def _check_published_text(con, alias: str, m: Marked) -> list[str]:
 
 
 def _check_unique_cells(con, alias: str, m: Marked, measures: list[str]) -> None:
-    """Each cell (combination of the dimension columns: all but the measures count, published_text and the
-    value columns) is published once. A ptable seed with overlapping intervals once published every cell twice,
+    """Each cell (combination of the dimension columns: all but the measures conventions.PUBLISHED_MEASURES and
+    the value columns beside published_text) is published once. A ptable seed with overlapping intervals once published every cell twice,
     perturbed and original; ckm_count now stops on that, and this is the second guard."""
     table = f"{quote_identifier(alias)}.main.{quote_identifier(m.name)}"
     columns = [c for (c,) in con.execute(
         "select column_name from duckdb_columns() where database_name = ? and schema_name = 'main' "
         "and table_name = ? order by column_index", [alias, m.name]).fetchall()]
-    skip = {c.lower() for c in measures} | {CKM_COUNT_COLUMN}
+    skip = {c.lower() for c in measures} | set(PUBLISHED_MEASURES)
     dims = [c for c in columns if c.lower() not in skip]
     if not dims:  # one value, no dimensions: nothing to tell cells apart by
         return

@@ -1,0 +1,323 @@
+"""What a published relation really reads, decided from the warehouse, and one value per cell across a release.
+
+``sdc publish`` (python/sdc/publish.py) asks this module about every relation a dbt project tags for
+publication. dbt's declared lineage is not enough: a model can name a table directly (``from raw.persons``),
+join a protection step back to its audit relation, or wrap ``ckm_published`` around a plain ``count(*)``.
+So a relation is judged by what it is and what it reads in the warehouse:
+
+* a **protection step**: its build record (macros/build_record.sql, the relation's comment) names the step
+  (conventions.PROTECTION_STEPS) that is its model's whole SQL (the markers of ``sdc.step``); what it reads is
+  then what the step reads, and that must be of the right kind: an audit relation built by ckm_count /
+  ckm_sum for ckm_published, a suppression pattern for suppression_published, protected relations for
+  ckm_mean. A view's SQL in the warehouse must read exactly that (a view replaced after the build reads more);
+* a relation of one's own (a BI view, a join of protected tables): it may read protected relations and seeds
+  only. What it reads is parsed from its SQL with sqlglot: a view's SQL from the warehouse, a table's from
+  the dbt manifest, tied to the table by the md5 of that SQL in its build record;
+* anything else (raw microdata, an audit relation, a file or table function, a relation sdc cannot tie to
+  its SQL) is refused, naming the relation and the path to it.
+
+Across the release: every CKM table was built with one ptable of each kind (counts, magnitudes) and one set
+of magnitude parameters (a second ptable gives a cell a second noisy value: averaging them narrows the
+original), and no population is published both by the CKM and by cell suppression (the suppression table
+shows the true value of cells the CKM perturbs, and the CKM a value for cells suppression hides). Two tables
+publish one population and variable when they read the same source table and their grand totals (largest
+original) are equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from .conventions import (
+    AUDIT_STEPS,
+    BUILD_RECORD_KEY,
+    CKM_AUDIT_STEPS,
+    PROTECTION_STEPS,
+    RAW_SCHEMA,
+    SUPPRESSION_PATTERN_COLUMNS,
+)
+from .errors import SdcError
+from .quoting import quote_identifier
+
+
+@dataclass(frozen=True)
+class Rel:
+    """A relation of the warehouse: database, schema and name as the catalog spells them."""
+
+    database: str
+    schema: str
+    name: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.database.lower(), self.schema.lower(), self.name.lower())
+
+
+@dataclass
+class Verdict:
+    """A relation found publishable, and the CKM audit relations and suppression patterns behind it."""
+
+    ckm_audits: set = field(default_factory=set)
+    patterns: set = field(default_factory=set)
+
+
+class Warehouse:
+    """The DuckDB catalog as the gate needs it: relations, their kind, build record and (views) SQL."""
+
+    def __init__(self, con, manifest: dict):
+        self.con = con
+        self.database = con.execute("select current_database()").fetchone()[0]
+        self.relations: dict[tuple, tuple[Rel, str, str | None, str | None]] = {}
+        for database, schema, name, kind, comment, sql in con.execute(
+            "select database_name, schema_name, table_name, 'table', comment, null from duckdb_tables() "
+            "union all select database_name, schema_name, view_name, 'view', comment, sql from duckdb_views() "
+            "where not internal").fetchall():
+            rel = Rel(database, schema, name)
+            self.relations[rel.key] = (rel, kind, comment, sql)
+        self.nodes: dict[tuple, dict] = {}
+        for node in (manifest.get("nodes") or {}).values():
+            if node.get("resource_type") in ("model", "seed", "snapshot"):
+                key = (str(node.get("database") or self.database).lower(), str(node.get("schema", "")).lower(),
+                       str(node.get("alias") or node.get("name", "")).lower())
+                self.nodes[key] = node
+
+    def find(self, database: str | None, schema: str | None, name: str, near: Rel | None = None) -> Rel | None:
+        """The relation a name in SQL means: unqualified names in the schema of ``near``, then in main."""
+        database = database or self.database
+        schemas = [schema] if schema else [s for s in ((near.schema if near else None), "main") if s]
+        for candidate in schemas:
+            found = self.relations.get((database.lower(), candidate.lower(), name.lower()))
+            if found:
+                return found[0]
+        return None
+
+    def kind(self, rel: Rel) -> str:
+        return self.relations[rel.key][1]
+
+    def record(self, rel: Rel) -> dict | None:
+        comment = self.relations[rel.key][2]
+        try:
+            record = json.loads(comment)[BUILD_RECORD_KEY] if comment else None
+        except (json.JSONDecodeError, TypeError, KeyError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    def view_sql(self, rel: Rel) -> str | None:
+        return self.relations[rel.key][3]
+
+    def node(self, rel: Rel) -> dict | None:
+        return self.nodes.get(rel.key)
+
+    def columns(self, rel: Rel) -> list[str]:
+        return [c for (c,) in self.con.execute(
+            "select column_name from duckdb_columns() where database_name = ? and schema_name = ? and table_name = ? "
+            "order by column_index", [rel.database, rel.schema, rel.name]).fetchall()]
+
+
+def sql_reads(sql: str, dialect: str = "duckdb") -> list[tuple[str | None, str | None, str]]:
+    """The relations a query reads (catalog, schema, name), CTE names left out; a table function or a file read
+    directly is refused, since it reads what no catalog holds."""
+    try:
+        trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+    except sqlglot.errors.SqlglotError as exc:
+        raise SdcError(f"cannot parse its SQL to see what it reads ({str(exc).splitlines()[0]})") from None
+    found = []
+    for tree in trees:
+        if isinstance(tree, exp.Create):  # a view's SQL in DuckDB's catalog: create view <name> as <query>
+            tree = tree.expression
+            if tree is None:
+                continue
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        for table in tree.find_all(exp.Table):
+            if not isinstance(table.this, exp.Identifier):
+                raise SdcError(f"it reads the table function {table.this.sql(dialect=dialect)[:80]!r}, which no "
+                               "protection step is")
+            if not table.db and not table.catalog and table.name.lower() in ctes:
+                continue
+            found.append((table.catalog or None, table.db or None, table.name))
+    return found
+
+
+class Gate:
+    """Judges the relations of one release (see the module's text)."""
+
+    def __init__(self, warehouse: Warehouse):
+        self.wh = warehouse
+        self.verdicts: dict[tuple, Verdict] = {}
+
+    # ------------------------------------------------------------------ one relation
+    def check(self, rel: Rel, node_id: str) -> Verdict:
+        return self._verify(rel, [f"{rel.label} ({node_id})"], set())
+
+    def _verify(self, rel: Rel, path: list[str], visiting: set) -> Verdict:
+        if rel.key in self.verdicts:
+            return self.verdicts[rel.key]
+        if rel.key in visiting:
+            raise self._refuse(path, "reads itself")
+        visiting = visiting | {rel.key}
+        if rel.schema.lower() == RAW_SCHEMA:
+            raise self._refuse(path, "is raw microdata")
+        node = self.wh.node(rel)
+        if node is not None and node.get("resource_type") == "seed":
+            verdict = Verdict()  # a CSV file of the dbt project (labels, hierarchies), not microdata
+        else:
+            record = self.wh.record(rel)
+            step = (record or {}).get("step")
+            if step in PROTECTION_STEPS:
+                verdict = self._protection_step(rel, record, path, visiting)
+            elif step in AUDIT_STEPS:
+                raise self._refuse(path, f"is an audit relation: {step} built it, and its audit columns hold the "
+                                         "original values; publish the output of ckm_published on it instead")
+            else:
+                verdict = self._own_relation(rel, record, path, visiting)
+        self.verdicts[rel.key] = verdict
+        return verdict
+
+    def _protection_step(self, rel: Rel, record: dict, path: list[str], visiting: set) -> Verdict:
+        step = record["step"]
+        reads = []
+        for item in record.get("reads") or []:
+            found = self.wh.find(item.get("database"), item.get("schema"), str(item.get("name")), rel) \
+                if isinstance(item, dict) else None
+            if found is None:
+                raise self._refuse(path, f"is the output of {step}, but the relation it read ({item!r}) is not in "
+                                         "the warehouse any more; run dbt build")
+            reads.append(found)
+        if self.wh.kind(rel) == "view":
+            live = set(self._resolved_reads(rel, self.wh.view_sql(rel) or "", path))
+            if live != {r.key for r in reads}:
+                extra = sorted(k[1] + "." + k[2] for k in live - {r.key for r in reads})
+                raise self._refuse(path, f"is a view whose SQL in the warehouse reads {', '.join(extra) or 'other relations'}"
+                                         f" beside what its step {step} read: the view was replaced after dbt built it")
+        verdict = Verdict()
+        for parent in reads:
+            here = path + [parent.label]
+            if step == "ckm_published":
+                parent_step = (self.wh.record(parent) or {}).get("step")
+                if parent_step not in CKM_AUDIT_STEPS:
+                    raise self._refuse(here, "is read by ckm_published but is not the output of ckm_count or "
+                                             "ckm_sum, so its numbers are not protected")
+                verdict.ckm_audits.add(parent)
+            elif step == "suppression_published":
+                missing = [c for c in SUPPRESSION_PATTERN_COLUMNS if c not in {x.lower() for x in self.wh.columns(parent)}]
+                if missing or parent.schema.lower() == RAW_SCHEMA:
+                    raise self._refuse(here, "is read by suppression_published but is no suppression pattern "
+                                             f"(no column {missing[0] if missing else 'status'})")
+                verdict.patterns.add(parent)
+            else:  # ckm_mean: a quotient of two protected relations
+                found = self._verify(parent, here, visiting)
+                verdict.ckm_audits |= found.ckm_audits
+                verdict.patterns |= found.patterns
+        return verdict
+
+    def _own_relation(self, rel: Rel, record: dict | None, path: list[str], visiting: set) -> Verdict:
+        if self.wh.kind(rel) == "view":
+            sql = self.wh.view_sql(rel) or ""
+        else:
+            node = self.wh.node(rel)
+            sql = (node or {}).get("compiled_code")
+            if record is None:
+                raise self._refuse(path, "is a table without a build record, so what it reads cannot be told: "
+                                         "build it from protected relations only, with the post-hook "
+                                         "{{ sdc.build_record() }}, or make it a view")
+            if not isinstance(sql, str) or hashlib.md5(sql.encode("utf-8")).hexdigest() != record.get("sql_md5"):
+                raise self._refuse(path, "is a table whose SQL in the dbt manifest is not the SQL it was built "
+                                         "from (or the manifest has none): run dbt build")
+        verdict = Verdict()
+        for parent in self._reads_in_warehouse(rel, sql, path):
+            found = self._verify(parent, path + [parent.label], visiting)
+            verdict.ckm_audits |= found.ckm_audits
+            verdict.patterns |= found.patterns
+        return verdict
+
+    def _reads_in_warehouse(self, rel: Rel, sql: str, path: list[str]) -> list[Rel]:
+        keys = self._resolved_reads(rel, sql, path)
+        return [self.wh.relations[k][0] for k in sorted(keys)]
+
+    def _resolved_reads(self, rel: Rel, sql: str, path: list[str]) -> list[tuple]:
+        try:
+            names = sql_reads(sql)
+        except SdcError as exc:
+            raise self._refuse(path, str(exc)) from None
+        keys = []
+        for catalog, schema, name in names:
+            found = self.wh.find(catalog, schema, name, rel)
+            if found is None:
+                shown = ".".join(p for p in (catalog, schema, name) if p)
+                raise self._refuse(path, f"reads {shown!r}, which is no relation of the warehouse (a file, or a "
+                                         "relation of another database)")
+            keys.append(found.key)
+        return keys
+
+    @staticmethod
+    def _refuse(path: list[str], why: str) -> SdcError:
+        route = " <- ".join(path)
+        return SdcError(f"{path[-1]} {why}; refusing to publish {path[0]}" + (f" (path: {route})" if len(path) > 1 else ""))
+
+    # ------------------------------------------------------------------ the release
+    def check_release(self) -> None:
+        """One ptable per kind and one set of magnitude parameters behind every CKM table; no population and
+        variable published by both the CKM and cell suppression."""
+        audits = sorted({a for v in self.verdicts.values() for a in v.ckm_audits}, key=lambda r: r.key)
+        patterns = sorted({p for v in self.verdicts.values() for p in v.patterns}, key=lambda r: r.key)
+        used: dict[tuple[str, str], list[str]] = {}
+        for audit in audits:
+            record = self.wh.record(audit) or {}
+            for kind, digest in sorted((record.get("ptables") or {}).items()):
+                used.setdefault(("ptable", kind), []).append((digest, audit.label))
+            if record.get("params_md5"):
+                used.setdefault(("params", "magnitude"), []).append((record["params_md5"], audit.label))
+        for (what, kind), seen in sorted(used.items()):
+            digests = {d for d, _ in seen}
+            if len(digests) > 1:
+                first = {}
+                for d, label in seen:
+                    first.setdefault(d, label)
+                a, b = list(first.values())[:2]
+                thing = f"{kind} ptable" if what == "ptable" else "magnitude parameters"
+                raise SdcError(f"the release mixes two {thing}: {a} and {b} were built with different ones, so a "
+                               "cell can be published with two noisy values (averaging them narrows the original); "
+                               f"build every CKM table with one {thing} (dbt build after changing it)")
+        self._check_one_method_per_population(audits, patterns)
+
+    def _check_one_method_per_population(self, audits: list[Rel], patterns: list[Rel]) -> None:
+        for pattern in patterns:
+            pattern_columns = {c.lower(): c for c in self.wh.columns(pattern)}
+            for audit in audits:
+                if not self._may_share_source(audit, pattern):
+                    continue
+                audit_columns = {c.lower(): c for c in self.wh.columns(audit)}
+                pairs = [("original", "freq"), ("original_value", "value"), ("original_weighted_count", "value")]
+                for ckm_column, supp_column in pairs:
+                    if ckm_column not in audit_columns or supp_column not in pattern_columns:
+                        continue
+                    ckm_total = self._largest(audit, audit_columns[ckm_column])
+                    supp_total = self._largest(pattern, pattern_columns[supp_column])
+                    if ckm_total is not None and ckm_total > 0 and supp_total is not None \
+                            and abs(ckm_total - supp_total) <= 1e-9 * max(1.0, abs(ckm_total)):
+                        raise SdcError(
+                            f"{audit.label} (Cell Key Method) and {pattern.label} (cell suppression) hold the same "
+                            f"population and variable (both have the grand total {ckm_total:g}): published side by "
+                            "side, the suppression table shows the true value of cells the CKM perturbs (their noise "
+                            "is revealed) and the CKM a value for cells suppression hides. One value per cell in a "
+                            "release: publish this table by one method only (take the other out of the sdc_publish tag)")
+
+    def _may_share_source(self, a: Rel, b: Rel) -> bool:
+        """False only where both build records name their loads and the source tables differ."""
+        loads = [set(((self.wh.record(r) or {}).get("loads") or {}).keys()) for r in (a, b)]
+        return not (loads[0] and loads[1]) or bool(loads[0] & loads[1])
+
+    def _largest(self, rel: Rel, column: str) -> float | None:
+        row = self.wh.con.execute(
+            f"select max(cast({quote_identifier(column)} as double)) from "
+            f"{quote_identifier(rel.database)}.{quote_identifier(rel.schema)}.{quote_identifier(rel.name)}").fetchone()
+        return None if row is None or row[0] is None else float(row[0])

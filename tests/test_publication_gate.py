@@ -1,0 +1,265 @@
+"""The publication gate decides from the warehouse what a published relation reads (new-user trial D1, D2;
+red team 5), and a release publishes one value per cell (D3, D5; red team 19). Each case published
+unprotected or doubled numbers on main ba32997.
+
+One dbt project holds every mistake as a tagged model; each test publishes with a manifest in which only its
+own mistake (and a correct protected table) is tagged."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from sdc.cli import main
+from sdc.errors import SdcError
+from sdc.loader import load_microdata
+from sdc.publish import publish
+from test_publish import DBT, PROFILES_YML, PROJECT_YML, REPO, Built, dbt, edited_manifest, rows
+
+BASE = {
+    "sources.yml": "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: persons\n",
+    "audit/ckm_persons.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region']) }}\n",
+    "protected/persons.sql": "{{ sdc.ckm_published(ref('ckm_persons')) }}\n",
+}
+# Each a way around the protection that a dbt user writes in good faith (D1, red team 5)
+MISTAKES = {
+    # a hard-coded name instead of source(): dbt sees no lineage (D1)
+    "protected/raw_view.sql": "{{ config(materialized='view') }}\n"
+                              "select region, count(*) as n from raw.persons group by region\n",
+    # the originals of the audit relation, renamed, through a hard-coded name (D1)
+    "protected/audit_view.sql": "{{ config(materialized='view') }}\n"
+                                "select sex, region, original as n from main_audit.ckm_persons\n",
+    # the error text's advice followed: the build record on a copy of the microdata (D1)
+    "protected/raw_copy.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+                              "select * exclude (rk) from raw.persons\n",
+    # the protection step beside its own audit relation (red team 5)
+    "protected/leak_join.sql": "with p as ({{ sdc.ckm_published(ref('ckm_persons')) }})\n"
+                               "select p.sex, p.region, a.original as count\n"
+                               "from p join {{ ref('ckm_persons') }} as a on p.sex = a.sex and p.region = a.region\n",
+    # the step called for its side effect only (red team 5)
+    "protected/set_only.sql": "{% set ignored = sdc.ckm_published(ref('ckm_persons')) %}\n"
+                              "select sex, region, original as count from {{ ref('ckm_persons') }}\n",
+    # a file read directly
+    "protected/file_view.sql": "{{ config(materialized='view') }}\nselect * from read_csv('../persons.csv')\n",
+}
+# Allowed: what a BI team builds on protected relations only
+ALLOWED = {
+    "protected/persons_view.sql": "{{ config(materialized='view') }}\n{{ sdc.ckm_published(ref('ckm_persons')) }}\n",
+    "protected/bi_view.sql": "{{ config(materialized='view') }}\n"
+                             "select * from {{ ref('persons') }} where sex = 'm'\n",
+    "protected/bi_table.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+                              "-- the men's cells beside the women's\n"
+                              "select m.region, m.count as men, w.count as women from {{ ref('persons') }} as m\n"
+                              "join {{ ref('persons_view') }} as w on m.region = w.region and m.sex = 'm' and w.sex = 'w'\n",
+}
+
+
+def make(root: Path, models: dict[str, str], persons: str | None = None, seeds: dict[str, Path] | None = None,
+         project_extra: str = "", build: bool = True) -> Built:
+    """A dbt project using sdc as a package, on raw.persons (400 records: sex, region, income), built."""
+    project = root / "project"
+    (project / "seeds").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text(PROJECT_YML + project_extra)
+    (project / "profiles.yml").write_text(PROFILES_YML)
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
+    shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", project / "seeds" / "sdc_ptable.csv")
+    for name, path in (seeds or {}).items():
+        shutil.copy(path, project / "seeds" / name)
+    for name, text in models.items():
+        (project / "models" / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / "models" / name).write_text(text)
+    micro = root / "persons.csv"
+    micro.write_text(persons or "id,sex,region,income\n" + "".join(
+        f"{i},{'mw'[i % 2]},R{i % 5},{1000 + (i * 7919) % 5000}\n" for i in range(400)))
+    db = root / "warehouse.duckdb"
+    load_microdata(db, micro, "persons", id_column="id", key_mode="keyed", secret=b"gate test secret")
+    built = Built(project, db, project / "target" / "manifest.json")
+    dbt(built, "deps")
+    if build:
+        dbt(built, "build")
+    return built
+
+
+def dbt_result(built: Built, *args: str) -> subprocess.CompletedProcess:
+    """A dbt command that may fail (dbt() asserts success)."""
+    env = dict(os.environ, DBT_PROFILES_DIR=str(built.project), SDC_DUCKDB_PATH=str(built.db),
+               DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    return subprocess.run([str(DBT), *args], cwd=built.project, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def mistakes(tmp_path_factory) -> Built:
+    built = make(tmp_path_factory.mktemp("gate"), {**BASE, **MISTAKES, **ALLOWED}, build=False)
+    dbt(built, "build", "--exclude", "audit_view")  # dbt knows no order for a hard-coded name
+    dbt(built, "build")
+    return built
+
+
+def only_tagged(built: Built, tmp: Path, names: list[str]) -> Path:
+    every = [Path(p).stem for p in {**MISTAKES, **ALLOWED, "protected/persons.sql": ""}]
+    return edited_manifest(built, tmp, untag=tuple(n for n in every if n not in names))
+
+
+@pytest.mark.parametrize("model, message", [
+    ("raw_view", "raw.persons is raw microdata; refusing to publish main_protected.raw_view "
+                 r"\(model.pubtest.raw_view\) \(path: main_protected.raw_view \(model.pubtest.raw_view\) <- raw.persons\)"),
+    ("audit_view", "main_audit.ckm_persons is an audit relation: ckm_count built it"),
+    ("raw_copy", "raw.persons is raw microdata; refusing to publish main_protected.raw_copy"),
+    ("leak_join", "main_audit.ckm_persons is an audit relation"),
+    ("set_only", "main_audit.ckm_persons is an audit relation"),
+    ("file_view", "reads the table function"),
+])
+def test_a_relation_that_reads_raw_or_audit_data_is_refused_whatever_dbt_declares(mistakes, tmp_path, model, message):
+    manifest = only_tagged(mistakes, tmp_path, ["persons", model])
+    out = tmp_path / "pub.duckdb"
+    with pytest.raises(SdcError, match=message):
+        publish(mistakes.db, out, manifest=manifest)
+    assert not out.exists()
+
+
+def test_protection_steps_and_relations_built_on_them_only_are_published(mistakes, tmp_path):
+    manifest = only_tagged(mistakes, tmp_path, ["persons", "persons_view", "bi_view", "bi_table"])
+    out = tmp_path / "pub.duckdb"
+    assert publish(mistakes.db, out, manifest=manifest) == ["bi_table", "bi_view", "persons", "persons_view"]
+    published = dict(rows(out, "select region, count from persons where sex = 'm'"))
+    assert dict((r, m) for r, m, _ in rows(out, "select * from bi_table")) == published
+    # the counts are the CKM's, not the originals
+    assert rows(out, "select sum(count) from persons where sex = 'Total' and region = 'Total'") == \
+        rows(mistakes.db, "select sum(count) from main_audit.ckm_persons where sex = 'Total' and region = 'Total'")
+
+
+def test_a_view_replaced_after_the_build_is_refused(mistakes, tmp_path):
+    """A protection step's view whose SQL in the warehouse reads more than the step did."""
+    copy = tmp_path / "warehouse.duckdb"
+    shutil.copy(mistakes.db, copy)
+    con = duckdb.connect(str(copy))
+    comment = con.execute("select comment from duckdb_views() where view_name = 'persons_view'").fetchone()[0]
+    con.execute("create or replace view main_protected.persons_view as select p.sex, p.region, a.original as count "
+                "from main_protected.persons as p join main_audit.ckm_persons as a using (sex, region)")
+    con.execute(f"comment on view main_protected.persons_view is '{comment}'")
+    con.close()
+    manifest = only_tagged(mistakes, tmp_path, ["persons", "persons_view"])
+    with pytest.raises(SdcError, match="is a view whose SQL in the warehouse reads main_protected.persons beside what "
+                                       "its step ckm_published read: the view was replaced after dbt built it"):
+        publish(copy, tmp_path / "pub.duckdb", manifest=manifest)
+
+
+# ------------------------------------------------------------------------------------------ ckm_published's input
+def test_ckm_published_refuses_an_input_that_no_ckm_step_built(tmp_path):
+    """D2 (ckm_published over a plain count(*)) and red team 5 (over a copy of the microdata): the build stops."""
+    models = {
+        **BASE,
+        "audit/plain_counts.sql": "select sex, region, count(*) as count from {{ source('raw', 'persons') }} "
+                                  "group by cube(sex, region)\n",
+        "audit/persons_copy.sql": "select id, sex, region from {{ source('raw', 'persons') }}\n",
+        "protected/plain.sql": "{{ sdc.ckm_published(ref('plain_counts')) }}\n",
+        "protected/copy.sql": "{{ sdc.ckm_published(ref('persons_copy')) }}\n",
+    }
+    built = make(tmp_path, models, build=False)
+    result = dbt_result(built, "build")
+    assert result.returncode == 1
+    for name in ("plain_counts", "persons_copy"):
+        assert (f"ckm_published: \"warehouse\".\"main_audit\".\"{name}\" is not the output of ckm_count or ckm_sum "
+                "(its build record names no sdc step" in result.stdout.replace("\n  ", " ")
+                or f"\"main_audit\".\"{name}\" is not the output of ckm_count or ckm_sum (it has no build record)"
+                in result.stdout.replace("\n  ", " ")), result.stdout[-3000:]
+    con = duckdb.connect(str(built.db), read_only=True)
+    made = {r[0] for r in con.execute("select table_name from duckdb_tables() where schema_name = 'main_protected'").fetchall()}
+    con.close()
+    assert made == {"persons"}  # neither wrong model was built
+
+
+def test_ckm_published_refuses_a_ckm_table_changed_after_its_build(mistakes, tmp_path):
+    copy_root = tmp_path / "copy"
+    shutil.copytree(mistakes.project.parent, copy_root, ignore=shutil.ignore_patterns("dbt_packages", "target", "logs"))
+    built = Built(copy_root / "project", copy_root / "warehouse.duckdb", copy_root / "project" / "target" / "manifest.json")
+    con = duckdb.connect(str(built.db))
+    changed = con.execute("update main_audit.ckm_persons set count = original where noise <> 0").fetchone()[0]
+    con.close()
+    assert changed > 0
+    dbt(built, "deps")
+    result = dbt_result(built, "run", "--select", "persons")
+    assert result.returncode == 1
+    assert f"{changed} cell(s) have a count other than original + noise" in result.stdout.replace("\n  ", " ")
+
+
+# ------------------------------------------------------------------------------------------ one value per cell
+TWO_TABLES = {
+    **BASE,
+    "audit/ckm_by_sex.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex']) }}\n",
+    "protected/by_sex.sql": "{{ sdc.ckm_published(ref('ckm_by_sex')) }}\n",
+}
+
+
+def test_tables_built_with_two_ptables_are_refused(tmp_path, capsys):
+    """D5: a new ptable seed and `dbt run` of one model: the margin sex = m is published with two noisy values."""
+    built = make(tmp_path, TWO_TABLES)
+    out = tmp_path / "pub.duckdb"
+    assert publish(built.db, out, project_dir=built.project) == ["by_sex", "persons"]
+    assert main(["ptable", "--D", "3", "--V", "2", "--js", "1", "--out", str(built.project / "seeds" / "sdc_ptable.csv")]) == 0
+    dbt(built, "seed")
+    dbt(built, "run", "--select", "ckm_by_sex", "by_sex")
+    two = rows(built.db, "select a.count, b.count from main_protected.by_sex as a join main_protected.persons as b "
+                         "using (sex) where b.region = 'Total'")
+    assert any(x != y for x, y in two)  # the case: one cell, two published values
+    capsys.readouterr()
+    assert main(["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sdc publish: error: the release mixes two count ptable: ")
+    assert "main_audit.ckm_by_sex" in err and "main_audit.ckm_persons" in err
+    dbt(built, "build")  # every table with the new ptable: one value per cell again
+    assert publish(built.db, out, project_dir=built.project) == ["by_sex", "persons"]
+
+
+def test_the_duplicate_cell_guard_covers_magnitude_measures(tmp_path):
+    """Red team 19: a union of two magnitude tables of the same cells was published, value taken for a dimension."""
+    from test_publish import hand_made
+
+    for measure in ("value", "weighted_value", "weighted_count", "mean_value"):
+        case = tmp_path / measure
+        case.mkdir()
+        db, manifest = hand_made(case, {"both": f"select * from (values ('WA', 'w', 9709177.35), ('WA', 'w', 9954808.81)) "
+                                                f"t(state, sex, {measure})"})
+        with pytest.raises(SdcError, match=r"holds the cell \(state='WA', sex='w'\) 2 times"):
+            publish(db, case / "pub.duckdb", manifest=manifest)
+
+
+SUPPRESSION_AND_CKM = {
+    **BASE,
+    "audit/supp_cells.sql": "{{ sdc.suppression_cells(source('raw', 'persons'), dims=['sex', 'region']) }}\n",
+    "audit/supp_primary.sql": "{{ sdc.suppression_primary(ref('supp_cells'), ['freq:3']) }}\n",
+    "audit/supp_relations.sql": "{{ sdc.suppression_constraints(ref('supp_cells'), ['sex', 'region']) }}\n",
+    "audit/supp_pattern.py": (
+        "def model(dbt, session):\n"
+        "    from sdc.suppression.warehouse import secondary_suppression\n\n"
+        "    return secondary_suppression(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
+        "                                 dims=['sex', 'region'], method='heuristic', cost='freq')\n"),
+    "protected/persons_suppressed.sql": "{{ sdc.suppression_published(ref('supp_pattern'), ['sex', 'region'], value='freq') }}\n",
+}
+
+
+def test_one_population_published_by_the_ckm_and_by_suppression_is_refused(tmp_path, capsys):
+    """D3: the suppression table shows the true value of every cell the CKM table perturbs (and the CKM a value for
+    the cells suppression hides)."""
+    persons = "id,sex,region\n" + "".join(f"{i},{'mw'[i % 2]},R{9 if i in (0, 3, 200) else i % 5}\n" for i in range(400))
+    built = make(tmp_path, SUPPRESSION_AND_CKM, persons=persons)
+    suppressed = rows(built.db, "select count(*) from main_protected.persons_suppressed where freq is null")[0][0]
+    assert suppressed > 0
+    out = tmp_path / "pub.duckdb"
+    assert main(["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "sdc publish: error: main_audit.ckm_persons (Cell Key Method) and main_audit.supp_pattern (cell suppression) "
+        "hold the same population and variable (both have the grand total 400): published side by side, the "
+        "suppression table shows the true value of cells the CKM perturbs (their noise is revealed) and the CKM a "
+        "value for cells suppression hides. One value per cell in a release: publish this table by one method only "
+        "(take the other out of the sdc_publish tag)\n")
+    assert not out.exists()
+    # either one alone is published
+    for keep, drop in (("persons", "persons_suppressed"), ("persons_suppressed", "persons")):
+        manifest = edited_manifest(built, tmp_path, untag=(drop,))
+        assert publish(built.db, out, manifest=manifest) == [keep]

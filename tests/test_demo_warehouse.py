@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from sdc.cli import main
 from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
+from sdc.errors import SdcError
 from sdc.loader import load_microdata, read_facts_config
 from sdc.publish import publish
 from sdc.suppression.pipeline import interval_text
@@ -25,10 +27,8 @@ PROTECTED = [
     "beurlaubte_nach_hochschulart_geschlecht",
     "beurlaubte_nach_hochschule",
     "studienanfaenger_nach_fach_geschlecht",
-    "studierende_nach_fach_geschlecht",
     "studierende_nach_fach_geschlecht_hochschule",
     "umsatz_ckm_nach_wz_region",
-    "umsatz_nach_wz_region",
 ]
 
 
@@ -176,7 +176,7 @@ def test_suppression_demo_tables(demo):
     # (issue 17: not the audit's, whose a-priori bound 1.5 x the largest cell gave that cell away)
     rules = {r for (r,) in query(db, "select rule from audit.supp_umsatz_pattern where status = 'primary'")}
     assert any("p:10" in r for r in rules)
-    intervals = query(db, "select p.published_text, a.published_lower, a.published_upper from protected.umsatz_nach_wz_region p "
+    intervals = query(db, "select p.published_text, a.published_lower, a.published_upper from compared.umsatz_nach_wz_region p "
                           "join audit.supp_umsatz_pattern a using (wz, region) where a.status in ('primary', 'secondary')")
     assert intervals and all(text == interval_text(low, high, "x") for text, low, high in intervals)
     largest = query(db, "select max(abs(value)) from audit.supp_umsatz_pattern")[0][0]
@@ -253,3 +253,22 @@ def test_turnover_by_the_magnitude_ckm_beside_its_suppression(demo):
     suppressed = side[side["suppression_status"].isin(["primary", "secondary"])]
     assert len(suppressed) >= 5 and suppressed["ckm_value"].notna().all()
     assert (suppressed["suppression_published"] != suppressed["original"].map(lambda v: f"{v:.0f}")).all()
+
+
+@pytest.mark.parametrize("compared, published", [
+    # the turnover by suppression beside the same turnover by the magnitude CKM (new-user trial D3)
+    ("umsatz_nach_wz_region", "audit.ckm_umsatz_nach_wz_region (Cell Key Method) and audit.supp_umsatz_pattern"),
+    # the students by the CKM beside the same students by suppression (the margins of its hochschule total)
+    ("studierende_nach_fach_geschlecht", "audit.ckm_studierende_nach_fach_geschlecht (Cell Key Method) and "
+                                         "audit.supp_studierende_pattern"),
+])
+def test_the_demo_publishes_each_population_by_one_method_and_refuses_both(demo, tmp_path, compared, published):
+    tmp, db, _ = demo
+    manifest = json.loads((tmp / "target" / "manifest.json").read_text())
+    node = manifest["nodes"][f"model.sdc_demo.{compared}"]
+    node["tags"] = node["config"]["tags"] = ["sdc_publish"]
+    edited = tmp_path / "manifest.json"
+    edited.write_text(json.dumps(manifest))
+    with pytest.raises(SdcError, match="^" + re.escape(f"{published} (cell suppression) hold the same population and variable")):
+        publish(db, tmp_path / "pub.duckdb", manifest=edited)
+    assert not (tmp_path / "pub.duckdb").exists()

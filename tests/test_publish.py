@@ -838,9 +838,10 @@ def test_a_tagged_table_without_a_build_record_is_refused_naming_the_hook(built,
     assert capsys.readouterr().err == (
         "sdc publish: error: no build record on main.bi_view_unrecorded (which load of the source tables it was built "
         "from), so a publication mixed from two builds cannot be told apart: the sdc macros (ckm_count, ckm_published, "
-        "suppression_*) record it; for another model add {{ config(post_hook=\"{{ sdc.build_record() }}\") }} to it, "
-        "or +post-hook: \"{{ sdc.build_record() }}\" to its folder in dbt_project.yml, and run dbt build "
-        "(persist_docs for relations writes over the record)\n")
+        "suppression_*) record it; a table of your own that reads published relations only needs "
+        "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}, or +post-hook: \"{{ sdc.build_record() }}\" on its "
+        "folder in dbt_project.yml, and dbt build (persist_docs for relations writes over the record); the record "
+        "does not make a table of raw or audit data publishable\n")
     assert not (tmp_path / "pub.duckdb").exists()
     # the model bi_view carries that hook: its record names the load of its protected parent
     assert build_record(built.db, "main.bi_view")["loads"] == {"raw.persons": [loaded_at(built.db)]}

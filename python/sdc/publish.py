@@ -471,9 +471,10 @@ def _check_leftovers(con, marked: list[Marked]) -> None:
                        "warehouse may hold tables of two builds; run dbt build to the end before publishing")
 
 
-BUILD_RECORD_HINT = ('the sdc macros (ckm_count, ckm_published, suppression_*) record it; for another model add '
-                     '{{ config(post_hook="{{ sdc.build_record() }}") }} to it, or +post-hook: "{{ sdc.build_record() }}" '
-                     'to its folder in dbt_project.yml, and run dbt build (persist_docs for relations writes over the record)')
+BUILD_RECORD_HINT = ('the sdc macros (ckm_count, ckm_published, suppression_*) record it; a table of your own that '
+                     'reads published relations only needs {{ config(post_hook="{{ sdc.build_record() }}") }}, or '
+                     '+post-hook: "{{ sdc.build_record() }}" on its folder in dbt_project.yml, and dbt build (persist_docs '
+                     'for relations writes over the record); the record does not make a table of raw or audit data publishable')
 
 
 def _check_one_build(con, manifest: dict, marked: list[Marked], kinds: dict) -> None:

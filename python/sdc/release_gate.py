@@ -306,7 +306,7 @@ class Gate:
                             and abs(ckm_total - supp_total) <= 1e-9 * max(1.0, abs(ckm_total)):
                         raise SdcError(
                             f"{audit.label} (Cell Key Method) and {pattern.label} (cell suppression) hold the same "
-                            f"population and variable (both have the grand total {ckm_total:g}): published side by "
+                            f"population and variable (both have the grand total {ckm_total:.12g}): published side by "
                             "side, the suppression table shows the true value of cells the CKM perturbs (their noise "
                             "is revealed) and the CKM a value for cells suppression hides. One value per cell in a "
                             "release: publish this table by one method only (take the other out of the sdc_publish tag)")

@@ -30,7 +30,7 @@ def print_report(db: str) -> None:
             for name, pattern, audit in SUPPRESSION_TABLES
         ]
         turnover = con.execute(
-            "select region, published_text from protected.umsatz_nach_wz_region where wz = '29' order by region"
+            "select region, published_text from compared.umsatz_nach_wz_region where wz = '29' order by region"
         ).fetchall()
         magnitude = con.execute(
             "select cells, changed_share, rad_median, rad_p90, max_relative_noise, sign_changes "

@@ -1,1 +1,0 @@
-{{ sdc.ckm_published(ref('ckm_studierende_nach_fach_geschlecht')) }}

@@ -35,6 +35,13 @@
     {%- do ptables.update({kind: sdc.relation_content_md5(relation) if relation is not none else none}) -%}
   {%- endfor -%}
   {%- do record['sdc_build'].update({'step': header['step'], 'reads': header['reads'], 'ptables': ptables}) -%}
+  {#- the loads of what the step reads, also where dbt does not know it (a pattern sdc suppress --target wrote) -#}
+  {%- for item in header['reads'] if item['schema'] is not none -%}
+    {%- set read = sdc.build_record_of_relation(item['database'] or target.database, item['schema'], item['name']) -%}
+    {%- for table, at in ((read or {}).get('loads') or {}).items() -%}
+      {%- do loads.update({table: (loads.get(table, []) + at) | unique | sort | list}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
   {%- if header.get('params') is not none -%}
     {%- do record['sdc_build'].update({'params_md5': local_md5(tojson(header['params']))}) -%}
   {%- endif -%}
@@ -170,8 +177,11 @@ where lower(n.nspname) = lower({{ sdc.sql_string(schema) }}) and lower(c.relname
 {%- for relation in relations if relation is not none -%}
   {%- if relation.identifier is defined and relation.identifier is not none -%}
     {%- do found.append({'database': relation.database, 'schema': relation.schema, 'name': relation.identifier}) -%}
-  {%- else -%}{# a name given as text: recorded as it is; publish resolves it in the warehouse #}
-    {%- do found.append({'database': none, 'schema': none, 'name': relation | string}) -%}
+  {%- else -%}{# a name given as text ('schema.table'): its parts, without the quotes of quoted parts #}
+    {%- set parts = [] -%}
+    {%- for part in (relation | string).split('.') -%}{%- do parts.append(part.strip().strip('"')) -%}{%- endfor -%}
+    {%- do found.append({'database': parts[-3] if parts | length > 2 else none,
+                         'schema': parts[-2] if parts | length > 1 else none, 'name': parts[-1]}) -%}
   {%- endif -%}
 {%- endfor -%}
 {{ return(found) }}

@@ -10,7 +10,12 @@
   protection step (ckm_published, suppression_published on one parent) before it reaches a source or an audit
   relation (ckm_count, ckm_sum, suppression_cells / _primary ...), and none of its columns undoes the protection
   (original, noise, cell keys, record keys, top_<n>, ...); a tagged relation that fails stops the hook naming
-  it, and nothing is granted. On DuckDB, which has no GRANT, it does nothing (`sdc publish` writes a separate
+  it, and nothing is granted. What each relation reads is then judged from the database, as `sdc publish` does
+  (python/sdc/release_gate.py): its build record must name a protection step (ckm_published over a ckm_count /
+  ckm_sum output, suppression_published over a pattern, ckm_mean over protected relations), or it must be a view
+  whose dependencies (pg_depend) are such relations only; a view must read exactly what its step read; and all
+  granted relations come from one load of each source table (their build records), so a stale pattern or a
+  partial rebuild after a reload is not granted beside the new tables. On DuckDB, which has no GRANT, it does nothing (`sdc publish` writes a separate
   file instead).
 #}
 {% macro grant_published(roles) %}
@@ -27,11 +32,13 @@
 {%- for role in roles -%}{%- do to.append(sdc.sql_identifier(role | string | trim)) -%}{%- endfor -%}
 {%- set statements = [] -%}
 {%- set schemas = [] -%}
+{%- set loads = {} -%}
 {%- if execute -%}
   {%- for node in graph.nodes.values() if node.resource_type in ['model', 'seed', 'snapshot'] and 'sdc_publish' in node.tags -%}
     {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias or node.name) -%}
     {%- if relation is not none -%}
       {%- do sdc.check_publishable(node, relation) -%}
+      {%- do sdc.gate_check_relation(relation, [relation | string], loads) -%}
       {%- if node.schema not in schemas -%}
         {%- do schemas.append(node.schema) -%}
         {%- do statements.append('grant usage on schema ' ~ sdc.sql_identifier(node.schema) ~ ' to ' ~ to | join(', ')) -%}
@@ -39,6 +46,7 @@
       {%- do statements.append('grant select on ' ~ relation ~ ' to ' ~ to | join(', ')) -%}
     {%- endif -%}
   {%- endfor -%}
+  {%- do sdc.gate_check_one_load(loads) -%}
 {%- endif -%}
 {{ statements | join(';\n') if statements else 'select 1' }}
 {%- endmacro %}
@@ -100,4 +108,101 @@
   {{ return(true) }}
 {%- endfor -%}
 {{ return(sdc.name_matches_any(name, sdc.setting('sdc_ckm_sum_audit_patterns'))) }}
+{% endmacro %}
+
+
+{#- the gate of python/sdc/release_gate.py on PostgreSQL: stop unless `relation` is a protection step over inputs
+    of the right kind, or a view over such relations only; collect the loads behind it into `loads`
+    ({source table: {loaded_at: relation}}) -#}
+{% macro gate_check_relation(relation, path, loads, depth=0) %}
+{%- if depth > 20 -%}
+  {{ exceptions.raise_compiler_error("grant_published: " ~ path | join(' <- ') ~ ": relations read each other too deep") }}
+{%- endif -%}
+{%- set route = path | join(' <- ') -%}
+{%- if relation.schema | lower == sdc.setting('sdc_raw_schema') | lower -%}
+  {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is raw microdata; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
+{%- endif -%}
+{%- set record = sdc.build_record_of_relation(relation.database, relation.schema, relation.identifier) -%}
+{%- set step = record.get('step') if record is not none else none -%}
+{#- a view reads its parents live: their loads count (below), not those of its build -#}
+{%- for table, at in ((record or {}).get('loads') or {}).items() if relation.type != 'view' -%}
+  {%- for one in at -%}
+    {%- do loads.setdefault(table, {}).setdefault(one, relation | string) -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- set live = sdc.gate_view_reads(relation) if relation.type == 'view' else none -%}
+{%- if step in ['ckm_published', 'suppression_published', 'ckm_mean'] -%}
+  {%- set reads = [] -%}
+  {%- for item in record.get('reads') or [] -%}
+    {%- set found = adapter.get_relation(database=item['database'] or relation.database, schema=item['schema'] or relation.schema, identifier=item['name']) -%}
+    {%- if found is none -%}
+      {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is the output of " ~ step ~ ", but the relation it read (" ~ item['name'] ~ ") is not in the database any more; run dbt build") }}
+    {%- endif -%}
+    {%- do reads.append(found) -%}
+  {%- endfor -%}
+  {%- if live is not none -%}
+    {%- set declared = reads | map('string') | map('lower') | list -%}
+    {%- for other in live if other | string | lower not in declared -%}
+      {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is a view that reads " ~ other ~ " beside what its step " ~ step ~ " read: the view was replaced after dbt built it; refusing to grant " ~ path[0]) }}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- for parent in reads -%}
+    {%- set here = path + [parent | string] -%}
+    {%- if step == 'ckm_published' -%}
+      {%- set parent_record = sdc.build_record_of_relation(parent.database, parent.schema, parent.identifier) -%}
+      {%- if (parent_record or {}).get('step') not in ['ckm_count', 'ckm_sum'] -%}
+        {{ exceptions.raise_compiler_error("grant_published: " ~ parent ~ " is read by ckm_published but is not the output of ckm_count or ckm_sum, so its numbers are not protected; refusing to grant " ~ path[0] ~ " (path: " ~ here | join(' <- ') ~ ")") }}
+      {%- endif -%}
+      {%- for table, at in ((parent_record or {}).get('loads') or {}).items() -%}
+        {%- for one in at -%}{%- do loads.setdefault(table, {}).setdefault(one, parent | string) -%}{%- endfor -%}
+      {%- endfor -%}
+    {%- elif step == 'suppression_published' -%}
+      {%- set names = adapter.get_columns_in_relation(parent) | map(attribute='name') | map('lower') | list -%}
+      {%- if 'status' not in names or 'published_text' not in names or parent.schema | lower == sdc.setting('sdc_raw_schema') | lower -%}
+        {{ exceptions.raise_compiler_error("grant_published: " ~ parent ~ " is read by suppression_published but is no suppression pattern (no column status / published_text); refusing to grant " ~ path[0]) }}
+      {%- endif -%}
+      {%- set parent_record = sdc.build_record_of_relation(parent.database, parent.schema, parent.identifier) -%}
+      {%- for table, at in ((parent_record or {}).get('loads') or {}).items() -%}
+        {%- for one in at -%}{%- do loads.setdefault(table, {}).setdefault(one, parent | string) -%}{%- endfor -%}
+      {%- endfor -%}
+    {%- else -%}
+      {%- do sdc.gate_check_relation(parent, here, loads, depth + 1) -%}
+    {%- endif -%}
+  {%- endfor -%}
+{%- elif step in ['ckm_count', 'ckm_sum'] -%}
+  {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is an audit relation: " ~ step ~ " built it, and its audit columns hold the original values; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
+{%- elif live is not none -%}
+  {%- for parent in live -%}
+    {%- do sdc.gate_check_relation(parent, path + [parent | string], loads, depth + 1) -%}
+  {%- endfor -%}
+{%- else -%}
+  {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is no protection step (its build record names none: its SQL is not one call of ckm_published, suppression_published or ckm_mean) and no view, so what it reads cannot be told; refusing to grant " ~ path[0] ~ (" (path: " ~ route ~ ")" if path | length > 1 else "") ~ ". Publish a protection step, or a view over protected relations") }}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- the relations a view reads, from PostgreSQL's dependencies of its rewrite rule -#}
+{% macro gate_view_reads(relation) %}
+{%- set found = run_query("select distinct n.nspname, c.relname, c.relkind from pg_catalog.pg_rewrite as r "
+    ~ "join pg_catalog.pg_depend as d on d.classid = 'pg_catalog.pg_rewrite'::regclass and d.objid = r.oid "
+    ~ "and d.refclassid = 'pg_catalog.pg_class'::regclass "
+    ~ "join pg_catalog.pg_class as c on c.oid = d.refobjid join pg_catalog.pg_namespace as n on n.oid = c.relnamespace "
+    ~ "join pg_catalog.pg_class as v on v.oid = r.ev_class join pg_catalog.pg_namespace as vn on vn.oid = v.relnamespace "
+    ~ "where vn.nspname = " ~ sdc.sql_string(relation.schema) ~ " and v.relname = " ~ sdc.sql_string(relation.identifier)
+    ~ " and c.oid <> v.oid order by 1, 2") -%}
+{%- set reads = [] -%}
+{%- for row in found.rows -%}
+  {%- do reads.append(api.Relation.create(database=relation.database, schema=row[0], identifier=row[1], type='view' if row[2] == 'v' else 'table')) -%}
+{%- endfor -%}
+{{ return(reads) }}
+{% endmacro %}
+
+
+{#- every granted relation from one load of each source table (red team 20, new-user D6) -#}
+{% macro gate_check_one_load(loads) %}
+{%- for table, found in loads.items() if found | length > 1 -%}
+  {%- set shown = [] -%}
+  {%- for at, relation in found.items() | sort -%}{%- do shown.append('load of ' ~ at ~ ': ' ~ relation) -%}{%- endfor -%}
+  {{ exceptions.raise_compiler_error("grant_published: the tagged relations were built from different loads of " ~ table ~ " (" ~ shown | join('; ') ~ "): a stale pattern or a rebuild of part of the project after sdc load; run the whole build (sdc suppress --target again for a suppression pattern) before granting") }}
+{%- endfor -%}
 {% endmacro %}

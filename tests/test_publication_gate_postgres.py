@@ -1,0 +1,143 @@
+"""grant_published on PostgreSQL judges what a relation reads from the database, as `sdc publish` does on DuckDB
+(new-user D1 on PostgreSQL, red team 5), and grants nothing from two loads of one source (red team 20). Each case
+was granted to the BI role on main ba32997."""
+
+from __future__ import annotations
+
+import duckdb
+import psycopg2
+import pytest
+
+from conftest import DATA
+from dbt_project_helper import ScratchProject
+from sdc.loader import load_microdata
+from sdc.scratch import project_yaml
+from test_engine_postgres import postgres_type
+
+pytestmark = pytest.mark.postgres
+
+MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
+TABLE = "gate_survey"
+READER, PASSWORD = "gate_reader", "gate"
+PROJECT_EXTRA = """
+models:
+  sdc:
+    audit: {+schema: audit, +materialized: table}
+    protected: {+schema: protected, +materialized: table, +tags: ["sdc_publish"]}
+on-run-start: ["{{ sdc.engine_setup() }}"]
+on-run-end: ["{{ sdc.grant_published(['gate_reader']) }}"]
+"""
+MODELS = {
+    "audit/ckm_persons.sql": f"{{{{ sdc.ckm_count(source('raw', '{TABLE}'), ['sex', 'roof'], modulus=10000000) }}}}",
+    "audit/ckm_by_sex.sql": f"{{{{ sdc.ckm_count(source('raw', '{TABLE}'), ['sex'], modulus=10000000) }}}}",
+    "protected/persons.sql": "{{ sdc.ckm_published(ref('ckm_persons')) }}",
+    "protected/by_sex.sql": "{{ sdc.ckm_published(ref('ckm_by_sex')) }}",
+    "protected/persons_view.sql": "{{ config(materialized='view') }}{{ sdc.ckm_published(ref('ckm_persons')) }}",
+    # a BI view of one's own over a published table: granted
+    "protected/men.sql": "{{ config(materialized='view') }}select * from {{ ref('persons') }} where sex = '1'",
+}
+
+
+def load(staging: ScratchProject, server) -> None:
+    """A new load of raw.gate_survey (sdc load into DuckDB), copied to PostgreSQL with its row of the load log."""
+    load_microdata(staging.db, MICRODATA, TABLE, key_mode="existing", key_column="rkeys", modulus=10**7)
+    con = duckdb.connect(str(staging.db), read_only=True)
+    pg = server.connect()
+    try:
+        with pg.cursor() as cur:
+            cur.execute("create schema if not exists raw")
+            for table, where in ((TABLE, ""), ("sdc_loads", f" where table_name = '{TABLE}'")):
+                columns = con.execute(f"describe raw.{table}").fetchall()
+                cur.execute(f"create table if not exists raw.{table} ("
+                            + ", ".join(f'"{c[0]}" {postgres_type(c[1])}' for c in columns) + ")")
+                cur.execute(f"delete from raw.{table}{where}")
+                rows = con.execute(f"select * from raw.{table}{where}").fetchall()
+                cur.executemany(f"insert into raw.{table} values ({', '.join(['%s'] * len(columns))})", rows)
+        pg.commit()
+    finally:
+        pg.close()
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, postgres):
+    root = tmp_path_factory.mktemp("gate_pg")
+    staging = ScratchProject(root / "staging")
+    load(staging, postgres)
+    admin = postgres.connect()
+    with admin.cursor() as cur:
+        cur.execute("select 1 from pg_roles where rolname = %s", (READER,))
+        if cur.fetchone() is None:
+            cur.execute(f"create role {READER} login password '{PASSWORD}'")
+    admin.commit()
+    admin.close()
+    p = ScratchProject(root / "project", postgres=postgres, schema="gate")
+    (p.root / "dbt_project.yml").write_text(project_yaml() + PROJECT_EXTRA)
+    p.sources([TABLE])
+    for name, text in MODELS.items():
+        (p.root / "models" / name).parent.mkdir(parents=True, exist_ok=True)
+        (p.root / "models" / name).write_text(text)
+    result = p.dbt("build")
+    assert result.returncode == 0, result.stdout[-4000:]
+    p.staging = staging
+    return p
+
+
+def as_reader(server, sql):
+    conn = server.connect(user=READER, password=PASSWORD)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall()
+    finally:
+        conn.close()
+
+
+def test_protection_steps_and_views_over_them_are_granted(project):
+    persons = as_reader(project.postgres, "select sex, roof, count from gate_protected.persons order by 1, 2")
+    assert len(persons) == 3 * 6
+    assert as_reader(project.postgres, "select sex, roof, count from gate_protected.men order by 1, 2") == \
+        [r for r in persons if r[0] == "1"]
+
+
+@pytest.mark.parametrize("name, sql, message", [
+    # a hard-coded name: dbt sees no source (D1 on PostgreSQL)
+    ("raw_view", "{{ config(materialized='view') }}select sex, count(*) as n from raw.gate_survey group by sex",
+     "is raw microdata; refusing to grant"),
+    # originals of the audit relation through a hard-coded name, renamed
+    ("audit_view", "{{ config(materialized='view') }}select sex, roof, original as n from gate_audit.ckm_persons",
+     "gate_audit\"?.\"?ckm_persons\"? is an audit relation: ckm_count built it"),
+    # the protection step joined back to its audit relation (red team 5)
+    ("leak_join", "with p as ({{ sdc.ckm_published(ref('ckm_persons')) }})\nselect p.sex, p.roof, a.original as count "
+                  "from p join {{ ref('ckm_persons') }} as a on p.sex = a.sex and p.roof = a.roof",
+     "is no protection step"),
+    # a copy of the microdata by a hard-coded name, with the build-record hook (D1: the old error text's advice)
+    ("raw_copy", "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}select sex, roof from raw.gate_survey",
+     "is no protection step"),
+])
+def test_a_relation_that_reads_raw_or_audit_data_is_not_granted(project, name, sql, message):
+    import re
+
+    model = project.root / "models" / "protected" / f"{name}.sql"
+    model.write_text(sql)
+    try:
+        result = project.dbt("run", "--select", name)
+    finally:
+        model.unlink()
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode != 0 and "grant_published:" in out and re.search(message, out), out[-3000:]
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # nothing granted
+        as_reader(project.postgres, f"select * from gate_protected.{name} limit 1")
+
+
+def test_relations_of_two_loads_are_not_granted(project):
+    """Red team 20: after a reload, one protected table rebuilt alone; the other still shows the old load."""
+    load(project.staging, project.postgres)
+    result = project.dbt("run", "--select", "ckm_persons", "persons")
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode != 0
+    assert "grant_published: the tagged relations were built from different loads of raw.gate_survey" in out, out[-3000:]
+    result = project.dbt("build")  # the whole project: one load again
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3

@@ -527,3 +527,57 @@ def test_each_role_has_a_budget_of_requests_that_a_rollback_does_not_restore(rul
             assert cur.fetchone()[0] == 5
     finally:
         owner.close()
+
+
+# ------------------------------------------------------------------ hostile settings of the builder's hook
+
+HOSTILE_ROLE = "an'a\"lyst; drop table raw.acl_survey; --\n$sdc"
+HOSTILE_FUNCTION = "try'\"; --"
+TRY_BUILDER = ("{% macro try_builder(roles, budget, min_population) %}{% do run_query(sdc.ckm_table_builder("
+               "ref('persons_finest'), ['sex', 'roof', 'water'], roles, budget=budget, min_population=min_population, "
+               "function_name=" + repr(HOSTILE_FUNCTION) + ", log_table='try_requests')) %}"
+               "{% do run_query('commit') %}{% endmacro %}")
+
+
+def try_builder(granted, roles, budget, min_population=None):
+    (granted.root / "macros" / "try_builder.sql").write_text(TRY_BUILDER)
+    return granted.dbt("run-operation", "try_builder", "--args", json.dumps(
+        {"roles": roles, "budget": budget, "min_population": min_population}))
+
+
+@pytest.mark.parametrize("budget, min_population, message", [
+    ("1; drop table raw.acl_survey", None, "budget must be a whole number of requests of at least 1, got 1; drop table raw.acl_survey"),
+    (0, None, "budget must be a whole number of requests of at least 1, got 0"),
+    (2.5, None, "budget must be a whole number of requests of at least 1, got 2.5"),
+    (5, "x'); --", "min_population must be a whole number of at least 0, got x'); --"),
+    (5, -1, "min_population must be a whole number of at least 0, got -1"),
+])
+def test_a_hostile_budget_or_population_stops_the_hook(granted, budget, min_population, message):
+    result = try_builder(granted, [ANALYST], budget, min_population)
+    assert result.returncode != 0 and "ckm_table_builder: " + message in result.stdout, result.stdout[-2000:]
+    assert owner_rows(granted) == (3 * 6 * 9, len(_SURVEY))
+
+
+def test_a_hostile_role_and_function_name_reach_sql_quoted_and_the_role_gets_its_budget(granted):
+    from psycopg2 import sql as pgsql
+
+    admin = granted.postgres.connect()
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        if _role_exists(cur, HOSTILE_ROLE):
+            cur.execute(pgsql.SQL("drop owned by {} cascade").format(pgsql.Identifier(HOSTILE_ROLE)))
+            cur.execute(pgsql.SQL("drop role {}").format(pgsql.Identifier(HOSTILE_ROLE)))
+        cur.execute(pgsql.SQL("create role {} login password 'bi'").format(pgsql.Identifier(HOSTILE_ROLE)))
+    admin.close()
+    result = try_builder(granted, ["x$sdc$; drop table raw.acl_survey; $sdc$"], 2)  # would end the function's body
+    assert result.returncode != 0 and "contains $sdc$, which would end the function's body" in result.stdout
+    result = try_builder(granted, [HOSTILE_ROLE], 2)
+    assert result.returncode == 0, result.stdout[-3000:]
+    request = 'select count(*) from acl_audit."try\'""; --"(array[\'sex\'])'
+    assert as_reader(granted.postgres, request, role=HOSTILE_ROLE) == [(3,)]
+    assert as_reader(granted.postgres, request, role=HOSTILE_ROLE) == [(3,)]
+    with pytest.raises(psycopg2.errors.RaiseException, match=re.escape(f"role {json.dumps(HOSTILE_ROLE)} has spent its budget of 2")):
+        as_reader(granted.postgres, request, role=HOSTILE_ROLE)
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # the analyst was not granted this one
+        as_reader(granted.postgres, request, role=ANALYST)
+    assert owner_rows(granted) == (3 * 6 * 9, len(_SURVEY))

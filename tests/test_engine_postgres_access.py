@@ -305,6 +305,8 @@ def test_cells_from_another_load_than_the_last_are_refused(granted):
             cur.execute("update raw.sdc_loads set loaded_at = loaded_at + interval '1 second' where table_name = 'acl_survey'")
         with pytest.raises(psycopg2.errors.RaiseException, match="built from another load of raw.acl_survey than its last"):
             as_reader(granted.postgres, sql, role=ANALYST)
+        result = try_builder(granted, [ANALYST], 5)  # and the hook that would make a builder over them stops
+        assert result.returncode != 0 and "was built from another load of raw.acl_survey" in result.stdout, result.stdout[-2000:]
     finally:
         with owner.cursor() as cur:
             cur.execute("update raw.sdc_loads set loaded_at = loaded_at - interval '1 second' where table_name = 'acl_survey'")
@@ -532,7 +534,7 @@ def test_each_role_has_a_budget_of_requests_that_a_rollback_does_not_restore(rul
 # ------------------------------------------------------------------ hostile settings of the builder's hook
 
 HOSTILE_ROLE = "an'a\"lyst; drop table raw.acl_survey; --\n$sdc"
-HOSTILE_FUNCTION = "try'\"; --"
+HOSTILE_FUNCTION = "try'\"; --%"
 TRY_BUILDER = ("{% macro try_builder(roles, budget, min_population) %}{% do run_query(sdc.ckm_table_builder("
                "ref('persons_finest'), ['sex', 'roof', 'water'], roles, budget=budget, min_population=min_population, "
                "function_name=" + repr(HOSTILE_FUNCTION) + ", log_table='try_requests')) %}"
@@ -573,7 +575,7 @@ def test_a_hostile_role_and_function_name_reach_sql_quoted_and_the_role_gets_its
     assert result.returncode != 0 and "contains $sdc$, which would end the function's body" in result.stdout
     result = try_builder(granted, [HOSTILE_ROLE], 2)
     assert result.returncode == 0, result.stdout[-3000:]
-    request = 'select count(*) from acl_audit."try\'""; --"(array[\'sex\'])'
+    request = 'select count(*) from acl_audit."try\'""; --%"(array[\'sex\'])'
     assert as_reader(granted.postgres, request, role=HOSTILE_ROLE) == [(3,)]
     assert as_reader(granted.postgres, request, role=HOSTILE_ROLE) == [(3,)]
     with pytest.raises(psycopg2.errors.RaiseException, match=re.escape(f"role {json.dumps(HOSTILE_ROLE)} has spent its budget of 2")):

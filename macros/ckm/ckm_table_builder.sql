@@ -25,7 +25,8 @@
      min_population  a request whose population (the cube cell with each dimension asked for at its filter's
                 code when the filter keeps one code, else at its total) has a perturbed count below it is
                 refused; default none
-     ptable     not used (the cube carries its counts); kept so that earlier hooks keep working
+     ptable, modulus  not used (the cube carries its counts: give them to ckm_finest_cells); kept so that
+                earlier hooks keep working
   3. The analyst asks for a table: the cells of the cube with the dimensions asked for at any of their codes
      (leaves, hierarchy levels and total) and every other dimension at its total. Filters, lists of codes per
      dimension asked for, keep only the rows with those codes; a filter on a dimension not asked for would make
@@ -81,7 +82,8 @@ from (
 {%- do sdc.ckm_table_builder_check_loads(finest) -%}
 {%- set schema = sdc.sql_identifier(finest.schema) -%}
 {%- set fn = schema ~ '.' ~ sdc.sql_identifier(function_name) -%}
-{%- set name = sdc.sql_text(function_name) -%}
+{#- the function's name in its messages: RAISE formats them (% is a placeholder); one line -#}
+{%- set name = sdc.sql_text(function_name | replace('\n', '\\n') | replace('\r', '\\r')) | replace('%', '%%') -%}
 {%- set log = schema ~ '.' ~ sdc.sql_identifier(log_table) -%}
 {%- set request_numbers = schema ~ '.' ~ sdc.sql_identifier(log_table ~ '_no') -%}
 {%- set load_log = sdc.sql_identifier(sdc.setting('sdc_raw_schema')) ~ '.' ~ sdc.sql_identifier(sdc.setting('sdc_load_log')) -%}
@@ -109,7 +111,10 @@ declare
     recorded jsonb;
     loaded text;
 begin
-    -- the budget first: every request counts, refused and rolled-back ones too (a sequence does not roll back)
+    -- analyst text only as JSON (a newline is \n): it cannot write a line of the server log
+    raise log '{{ name }} request % by %: dims %, filters %', request_no, to_jsonb(cast(session_user as text)),
+        coalesce(cast(to_jsonb(dims) as text), 'null'), coalesce(cast(filters as text), 'null');
+    -- the budget: every request counts, refused and rolled-back ones too (a sequence does not roll back)
     {%- for role, sequence in budgets %}
     if pg_has_role(session_user, {{ sdc.sql_string(role) }}, 'member') then
         used := nextval({{ sdc.sql_string(sequence) }});
@@ -118,9 +123,6 @@ begin
         end if;
     end if;
     {%- endfor %}
-    -- analyst text only as JSON (a newline is \n): it cannot write a line of the server log
-    raise log '{{ name }} request % by %: dims %, filters %', request_no, to_jsonb(cast(session_user as text)),
-        coalesce(cast(to_jsonb(dims) as text), 'null'), coalesce(cast(filters as text), 'null');
     insert into {{ log }} (requested_by, requested_at, dims, filters, request_no)
         values (session_user, now(), dims, filters, request_no);
     -- the cube's cells from the load the log shows last (red team 20)

@@ -447,8 +447,9 @@ RULED_BUDGET, RULED_POPULATION = 6, 50
 
 @pytest.fixture(scope="module")
 def ruled(granted, tmp_path_factory):
-    """The cells over sex and roof with roof's hierarchy (All > rA, rB > leaves), a budget of 6 requests per
-    role and a minimum population of 50, for analyst_b and analyst_c; a dbt model over the same hierarchy."""
+    """The cells over sex and roof with roof's hierarchy (All > rA, rB > leaves) and a threshold of 10 (a count
+    below it is NULL), a budget of 6 requests per role and a minimum population of 50, for analyst_b and
+    analyst_c; a dbt model over the same hierarchy and threshold."""
     p = ScratchProject(tmp_path_factory.mktemp("ruled") / "project", postgres=granted.postgres, schema="acl_ruled")
     (p.root / "dbt_project.yml").write_text(project_yaml() + PROJECT_EXTRA.split("on-run-start")[0] + (
         'on-run-start: ["{{ sdc.engine_setup() }}"]\non-run-end:\n'
@@ -459,11 +460,12 @@ def ruled(granted, tmp_path_factory):
     for folder in ("audit", "protected"):
         (p.root / "models" / folder).mkdir()
     (p.root / "models" / "audit" / "ckm_persons.sql").write_text(
-        "{{ sdc.ckm_count(source('raw', 'acl_survey'), ['sex', 'roof'], hierarchy=ref('sdc_hierarchies'), modulus=10000000) }}")
+        "{{ sdc.ckm_count(source('raw', 'acl_survey'), ['sex', 'roof'], hierarchy=ref('sdc_hierarchies'), modulus=10000000, "
+        "threshold=10) }}")
     (p.root / "models" / "protected" / "persons.sql").write_text("{{ sdc.ckm_published(ref('ckm_persons')) }}")
     (p.root / "models" / "audit" / "persons_cube.sql").write_text(
         "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof'], hierarchy=ref('sdc_hierarchies'), "
-        "modulus=10000000) }}")
+        "modulus=10000000, threshold=10) }}")
     result = p.dbt("build")
     assert result.returncode == 0, result.stdout[-4000:]
     return p
@@ -487,6 +489,8 @@ def test_hierarchy_levels_and_totals_carry_the_codes_of_the_dbt_model(ruled):
         owner.close()
     assert cells == published
     assert {r for _, r in cells} == {"All", "rA", "rB", "r2", "r4", "r5", "r6", "r9"} and len(cells) == 3 * 8
+    hidden = {codes for codes, n in cells.items() if n is None}  # below the threshold, as in the dbt model
+    assert hidden and all(codes[1] in ("r5", "r6", "r9") for codes in hidden)
 
 
 def test_a_request_whose_population_is_below_the_minimum_is_refused(ruled):

@@ -4,6 +4,7 @@ in the project's on-run-end hook), and a tagged relation that would publish orig
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import psycopg2
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
-from dbt_project_helper import ScratchProject
+from dbt_project_helper import DEMO_PTABLE, ScratchProject
 from sdc.loader import load_microdata
 from sdc.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.postgres
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
 READER, READER_PASSWORD = "bi_reader", "bi"
 ANALYST = "analyst"
+RULED = ("analyst_b", "analyst_c")  # the analysts of a builder with a hierarchy, a budget and a population rule
 # what PostgreSQL's text can carry (no NUL)
 pg_text = hostile_text.filter(lambda s: "\x00" not in s)
 _SURVEY = pd.read_csv(MICRODATA, usecols=["sex", "roof", "water"], dtype=str)
@@ -58,6 +60,11 @@ def write_project(p: ScratchProject, tagged_audit: bool = False) -> None:
         "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof', 'water'], modulus=10000000) }}")
     if tagged_audit:  # a mistake: the audit relation itself, tagged for publication
         (p.root / "models" / "protected" / "persons_audit_copy.sql").write_text("select * from {{ ref('ckm_persons') }}")
+    else:  # the builder's cells over codes that break a table (red team 18), built one by one by the tests
+        p.sources(["acl_survey", "acl_survey_null", "acl_survey_total"])
+        for broken in ("null", "total"):
+            p.model(f"finest_{broken}", "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey_" + broken
+                    + "'), ['sex', 'roof'], modulus=10000000) }}", tags=["broken"])
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +75,12 @@ def granted(tmp_path_factory, postgres):
     copy_raw_tables(staging.db, postgres, ["acl_survey"])
     admin = postgres.connect()
     with admin.cursor() as cur:
-        for role in (READER, ANALYST):
+        cur.execute("drop table if exists raw.acl_survey_null, raw.acl_survey_total")
+        cur.execute("create table raw.acl_survey_null as select * from raw.acl_survey")
+        cur.execute("update raw.acl_survey_null set sex = null where row_id = 1")
+        cur.execute("create table raw.acl_survey_total as select * from raw.acl_survey")
+        cur.execute("update raw.acl_survey_total set sex = 'Total' where row_id = 2")
+        for role in (READER, ANALYST, *RULED):
             cur.execute(f"drop owned by {role} cascade" if _role_exists(cur, role) else "select 1")
             cur.execute(f"drop role if exists {role}")
             cur.execute(f"create role {role} login password '{READER_PASSWORD}'")
@@ -76,7 +88,7 @@ def granted(tmp_path_factory, postgres):
     admin.close()
     p = ScratchProject(root / "project", postgres=postgres, schema="acl")
     write_project(p)
-    result = p.dbt("build")
+    result = p.dbt("build", "--exclude", "tag:broken")
     assert result.returncode == 0, result.stdout[-4000:]
     return p
 
@@ -132,35 +144,174 @@ def test_a_tagged_audit_relation_stops_the_grants(granted, tmp_path):
 # ------------------------------------------------------------------------------------------ table builder
 
 
-def test_an_analyst_builds_a_table_with_the_numbers_of_the_dbt_models(granted):
-    cells = as_reader(granted.postgres, "select codes, count from acl_audit.sdc_ckm_table(array['sex', 'roof'])",
-                      role=ANALYST)
-    published = {(s, r): c for s, r, c in as_reader(granted.postgres, "select sex, roof, count from acl_protected.persons")}
-    assert len(cells) >= 10
-    for codes, count in cells:  # the cells with records: the same count as the dbt model's
-        assert published[tuple(codes)] == count, codes
-    assert all(c == 0 for key, c in published.items() if key not in {tuple(codes) for codes, _ in cells})
-
-
-def test_a_filtered_table_is_the_ckm_of_the_filtered_records(granted, tmp_path):
-    """Filters keep the records whose codes are listed; each cell's count is its records' count plus the noise
-    the ptable gives their cell key, computed here from the microdata."""
+def cube_oracle(levels: dict[str, dict[str, list[str]]]) -> dict[tuple, tuple[int, int]]:
+    """Every cell of the builder's cube, computed here from the microdata (the test's independent CKM):
+    {codes in the order of ``levels``: (original, published count)}. ``levels`` maps each dimension to its
+    codes (each with the leaf codes it covers; its total covers all)."""
     from decimal import Decimal
-
-    import pandas as pd
+    from itertools import product
 
     from sdc.ptable.formats import read_ptable
 
-    cells = dict((tuple(c), n) for c, n in as_reader(
-        granted.postgres, "select codes, count from acl_audit.sdc_ckm_table(array['sex'], "
-                          "'{\"roof\": [\"r2\", \"r4\"], \"water\": [\"w1\", \"w2\", \"w3\"]}')", role=ANALYST))
+    table, _, _ = read_ptable(DEMO_PTABLE)
     df = pd.read_csv(MICRODATA, dtype={"rkeys": str})
-    kept = df[df["roof"].isin(["r2", "r4"]) & df["water"].isin(["w1", "w2", "w3"])]
-    table, _, _ = read_ptable(granted.root / "seeds" / "sdc_ptable.csv")
-    for sex, part in [("male", kept[kept.sex == "male"]), ("female", kept[kept.sex == "female"]), ("Total", kept)]:
-        key_sum = sum(int(Decimal(k) * 10**7) for k in part["rkeys"])
+    df["key"] = [int(Decimal(k) * 10**7) for k in df["rkeys"]]
+    cells = {}
+    for codes in product(*[list(levels[d]) for d in levels]):
+        part = df
+        for d, code in zip(levels, codes):
+            part = part[part[d].isin(levels[d][code])]
         n = len(part)
-        assert cells[(sex,)] == n + table.lookup(n, (key_sum % 10**7) / 10**7), sex
+        cells[codes] = (n, n + table.lookup(n, (int(part["key"].sum()) % 10**7) / 10**7))
+    return cells
+
+
+def flat_levels(dims: list[str]) -> dict[str, dict[str, list[str]]]:
+    return {d: {**{c: [c] for c in sorted(KNOWN_CODES[d])}, "Total": sorted(KNOWN_CODES[d])} for d in dims}
+
+
+def test_an_analyst_builds_a_table_with_the_numbers_of_the_dbt_models(granted):
+    """Every cell of the dbt model, its empty cells (0) included, and nothing else (red team 2: the builder
+    returned only cells with records, so a cell published 0 but present revealed records)."""
+    cells = as_reader(granted.postgres, "select codes, count from acl_audit.sdc_ckm_table(array['sex', 'roof'])",
+                      role=ANALYST)
+    published = {(s, r): c for s, r, c in as_reader(granted.postgres, "select sex, roof, count from acl_protected.persons")}
+    assert len(published) == 3 * 6
+    assert {tuple(codes): count for codes, count in cells} == published and len(cells) == len(published)
+
+
+def test_the_complete_frame_comes_back_through_the_ptable(granted):
+    """All 3 x 6 x 9 cells of the cube over the three dimensions, each its records' count plus the noise of the
+    ptable for their cell key (computed here from the microdata): 32 of the 80 finest cells are empty, and an
+    empty cell is 0 like a small one perturbed to 0."""
+    rows = as_reader(granted.postgres, "select codes, count from acl_audit.sdc_ckm_table(array['sex', 'roof', 'water'])",
+                     role=ANALYST)
+    oracle = cube_oracle(flat_levels(PUBLISHED_DIMS))
+    assert len(rows) == len(oracle) == 162
+    assert {tuple(codes): count for codes, count in rows} == {codes: count for codes, (_, count) in oracle.items()}
+    empty = [codes for codes, (n, _) in oracle.items() if n == 0 and "Total" not in codes]
+    assert len(empty) == 32 and any(n > 0 and count == 0 for n, count in oracle.values())
+
+
+def test_the_catalog_row_count_of_the_cells_is_the_frame_size(granted):
+    """pg_stat_user_tables and pg_class show every role a table's row count (red team 17): for the builder's
+    cells that is the size of the frame (162, public), not the number of non-empty cells (48)."""
+    conn = granted.postgres.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("select count(*) from acl_audit.persons_finest")
+            assert cur.fetchone()[0] == 3 * 6 * 9
+    finally:
+        conn.close()
+
+
+def test_a_filter_chooses_rows_of_the_cube_and_a_filter_on_a_dimension_not_asked_for_is_refused(granted):
+    cells = dict((tuple(c), n) for c, n in as_reader(
+        granted.postgres, "select codes, count from acl_audit.sdc_ckm_table(array['sex', 'roof'], "
+                          "'{\"roof\": [\"r2\", \"r4\"], \"sex\": [\"male\", \"Total\"]}')", role=ANALYST))
+    oracle = cube_oracle(flat_levels(["sex", "roof"]))
+    assert cells == {(s, r): oracle[(s, r)][1] for s in ("male", "Total") for r in ("r2", "r4")}
+    # the records of roof r2 or r4 summed over sex would be a cell of no table: refused
+    with pytest.raises(psycopg2.errors.RaiseException, match='filter on "roof", which is not asked for'):
+        as_reader(granted.postgres, "select * from acl_audit.sdc_ckm_table(array['sex'], '{\"roof\": [\"r2\", \"r4\"]}')",
+                  role=ANALYST)
+
+
+def test_least_squares_over_many_random_requests_recovers_no_more_than_the_cube_allows(granted):
+    """Red team 1's attack: 1,500 requests with random dimensions and random code filters (as many on
+    dimensions not asked for as on those asked for), every answered cell an equation over the 80 finest cells,
+    solved by least squares. Before: 2,897 distinct record sets and every finest cell exact. Now every answered
+    cell is one of the cube's 162 cells with the cube's count, so the attack knows what the cube publishes and
+    nothing more: its least squares are those of the whole cube, whose error per finest cell has a variance of
+    V * (2/3) * (5/6) * (8/9) = 1.48 for independent noise of variance V = 3 (the demo ptable), a standard
+    error of 1.22. Found: 15 of the 48 non-empty finest cells exact after rounding, root mean square error 1.21
+    over them (before: 48 of 48, error 0)."""
+    import random
+
+    import numpy
+
+    oracle = cube_oracle(flat_levels(PUBLISHED_DIMS))
+    finest = [c for c in oracle if "Total" not in c]
+    rng = random.Random(25)
+    codes = {d: sorted(KNOWN_CODES[d]) for d in PUBLISHED_DIMS}
+    seen: dict[frozenset, int] = {}
+    refused = 0
+    conn = granted.postgres.connect(user=ANALYST, password=READER_PASSWORD)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            for _ in range(1500):
+                dims = rng.sample(PUBLISHED_DIMS, rng.randint(1, 3))
+                filters = {d: rng.sample(codes[d], rng.randint(1, len(codes[d]) - 1))
+                           for d in PUBLISHED_DIMS if rng.random() < .7}
+                try:
+                    cur.execute("select codes, count from acl_audit.sdc_ckm_table(%s, %s::jsonb)",
+                                (dims, json.dumps(filters)))
+                except psycopg2.errors.RaiseException:
+                    refused += 1
+                    continue
+                for cell, count in cur.fetchall():
+                    covered = dict(zip(dims, cell))
+                    members = frozenset(f for f in finest if all(
+                        covered.get(d, "Total") in ("Total", f[k]) and (d not in filters or f[k] in filters[d])
+                        for k, d in enumerate(PUBLISHED_DIMS)))
+                    assert seen.setdefault(members, count) == count  # the same records, the same count
+    finally:
+        conn.close()
+    cube_sets = {frozenset(f for f in finest if all(c in ("Total", f[k]) for k, c in enumerate(cell))): count
+                 for cell, (_, count) in oracle.items()}
+    assert all(cube_sets.get(members) == count for members, count in seen.items())
+    assert len(seen) <= len(cube_sets) == 162 and refused > 0
+    a = numpy.array([[1.0 if f in members else 0.0 for f in finest] for members in seen])
+    x = numpy.linalg.lstsq(a, numpy.array([float(c) for c in seen.values()]), rcond=None)[0]
+    truth = numpy.array([oracle[f][0] for f in finest])
+    filled = truth > 0
+    exact = int((numpy.round(x) == truth)[filled].sum())
+    rmse = float(numpy.sqrt(((x - truth)[filled] ** 2).mean()))
+    assert (len(seen), int(filled.sum()), exact, round(rmse, 2)) == (162, 48, 15, 1.21)
+    assert rmse > 0.8 * (3 * 2 / 3 * 5 / 6 * 8 / 9) ** 0.5
+
+
+def test_log_and_error_lines_carry_analyst_text_as_json(granted):
+    """Red team 21: a newline in a dimension wrote a line that read like another analyst's request. The error
+    and the server log's line (sent to the client too, at client_min_messages = log) are one line each."""
+    forged = "x\n2026-11-24 14:11:00.000 UTC [1] LOG:  sdc_ckm_table request by bob: dims {state}"
+    conn = granted.postgres.connect(user=ANALYST, password=READER_PASSWORD)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute("set client_min_messages = log")
+            with pytest.raises(psycopg2.errors.RaiseException) as refused:
+                cur.execute("select * from acl_audit.sdc_ckm_table(%s)", ([forged],))
+            cur.execute("select count(*) from acl_audit.sdc_ckm_table(array['sex'], %s::jsonb)",
+                        (json.dumps({"sex": [forged]}),))
+        message = refused.value.diag.message_primary
+        assert "\n" not in message and json.dumps(forged) in message
+        lines = [n for n in conn.notices if "sdc_ckm_table request" in n]
+        assert len(lines) == 2 and all(n.count("\n") == 1 and n.endswith("\n") for n in lines)
+        assert json.dumps([forged]) in lines[0] and json.dumps({"sex": [forged]}) in lines[1]
+    finally:
+        conn.close()
+
+
+def test_cells_from_another_load_than_the_last_are_refused(granted):
+    """Red team 20: raw.acl_survey reloaded after the cells were built (a partial dbt build that left them
+    behind the published relations): the function refuses until they are rebuilt."""
+    owner = granted.postgres.connect()
+    owner.autocommit = True
+    sql = "select count(*) from acl_audit.sdc_ckm_table(array['sex'])"
+    try:
+        with owner.cursor() as cur:
+            cur.execute("update raw.sdc_loads set loaded_at = loaded_at + interval '1 second' where table_name = 'acl_survey'")
+        with pytest.raises(psycopg2.errors.RaiseException, match="built from another load of raw.acl_survey than its last"):
+            as_reader(granted.postgres, sql, role=ANALYST)
+        result = try_builder(granted, [ANALYST], 5)  # and the hook that would make a builder over them stops
+        assert result.returncode != 0 and "was built from another load of raw.acl_survey" in result.stdout, result.stdout[-2000:]
+    finally:
+        with owner.cursor() as cur:
+            cur.execute("update raw.sdc_loads set loaded_at = loaded_at - interval '1 second' where table_name = 'acl_survey'")
+        owner.close()
+    assert as_reader(granted.postgres, sql, role=ANALYST) == [(3,)]
 
 
 @pytest.mark.parametrize("relation", ["acl_audit.persons_finest", "acl_audit.sdc_ckm_table_requests",
@@ -172,18 +323,20 @@ def test_the_analyst_reads_no_finest_cells_no_log_no_microdata(granted, relation
 
 @pytest.mark.parametrize("request_sql, message", [
     ("array['sex; drop table acl_audit.persons_finest; --']", "is not a published dimension"),
-    ("array['age']", "age is not a published dimension (published: sex, roof, water)"),
+    ("array['age']", '"age" is not a published dimension (published: ["sex", "roof", "water"])'),
+    ("array[NULL]", "NULL is not a published dimension"),
+    ("array[array['sex'], array['roof']]", "give the dimensions as a one-dimensional list"),
     ("array['sex', 'sex']", "a dimension is asked for twice"),
-    ("array['sex'], '{\"rk\": [\"1\"]}'", "filter on rk, which is not a published dimension"),
-    ("array['sex'], '{\"roof\": \"r2\"}'", "the filter on roof must be a list of codes"),
-    ("array['sex'], '{\"roof\": [\"x'') or true; --\"]}'", None),  # a code, compared as a value: no cell
+    ("array['sex'], '{\"rk\": [\"1\"]}'", 'filter on "rk", which is not a published dimension'),
+    ("array['roof'], '{\"roof\": \"r2\"}'", 'the filter on "roof" must be a list of codes'),
+    ("array['roof'], '{\"roof\": [\"x'') or true; --\"]}'", None),  # a code, compared as a value: no cell
 ])
 def test_hostile_or_wrong_requests_are_refused_or_harmless(granted, request_sql, message):
     sql = f"select codes, count from acl_audit.sdc_ckm_table({request_sql})"
-    if message is None:  # no record has that code: only the empty grand total
-        assert as_reader(granted.postgres, sql, role=ANALYST) == [(["Total"], 0)]
+    if message is None:  # no cell has that code
+        assert as_reader(granted.postgres, sql, role=ANALYST) == []
     else:
-        with pytest.raises(psycopg2.errors.RaiseException, match=message.replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(psycopg2.errors.RaiseException, match=re.escape(message)):
             as_reader(granted.postgres, sql, role=ANALYST)
     conn = granted.postgres.connect()
     try:
@@ -196,7 +349,7 @@ def test_hostile_or_wrong_requests_are_refused_or_harmless(granted, request_sql,
 
 PUBLISHED_DIMS = ["sex", "roof", "water"]
 TABLE_BUILDER_MESSAGES = ("is not a published dimension", "a dimension is asked for twice", "which is not a published "
-                          "dimension", "must be a list of codes", "must be a JSON object")
+                          "dimension", "which is not asked for", "must be a list of codes", "must be a JSON object")
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -222,7 +375,8 @@ def test_generated_hostile_requests_are_refused_by_name_or_answered_with_publish
                 assert any(m in str(exc) for m in TABLE_BUILDER_MESSAGES), str(exc)
             else:
                 assert len(set(dims)) == len(dims) and set(dims) <= set(PUBLISHED_DIMS)
-                assert rows and all(len(codes) == len(dims) and count >= 0 for codes, count in rows)
+                assert all(len(codes) == len(dims) and count >= 0 for codes, count in rows)
+                assert rows or filters  # without filters, at least the total
                 assert all(c in KNOWN_CODES[d] | {"Total"} for codes, _ in rows for d, c in zip(dims, codes))
     finally:
         conn.close()
@@ -271,3 +425,165 @@ def test_grant_published_refuses_the_columns_sdc_publish_refuses(granted, tmp_pa
     for size, name, verdict in shown:
         context = ["region"] if size == "1" else ["region", "published_text"]
         assert (verdict == "True") == unpublishable(name, context + [name]), (name, context, verdict)
+
+
+@pytest.mark.parametrize("model, message", [
+    ("finest_null", "dimension sex is NULL in some records"),
+    ("finest_total", "dimension sex has a category Total, the code of its total"),
+])
+def test_the_cells_stop_on_null_codes_and_the_totals_code_as_ckm_count_does(granted, model, message):
+    """Red team 18: ckm_finest_cells built over a NULL code and a category Total, and the builder then
+    answered two {Total, Total} cells. It is ckm_count's cube now: the same checks, the same messages."""
+    result = granted.dbt("build", "--select", model)
+    assert result.returncode != 0 and message in result.stdout, result.stdout[-3000:]
+
+
+# ------------------------------------------------------------------- a builder with a hierarchy and its rules
+
+ROOF_HIERARCHY = "dimension,code,parent\nroof,All,\nroof,rA,All\nroof,rB,All\n" + "".join(
+    f"roof,{leaf},{group}\n" for leaf, group in [("r2", "rA"), ("r4", "rA"), ("r5", "rB"), ("r6", "rB"), ("r9", "rB")])
+RULED_BUDGET, RULED_POPULATION = 6, 50
+
+
+@pytest.fixture(scope="module")
+def ruled(granted, tmp_path_factory):
+    """The cells over sex and roof with roof's hierarchy (All > rA, rB > leaves) and a threshold of 10 (a count
+    below it is NULL), a budget of 6 requests per role and a minimum population of 50, for analyst_b and
+    analyst_c; a dbt model over the same hierarchy and threshold."""
+    p = ScratchProject(tmp_path_factory.mktemp("ruled") / "project", postgres=granted.postgres, schema="acl_ruled")
+    (p.root / "dbt_project.yml").write_text(project_yaml() + PROJECT_EXTRA.split("on-run-start")[0] + (
+        'on-run-start: ["{{ sdc.engine_setup() }}"]\non-run-end:\n'
+        "  - \"{{ sdc.ckm_table_builder(ref('persons_cube'), ['sex', 'roof'], " + repr(list(RULED))
+        + f", hierarchy=ref('sdc_hierarchies'), budget={RULED_BUDGET}, min_population={RULED_POPULATION}) }}}}\"\n"))
+    p.seed("sdc_hierarchies", ROOF_HIERARCHY)
+    p.sources(["acl_survey"])
+    for folder in ("audit", "protected"):
+        (p.root / "models" / folder).mkdir()
+    (p.root / "models" / "audit" / "ckm_persons.sql").write_text(
+        "{{ sdc.ckm_count(source('raw', 'acl_survey'), ['sex', 'roof'], hierarchy=ref('sdc_hierarchies'), modulus=10000000, "
+        "threshold=10) }}")
+    (p.root / "models" / "protected" / "persons.sql").write_text("{{ sdc.ckm_published(ref('ckm_persons')) }}")
+    (p.root / "models" / "audit" / "persons_cube.sql").write_text(
+        "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof'], hierarchy=ref('sdc_hierarchies'), "
+        "modulus=10000000, threshold=10) }}")
+    result = p.dbt("build")
+    assert result.returncode == 0, result.stdout[-4000:]
+    return p
+
+
+def ruled_request(ruled, role, dims, filters=None):
+    return as_reader(ruled.postgres, "select codes, count from acl_ruled_audit.sdc_ckm_table(array[" + ", ".join(
+        f"'{d}'" for d in dims) + "], '" + json.dumps(filters or {}) + "')", role=role)
+
+
+def test_hierarchy_levels_and_totals_carry_the_codes_of_the_dbt_model(ruled):
+    """D18: the builder labelled the total of a hierarchical dimension Total (the dbt model: its root, All) and
+    had no subtotals. Its cells are now those of ckm_count over the same hierarchy, code for code."""
+    cells = {tuple(c): n for c, n in ruled_request(ruled, "analyst_c", ["sex", "roof"])}
+    owner = ruled.postgres.connect()
+    try:
+        with owner.cursor() as cur:
+            cur.execute("select sex, roof, count from acl_ruled_protected.persons")
+            published = {(s, r): n for s, r, n in cur.fetchall()}
+    finally:
+        owner.close()
+    assert cells == published
+    assert {r for _, r in cells} == {"All", "rA", "rB", "r2", "r4", "r5", "r6", "r9"} and len(cells) == 3 * 8
+    hidden = {codes for codes, n in cells.items() if n is None}  # below the threshold, as in the dbt model
+    assert hidden and all(codes[1] in ("r5", "r6", "r9") for codes in hidden)
+
+
+def test_a_request_whose_population_is_below_the_minimum_is_refused(ruled):
+    """The population of a request: the cube cell with each dimension at its filter's code when the filter
+    keeps one code, else at its total. Roof r9 holds 16 records (below 50); rB (r5, r6, r9) 69."""
+    with pytest.raises(psycopg2.errors.RaiseException, match="the table's population is below the minimum of 50"):
+        ruled_request(ruled, "analyst_c", ["roof"], {"roof": ["r9"]})
+    oracle = cube_oracle({"roof": {"rB": ["r5", "r6", "r9"]}})
+    assert ruled_request(ruled, "analyst_c", ["roof"], {"roof": ["rB"]}) == [(["rB"], oracle[("rB",)][1])]
+    assert oracle[("rB",)][0] == 69
+
+
+def test_each_role_has_a_budget_of_requests_that_a_rollback_does_not_restore(ruled):
+    """Six requests for analyst_b, one of them rolled back (its log row goes, its count stays: the budget is a
+    sequence), then a refusal; analyst_c's budget is its own."""
+    import hashlib
+
+    sql = "select count(*) from acl_ruled_audit.sdc_ckm_table(array['sex'])"
+    for _ in range(4):
+        assert as_reader(ruled.postgres, sql, role="analyst_b") == [(3,)]
+    conn = ruled.postgres.connect(user="analyst_b", password=READER_PASSWORD)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            assert cur.fetchall() == [(3,)]
+        conn.rollback()
+    finally:
+        conn.close()
+    assert as_reader(ruled.postgres, sql, role="analyst_b") == [(3,)]
+    with pytest.raises(psycopg2.errors.RaiseException, match='role "analyst_b" has spent its budget of 6 requests'):
+        as_reader(ruled.postgres, sql, role="analyst_b")
+    assert as_reader(ruled.postgres, sql, role="analyst_c") == [(3,)]
+    owner = ruled.postgres.connect()
+    try:
+        with owner.cursor() as cur:
+            sequence = "sdc_ckm_table_requests_budget_" + hashlib.md5(b"analyst_b").hexdigest()[:12]
+            cur.execute(f'select last_value from acl_ruled_audit."{sequence}"')
+            assert cur.fetchone()[0] == 7
+            cur.execute("select count(*) from acl_ruled_audit.sdc_ckm_table_requests where requested_by = 'analyst_b'")
+            assert cur.fetchone()[0] == 5
+    finally:
+        owner.close()
+
+
+# ------------------------------------------------------------------ hostile settings of the builder's hook
+
+HOSTILE_ROLE = "an'a\"lyst; drop table raw.acl_survey; --\n$sdc"
+HOSTILE_FUNCTION = "try'\"; --%"
+TRY_BUILDER = ("{% macro try_builder(roles, budget, min_population) %}{% do run_query(sdc.ckm_table_builder("
+               "ref('persons_finest'), ['sex', 'roof', 'water'], roles, budget=budget, min_population=min_population, "
+               "function_name=" + repr(HOSTILE_FUNCTION) + ", log_table='try_requests')) %}"
+               "{% do run_query('commit') %}{% endmacro %}")
+
+
+def try_builder(granted, roles, budget, min_population=None):
+    (granted.root / "macros" / "try_builder.sql").write_text(TRY_BUILDER)
+    return granted.dbt("run-operation", "try_builder", "--args", json.dumps(
+        {"roles": roles, "budget": budget, "min_population": min_population}))
+
+
+@pytest.mark.parametrize("budget, min_population, message", [
+    ("1; drop table raw.acl_survey", None, "budget must be a whole number of requests of at least 1, got 1; drop table raw.acl_survey"),
+    (0, None, "budget must be a whole number of requests of at least 1, got 0"),
+    (2.5, None, "budget must be a whole number of requests of at least 1, got 2.5"),
+    (5, "x'); --", "min_population must be a whole number of at least 0, got x'); --"),
+    (5, -1, "min_population must be a whole number of at least 0, got -1"),
+])
+def test_a_hostile_budget_or_population_stops_the_hook(granted, budget, min_population, message):
+    result = try_builder(granted, [ANALYST], budget, min_population)
+    assert result.returncode != 0 and "ckm_table_builder: " + message in result.stdout, result.stdout[-2000:]
+    assert owner_rows(granted) == (3 * 6 * 9, len(_SURVEY))
+
+
+def test_a_hostile_role_and_function_name_reach_sql_quoted_and_the_role_gets_its_budget(granted):
+    from psycopg2 import sql as pgsql
+
+    admin = granted.postgres.connect()
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        if _role_exists(cur, HOSTILE_ROLE):
+            cur.execute(pgsql.SQL("drop owned by {} cascade").format(pgsql.Identifier(HOSTILE_ROLE)))
+            cur.execute(pgsql.SQL("drop role {}").format(pgsql.Identifier(HOSTILE_ROLE)))
+        cur.execute(pgsql.SQL("create role {} login password 'bi'").format(pgsql.Identifier(HOSTILE_ROLE)))
+    admin.close()
+    result = try_builder(granted, ["x$sdc$; drop table raw.acl_survey; $sdc$"], 2)  # would end the function's body
+    assert result.returncode != 0 and "contains $sdc$, which would end the function's body" in result.stdout
+    result = try_builder(granted, [HOSTILE_ROLE], 2)
+    assert result.returncode == 0, result.stdout[-3000:]
+    request = 'select count(*) from acl_audit."try\'""; --%"(array[\'sex\'])'
+    assert as_reader(granted.postgres, request, role=HOSTILE_ROLE) == [(3,)]
+    assert as_reader(granted.postgres, request, role=HOSTILE_ROLE) == [(3,)]
+    with pytest.raises(psycopg2.errors.RaiseException, match=re.escape(f"role {json.dumps(HOSTILE_ROLE)} has spent its budget of 2")):
+        as_reader(granted.postgres, request, role=HOSTILE_ROLE)
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # the analyst was not granted this one
+        as_reader(granted.postgres, request, role=ANALYST)
+    assert owner_rows(granted) == (3 * 6 * 9, len(_SURVEY))

@@ -1,161 +1,248 @@
 {#
   An ad-hoc table builder for analysts without access to the microdata (PostgreSQL), as statistical offices'
-  table builders (ABS TableBuilder, ONS's flexible table builder) offer: a function that returns the
-  CKM-protected counts of any table over the published dimensions, with filters, computed from the finest cells'
-  counts and key sums, which the analyst's role cannot read. The same cell gets the same count as in every
-  dbt model (its key sum, and so its cell key and noise, is the sum over the same records).
+  table builders (ABS TableBuilder, ONS's flexible table builder) offer, restricted as theirs are: every cell it
+  can ever return is a cell of ONE fixed cube, built by dbt and perturbed once; a request only chooses which of
+  those cells it sees. So any set of requests, however many and however combined, reveals nothing beyond the
+  cube's noisy cells (issue 25, red team 1: with free code filters every filtered subset was a new cell with
+  independent noise, and least squares over 1,500 requests gave every finest cell's original).
 
-  1. A model of the finest cells (an audit relation: it holds unperturbed counts):
-       -- models/audit/persons_finest.sql
-       {{ sdc.ckm_finest_cells(source('raw', 'persons'), ['state', 'sex', 'age_group']) }}
-  2. The function and its request log, created after the build (on-run-end) for the analysts' roles:
-       on-run-end: ["{{ sdc.ckm_table_builder(ref('persons_finest'), ['state', 'sex', 'age_group'], ['analyst'],
-                                               ref('sdc_ptable')) }}"]
-     (the ptable as an argument: a hook's refs must be visible to dbt as written)
-  3. The analyst asks for a table: every cell of the cube over the dimensions asked for, filters as lists of
-     codes per dimension (the filtered records only), totals labelled Total (var sdc_total_label):
-       select * from main_audit.sdc_ckm_table(array['state', 'sex'], '{"age_group": ["18-29", "30-44"]}');
+  1. A model of the cube (an audit relation: it holds the unperturbed counts beside the published ones):
+       -- models/audit/persons_cube.sql
+       {{ sdc.ckm_finest_cells(source('raw', 'persons'), ['state', 'sex', 'age_group'], hierarchy=ref('sdc_hierarchies')) }}
+     It is ckm_count over the dimensions with every total and the hierarchy levels declared for them
+     (totals='cube'), complete (every cell of the frame, empty ones as 0 through the ptable, so a published 0
+     does not tell an empty cell from a small one: red team 2), with ckm_count's checks (keys, modulus, NULL
+     codes, a code equal to a total's label: red team 18) and its codes (a hierarchy's total carries its root
+     code, e.g. All, as in every dbt model over that hierarchy). threshold= as ckm_count's (NULL below it).
+  2. The function, its request log and its budgets, created after the build (on-run-end) for the analysts' roles:
+       on-run-end: ["{{ sdc.ckm_table_builder(ref('persons_cube'), ['state', 'sex', 'age_group'], ['analyst'],
+                                               hierarchy=ref('sdc_hierarchies'), budget=1000, min_population=50) }}"]
+     hierarchy  the same as the cube's (the totals' codes); a cube without its grand total under those codes
+                stops the hook
+     budget     requests per role (default 10000), counted by a sequence per role inside the function: a
+                request refused or rolled back counts too; beyond it every request is refused. The office
+                gives more with `alter sequence <schema>.<log_table>_budget_<md5 of the role, 12> restart`
+     min_population  a request whose population (the cube cell with each dimension asked for at its filter's
+                code when the filter keeps one code, else at its total) has a perturbed count below it is
+                refused; default none
+     ptable, modulus  not used (the cube carries its counts: give them to ckm_finest_cells); kept so that
+                earlier hooks keep working
+  3. The analyst asks for a table: the cells of the cube with the dimensions asked for at any of their codes
+     (leaves, hierarchy levels and total) and every other dimension at its total. Filters, lists of codes per
+     dimension asked for, keep only the rows with those codes; a filter on a dimension not asked for would make
+     a new cell (the sum over a subset of its codes) and is refused:
+       select * from main_audit.sdc_ckm_table(array['state', 'sex'], '{"state": ["NSW", "VIC"]}');
        -- codes text[] (in the order asked for), count bigint
 
   The function runs with its owner's rights (security definer, a fixed search_path): the analyst may execute
-  it and nothing else in that schema. Every request is logged (role, time, dimensions, filters) to a table
-  the analyst cannot read, and to the server log (RAISE LOG), which keeps it even when the analyst rolls the
-  transaction back (the table's row goes with the rollback). Threat model: an analyst who sends overlapping requests can difference them; the
-  CKM's answer is that the same cell always gets the same noise, so repeating a request or reaching a cell
-  two ways gains nothing, while differencing two cells that differ by few records leaves two independent
-  noises (the protection the ptable's variance gives). Very many small filtered tables can still narrow a
-  record down: the request log lets the office see and limit that; thresholds (ckm_count threshold=) are not
-  applied here.
+  it and nothing else in that schema. It refuses to answer when the cube was built from another load of a raw
+  table than the load log's last (red team 20: published relations of a new load beside a builder of the old).
+  Every request is logged to the server log (RAISE LOG, kept when the analyst rolls back) and to a table the
+  analyst cannot read (role, time, dimensions, filters, request number from a sequence: a rolled-back request
+  leaves a gap); analyst text reaches log and error lines only as JSON strings (a newline is \n: red team 21).
 #}
-{% macro ckm_finest_cells(relation, dims, modulus=none) %}
-{{- sdc.build_record_hook() -}}
+{% macro ckm_finest_cells(relation, dims, modulus=none, hierarchy=none, ptable=none, threshold=none) %}
 {%- if dims is string or dims | length == 0 -%}
   {{ exceptions.raise_compiler_error("ckm_finest_cells: dims must be a non-empty list of column names") }}
 {%- endif -%}
-{%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_finest_cells',
-      roles={sdc.setting('sdc_record_key_column'): 'record key column'}) -%}
-{%- set rk = sdc.sql_identifier(sdc.setting('sdc_record_key_column')) -%}
-{%- set modulus = modulus if modulus is not none else sdc.setting('sdc_key_modulus') -%}
-{%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_finest_cells') -%}
-{%- if sdc.setting('sdc_check_record_keys') -%}
-  {%- do sdc.ckm_check_record_keys(relation, sdc.setting('sdc_record_key_column'), none, modulus, 'ckm_finest_cells') -%}
-{%- endif -%}
-with finest_cells as (
-    -- per combination of the dimensions' codes: the records and the exact sum of their keys
-    select
-        {%- for dim in dims %}
-        cast({{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}) as {{ sdc.sql_identifier(dim) }},
-        {%- endfor %}
-        count(*) as original,
-        {{ sdc.ckm_key_sum(rk, modulus) }} as key_sum,
-        max({{ rk }}) as max_key
-    from {{ relation }}
-    group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
-)
-
 select
     {%- for dim in dims %}
     {{ sdc.sql_identifier(dim) }},
     {%- endfor %}
     original,
-    key_sum
-from finest_cells
-where {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
-    "'a record key in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses'") }}
+    key_sum,
+    {{ sdc.sql_identifier('count') }}
+from (
+{{ sdc.ckm_count(relation, dims, totals='cube', hierarchy=hierarchy, ptable=ptable, modulus=modulus, complete=true, threshold=threshold) }}
+) as cube
 {% endmacro %}
 
 
-{% macro ckm_table_builder(finest, dims, roles, ptable, modulus=none, function_name='sdc_ckm_table', log_table='sdc_ckm_table_requests') %}
-  {{ return(adapter.dispatch('ckm_table_builder', 'sdc')(finest, dims, roles, ptable, modulus, function_name, log_table)) }}
+{% macro ckm_table_builder(finest, dims, roles, ptable=none, modulus=none, function_name='sdc_ckm_table', log_table='sdc_ckm_table_requests', hierarchy=none, budget=10000, min_population=none) %}
+  {{ return(adapter.dispatch('ckm_table_builder', 'sdc')(finest, dims, roles, function_name, log_table, hierarchy, budget, min_population)) }}
 {% endmacro %}
 
-{% macro default__ckm_table_builder(finest, dims, roles, ptable, modulus, function_name, log_table) %}
+{% macro default__ckm_table_builder(finest, dims, roles, function_name, log_table, hierarchy, budget, min_population) %}
   {{ exceptions.raise_compiler_error("ckm_table_builder: the table builder needs an engine with roles and security-definer functions (PostgreSQL); on DuckDB, analysts use sdc sql install") }}
 {% endmacro %}
 
-{% macro postgres__ckm_table_builder(finest, dims, roles, ptable, modulus, function_name, log_table) -%}
+{% macro postgres__ckm_table_builder(finest, dims, roles, function_name, log_table, hierarchy, budget, min_population) -%}
 {%- if not execute -%}{{ return('select 1') }}{%- endif -%}
 {%- if roles is string or roles | length == 0 or dims is string or dims | length == 0 -%}
   {{ exceptions.raise_compiler_error("ckm_table_builder: dims and roles must be non-empty lists") }}
 {%- endif -%}
-{%- set modulus = modulus if modulus is not none else sdc.setting('sdc_key_modulus') -%}
-{%- set reuse_from = sdc.ckm_ptable_reuse_from(ptable, sdc.setting('sdc_ptable_reuse_from'), 'ckm_table_builder') -%}
-{%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
-{%- set wide = sdc.wide_integer_type() -%}
+{%- if budget is not number or budget != budget | int or budget < 1 -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: budget must be a whole number of requests of at least 1, got " ~ budget) }}
+{%- endif -%}
+{%- if min_population is not none and (min_population is not number or min_population != min_population | int or min_population < 0) -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: min_population must be a whole number of at least 0, got " ~ min_population) }}
+{%- endif -%}
+{%- set cells = sdc.sql_identifier(finest.schema) ~ '.' ~ sdc.sql_identifier(finest.identifier) -%}
+{%- set roots = sdc.ckm_table_builder_roots(finest, cells, dims, hierarchy) -%}
+{%- do sdc.ckm_table_builder_check_loads(finest) -%}
 {%- set schema = sdc.sql_identifier(finest.schema) -%}
 {%- set fn = schema ~ '.' ~ sdc.sql_identifier(function_name) -%}
+{#- the function's name in its messages: RAISE formats them (% is a placeholder); one line -#}
+{%- set name = sdc.sql_text(function_name | replace('\n', '\\n') | replace('\r', '\\r')) | replace('%', '%%') -%}
 {%- set log = schema ~ '.' ~ sdc.sql_identifier(log_table) -%}
+{%- set request_numbers = schema ~ '.' ~ sdc.sql_identifier(log_table ~ '_no') -%}
+{%- set load_log = sdc.sql_identifier(sdc.setting('sdc_raw_schema')) ~ '.' ~ sdc.sql_identifier(sdc.setting('sdc_load_log')) -%}
 {%- set grantees = [] -%}
-{%- for role in roles -%}{%- do grantees.append(sdc.sql_identifier(role)) -%}{%- endfor -%}
-{%- set allowed = [] -%}
-{%- for dim in dims -%}{%- do allowed.append(sdc.sql_string(dim)) -%}{%- endfor -%}
-create table if not exists {{ log }} (requested_by text, requested_at timestamptz, dims text[], filters jsonb);
-revoke all on {{ log }} from public;
-create or replace function {{ fn }}(dims text[], filters jsonb default '{}'::jsonb)
-returns table(codes text[], count bigint)
-language plpgsql security definer set search_path = pg_catalog, pg_temp as $sdc$
+{%- set budgets = [] -%}
+{%- for role in roles -%}
+  {%- do grantees.append(sdc.sql_identifier(role)) -%}
+  {%- do budgets.append((role, schema ~ '.' ~ sdc.sql_identifier(log_table ~ '_budget_' ~ local_md5(role)[:12]))) -%}
+{%- endfor -%}
+{%- set published = [] -%}
+{%- for dim in dims -%}{%- do published.append(sdc.sql_string(dim)) -%}{%- endfor -%}
+{%- set body -%}
 declare
-    published text[] := array[{{ allowed | join(', ') }}];
+    published text[] := cast(array[{{ published | join(', ') }}] as text[]);
+    roots jsonb := cast({{ sdc.sql_string(tojson(roots)) }} as jsonb);
+    cells text := {{ sdc.sql_string(cells) }};
+    request_no bigint := nextval({{ sdc.sql_string(request_numbers) }});
+    used bigint;
     dim text;
-    labels text;
-    grouped text;
-    conditions text := 'true';
+    code text;
+    shown text;
+    conditions text := '';
+    population_cell text := '';
+    population bigint;
+    recorded jsonb;
+    loaded text;
 begin
+    -- analyst text only as JSON (a newline is \n): it cannot write a line of the server log
+    raise log '{{ name }} request % by %: dims %, filters %', request_no, to_jsonb(cast(session_user as text)),
+        coalesce(cast(to_jsonb(dims) as text), 'null'), coalesce(cast(filters as text), 'null');
+    -- the budget: every request counts, refused and rolled-back ones too (a sequence does not roll back)
+    {%- for role, sequence in budgets %}
+    if pg_has_role(session_user, {{ sdc.sql_string(role) }}, 'member') then
+        used := nextval({{ sdc.sql_string(sequence) }});
+        if used > {{ budget }} then
+            raise exception '{{ name }}: role % has spent its budget of {{ budget }} requests', to_jsonb(cast({{ sdc.sql_string(role) }} as text));
+        end if;
+    end if;
+    {%- endfor %}
+    insert into {{ log }} (requested_by, requested_at, dims, filters, request_no)
+        values (session_user, now(), dims, filters, request_no);
+    -- the cube's cells from the load the log shows last (red team 20)
+    recorded := case when obj_description(cast(cells as regclass), 'pg_class') like '{"sdc_build"%'
+                     then cast(obj_description(cast(cells as regclass), 'pg_class') as jsonb) -> 'sdc_build' -> 'loads' end;
+    if recorded is null then
+        raise exception '{{ name }}: the cells have no build record; rebuild them with dbt';
+    end if;
+    for dim in select jsonb_object_keys(recorded) loop
+        select cast(loaded_at as varchar) into loaded from {{ load_log }}
+         where lower(table_name) = substr(dim, {{ sdc.setting('sdc_raw_schema') | length + 2 }});
+        if recorded -> dim is distinct from jsonb_build_array(loaded) then
+            raise exception '{{ name }}: the cells were built from another load of % than its last (%); rebuild them with dbt', dim, coalesce(loaded, 'none');
+        end if;
+    end loop;
     if dims is null or cardinality(dims) = 0 then
-        raise exception '{{ sdc.sql_text(function_name) }}: give the dimensions of the table, e.g. array[%]', published[1];
+        raise exception '{{ name }}: give the dimensions of the table, e.g. array[%]', to_jsonb(published[1]);
+    end if;
+    if array_ndims(dims) <> 1 then
+        raise exception '{{ name }}: give the dimensions as a one-dimensional list';
     end if;
     foreach dim in array dims loop
-        if not dim = any(published) then
-            raise exception '{{ sdc.sql_text(function_name) }}: % is not a published dimension (published: %)', dim, array_to_string(published, ', ');
+        if dim is null or not dim = any(published) then
+            raise exception '{{ name }}: % is not a published dimension (published: %)', coalesce(cast(to_jsonb(dim) as text), 'NULL'), to_jsonb(published);
         end if;
     end loop;
     if (select count(distinct d) from unnest(dims) as d) < cardinality(dims) then
-        raise exception '{{ sdc.sql_text(function_name) }}: a dimension is asked for twice: %', array_to_string(dims, ', ');
+        raise exception '{{ name }}: a dimension is asked for twice: %', to_jsonb(dims);
     end if;
     if filters is null or jsonb_typeof(filters) <> 'object' then
-        raise exception '{{ sdc.sql_text(function_name) }}: filters must be a JSON object of dimension -> list of codes';
+        raise exception '{{ name }}: filters must be a JSON object of dimension -> list of codes';
     end if;
     for dim in select jsonb_object_keys(filters) loop
         if not dim = any(published) then
-            raise exception '{{ sdc.sql_text(function_name) }}: filter on %, which is not a published dimension (published: %)', dim, array_to_string(published, ', ');
+            raise exception '{{ name }}: filter on %, which is not a published dimension (published: %)', to_jsonb(dim), to_jsonb(published);
+        end if;
+        if not dim = any(dims) then
+            raise exception '{{ name }}: filter on %, which is not asked for: a filter only chooses rows of the table, it does not sum a subset of codes; ask for % too', to_jsonb(dim), to_jsonb(dim);
         end if;
         if jsonb_typeof(filters -> dim) <> 'array' then
-            raise exception '{{ sdc.sql_text(function_name) }}: the filter on % must be a list of codes', dim;
+            raise exception '{{ name }}: the filter on % must be a list of codes', to_jsonb(dim);
         end if;
         conditions := conditions || format(' and %I = any(array(select jsonb_array_elements_text(%L::jsonb)))', dim, filters -> dim);
     end loop;
-    -- the server log keeps the request even when the caller rolls its transaction back; the table, when it commits
-    raise log '{{ sdc.sql_text(function_name) }} request by %: dims %, filters %', session_user, dims, filters;
-    insert into {{ log }} values (session_user, now(), dims, filters);
-    select string_agg(format('case when grouping(%I) = 1 then %L else %I end', d, {{ sdc.sql_string(sdc.setting('sdc_total_label')) }}, d), ', '),
-           string_agg(format('%I', d), ', ')
-      into labels, grouped from unnest(dims) as d;
-    return query execute format($q$
-        with paired_metrics as (
-            select array[%s] as codes, coalesce(sum(original), 0) as original, coalesce(sum(key_sum), 0) as key_sum
-            from {{ finest }} where %s group by cube (%s)
-        ),
-        cell_keys as (
-            select codes, original, cast(key_sum %% {{ modulus }} as bigint) as cell_key_int,
-                   {{ sdc.ckm_ptable_row('original', '(select max(i) from ' ~ ptable ~ ')', reuse_from) | replace('%', '%%') }} as ptable_row
-            from paired_metrics
-        ),
-        ptable_intervals as (
-            select i, v, cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
-                   cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
-            from {{ ptable }}
-        )
-        select cast(c.codes as text[]), cast(case
-            when c.original = 0 then 0
-            when t.v is null then {{ sdc.engine_function('sdc_raise_error') }}('{{ sdc.sql_text(function_name) }}: the perturbation table has no interval for a cell of ' || c.original || ' records')::int
-            else c.original + t.v end as bigint)
-        from cell_keys as c
-        left join ptable_intervals as t
-            on t.i = c.ptable_row and {{ sdc.ckm_interval_match('c.cell_key_int', 't.lb_scaled', 't.ub_scaled') }}
-        $q$, labels, conditions, grouped);
+    -- every dimension not asked for at its total; the population: a one-code filter's code, else the total
+    foreach dim in array published loop
+        code := roots ->> dim;
+        if not dim = any(dims) then
+            conditions := conditions || format(' and %I = %L', dim, code);
+        elsif jsonb_typeof(filters -> dim) = 'array' and jsonb_array_length(filters -> dim) = 1 then
+            code := filters -> dim ->> 0;
+        end if;
+        population_cell := population_cell || format(' and %I = %L', dim, code);
+    end loop;
+    {%- if min_population is not none %}
+    execute format('select %I from %s where true%s', 'count', cells, population_cell) into population;
+    if population is null or population < {{ min_population }} then
+        raise exception '{{ name }}: the table''s population is below the minimum of {{ min_population }} records; ask for a larger one';
+    end if;
+    {%- endif %}
+    select string_agg(format('cast(%I as text)', d), ', ' order by n) into shown from unnest(dims) with ordinality as u(d, n);
+    return query execute format('select cast(array[%s] as text[]), cast(%I as bigint) from %s where true%s order by 1',
+                                shown, 'count', cells, conditions);
 end
+{%- endset -%}
+{%- if '$sdc$' in body -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: a dimension, role or relation name contains $sdc$, which would end the function's body") }}
+{%- endif -%}
+create table if not exists {{ log }} (requested_by text, requested_at timestamptz, dims text[], filters jsonb);
+alter table {{ log }} add column if not exists request_no bigint;
+revoke all on {{ log }} from public;
+create sequence if not exists {{ request_numbers }};
+revoke all on sequence {{ request_numbers }} from public;
+{%- for role, sequence in budgets %}
+create sequence if not exists {{ sequence }};
+revoke all on sequence {{ sequence }} from public;
+{%- endfor %}
+create or replace function {{ fn }}(dims text[], filters jsonb default '{}'::jsonb)
+returns table(codes text[], count bigint)
+language plpgsql security definer set search_path = pg_catalog, pg_temp as $sdc$
+{{ body }}
 $sdc$;
 revoke all on function {{ fn }}(text[], jsonb) from public;
 grant usage on schema {{ schema }} to {{ grantees | join(', ') }};
 grant execute on function {{ fn }}(text[], jsonb) to {{ grantees | join(', ') }}
 {%- endmacro %}
+
+
+{#- the code of each dimension's total (its hierarchy's root, else var sdc_total_label); the hook stops unless
+    the relation is a cube over the dimensions with those totals (ckm_finest_cells with the same hierarchy) -#}
+{% macro ckm_table_builder_roots(finest, cells, dims, hierarchy) %}
+{%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, 'cube') -%}
+{%- set roots = {} -%}
+{%- for dim in dims -%}{%- do roots.update({dim: levels[dim].root}) -%}{%- endfor -%}
+{%- set columns = adapter.get_columns_in_relation(finest) | map(attribute='name') | list -%}
+{%- for column in dims + ['count'] if column not in columns -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: " ~ cells ~ " has no column " ~ column ~ "; build it with sdc.ckm_finest_cells over the same dimensions") }}
+{%- endfor -%}
+{%- set query -%}
+select count(*) from {{ cells }} where {% for dim in dims %}{{ sdc.sql_identifier(dim) }} = {{ sdc.sql_string(roots[dim]) }}{{ ' and ' if not loop.last }}{% endfor %}
+{%- endset -%}
+{%- if run_query(query).rows[0][0] != 1 -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: " ~ cells ~ " has no grand total (" ~ (roots.values() | join(', ')) ~ "); build it with sdc.ckm_finest_cells over the same dimensions and hierarchy= as the builder") }}
+{%- endif -%}
+{{ return(roots) }}
+{% endmacro %}
+
+
+{#- red team 20: the hook stops when the cube was built from another load than the load log's last -#}
+{% macro ckm_table_builder_check_loads(finest) %}
+{%- set text = sdc.relation_comment(finest.database, finest.schema, finest.identifier) -%}
+{%- set record = fromjson(text) if text and text.startswith('{"sdc_build"') else none -%}
+{%- if record is none -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: " ~ finest ~ " has no build record (it is not a ckm_finest_cells model, or its description replaced the record)") }}
+{%- endif -%}
+{%- set log = sdc.build_record_load_log() -%}
+{%- set raw = sdc.setting('sdc_raw_schema') | lower -%}
+{%- for table, loads in record['sdc_build']['loads'].items() -%}
+  {%- if loads != [log.get(table[raw | length + 1:])] -%}
+    {{ exceptions.raise_compiler_error("ckm_table_builder: " ~ finest ~ " was built from another load of " ~ table ~ " (" ~ (loads | join(', ')) ~ ") than its last (" ~ log.get(table[raw | length + 1:], 'none') ~ "); rebuild it") }}
+  {%- endif -%}
+{%- endfor -%}
+{% endmacro %}

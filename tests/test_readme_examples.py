@@ -205,3 +205,14 @@ def _tour_folder(work: Path) -> None:
     shutil.copytree(REPO / "demo", work / "demo", ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
     (work / "demo" / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
     (work / "demo" / "package-lock.yml").unlink(missing_ok=True)
+
+
+def test_the_readme_never_installs_sdc_by_its_bare_name():
+    """New-user trial D9: `sdc` on the public package index is an unrelated project; `pip install "sdc[postgres]"`
+    fetched its wheel. Every install the README shows names a checkout or a wheel."""
+    text = (REPO / "README.md").read_text()
+    installs = re.findall(r"pip install\s+(\"[^\"]*\"|\S+)", text)
+    assert installs  # the README does show installs
+    for target in installs:
+        name = target.strip('"')
+        assert not re.fullmatch(r"sdc(\[[a-z,]+\])?([=<>~!].*)?", name), f"pip install {target} installs another package"

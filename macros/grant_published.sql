@@ -33,12 +33,13 @@
 {%- set statements = [] -%}
 {%- set schemas = [] -%}
 {%- set loads = {} -%}
+{%- set behind = {'audits': [], 'patterns': []} -%}
 {%- if execute -%}
   {%- for node in graph.nodes.values() if node.resource_type in ['model', 'seed', 'snapshot'] and 'sdc_publish' in node.tags -%}
     {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias or node.name) -%}
     {%- if relation is not none -%}
       {%- do sdc.check_publishable(node, relation) -%}
-      {%- do sdc.gate_check_relation(relation, [relation | string], loads) -%}
+      {%- do sdc.gate_check_relation(relation, [relation | string], loads, behind) -%}
       {%- if node.schema not in schemas -%}
         {%- do schemas.append(node.schema) -%}
         {%- do statements.append('grant usage on schema ' ~ sdc.sql_identifier(node.schema) ~ ' to ' ~ to | join(', ')) -%}
@@ -47,6 +48,7 @@
     {%- endif -%}
   {%- endfor -%}
   {%- do sdc.gate_check_one_load(loads) -%}
+  {%- do sdc.gate_check_one_value_per_cell(behind) -%}
 {%- endif -%}
 {{ statements | join(';\n') if statements else 'select 1' }}
 {%- endmacro %}
@@ -114,7 +116,7 @@
 {#- the gate of python/sdc/release_gate.py on PostgreSQL: stop unless `relation` is a protection step over inputs
     of the right kind, or a view over such relations only; collect the loads behind it into `loads`
     ({source table: {loaded_at: relation}}) -#}
-{% macro gate_check_relation(relation, path, loads, depth=0) %}
+{% macro gate_check_relation(relation, path, loads, behind, depth=0) %}
 {%- if depth > 20 -%}
   {{ exceptions.raise_compiler_error("grant_published: " ~ path | join(' <- ') ~ ": relations read each other too deep") }}
 {%- endif -%}
@@ -156,6 +158,7 @@
       {%- for table, at in ((parent_record or {}).get('loads') or {}).items() -%}
         {%- for one in at -%}{%- do loads.setdefault(table, {}).setdefault(one, parent | string) -%}{%- endfor -%}
       {%- endfor -%}
+      {%- do behind['audits'].append([parent, parent_record]) -%}
     {%- elif step == 'suppression_published' -%}
       {%- set names = adapter.get_columns_in_relation(parent) | map(attribute='name') | map('lower') | list -%}
       {%- if 'status' not in names or 'published_text' not in names or parent.schema | lower == sdc.setting('sdc_raw_schema') | lower -%}
@@ -165,15 +168,16 @@
       {%- for table, at in ((parent_record or {}).get('loads') or {}).items() -%}
         {%- for one in at -%}{%- do loads.setdefault(table, {}).setdefault(one, parent | string) -%}{%- endfor -%}
       {%- endfor -%}
+      {%- do behind['patterns'].append([parent, parent_record]) -%}
     {%- else -%}
-      {%- do sdc.gate_check_relation(parent, here, loads, depth + 1) -%}
+      {%- do sdc.gate_check_relation(parent, here, loads, behind, depth + 1) -%}
     {%- endif -%}
   {%- endfor -%}
 {%- elif step in ['ckm_count', 'ckm_sum'] -%}
   {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is an audit relation: " ~ step ~ " built it, and its audit columns hold the original values; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
 {%- elif live is not none -%}
   {%- for parent in live -%}
-    {%- do sdc.gate_check_relation(parent, path + [parent | string], loads, depth + 1) -%}
+    {%- do sdc.gate_check_relation(parent, path + [parent | string], loads, behind, depth + 1) -%}
   {%- endfor -%}
 {%- else -%}
   {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is no protection step (its build record names none: its SQL is not one call of ckm_published, suppression_published or ckm_mean) and no view, so what it reads cannot be told; refusing to grant " ~ path[0] ~ (" (path: " ~ route ~ ")" if path | length > 1 else "") ~ ". Publish a protection step, or a view over protected relations") }}
@@ -204,5 +208,42 @@
   {%- set shown = [] -%}
   {%- for at, relation in found.items() | sort -%}{%- do shown.append('load of ' ~ at ~ ': ' ~ relation) -%}{%- endfor -%}
   {{ exceptions.raise_compiler_error("grant_published: the tagged relations were built from different loads of " ~ table ~ " (" ~ shown | join('; ') ~ "): a stale pattern or a rebuild of part of the project after sdc load; run the whole build (sdc suppress --target again for a suppression pattern) before granting") }}
+{%- endfor -%}
+{% endmacro %}
+
+
+{#- one value per cell across the granted relations, as python/sdc/release_gate.py check_release: one ptable of
+    each kind and one set of magnitude parameters behind the CKM tables (new-user D5); no population and
+    variable both by the CKM and by cell suppression (D3: the same grand total over the same source) -#}
+{% macro gate_check_one_value_per_cell(behind) %}
+{%- set used = {} -%}
+{%- for audit, record in behind['audits'] -%}
+  {%- for kind, digest in ((record or {}).get('ptables') or {}).items() -%}
+    {%- do used.setdefault(kind ~ ' ptable', {}).setdefault(digest, audit | string) -%}
+  {%- endfor -%}
+  {%- if (record or {}).get('params_md5') -%}
+    {%- do used.setdefault('magnitude parameters', {}).setdefault(record['params_md5'], audit | string) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- for thing, digests in used.items() if digests | length > 1 -%}
+  {%- set shown = digests.values() | sort -%}
+  {{ exceptions.raise_compiler_error("grant_published: the release mixes two " ~ thing ~ ": " ~ shown[0] ~ " and " ~ shown[1] ~ " were built with different ones, so a cell can be published with two noisy values; build every CKM table with one " ~ thing ~ " (dbt build after changing it)") }}
+{%- endfor -%}
+{%- for pattern, pattern_record in behind['patterns'] -%}
+  {%- set pattern_columns = adapter.get_columns_in_relation(pattern) | map(attribute='name') | map('lower') | list -%}
+  {%- for audit, audit_record in behind['audits'] -%}
+    {%- set pattern_sources = ((pattern_record or {}).get('loads') or {}).keys() | list -%}
+    {%- set audit_sources = ((audit_record or {}).get('loads') or {}).keys() | list -%}
+    {%- set may_share = not (pattern_sources and audit_sources) or (pattern_sources | select('in', audit_sources) | list) -%}
+    {%- set audit_columns = adapter.get_columns_in_relation(audit) | map(attribute='name') | map('lower') | list -%}
+    {%- for ckm_column, supp_column in [('original', 'freq'), ('original_value', 'value'), ('original_weighted_count', 'value')]
+          if may_share and ckm_column in audit_columns and supp_column in pattern_columns -%}
+      {%- set totals = run_query('select (select max(cast(' ~ sdc.sql_identifier(ckm_column) ~ ' as double precision)) from ' ~ audit
+                                 ~ '), (select max(cast(' ~ sdc.sql_identifier(supp_column) ~ ' as double precision)) from ' ~ pattern ~ ')').rows[0] -%}
+      {%- if totals[0] is not none and totals[1] is not none and totals[0] > 0 and (totals[0] - totals[1]) | abs <= 1e-9 * [1, totals[0] | abs] | max -%}
+        {{ exceptions.raise_compiler_error("grant_published: " ~ audit ~ " (Cell Key Method) and " ~ pattern ~ " (cell suppression) hold the same population and variable (both have the grand total " ~ totals[0] ~ "): the suppression table would show the true value of cells the CKM perturbs and the CKM a value for cells suppression hides; publish this table by one method only") }}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
 {%- endfor -%}
 {% endmacro %}

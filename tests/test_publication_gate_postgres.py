@@ -141,3 +141,21 @@ def test_relations_of_two_loads_are_not_granted(project):
     result = project.dbt("build")  # the whole project: one load again
     assert result.returncode == 0, result.stdout[-3000:]
     assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
+
+
+def test_tables_of_two_ptables_are_not_granted(project):
+    """New-user D5 on PostgreSQL: a new ptable seed and a run of one model give the margin two noisy values."""
+    from sdc.cli import main
+
+    seed = project.root / "seeds" / "sdc_ptable.csv"
+    original = seed.read_text()
+    try:
+        assert main(["ptable", "--D", "3", "--V", "2", "--js", "1", "--out", str(seed)]) == 0
+        assert project.dbt("seed").returncode == 0
+        result = project.dbt("run", "--select", "ckm_by_sex", "by_sex")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0
+        assert "grant_published: the release mixes two count ptable: " in out, out[-3000:]
+    finally:
+        seed.write_text(original)
+    assert project.dbt("build").returncode == 0

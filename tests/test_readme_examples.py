@@ -216,3 +216,12 @@ def test_the_readme_never_installs_sdc_by_its_bare_name():
     for target in installs:
         name = target.strip('"')
         assert not re.fullmatch(r"sdc(\[[a-z,]+\])?([=<>~!].*)?", name), f"pip install {target} installs another package"
+
+
+def test_every_document_the_readme_cites_is_named():
+    """New-user trial D18: the README cited "seed 000-004" and their tables without saying what they are."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## The documents behind the examples"):text.index("## Layout")]
+    named = set(re.findall(r"^\| seed (00\d) \|", section, re.MULTILINE))
+    cited = set(re.findall(r"seeds? (00\d)", text))
+    assert cited and cited <= named, sorted(cited - named)

@@ -263,3 +263,48 @@ def test_one_population_published_by_the_ckm_and_by_suppression_is_refused(tmp_p
     for keep, drop in (("persons", "persons_suppressed"), ("persons_suppressed", "persons")):
         manifest = edited_manifest(built, tmp_path, untag=(drop,))
         assert publish(built.db, out, manifest=manifest) == [keep]
+
+
+MAGNITUDE_VARS = """
+vars:
+  sdc_magnitude_params:
+    preset: tauargus
+    type: top_contr
+    top_k: 3
+    multiplier: {type: flex, fp: 500, p: [0.25, 0.05], epsilon: [1, 0.5, 0.2], q: 3}
+    mu_c: 1
+    sensitive: ["p:10", "nk:2,85"]
+    separation: true
+"""
+NUMS_SEED_TYPES = ("    sdc_nums_ptable:\n      +column_types: {i: integer, j: \"decimal(9,4)\", p: \"decimal(9,8)\", "
+                   "v: \"decimal(9,4)\", p_int_lb: \"decimal(9,8)\", p_int_ub: \"decimal(9,8)\", type: varchar}\n")
+MAGNITUDES = {
+    **BASE,
+    "audit/ckm_income.sql": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['sex', 'region'], value='income') }}\n",
+    "protected/income.sql": "{{ sdc.ckm_published(ref('ckm_income')) }}\n",
+    "protected/mean_income.sql": "{{ sdc.ckm_mean(ref('income'), ref('persons'), ['sex', 'region']) }}\n",
+    # the same sums with other parameters (red team 19): every cell a second noisy value
+    "audit/ckm_income_b.sql": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['sex', 'region'], value='income', "
+                              "params={'preset': 'tauargus', 'top_k': 2, 'multiplier': {'type': 'simple', 'p': 0.1, 'epsilon': [1, 0.5]}}) }}\n",
+    "protected/income_b.sql": "{{ sdc.ckm_published(ref('ckm_income_b')) }}\n",
+}
+
+
+def test_magnitude_tables_and_means_are_published_and_two_parameter_sets_are_refused(tmp_path):
+    """ckm_mean over published sums and counts is a protection step; sums of one cell under two sets of magnitude
+    parameters (red team 19) are refused, each set alone is published."""
+    built = make(tmp_path, MAGNITUDES, seeds={"sdc_nums_ptable.csv": REPO / "demo" / "seeds" / "sdc_nums_ptable.csv"},
+                 build=False)
+    project_file = built.project / "dbt_project.yml"
+    project_file.write_text(project_file.read_text().replace("seeds:\n  pubtest:\n", "seeds:\n  pubtest:\n" + NUMS_SEED_TYPES)
+                            + MAGNITUDE_VARS)
+    dbt(built, "build")
+    out = tmp_path / "pub.duckdb"
+    with pytest.raises(SdcError, match="^the release mixes two magnitude parameters: main_audit.ckm_income and "
+                                       "main_audit.ckm_income_b were built with different ones"):
+        publish(built.db, out, project_dir=built.project)
+    manifest = edited_manifest(built, tmp_path, untag=("income_b",))
+    assert publish(built.db, out, manifest=manifest) == ["income", "mean_income", "persons"]
+    means = rows(out, "select m.mean_value, i.value / p.count from mean_income as m join income as i using (sex, region) "
+                      "join persons as p using (sex, region) where p.count > 0")
+    assert means and all(abs(a - b) < 1e-9 * abs(b) for a, b in means)

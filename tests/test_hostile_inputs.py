@@ -980,3 +980,70 @@ def test_load_target_cli_with_hostile_profile_and_target_names(value, option):
         if assert_cli_result(result, "load", value):  # only a name that is the real one (e.g. ' duck'?) loads
             assert value.strip() in ("duck", "census")
         assert_no_side_effect(db)
+
+
+# ------------------------------------------------------------------------------------------ the publication gate
+# Issue 25, section 1: a tagged view that reads raw microdata or an audit relation, in any SQL shape and any
+# spelling of the name, is refused by sdc publish (the gate parses the view's SQL from the warehouse).
+LEAKS = ["raw.persons", '"raw"."persons"', "RAW.PERSONS", '"RAW"."Persons"', "gatewh.raw.persons", "raw . persons",
+         "main_audit.ckm_persons", '"main_audit"."CKM_PERSONS"', "gatewh.main_audit.ckm_persons"]
+SHAPES = [
+    "select count(*) as n from {leak}",
+    "select (select count(*) from {leak}) as n from protected.persons",
+    "with x as (select * from {leak}) select count(*) as n from x",
+    "with persons as (select * from {leak}) select count(*) as n from persons",
+    "select count(*) as n from protected.persons where exists (select 1 from {leak})",
+    "select n from (select count(*) as n from {leak}) as s",
+    "select count(*) as n from protected.persons, lateral (select * from {leak} limit 1) as l",
+    "select count(*) as n from protected.persons where sex in (select sex from {leak})",
+    "select count(*) as n from protected.persons union all select count(*) from {leak}",
+    "select count(*) as n from protected.persons as p join {leak} as a on p.sex = a.sex",
+    "/* from protected.persons */ select count(*) as n from {leak} -- protected",
+]
+
+
+@pytest.fixture(scope="module")
+def gate_warehouse(tmp_path_factory):
+    """raw.persons (sdc load), an audit relation and a protected table with hand-made build records of the steps
+    ckm_count and ckm_published, as macros/build_record.sql writes them."""
+    from test_publish import made_audit_parent, node, record_build, write_manifest
+
+    root = tmp_path_factory.mktemp("hostile_gate")
+    micro = root / "persons.csv"
+    micro.write_text("id,sex\n" + "".join(f"{i},{'mw'[i % 2]}\n" for i in range(60)))
+    db = root / "gatewh.duckdb"
+    load_microdata(db, micro, "persons", id_column="id", key_mode="keyed", secret=b"hostile gate secret")
+    con = duckdb.connect(str(db))
+    made_audit_parent(con)
+    con.execute("create schema main_audit")
+    con.execute("create table main_audit.ckm_persons as select sex, count(*) as original, count(*) as count "
+                "from raw.persons group by sex")
+    record_build(con, "main_audit", "ckm_persons", step="ckm_count", reads=[])
+    con.execute("create schema protected")
+    con.execute("create table protected.persons as select sex, count from main_audit.ckm_persons")
+    record_build(con, "protected", "persons", reads=[{"database": "gatewh", "schema": "main_audit", "name": "ckm_persons"}])
+    canary_table(con)
+    con.close()
+    nodes = {"model.p.persons": node("persons", "protected", "gatewh"),
+             "model.p.v": node("v", "protected", "gatewh", macros=(), materialized="view")}
+    return db, write_manifest(root / "manifest.json", nodes)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.sampled_from(SHAPES), leak=st.sampled_from(LEAKS))
+def test_a_published_view_that_reads_raw_or_audit_data_in_any_shape_is_refused(gate_warehouse, tmp_path, shape, leak):
+    db, manifest = gate_warehouse
+    con = duckdb.connect(str(db))
+    try:
+        con.execute(f"create or replace view protected.v as {shape.format(leak=leak)}")
+    finally:
+        con.close()
+    out = tmp_path / f"pub-{abs(hash((shape, leak)))}.duckdb"
+    with pytest.raises(SdcError) as refused:
+        publish(db, out, manifest=manifest)
+    message = str(refused.value)
+    assert ("is raw microdata" in message or "is an audit relation" in message), message
+    assert "refusing to publish protected.v (model.p.v)" in message
+    assert_clear_error(refused.value)
+    assert not out.exists()
+    assert_no_side_effect(db)

@@ -79,11 +79,14 @@ def test_plot_writes_a_png(tmp_path, capsys):
 )
 def test_bad_parameters_exit_2_and_leave_the_output_alone(tmp_path, capsys, args, message):
     out_file = tmp_path / "pt.csv"
-    out_file.write_text(GOOD)  # an earlier ptable
+    source = tmp_path / "good.csv"
+    source.write_text(GOOD)
+    assert run(capsys, "ptable", "--import", str(source), "--out", str(out_file))[0] == 0  # an earlier ptable
+    before = out_file.read_text()
     code, out, err = run(capsys, "ptable", *args, "--out", str(out_file))
     assert code == 2
     assert err.startswith("sdc ptable: error: ") and message in err
-    assert out_file.read_text() == GOOD
+    assert out_file.read_text() == before
 
 
 @pytest.mark.parametrize(

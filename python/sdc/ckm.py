@@ -20,7 +20,7 @@ from .record_keys import check_record_keys
 from .conventions import CKM_OWN_COLUMNS, KEY_FACT_PREFIX, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
 from .dimension_names import check_dimension_names
 from .errors import SdcError
-from .files import check_not_an_input, check_output_file, csv_field, csv_header, write_text_atomically
+from .files import check_not_an_input, check_output_file, csv_field, write_text_atomically
 from .hierarchy import create_hierarchy_table, hierarchy_rows
 from .loader import column_list, existing_key_sql, fact_sql, quote
 from .microdata_input import register_microdata
@@ -29,6 +29,7 @@ from .ptable.formats import parse_ptable, read_ptable
 from .ptable.relation import create_nums_ptable_table, create_ptable_table
 from .ptable.table import PTable
 
+CKM_COMMAND = "sdc ckm"  # the mark of its outputs (sdc.files)
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
 THRESHOLD_OUTPUT = "count_reason"   # why a count is published empty (with threshold=)
 THRESHOLD_AUDIT = "perturbed"       # the count a threshold hid (audit only)
@@ -129,7 +130,7 @@ def protect_table(
     weighting = _Weighting.of(weight, weighted_count, params, None, modulus)
     check_not_an_input(out, input_path, ptable_path, hierarchy_path, params,
                        weighting.params.ptable if weighting and weighting.params else None)
-    check_output_file(out, _earlier_output, "sdc ckm")
+    check_output_file(out, CKM_COMMAND)
     with private_connection("ckm") as con:
         sql, columns = _protected_query(
             con, Path(input_path), dims, record_key, modulus, Path(ptable_path),
@@ -139,13 +140,13 @@ def protect_table(
 
 
 def write_query_csv(con, sql: str, out: str | Path, columns: list[str] | None = None) -> int:
-    """Write the rows of ``sql`` as a CSV file (replaced only when complete); returns the number of rows. No
-    DataFrame on the way: a command-line run need not import pandas."""
+    """Write the rows of ``sql`` as a CSV file (replaced only when complete, and only if sdc ckm wrote it);
+    returns the number of rows. No DataFrame on the way: a command-line run need not import pandas."""
     result = run_sql(con, sql)
     columns = columns or [d[0] for d in result.description]
     rows = result.fetchall()
     lines = [",".join(columns)] + [",".join(csv_field(v) for v in row) for row in rows]
-    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    write_text_atomically(Path(out), "\n".join(lines) + "\n", command=CKM_COMMAND)
     return len(rows)
 
 
@@ -296,18 +297,6 @@ def _reuse_from(table: PTable, reuse_from: int | None) -> int | None:
         raise SdcError(f"the perturbation table reuses rows from {table.reuse_from} on, but reuse_from "
                        f"{reuse_from} was asked for: one table, one rule")
     return reuse_from
-
-
-def _earlier_output(path: Path) -> bool:
-    """A cell table sdc ckm wrote: its header has count, then the threshold and audit columns it may add."""
-    header = csv_header(path)
-    if "count" not in header:
-        return False
-    tail = [c for c in header[header.index("count"):] if c not in (WEIGHTED_OUTPUT, WEIGHTED_AUDIT)]
-    return tail in (
-        ["count"], ["count", THRESHOLD_OUTPUT], ["count", *AUDIT_OUTPUT],
-        ["count", THRESHOLD_OUTPUT, *AUDIT_OUTPUT, THRESHOLD_AUDIT],
-    )
 
 
 def sum_table(data, dims, **options):

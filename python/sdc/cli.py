@@ -393,7 +393,7 @@ def _run_ckm(args: argparse.Namespace) -> int:
 
 
 def _run_ckm_magnitude(args: argparse.Namespace) -> int:
-    from .files import check_not_an_input, check_output_file, csv_header
+    from .files import check_not_an_input, check_output_file
     from .magnitude.table import magnitude_params, protect_sum_table
 
     if not args.value:
@@ -411,7 +411,7 @@ def _run_ckm_magnitude(args: argparse.Namespace) -> int:
     modulus = args.modulus if args.modulus is not None else 10**args.key_digits
     params = magnitude_params(args.params)
     check_not_an_input(args.out, args.input, args.ptable, args.hierarchy, args.params, params.ptable)
-    check_output_file(args.out, lambda p: bool({"value", "weighted_count"} & set(csv_header(p))), "sdc ckm")
+    check_output_file(args.out, "sdc ckm")
     common = dict(record_key=args.record_key, modulus=modulus, hierarchy=args.hierarchy, totals=args.totals,
                   audit=args.audit, complete=not args.no_empty_cells)
     cells = protect_sum_table(args.input, _split(args.dims), args.out, value=args.value, weight=args.weight,
@@ -488,11 +488,12 @@ def _run_suppress_in_warehouse(args: argparse.Namespace, time_limit: float) -> i
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:
-    from .files import check_output_file, csv_field, csv_header, read_csv_rows, write_text_atomically
+    from .files import check_not_an_input, check_output_file, csv_field, read_csv_rows, write_text_atomically
     from .suppression.sas_anon import anonymise, text_of
 
-    if args.out:  # an earlier output has the column <value>_fall that sas-anon appends
-        check_output_file(args.out, lambda path: f"{args.value}_fall" in csv_header(path), "sdc sas-anon")
+    if args.out:
+        check_not_an_input(args.out, args.input)
+        check_output_file(args.out, "sdc sas-anon")
     rows = read_csv_rows(args.input, "input file")
     result = anonymise(rows, levels=_split(args.levels), value=args.value, function=args.function,
                        min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals,
@@ -503,7 +504,7 @@ def _run_sas_anon(args: argparse.Namespace) -> int:
         columns = list(rows[0]) + [c for c in result.columns if c not in rows[0]]
         lines = [",".join(csv_field(c) for c in columns)]
         lines += [",".join(csv_field("" if r[c] is None else text_of(r[c])) for c in columns) for r in result.rows]
-        write_text_atomically(Path(args.out), "\n".join(lines) + "\n")
+        write_text_atomically(Path(args.out), "\n".join(lines) + "\n", command="sdc sas-anon")
         print(f"wrote {len(result.rows)} cells to {args.out}")
     else:
         print(result.text(), end="")
@@ -511,13 +512,14 @@ def _run_sas_anon(args: argparse.Namespace) -> int:
 
 
 def _run_microaggregate(args: argparse.Namespace) -> int:
-    from .files import check_output_file, write_text_atomically
+    from .files import check_not_an_input, check_output_file, write_text_atomically
     from .microaggregation.tables import microaggregate_file, microaggregate_table
 
     if bool(args.db) == bool(args.input) or (args.db and not args.table) or (args.input and not args.out):
         raise SdcError("give either --db FILE --table T [--out-table T2] or --input FILE --out FILE")
-    if args.report:
-        check_output_file(args.report, _is_microaggregation_report, "sdc microaggregate --report")
+    if args.report:  # checked before the work, as --out is (in microaggregate_file)
+        check_not_an_input(args.report, args.input, args.out, args.db, flag="--report")
+        check_output_file(args.report, "sdc microaggregate --report")
     options = dict(id_column=args.id_column, replacement=args.replacement, shuffle_rows=args.shuffle_rows)
     if args.db:
         reports = microaggregate_table(args.db, args.table, args.column, args.k, args.method,
@@ -539,19 +541,10 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
     if args.report:
         import json
 
-        write_text_atomically(Path(args.report), json.dumps(reports, indent=2) + "\n")
+        write_text_atomically(Path(args.report), json.dumps(reports, indent=2) + "\n",
+                              command="sdc microaggregate --report")
     print(f"wrote {target}")
     return 0
-
-
-def _is_microaggregation_report(path: Path) -> bool:
-    import json
-
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError):
-        return False
-    return isinstance(report, list) and all(isinstance(r, dict) and "column" in r for r in report)
 
 
 def _run_audit(args: argparse.Namespace) -> int:
@@ -573,11 +566,13 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 def _run_demo_generate(args: argparse.Namespace) -> int:
     from .demo import write_enterprises, write_students
-    from .files import check_output_file, starts_with
+    from .files import check_output_file
 
+    if args.enterprises and os.path.abspath(args.enterprises) == os.path.abspath(args.out):
+        raise SdcError(f"--enterprises {args.enterprises} is --out too: give two files")
     for path in (args.out, args.enterprises):
         if path:
-            check_output_file(path, lambda p: starts_with(p, b"PAR1"), "sdc demo generate (a Parquet file)")
+            check_output_file(path, "sdc demo generate")
     rows = write_students(args.out, args.rows, args.seed)
     print(f"wrote {rows} synthetic student records to {args.out}")
     if args.enterprises:
@@ -593,25 +588,16 @@ def _run_demo_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_ptable_file(path: Path) -> bool:
-    from .ptable.nums import read_nums_ptable
-
-    for reader in (read_ptable, read_nums_ptable):
-        try:
-            reader(path)
-            return True
-        except SdcError:
-            pass
-    return False
-
-
 def _run_ptable(args: argparse.Namespace) -> int:
-    from .files import check_output_file, starts_with
+    from .files import check_not_an_input, check_output_file
 
+    # --add-to may be --out: that is how one file gets a second table type
     if args.out:
-        check_output_file(args.out, _is_ptable_file, "sdc ptable (a perturbation table)")
+        check_not_an_input(args.out, args.import_file)
+        check_output_file(args.out, "sdc ptable")
     if args.plot:
-        check_output_file(args.plot, lambda p: starts_with(p, b"\x89PNG\r\n\x1a\n"), "sdc ptable --plot (a PNG)")
+        check_not_an_input(args.plot, args.import_file, args.add_to, args.out, flag="--plot")
+        check_output_file(args.plot, "sdc ptable --plot")
     if args.format not in EXPORT_FORMATS:
         raise SdcError(f"unknown --format {args.format!r}; known: {', '.join(EXPORT_FORMATS)}")
     if args.plot and not args.plot.lower().endswith(".png"):

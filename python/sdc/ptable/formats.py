@@ -433,7 +433,7 @@ def render_ptable(table: PTable, fmt: str = "sdc") -> str:
 def write_ptable(table: PTable, path: str | os.PathLike, fmt: str = "sdc") -> None:
     """Write atomically: the file is replaced only when the whole table has been written."""
     text = render_ptable(table, fmt)
-    write_text_atomically(Path(path), text)
+    write_text_atomically(Path(path), text, command="sdc ptable")
 
 
 __all__ = [

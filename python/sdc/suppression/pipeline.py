@@ -25,7 +25,7 @@ from ..errors import SdcError
 from ..hierarchy import create_hierarchy_table, hierarchy_rows, read_hierarchy
 from ..loader import column_list, quote
 from ..microdata_input import register_microdata
-from ..files import (check_not_an_input, check_output_file, csv_field, csv_header, read_csv_rows,
+from ..files import (check_not_an_input, check_output_file, csv_field, read_csv_rows,
                      write_text_atomically)
 from ..macro_renderer import Relation, private_connection, render_macro, run_sql
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper, public_intervals
@@ -92,12 +92,12 @@ def suppress_table(
     ``time_limit``: seconds for method optimal (then the heuristic completes its pattern, with a warning)."""
     _check_options(rules, value, method, cost, time_limit)
     check_not_an_input(out, input_path, hierarchy_path)
-    check_output_file(out, lambda path: "published_text" in csv_header(path), "sdc suppress")
+    check_output_file(out, "sdc suppress")
     columns, rows, counts = _protected_rows(
         input_path, dims, rules, hierarchy_path, value, holding, preset, method, cost, mark, publish_intervals,
         prefer_low_levels, time_limit, audit)
     lines = [",".join(csv_field(c) for c in columns)] + [",".join(csv_field(row[c]) for c in columns) for row in rows]
-    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    write_text_atomically(Path(out), "\n".join(lines) + "\n", command="sdc suppress")
     return counts
 
 

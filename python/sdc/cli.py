@@ -13,7 +13,7 @@ from . import __version__
 from .conventions import DEFAULT_KEY_MODULUS, NUMS_PTABLE_TYPES, WEIGHTED_COUNT_METHODS
 from .errors import SdcError
 from .ptable.params import PTableParams
-from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_ptable
+from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, is_magnitude_ptable, read_ptable, write_ptable
 from .ptable.table import PTable
 
 
@@ -602,6 +602,9 @@ def _run_ptable(args: argparse.Namespace) -> int:
         raise SdcError(f"unknown --format {args.format!r}; known: {', '.join(EXPORT_FORMATS)}")
     if args.plot and not args.plot.lower().endswith(".png"):
         raise SdcError(f"--plot writes a PNG file; {args.plot!r} does not end in .png")
+    if (args.import_file and args.import_format == "auto" and args.table == "cnts"
+            and is_magnitude_ptable(args.import_file)):
+        args.table = "nums"  # what sdc ptable --table nums writes, read as it (its header has the column type)
     if args.table == "nums":
         return _run_nums_ptable(args)
     if args.add_to or args.icat:
@@ -650,6 +653,10 @@ def _run_nums_ptable(args: argparse.Namespace) -> int:
     if args.plot:
         raise SdcError("--plot draws count tables only")
     if args.import_file:
+        given = [flag for flag, value in (("--D", args.D), ("--V", args.V), ("--add-to", args.add_to),
+                                          ("--icat", args.icat)) if value is not None]
+        if given:
+            raise SdcError(f"--import reads a finished table; {', '.join(given)} cannot be combined with it")
         tables = read_nums_ptable(args.import_file)
         print(f"imported {args.import_file}: magnitude ptable of types {', '.join(tables.tables)}")
     else:

@@ -172,7 +172,8 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--audit", action="store_true", help="also write original, cell_key and noise (never publish these)")
     ckm.set_defaults(run=_run_ckm)
 
-    sql = commands.add_parser("sql", help="CKM macros for ad-hoc SQL in a DuckDB database")
+    sql = commands.add_parser("sql", help="CKM macros for ad-hoc SQL in a DuckDB database",
+                              description="CKM macros for ad-hoc SQL in a DuckDB database (sdc sql install).")
     sql_commands = sql.add_subparsers(dest="sql_command", required=True)
     install = sql_commands.add_parser(
         "install",
@@ -197,6 +198,9 @@ def _parser() -> argparse.ArgumentParser:
         "suppress",
         help="cell suppression of one table from a microdata file: primary rules, secondary suppression, audit; "
         "or, with --target, the secondary step of a warehouse's cell table (engines without dbt Python models)",
+        description="Counts (or sums of --value) per cell of --dims with every subtotal; the cells the primary "
+        "rules (--rule) find sensitive and the secondary suppressions that protect them are published as --mark "
+        "(or as intervals); the pattern is audited by linear programming before anything is written.",
     )
     supp.add_argument("--input", help="microdata (.csv or .parquet)")
     supp.add_argument("--dims", required=True, help="comma-separated dimension columns")
@@ -247,6 +251,9 @@ def _parser() -> argparse.ArgumentParser:
     anon = commands.add_parser(
         "sas-anon",
         help="interval publication of a hierarchical aggregate table, compatible with the SAS macro sas-anon (seed 003)",
+        description="Reads an aggregate table (one row per cell: a code column per level, 0 for the total, and a "
+        "value), masks the small values on the lowest level and their siblings up the hierarchy as the SAS macro "
+        "sas-anon does, and prints or writes the result with its intervals.",
     )
     anon.add_argument("--input", required=True, help="CSV with one row per cell: a code column per level (0 = total), a value")
     anon.add_argument("--levels", required=True, help="level columns from the lowest to the highest, e.g. Quartier,Kreis")
@@ -262,6 +269,10 @@ def _parser() -> argparse.ArgumentParser:
     micro = commands.add_parser(
         "microaggregate",
         help="microaggregate numeric columns of a DuckDB table or a CSV/Parquet file into a protected copy",
+        description="Sorts the records by each --column, forms groups of at least --k records (optimal, Hoehne's "
+        "or fixed groups) and replaces the values by their group's mean (or variance-preserving values); writes a "
+        "protected copy (--out-table, or --out for a file) and prints the information loss. The input is never "
+        "changed.",
     )
     micro.add_argument("--db", help="DuckDB database file (with --table)")
     micro.add_argument("--table", help="table to protect, name or schema.name")
@@ -280,7 +291,13 @@ def _parser() -> argparse.ArgumentParser:
     micro.add_argument("--report", help="also write the figures as JSON to this file")
     micro.set_defaults(run=_run_microaggregate)
 
-    audit = commands.add_parser("audit", help="re-check a suppression pattern with the LP audit (exit 1 if it fails)")
+    audit = commands.add_parser(
+        "audit", help="re-check a suppression pattern with the LP audit (exit 1 if it fails)",
+        description="Reads a cell table in the audit layout of sdc suppress --audit (dimensions, freq, value, "
+        "status, protection levels) and computes by linear programming the interval an intruder can derive for "
+        "every suppressed cell from the published ones; exit 1 if a sensitive cell's interval is too narrow. A "
+        "table with a hierarchy needs the same --hierarchy as sdc suppress had.",
+    )
     audit.add_argument("--cells", required=True, help="cells CSV (as written by sdc suppress --audit)")
     audit.add_argument("--hierarchy", help="hierarchy CSV")
     audit.set_defaults(run=_run_audit)
@@ -305,16 +322,23 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument("--manifest", metavar="FILE", help="dbt manifest.json to read instead")
     pub.set_defaults(run=_run_publish)
 
-    demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report")
+    demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report",
+                               description="The demo warehouse: synthetic microdata (generate) and its report.")
     demo_commands = demo.add_subparsers(dest="demo_command", required=True)
-    generate = demo_commands.add_parser("generate", help="write synthetic university-statistics microdata")
+    generate = demo_commands.add_parser(
+        "generate", help="write synthetic university-statistics microdata",
+        description="Writes synthetic student records (as the Bavarian university statistics, seed 002) and, "
+        "with --enterprises, synthetic enterprises for the suppression demo; the same seed gives the same file.")
     generate.add_argument("--out", required=True, help=".parquet or .csv file")
     generate.add_argument("--rows", type=int, default=500_000, help="number of student records (default 500000)")
     generate.add_argument("--seed", type=int, default=2018, help="random seed (default 2018)")
     generate.add_argument("--enterprises", help="also write synthetic enterprises (turnover by WZ x region, holdings) "
                           "for the suppression demo to this .parquet or .csv file")
     generate.set_defaults(run=_run_demo_generate)
-    report = demo_commands.add_parser("report", help="print protected Table 2b and the quality figures")
+    report = demo_commands.add_parser(
+        "report", help="print protected Table 2b and the quality figures",
+        description="Prints the demo warehouse's protected Table 2b (seed 002) and the quality figures of its CKM "
+        "tables, after make demo (or dbt build of the demo project).")
     report.add_argument("--db", required=True, help="warehouse DuckDB file (after dbt build)")
     report.set_defaults(run=_run_demo_report)
     return parser

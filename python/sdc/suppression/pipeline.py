@@ -389,7 +389,11 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise SdcError(f"{cells_path}: duplicate cell {dict(zip(dims, duplicate))}")
     hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else []
-    _check_totals(rows, dims, hierarchy, cells_path)
+    # without a hierarchy every code's total is Total: a table made with one needs it here too (trial D11)
+    hint = "" if hierarchy_path else (
+        "; a table with a hierarchy (as sdc suppress --hierarchy made it) is audited with the same file: "
+        "give it as --hierarchy FILE")
+    _check_totals(rows, dims, hierarchy, cells_path, hint)
     relations = _relations_for(rows, dims, hierarchy_path)
     values = _numbers(rows, value_column, dims, cells_path)
     for relation in relations:  # name the cell whose total is not the sum of its children
@@ -398,7 +402,7 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
             parent = next(cell for cell, coefficient in relation if coefficient > 0)
             where = ", ".join(f"{d}={rows[parent][d]}" for d in dims)
             raise SdcError(f"{cells_path}: cell {where} is {_number(values[parent])} but its children sum to "
-                           f"{_number(values[parent] - residual)}; the table is not additive")
+                           f"{_number(values[parent] - residual)}; the table is not additive{hint}")
     # the audit checks what is published: a suppressed cell whose published text is a number is published
     shown = np.array([r["status"] in ("primary", "secondary") and _is_number(r.get("published_text")) for r in rows])
     suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows]) & ~shown
@@ -467,7 +471,7 @@ def _numbers(rows, column, dims, cells_path) -> np.ndarray:
     return out
 
 
-def _check_totals(rows, dims, hierarchy, cells_path) -> None:
+def _check_totals(rows, dims, hierarchy, cells_path, hint: str = "") -> None:
     """Every cell's parent along every dimension must be a row of the file (else the relations the
     audit relies on are incomplete): name the first missing one."""
     parents = {d: {code: parent for dim, code, parent in hierarchy if dim == d and parent} for d in dims}
@@ -482,7 +486,7 @@ def _check_totals(rows, dims, hierarchy, cells_path) -> None:
             parent_key = key[:k] + (parents[d].get(code, roots[d]),) + key[k + 1:]
             if parent_key not in present:
                 raise SdcError(f"{cells_path}: cell {dict(zip(dims, parent_key))} is missing: it is the total of "
-                               f"{dict(zip(dims, key))} along {d!r}, and every total must be a row of the table")
+                               f"{dict(zip(dims, key))} along {d!r}, and every total must be a row of the table{hint}")
 
 
 def _relations_for(rows, dims, hierarchy_path):

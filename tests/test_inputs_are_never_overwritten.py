@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from sdc.cli import main
-from sdc.files import written_by
+from sdc.files import mark_path, written_by
 from sdc.quoting import quote_literal
 
 from conftest import DATA, REPO
@@ -202,3 +202,33 @@ def test_the_committed_demo_ptables_carry_the_mark_that_lets_make_demo_rewrite_t
     """make demo writes demo/seeds/*ptable.csv with sdc ptable: the committed files carry its mark (the same
     bytes, so the rewrite leaves the checkout clean)."""
     assert written_by(REPO / "demo" / "seeds" / seed) == "sdc ptable"
+
+
+@pytest.mark.parametrize("mark", [
+    b"not json", b"[1, 2]", b'{"written_by": 7}', b'{"written_by": "sdc ptable", "bytes": 3, "sha256": "00"}',
+    b'{"written_by": "sdc ptable; rm -rf ..", "bytes": 0, "sha256": ""}', b"\xff\xfe",
+])
+def test_a_mark_that_does_not_match_the_file_makes_no_output_of_it(files, monkeypatch, capsys, mark):
+    """Hostile or stale marks (not JSON, another shape, another file's hash, a command that is no command)."""
+    monkeypatch.chdir(files)
+    (files / "office.csv").write_bytes((files / "ptable.csv").read_bytes())
+    mark_path(files / "office.csv").write_bytes(mark)
+    assert written_by(files / "office.csv") is None
+    assert main(["ptable", "--D", "3", "--V", "1", "--out", "office.csv"]) == 2
+    assert "office.csv exists and is not an earlier output of sdc ptable" in capsys.readouterr().err
+    assert (files / "office.csv").read_bytes() == (files / "ptable.csv").read_bytes()
+
+
+def test_a_mark_that_is_a_link_or_a_folder_writes_nothing_through_it(files, monkeypatch, capsys):
+    monkeypatch.chdir(files)
+    (files / "elsewhere.txt").write_text("kept\n")
+    mark_path(files / "new.csv").symlink_to(files / "elsewhere.txt")
+    assert main(["ptable", "--D", "3", "--V", "1", "--out", "new.csv"]) == 0
+    assert (files / "elsewhere.txt").read_text() == "kept\n"  # the link was replaced, not what it points to
+    assert not mark_path(files / "new.csv").is_symlink() and written_by(files / "new.csv") == "sdc ptable"
+    mark_path(files / "other.csv").mkdir()
+    capsys.readouterr()
+    assert main(["ptable", "--D", "3", "--V", "1", "--out", "other.csv"]) == 2
+    assert capsys.readouterr().err == (f"sdc ptable: error: cannot write other.csv: {mark_path('other.csv')}, where "
+                                       "sdc marks its output, is a folder\n")
+    assert not (files / "other.csv").exists()

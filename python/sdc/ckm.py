@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from .record_keys import check_record_keys
-from .conventions import CKM_OWN_COLUMNS, KEY_FACT_PREFIX, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
+from .conventions import CKM_OWN_COLUMNS, CKM_SUM_MEASURES, KEY_FACT_PREFIX, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
 from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .files import check_not_an_input, check_output_file, csv_field, write_text_atomically
@@ -65,6 +65,7 @@ def count_table(
     weighted_count: str = WEIGHTED_COUNT_METHODS[0],
     params=None,
     nums_ptable=None,
+    digits: int | None = None,
 ):
     """A frequency table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
     dimensions and ``count`` (with ``threshold``: NULL below it and ``count_reason``; with ``weight``:
@@ -92,12 +93,14 @@ def count_table(
                 ``params`` (dict or YAML file, sdc.magnitude.params) and ``nums_ptable`` (default the params'
                 ptable); "mean_weight": count' * sum of weights / count, as cellKey and τ-Argus, which
                 reveals the cell's exact mean weight, a fraction whose denominator is the original count
+    digits      round ``weighted_count`` to this many decimals (negative: to tens, hundreds, ...) after the
+                noise, as it is published; default unrounded
     """
     with private_connection("ckm") as con:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
                                   threshold, audit, complete, reuse_from, check_keys,
                                   weighting=_Weighting.of(weight, weighted_count, params, nums_ptable, modulus))
-        return run_sql(con, sql).df()
+        return run_sql(con, rounded(con, sql, dims, digits)).df()
 
 
 def protect_table(
@@ -118,6 +121,7 @@ def protect_table(
     weight: str | None = None,
     weighted_count: str = WEIGHTED_COUNT_METHODS[0],
     params=None,
+    digits: int | None = None,
 ) -> int:
     """``sdc ckm``: write the table of ``count_table`` to the CSV file ``out``; returns the number of cells."""
     if (key_digits is None) == (modulus is None):
@@ -136,7 +140,30 @@ def protect_table(
             con, Path(input_path), dims, record_key, modulus, Path(ptable_path),
             Path(hierarchy_path) if hierarchy_path else None, totals, count_var, threshold, audit, complete,
             reuse_from, check_keys=True, option_names=True, weighting=weighting)
-        return write_query_csv(con, sql, out, columns)
+        return write_query_csv(con, rounded(con, sql, dims, digits), out, columns)
+
+
+def rounded(con, sql: str, dims: list[str], digits: int | None) -> str:
+    """``sql`` with its published magnitudes (value, weighted_value, weighted_count) rounded to ``digits``
+    decimals, negative ones to tens, hundreds, ... (whole numbers then): after the noise, so that the noise is
+    the method's and each number moves by at most half a unit of its last digit. Counts stay as they are."""
+    if digits is None:
+        return sql
+    if isinstance(digits, bool) or not isinstance(digits, int) or not -15 <= digits <= 15:
+        raise SdcError(f"digits (of the published magnitudes) must be a whole number from -15 to 15, got {digits!r}")
+    columns = [d[0] for d in run_sql(con, f"select * from ({sql}) as protected limit 0").description]
+    measures = [c for c in columns if c in CKM_SUM_MEASURES and c not in dims]
+    if not measures:
+        raise SdcError(f"digits rounds published magnitudes ({', '.join(CKM_SUM_MEASURES)}); this table has none "
+                       "(a count table has one with a weight)")
+    return f"select * replace ({', '.join(_rounding(c, digits) for c in measures)}) from ({sql}) as protected"
+
+
+def _rounding(column: str, digits: int) -> str:
+    """A decimal type holds the rounded number exactly (a double near 0.29 prints as 0.29000000000000004)."""
+    value = f"round(protected.{quote(column)}, {digits})"
+    kind = f"decimal(38, {digits})" if digits > 0 else "hugeint"
+    return f"cast({value} as {kind}) as {quote(column)}"
 
 
 def write_query_csv(con, sql: str, out: str | Path, columns: list[str] | None = None) -> int:

@@ -168,6 +168,9 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--no-empty-cells", action="store_true",
                      help="publish only cells with records (default: every cell of the table's frame, empty "
                      "ones as 0, as ONS and cellKey)")
+    ckm.add_argument("--digits", type=int, metavar="N",
+                     help="round the published magnitudes (value, weighted_value, weighted_count) to N decimals, "
+                     "negative N to tens, hundreds, ... (after the noise; default unrounded)")
     ckm.add_argument("--out", required=True, help="CSV file to write")
     ckm.add_argument("--audit", action="store_true", help="also write original, cell_key and noise (never publish these)")
     ckm.set_defaults(run=_run_ckm)
@@ -411,6 +414,7 @@ def _run_ckm(args: argparse.Namespace) -> int:
         weight=args.weight,
         weighted_count=args.weighted_count,
         params=args.params if args.weight else None,
+        digits=args.digits,
     )
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0
@@ -437,7 +441,7 @@ def _run_ckm_magnitude(args: argparse.Namespace) -> int:
     check_not_an_input(args.out, args.input, args.ptable, args.hierarchy, args.params, params.ptable)
     check_output_file(args.out, "sdc ckm")
     common = dict(record_key=args.record_key, modulus=modulus, hierarchy=args.hierarchy, totals=args.totals,
-                  audit=args.audit, complete=not args.no_empty_cells)
+                  audit=args.audit, complete=not args.no_empty_cells, digits=args.digits)
     cells = protect_sum_table(args.input, _split(args.dims), args.out, value=args.value, weight=args.weight,
                               params=params, ptable=args.ptable, **common)
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))

@@ -115,8 +115,10 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
     columns, rows, _ = _protected_rows(data, dims, rules, hierarchy, value, holding, preset, method, cost, mark,
                                        publish_intervals, prefer_low_levels, time_limit, audit)
     table = pd.DataFrame([[row[c] for c in columns] for row in rows], columns=columns)
+    counts = {"freq"} | (set() if value else {"published_value"})  # whole numbers: integers, NA where suppressed
     for column in _NUMERIC_COLUMNS.intersection(columns):  # numbers, and NA where the file has an empty field
-        table[column] = pd.to_numeric(table[column].replace("", None))
+        numbers = pd.to_numeric(table[column].replace("", None))
+        table[column] = numbers.astype("Int64") if column in counts else numbers
     return table
 
 

@@ -171,12 +171,15 @@ def test_a_full_disk_is_one_line_and_leaves_the_previous_output_and_no_temporary
     out = folder / output_name(writer)
     if writer != "publish":  # a publication is replaced only when sdc wrote it; there is none yet
         previous_output(writer, inputs, out, capsys)
-    before = snapshot(folder)
+    before, inputs_before = snapshot(folder), snapshot(inputs["micro"].parent)
     monkeypatch.chdir(folder)
     _fill_the_disk(monkeypatch, how)
     assert main([command, *arguments(inputs), str(out)]) == 2
-    assert one_line(capsys.readouterr().err, command.split()[0]) == f"cannot write {out}: no space left on device"
-    assert snapshot(folder) == before
+    # here every file sdc writes fails, the mark of a DuckDB copy too: microaggregate stops at its copy (m.csv),
+    # before the report (a report alone on a full disk: test_a_real_full_disk_where_a_tmpfs_can_be_mounted)
+    failed = inputs["micro"].with_name("m.csv") if writer == "microaggregate --report" else out
+    assert one_line(capsys.readouterr().err, command.split()[0]) == f"cannot write {failed}: no space left on device"
+    assert snapshot(folder) == before and snapshot(inputs["micro"].parent) == inputs_before
 
 
 def test_a_full_disk_under_the_parquet_folder_is_named_and_cleaned_up(inputs, tmp_path, monkeypatch, capsys):
@@ -213,6 +216,7 @@ def test_a_real_full_disk_where_a_tmpfs_can_be_mounted(writer, inputs, tmp_path,
             if earlier.stat().st_size > 32 * 1024:
                 pytest.skip(f"an earlier output of {writer} does not fit the 64 KB tmpfs")
             shutil.copy(earlier, out)
+            shutil.copy(sdc.files.mark_path(earlier), sdc.files.mark_path(out))  # the mark that makes it sdc's
         fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)
         try:  # fill it to the last byte
             while os.write(fd, b"\0" * 512):
@@ -429,3 +433,58 @@ def test_a_ptable_with_a_huge_i_fails_at_once_naming_the_first_missing_row_and_t
                           text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"sdc ptable: error: {message.format(path=path)}\n"
+
+
+# ------------------------------------------------------------------------------------------ no permission
+def _run_quietly(*command: str) -> bool:
+    try:
+        return subprocess.run(list(command), capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def _lock(path: Path):
+    """Make ``path`` (a folder or a file) unwritable, for root too: immutable (chattr +i), else a read-only bind
+    mount of it, else (not root) its mode; returns the function that undoes it. Fails, never skips, where
+    none of these is available."""
+    if _run_quietly("chattr", "+i", str(path)):
+        return lambda: _run_quietly("chattr", "-i", str(path))
+    if _run_quietly("mount", "--bind", str(path), str(path)):
+        if _run_quietly("mount", "-o", "remount,bind,ro", str(path)):
+            return lambda: _run_quietly("umount", str(path))
+        _run_quietly("umount", str(path))
+    if os.geteuid() != 0:
+        target = path if path.is_dir() else path.parent  # as a user, a read-only file can still be renamed over
+        mode = target.stat().st_mode
+        os.chmod(target, 0o555)
+        return lambda: os.chmod(target, mode)
+    pytest.fail(f"cannot make {path} unwritable here: no chattr +i, no read-only bind mount, and running as root")
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_folder_or_file_sdc_cannot_write_is_one_line_before_any_work_and_nothing_changes(
+        writer, what, inputs, tmp_path, monkeypatch, capsys):
+    """Red team 14: a folder that cannot be written (or an output that cannot be replaced) gave a traceback
+    after the whole computation, and microaggregate --report left its --out written."""
+    command, arguments, _ = WRITERS[writer]
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    out = folder / output_name(writer)
+    previous_output(writer, inputs, out, capsys)
+    if writer == "microaggregate --report":
+        inputs["micro"].with_name("m.csv").unlink()  # the --out beside the report: must not be written either
+    before, inputs_before = snapshot(folder), snapshot(inputs["micro"].parent)
+    monkeypatch.chdir(tmp_path)
+    unlock = _lock(folder if what == "folder" else out)
+    try:
+        assert main([command, *arguments(inputs), str(out)]) == 2
+        printed = capsys.readouterr()
+        message = one_line(printed.err, command)
+        if writer != "publish":  # sdc publish words its own checks (tests/test_publish.py)
+            assert printed.out == ""  # checked before the work: nothing computed, nothing printed
+            assert message.startswith(f"cannot write {out}: "
+                                      + ("folder " if what == "folder" else "the file there cannot be replaced")), message
+        assert snapshot(folder) == before and snapshot(inputs["micro"].parent) == inputs_before
+    finally:
+        unlock()

@@ -36,6 +36,7 @@ from sdc.ckm import COUNT_FACT, protect_table
 from sdc.conventions import (CKM_AUDIT_COLUMNS, CKM_OWN_COLUMNS, RECORD_KEY_COLUMN, SUPPRESSION_AUDIT_COLUMNS,
                              SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL)
 from sdc.errors import SdcError
+from sdc.files import mark_path, written_by
 from sdc.hierarchy import read_hierarchy
 from sdc.loader import load_microdata, read_facts_config
 from sdc.microaggregation.tables import microaggregate_file, microaggregate_table
@@ -558,7 +559,8 @@ def test_microaggregate_file_keeps_hostile_names_and_values_of_other_columns(oth
             table = read_csv(out)
             assert table[0] == ["id", column, *others]
             assert [r[:1] + r[2:] for r in table[1:]] == [r[:1] + r[2:] for r in rows]
-            assert sorted(os.listdir(tmp)) == sorted(["in.csv", out.name])
+            assert sorted(os.listdir(tmp)) == sorted(["in.csv", out.name, mark_path(out).name])
+            assert written_by(out) == "sdc microaggregate"
         assert_no_side_effect()
 
 
@@ -644,7 +646,8 @@ def test_ptable_cli_writes_and_reads_exactly_the_named_files(name):
         out = tmp / f"{name}.csv"
         result = run_cli("ptable", "--import", str(DEMO_PTABLE), "--out", str(out))
         assert assert_cli_result(result, "ptable", name)
-        assert sorted(os.listdir(tmp)) == [out.name]
+        assert sorted(os.listdir(tmp)) == sorted([out.name, mark_path(out).name])
+        assert written_by(out) == "sdc ptable"
         result = run_cli("ptable", "--import", str(out), "--out", str(tmp / "copy.csv"))
         assert assert_cli_result(result, "ptable", name)
         assert (tmp / "copy.csv").read_text() == out.read_text()

@@ -145,8 +145,8 @@ def test_t6_pstay_half_keeps_stay_probability_and_variance_in_every_row():
 
 def test_t7_js3_with_v3_is_infeasible_and_explained():
     # T7: create_cnt_ptable(D = 5, V = 3, js = 3) must fail (tests/testthat/test-params.R):
-    # row 2 can only move to 0 or >= 4, so its variance is at least 2 * 2 = 4.
-    with pytest.raises(SdcError, match=r"V=3 is too small for js=3: row i=2 .* at least 2\*\(3\+1-2\) = 4"):
+    # row 2 can only move to 0 or >= 4, so its variance is at least 2 * 2 = 4 (and above it: trial D14).
+    with pytest.raises(SdcError, match=r"V=3 is too small for js=3: row i=2 .* exceeds 2\*\(3\+1-2\) = 4"):
         create_ptable(PTableParams(D=5, V=3, js=3))
 
 

@@ -79,11 +79,14 @@ def test_plot_writes_a_png(tmp_path, capsys):
 )
 def test_bad_parameters_exit_2_and_leave_the_output_alone(tmp_path, capsys, args, message):
     out_file = tmp_path / "pt.csv"
-    out_file.write_text(GOOD)  # an earlier ptable
+    source = tmp_path / "good.csv"
+    source.write_text(GOOD)
+    assert run(capsys, "ptable", "--import", str(source), "--out", str(out_file))[0] == 0  # an earlier ptable
+    before = out_file.read_text()
     code, out, err = run(capsys, "ptable", *args, "--out", str(out_file))
     assert code == 2
     assert err.startswith("sdc ptable: error: ") and message in err
-    assert out_file.read_text() == GOOD
+    assert out_file.read_text() == before
 
 
 @pytest.mark.parametrize(
@@ -130,3 +133,24 @@ def test_csv_fields_and_atomic_writes(tmp_path):
     assert target.read_text() == "one\n" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
     with pytest.raises(SdcError, match=r"folder .*missing does not exist"):
         write_text_atomically(tmp_path / "missing" / "out.txt", "x")
+
+
+def test_the_variance_bound_for_js_is_strict_and_its_message_says_why(capsys):
+    """New-user trial D14: --D 4 --V 2 --js 2 said "the variance is at least 2.000000 > V=2.0". Row 1 may go
+    to 0 or to 3 and beyond: the two-point law has variance 1*(2+1-1) = 2, but every other allowed target keeps
+    a probability >= 1e-8, so the least variance is above 2 and V must exceed floor((js+1)^2/4)."""
+    code, _, err = run(capsys, "ptable", "--D", "4", "--V", "2", "--js", "2")
+    assert code == 2
+    assert err == ("sdc ptable: error: V=2.0 is too small for js=2: row i=1 may only move to 0 or to 3 and beyond, "
+                   "so its variance exceeds 1*(2+1-1) = 2 (reached only with no probability on its other targets, "
+                   "and each keeps at least 1e-08); choose V > floor((js+1)^2/4) = 2 or a smaller js\n")
+    # just above the bound, but below what the row can reach: the least variance, printed so that it differs
+    code, _, err = run(capsys, "ptable", "--D", "4", "--V", "2.0000001", "--js", "2")
+    assert code == 2
+    least = float(err.split("the least variance this row can have is ")[1].split(",")[0])
+    assert 2.0000001 < least < 2.000001
+    assert err.rstrip().endswith("choose V >= 2.000001")
+    # the value the message proposes builds, with row 1 at that variance
+    code, out, err = run(capsys, "ptable", "--D", "4", "--V", "2.000001", "--js", "2")
+    assert code == 0 and err == ""
+    assert out.splitlines()[3].split()[:3] == ["1", "0.00000000", "2.000001"]

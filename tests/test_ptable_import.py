@@ -305,3 +305,54 @@ def test_ons_table_with_750_rows_keeps_the_reuse_of_rows_501_to_750():
         assert table.lookup(n, 0.5) == table.lookup(ons_row, 0.5)
         assert (n + table.lookup(n, 0.5)) % 5 == 0
     assert 751 + table.lookup(751, 0.1) == 750 and 1003 + table.lookup(1003, 0.9) == 1005
+
+
+# --------------------------------------------------------------------------- magnitude ptables (D15)
+NUMS_ALL = ["--table", "nums", "--D", "5", "--V", "1", "--step", "2"]  # the Makefile's NUMS_PTABLE_ARGS
+
+
+@pytest.mark.parametrize("fmt", ["sdc", "tauargus"])
+def test_import_reads_and_checks_the_magnitude_ptable_that_sdc_ptable_table_nums_writes(tmp_path, capsys, fmt):
+    """New-user trial D15: `sdc ptable --import` of a --table nums file failed with "j = '0.5' is not a whole
+    number"; it reads it as a magnitude table (the column type), checks it and prints the same rows."""
+    from sdc.cli import main
+
+    built = tmp_path / "nums.csv"
+    assert main(["ptable", *NUMS_ALL, "--format", fmt, "--out", str(built)]) == 0
+    rows_when_built = capsys.readouterr().out.splitlines()[1:-1]  # after the title, before "wrote"
+    assert main(["ptable", "--import", str(built), "--out", str(tmp_path / "copy.csv")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"imported {built}: magnitude ptable of types all"
+    assert printed[1:-1] == rows_when_built
+    assert printed[1].split() == ["type", "i", "mean", "variance", "sum"]
+    assert [line.split()[:2] for line in printed[2:-1]] == [["all", "0"], ["all", "1"], ["all", "5"]]
+    assert all(line.split()[3] == "1.000000" for line in printed[3:-1])  # V = 1 in every row but 0
+    if fmt == "sdc":
+        assert (tmp_path / "copy.csv").read_text() == built.read_text()
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda lines: lines[:3] + lines[4:], "line 4: the interval of type all, i=1 leaves a gap before it"),
+    (lambda lines: [lines[0]] + [line.replace(",all", ",every") for line in lines[1:]], "type 'every' is not one of"),
+])
+def test_import_of_a_broken_magnitude_ptable_names_the_line(tmp_path, capsys, change, message):
+    from sdc.cli import main
+
+    built = tmp_path / "nums.csv"
+    assert main(["ptable", *NUMS_ALL, "--out", str(built)]) == 0
+    broken = tmp_path / "broken.csv"
+    broken.write_text("\n".join(change(built.read_text().splitlines())) + "\n")
+    capsys.readouterr()
+    assert main(["ptable", "--import", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sdc ptable: error: {broken}") and message in err and err.count("\n") == 1
+
+
+def test_import_of_a_magnitude_ptable_takes_no_build_options(tmp_path, capsys):
+    from sdc.cli import main
+
+    built = tmp_path / "nums.csv"
+    assert main(["ptable", *NUMS_ALL, "--out", str(built)]) == 0
+    capsys.readouterr()
+    assert main(["ptable", "--import", str(built), "--add-to", str(built), "--out", str(tmp_path / "x.csv")]) == 2
+    assert "--import reads a finished table; --add-to cannot be combined with it" in capsys.readouterr().err

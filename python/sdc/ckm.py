@@ -17,10 +17,10 @@ import os
 from pathlib import Path
 
 from .record_keys import check_record_keys
-from .conventions import CKM_OWN_COLUMNS, KEY_FACT_PREFIX, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
+from .conventions import CKM_OWN_COLUMNS, CKM_SUM_MEASURES, KEY_FACT_PREFIX, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
 from .dimension_names import check_dimension_names
 from .errors import SdcError
-from .files import check_not_an_input, check_output_file, csv_field, csv_header, write_text_atomically
+from .files import check_not_an_input, check_output_file, csv_field, write_text_atomically
 from .hierarchy import create_hierarchy_table, hierarchy_rows
 from .loader import column_list, existing_key_sql, fact_sql, quote
 from .microdata_input import register_microdata
@@ -29,6 +29,7 @@ from .ptable.formats import parse_ptable, read_ptable
 from .ptable.relation import create_nums_ptable_table, create_ptable_table
 from .ptable.table import PTable
 
+CKM_COMMAND = "sdc ckm"  # the mark of its outputs (sdc.files)
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
 THRESHOLD_OUTPUT = "count_reason"   # why a count is published empty (with threshold=)
 THRESHOLD_AUDIT = "perturbed"       # the count a threshold hid (audit only)
@@ -64,6 +65,7 @@ def count_table(
     weighted_count: str = WEIGHTED_COUNT_METHODS[0],
     params=None,
     nums_ptable=None,
+    digits: int | None = None,
 ):
     """A frequency table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
     dimensions and ``count`` (with ``threshold``: NULL below it and ``count_reason``; with ``weight``:
@@ -91,12 +93,14 @@ def count_table(
                 ``params`` (dict or YAML file, sdc.magnitude.params) and ``nums_ptable`` (default the params'
                 ptable); "mean_weight": count' * sum of weights / count, as cellKey and τ-Argus, which
                 reveals the cell's exact mean weight, a fraction whose denominator is the original count
+    digits      round ``weighted_count`` to this many decimals (negative: to tens, hundreds, ...) after the
+                noise, as it is published; default unrounded
     """
     with private_connection("ckm") as con:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
                                   threshold, audit, complete, reuse_from, check_keys,
                                   weighting=_Weighting.of(weight, weighted_count, params, nums_ptable, modulus))
-        return run_sql(con, sql).df()
+        return run_sql(con, rounded(con, sql, dims, digits)).df()
 
 
 def protect_table(
@@ -117,6 +121,7 @@ def protect_table(
     weight: str | None = None,
     weighted_count: str = WEIGHTED_COUNT_METHODS[0],
     params=None,
+    digits: int | None = None,
 ) -> int:
     """``sdc ckm``: write the table of ``count_table`` to the CSV file ``out``; returns the number of cells."""
     if (key_digits is None) == (modulus is None):
@@ -129,23 +134,46 @@ def protect_table(
     weighting = _Weighting.of(weight, weighted_count, params, None, modulus)
     check_not_an_input(out, input_path, ptable_path, hierarchy_path, params,
                        weighting.params.ptable if weighting and weighting.params else None)
-    check_output_file(out, _earlier_output, "sdc ckm")
+    check_output_file(out, CKM_COMMAND)
     with private_connection("ckm") as con:
         sql, columns = _protected_query(
             con, Path(input_path), dims, record_key, modulus, Path(ptable_path),
             Path(hierarchy_path) if hierarchy_path else None, totals, count_var, threshold, audit, complete,
             reuse_from, check_keys=True, option_names=True, weighting=weighting)
-        return write_query_csv(con, sql, out, columns)
+        return write_query_csv(con, rounded(con, sql, dims, digits), out, columns)
+
+
+def rounded(con, sql: str, dims: list[str], digits: int | None) -> str:
+    """``sql`` with its published magnitudes (value, weighted_value, weighted_count) rounded to ``digits``
+    decimals, negative ones to tens, hundreds, ... (whole numbers then): after the noise, so that the noise is
+    the method's and each number moves by at most half a unit of its last digit. Counts stay as they are."""
+    if digits is None:
+        return sql
+    if isinstance(digits, bool) or not isinstance(digits, int) or not -15 <= digits <= 15:
+        raise SdcError(f"digits (of the published magnitudes) must be a whole number from -15 to 15, got {digits!r}")
+    columns = [d[0] for d in run_sql(con, f"select * from ({sql}) as protected limit 0").description]
+    measures = [c for c in columns if c in CKM_SUM_MEASURES and c not in dims]
+    if not measures:
+        raise SdcError(f"digits rounds published magnitudes ({', '.join(CKM_SUM_MEASURES)}); this table has none "
+                       "(a count table has one with a weight)")
+    return f"select * replace ({', '.join(_rounding(c, digits) for c in measures)}) from ({sql}) as protected"
+
+
+def _rounding(column: str, digits: int) -> str:
+    """A decimal type holds the rounded number exactly (a double near 0.29 prints as 0.29000000000000004)."""
+    value = f"round(protected.{quote(column)}, {digits})"
+    kind = f"decimal(38, {digits})" if digits > 0 else "hugeint"
+    return f"cast({value} as {kind}) as {quote(column)}"
 
 
 def write_query_csv(con, sql: str, out: str | Path, columns: list[str] | None = None) -> int:
-    """Write the rows of ``sql`` as a CSV file (replaced only when complete); returns the number of rows. No
-    DataFrame on the way: a command-line run need not import pandas."""
+    """Write the rows of ``sql`` as a CSV file (replaced only when complete, and only if sdc ckm wrote it);
+    returns the number of rows. No DataFrame on the way: a command-line run need not import pandas."""
     result = run_sql(con, sql)
     columns = columns or [d[0] for d in result.description]
     rows = result.fetchall()
     lines = [",".join(columns)] + [",".join(csv_field(v) for v in row) for row in rows]
-    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    write_text_atomically(Path(out), "\n".join(lines) + "\n", command=CKM_COMMAND)
     return len(rows)
 
 
@@ -296,18 +324,6 @@ def _reuse_from(table: PTable, reuse_from: int | None) -> int | None:
         raise SdcError(f"the perturbation table reuses rows from {table.reuse_from} on, but reuse_from "
                        f"{reuse_from} was asked for: one table, one rule")
     return reuse_from
-
-
-def _earlier_output(path: Path) -> bool:
-    """A cell table sdc ckm wrote: its header has count, then the threshold and audit columns it may add."""
-    header = csv_header(path)
-    if "count" not in header:
-        return False
-    tail = [c for c in header[header.index("count"):] if c not in (WEIGHTED_OUTPUT, WEIGHTED_AUDIT)]
-    return tail in (
-        ["count"], ["count", THRESHOLD_OUTPUT], ["count", *AUDIT_OUTPUT],
-        ["count", THRESHOLD_OUTPUT, *AUDIT_OUTPUT, THRESHOLD_AUDIT],
-    )
 
 
 def sum_table(data, dims, **options):

@@ -13,7 +13,7 @@ from . import __version__
 from .conventions import DEFAULT_KEY_MODULUS, NUMS_PTABLE_TYPES, WEIGHTED_COUNT_METHODS
 from .errors import SdcError
 from .ptable.params import PTableParams
-from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, read_ptable, write_ptable
+from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, is_magnitude_ptable, read_ptable, write_ptable
 from .ptable.table import PTable
 
 
@@ -168,11 +168,15 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--no-empty-cells", action="store_true",
                      help="publish only cells with records (default: every cell of the table's frame, empty "
                      "ones as 0, as ONS and cellKey)")
+    ckm.add_argument("--digits", type=int, metavar="N",
+                     help="round the published magnitudes (value, weighted_value, weighted_count) to N decimals, "
+                     "negative N to tens, hundreds, ... (after the noise; default unrounded)")
     ckm.add_argument("--out", required=True, help="CSV file to write")
     ckm.add_argument("--audit", action="store_true", help="also write original, cell_key and noise (never publish these)")
     ckm.set_defaults(run=_run_ckm)
 
-    sql = commands.add_parser("sql", help="CKM macros for ad-hoc SQL in a DuckDB database")
+    sql = commands.add_parser("sql", help="CKM macros for ad-hoc SQL in a DuckDB database",
+                              description="CKM macros for ad-hoc SQL in a DuckDB database (sdc sql install).")
     sql_commands = sql.add_subparsers(dest="sql_command", required=True)
     install = sql_commands.add_parser(
         "install",
@@ -197,6 +201,9 @@ def _parser() -> argparse.ArgumentParser:
         "suppress",
         help="cell suppression of one table from a microdata file: primary rules, secondary suppression, audit; "
         "or, with --target, the secondary step of a warehouse's cell table (engines without dbt Python models)",
+        description="Counts (or sums of --value) per cell of --dims with every subtotal; the cells the primary "
+        "rules (--rule) find sensitive and the secondary suppressions that protect them are published as --mark "
+        "(or as intervals); the pattern is audited by linear programming before anything is written.",
     )
     supp.add_argument("--input", help="microdata (.csv or .parquet)")
     supp.add_argument("--dims", required=True, help="comma-separated dimension columns")
@@ -247,6 +254,9 @@ def _parser() -> argparse.ArgumentParser:
     anon = commands.add_parser(
         "sas-anon",
         help="interval publication of a hierarchical aggregate table, compatible with the SAS macro sas-anon (seed 003)",
+        description="Reads an aggregate table (one row per cell: a code column per level, 0 for the total, and a "
+        "value), masks the small values on the lowest level and their siblings up the hierarchy as the SAS macro "
+        "sas-anon does, and prints or writes the result with its intervals.",
     )
     anon.add_argument("--input", required=True, help="CSV with one row per cell: a code column per level (0 = total), a value")
     anon.add_argument("--levels", required=True, help="level columns from the lowest to the highest, e.g. Quartier,Kreis")
@@ -262,6 +272,10 @@ def _parser() -> argparse.ArgumentParser:
     micro = commands.add_parser(
         "microaggregate",
         help="microaggregate numeric columns of a DuckDB table or a CSV/Parquet file into a protected copy",
+        description="Sorts the records by each --column, forms groups of at least --k records (optimal, Hoehne's "
+        "or fixed groups) and replaces the values by their group's mean (or variance-preserving values); writes a "
+        "protected copy (--out-table, or --out for a file) and prints the information loss. The input is never "
+        "changed.",
     )
     micro.add_argument("--db", help="DuckDB database file (with --table)")
     micro.add_argument("--table", help="table to protect, name or schema.name")
@@ -280,7 +294,13 @@ def _parser() -> argparse.ArgumentParser:
     micro.add_argument("--report", help="also write the figures as JSON to this file")
     micro.set_defaults(run=_run_microaggregate)
 
-    audit = commands.add_parser("audit", help="re-check a suppression pattern with the LP audit (exit 1 if it fails)")
+    audit = commands.add_parser(
+        "audit", help="re-check a suppression pattern with the LP audit (exit 1 if it fails)",
+        description="Reads a cell table in the audit layout of sdc suppress --audit (dimensions, freq, value, "
+        "status, protection levels) and computes by linear programming the interval an intruder can derive for "
+        "every suppressed cell from the published ones; exit 1 if a sensitive cell's interval is too narrow. A "
+        "table with a hierarchy needs the same --hierarchy as sdc suppress had.",
+    )
     audit.add_argument("--cells", required=True, help="cells CSV (as written by sdc suppress --audit)")
     audit.add_argument("--hierarchy", help="hierarchy CSV")
     audit.set_defaults(run=_run_audit)
@@ -305,16 +325,23 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument("--manifest", metavar="FILE", help="dbt manifest.json to read instead")
     pub.set_defaults(run=_run_publish)
 
-    demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report")
+    demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report",
+                               description="The demo warehouse: synthetic microdata (generate) and its report.")
     demo_commands = demo.add_subparsers(dest="demo_command", required=True)
-    generate = demo_commands.add_parser("generate", help="write synthetic university-statistics microdata")
+    generate = demo_commands.add_parser(
+        "generate", help="write synthetic university-statistics microdata",
+        description="Writes synthetic student records (as the Bavarian university statistics, seed 002) and, "
+        "with --enterprises, synthetic enterprises for the suppression demo; the same seed gives the same file.")
     generate.add_argument("--out", required=True, help=".parquet or .csv file")
     generate.add_argument("--rows", type=int, default=500_000, help="number of student records (default 500000)")
     generate.add_argument("--seed", type=int, default=2018, help="random seed (default 2018)")
     generate.add_argument("--enterprises", help="also write synthetic enterprises (turnover by WZ x region, holdings) "
                           "for the suppression demo to this .parquet or .csv file")
     generate.set_defaults(run=_run_demo_generate)
-    report = demo_commands.add_parser("report", help="print protected Table 2b and the quality figures")
+    report = demo_commands.add_parser(
+        "report", help="print protected Table 2b and the quality figures",
+        description="Prints the demo warehouse's protected Table 2b (seed 002) and the quality figures of its CKM "
+        "tables, after make demo (or dbt build of the demo project).")
     report.add_argument("--db", required=True, help="warehouse DuckDB file (after dbt build)")
     report.set_defaults(run=_run_demo_report)
     return parser
@@ -387,13 +414,14 @@ def _run_ckm(args: argparse.Namespace) -> int:
         weight=args.weight,
         weighted_count=args.weighted_count,
         params=args.params if args.weight else None,
+        digits=args.digits,
     )
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
     return 0
 
 
 def _run_ckm_magnitude(args: argparse.Namespace) -> int:
-    from .files import check_not_an_input, check_output_file, csv_header
+    from .files import check_not_an_input, check_output_file
     from .magnitude.table import magnitude_params, protect_sum_table
 
     if not args.value:
@@ -411,9 +439,9 @@ def _run_ckm_magnitude(args: argparse.Namespace) -> int:
     modulus = args.modulus if args.modulus is not None else 10**args.key_digits
     params = magnitude_params(args.params)
     check_not_an_input(args.out, args.input, args.ptable, args.hierarchy, args.params, params.ptable)
-    check_output_file(args.out, lambda p: bool({"value", "weighted_count"} & set(csv_header(p))), "sdc ckm")
+    check_output_file(args.out, "sdc ckm")
     common = dict(record_key=args.record_key, modulus=modulus, hierarchy=args.hierarchy, totals=args.totals,
-                  audit=args.audit, complete=not args.no_empty_cells)
+                  audit=args.audit, complete=not args.no_empty_cells, digits=args.digits)
     cells = protect_sum_table(args.input, _split(args.dims), args.out, value=args.value, weight=args.weight,
                               params=params, ptable=args.ptable, **common)
     print(f"wrote {cells} cells to {args.out}" + (" (with audit columns: do not publish)" if args.audit else ""))
@@ -488,11 +516,12 @@ def _run_suppress_in_warehouse(args: argparse.Namespace, time_limit: float) -> i
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:
-    from .files import check_output_file, csv_field, csv_header, read_csv_rows, write_text_atomically
+    from .files import check_not_an_input, check_output_file, csv_field, read_csv_rows, write_text_atomically
     from .suppression.sas_anon import anonymise, text_of
 
-    if args.out:  # an earlier output has the column <value>_fall that sas-anon appends
-        check_output_file(args.out, lambda path: f"{args.value}_fall" in csv_header(path), "sdc sas-anon")
+    if args.out:
+        check_not_an_input(args.out, args.input)
+        check_output_file(args.out, "sdc sas-anon")
     rows = read_csv_rows(args.input, "input file")
     result = anonymise(rows, levels=_split(args.levels), value=args.value, function=args.function,
                        min_value=args.min_value, max_value=args.max_value, fixed_c_intervals=args.fixed_c_intervals,
@@ -503,7 +532,7 @@ def _run_sas_anon(args: argparse.Namespace) -> int:
         columns = list(rows[0]) + [c for c in result.columns if c not in rows[0]]
         lines = [",".join(csv_field(c) for c in columns)]
         lines += [",".join(csv_field("" if r[c] is None else text_of(r[c])) for c in columns) for r in result.rows]
-        write_text_atomically(Path(args.out), "\n".join(lines) + "\n")
+        write_text_atomically(Path(args.out), "\n".join(lines) + "\n", command="sdc sas-anon")
         print(f"wrote {len(result.rows)} cells to {args.out}")
     else:
         print(result.text(), end="")
@@ -511,13 +540,14 @@ def _run_sas_anon(args: argparse.Namespace) -> int:
 
 
 def _run_microaggregate(args: argparse.Namespace) -> int:
-    from .files import check_output_file, write_text_atomically
+    from .files import check_not_an_input, check_output_file, write_text_atomically
     from .microaggregation.tables import microaggregate_file, microaggregate_table
 
     if bool(args.db) == bool(args.input) or (args.db and not args.table) or (args.input and not args.out):
         raise SdcError("give either --db FILE --table T [--out-table T2] or --input FILE --out FILE")
-    if args.report:
-        check_output_file(args.report, _is_microaggregation_report, "sdc microaggregate --report")
+    if args.report:  # checked before the work, as --out is (in microaggregate_file)
+        check_not_an_input(args.report, args.input, args.out, args.db, flag="--report")
+        check_output_file(args.report, "sdc microaggregate --report")
     options = dict(id_column=args.id_column, replacement=args.replacement, shuffle_rows=args.shuffle_rows)
     if args.db:
         reports = microaggregate_table(args.db, args.table, args.column, args.k, args.method,
@@ -539,19 +569,10 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
     if args.report:
         import json
 
-        write_text_atomically(Path(args.report), json.dumps(reports, indent=2) + "\n")
+        write_text_atomically(Path(args.report), json.dumps(reports, indent=2) + "\n",
+                              command="sdc microaggregate --report")
     print(f"wrote {target}")
     return 0
-
-
-def _is_microaggregation_report(path: Path) -> bool:
-    import json
-
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError):
-        return False
-    return isinstance(report, list) and all(isinstance(r, dict) and "column" in r for r in report)
 
 
 def _run_audit(args: argparse.Namespace) -> int:
@@ -573,11 +594,13 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 def _run_demo_generate(args: argparse.Namespace) -> int:
     from .demo import write_enterprises, write_students
-    from .files import check_output_file, starts_with
+    from .files import check_output_file
 
+    if args.enterprises and os.path.abspath(args.enterprises) == os.path.abspath(args.out):
+        raise SdcError(f"--enterprises {args.enterprises} is --out too: give two files")
     for path in (args.out, args.enterprises):
         if path:
-            check_output_file(path, lambda p: starts_with(p, b"PAR1"), "sdc demo generate (a Parquet file)")
+            check_output_file(path, "sdc demo generate")
     rows = write_students(args.out, args.rows, args.seed)
     print(f"wrote {rows} synthetic student records to {args.out}")
     if args.enterprises:
@@ -593,29 +616,23 @@ def _run_demo_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_ptable_file(path: Path) -> bool:
-    from .ptable.nums import read_nums_ptable
-
-    for reader in (read_ptable, read_nums_ptable):
-        try:
-            reader(path)
-            return True
-        except SdcError:
-            pass
-    return False
-
-
 def _run_ptable(args: argparse.Namespace) -> int:
-    from .files import check_output_file, starts_with
+    from .files import check_not_an_input, check_output_file
 
+    # --add-to may be --out: that is how one file gets a second table type
     if args.out:
-        check_output_file(args.out, _is_ptable_file, "sdc ptable (a perturbation table)")
+        check_not_an_input(args.out, args.import_file)
+        check_output_file(args.out, "sdc ptable")
     if args.plot:
-        check_output_file(args.plot, lambda p: starts_with(p, b"\x89PNG\r\n\x1a\n"), "sdc ptable --plot (a PNG)")
+        check_not_an_input(args.plot, args.import_file, args.add_to, args.out, flag="--plot")
+        check_output_file(args.plot, "sdc ptable --plot")
     if args.format not in EXPORT_FORMATS:
         raise SdcError(f"unknown --format {args.format!r}; known: {', '.join(EXPORT_FORMATS)}")
     if args.plot and not args.plot.lower().endswith(".png"):
         raise SdcError(f"--plot writes a PNG file; {args.plot!r} does not end in .png")
+    if (args.import_file and args.import_format == "auto" and args.table == "cnts"
+            and is_magnitude_ptable(args.import_file)):
+        args.table = "nums"  # what sdc ptable --table nums writes, read as it (its header has the column type)
     if args.table == "nums":
         return _run_nums_ptable(args)
     if args.add_to or args.icat:
@@ -664,6 +681,10 @@ def _run_nums_ptable(args: argparse.Namespace) -> int:
     if args.plot:
         raise SdcError("--plot draws count tables only")
     if args.import_file:
+        given = [flag for flag, value in (("--D", args.D), ("--V", args.V), ("--add-to", args.add_to),
+                                          ("--icat", args.icat)) if value is not None]
+        if given:
+            raise SdcError(f"--import reads a finished table; {', '.join(given)} cannot be combined with it")
         tables = read_nums_ptable(args.import_file)
         print(f"imported {args.import_file}: magnitude ptable of types {', '.join(tables.tables)}")
     else:

@@ -3,6 +3,11 @@
 Outputs are written under a temporary name beside the target and renamed at the end, so a failed run
 leaves the previous file as it was and no temporary file behind; a failed write (a full disk, no
 permission) is one line naming the file. Inputs that are missing, folders or not UTF-8 are one line too.
+
+Each output carries a mark: a small JSON file beside it (``.NAME.sdc.json``: the command that wrote it and
+the SHA-256 of the bytes it wrote). A file that exists is replaced only when its mark names the same
+command and its bytes are still the ones written, never because its columns or its first bytes look right:
+microdata or someone's ptable given as --out by mistake is refused, and so is an output edited since.
 """
 
 from __future__ import annotations
@@ -10,48 +15,97 @@ from __future__ import annotations
 import codecs
 import csv
 import errno
+import hashlib
 import io
+import json
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from .errors import SdcError
 
 NO_SPACE = "no space left on device"
 
 
-def check_output_file(out, earlier_output: Callable[[Path], bool] | None = None, what: str = "") -> Path:
-    """Fail before the work, not after it, when ``out`` cannot be a file: it is a folder, or its folder does
-    not exist (sdc creates no folders for its outputs). With ``earlier_output``, a file that exists is
-    replaced only if it looks like an earlier output of the command (``what``): sdc never writes over a
-    file it did not make, such as microdata given as --out by mistake; deleting it is telling sdc to."""
+def check_output_file(out, command: str | None = None) -> Path:
+    """Fail before the work, not after it, when ``out`` cannot be written: it is a folder, its folder does not
+    exist (sdc creates no folders for its outputs) or cannot be written, or the file there cannot be replaced.
+    With ``command`` (e.g. "sdc ckm"), a file that exists is replaced only if it is an earlier output of that
+    command (its mark, see ``written_by``): sdc never writes over a file it did not make, such as microdata
+    given as --out by mistake; deleting it is telling sdc to."""
     out = Path(out)
     if out.is_dir():
         raise SdcError(f"cannot write {out}: it is a folder; give a file name")
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
         raise SdcError(f"cannot write {out}: folder {folder} does not exist")
-    if earlier_output is not None and out.is_file() and out.stat().st_size > 0 and not earlier_output(out):
-        raise SdcError(f"{out} exists and is not an earlier output of {what}: sdc replaces only its own outputs; "
+    if command is not None and out.is_file() and out.stat().st_size > 0 and written_by(out) != command:
+        raise SdcError(f"{out} exists and is not an earlier output of {command}: sdc replaces only its own outputs; "
                        "delete it first or give another file")
+    if mark_path(out).is_dir():
+        raise SdcError(f"cannot write {out}: {mark_path(out)}, where sdc marks its output, is a folder")
+    _check_writable(out, folder)
     return out
 
 
-def csv_header(path: Path) -> list[str]:
-    """The column names in the first line of a CSV file; [] for one that is not UTF-8 CSV text."""
+def mark_path(out) -> Path:
+    """The mark beside an output: ``.NAME.sdc.json`` in its folder."""
+    out = Path(out)
+    return out.with_name(f".{out.name}.sdc.json")
+
+
+def written_by(path) -> str | None:
+    """The command that wrote ``path`` (e.g. "sdc ckm"), if its mark says so and the file holds exactly the
+    bytes that command wrote; None for any other file (no mark, a mark that does not parse, a file changed
+    since)."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            return next(csv.reader(handle), [])
-    except (UnicodeDecodeError, csv.Error, OSError):
-        return []
+        mark = json.loads(mark_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(mark, dict) or not isinstance(mark.get("written_by"), str):
+        return None
+    try:
+        if Path(path).stat().st_size != mark.get("bytes") or _sha256(Path(path)) != mark.get("sha256"):
+            return None
+    except OSError:
+        return None
+    return mark["written_by"]
 
 
-def starts_with(path: Path, signature: bytes) -> bool:
-    """True if the file begins with ``signature`` (a file format's magic bytes, e.g. PNG's)."""
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        return handle.read(len(signature)) == signature
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_writable(out: Path, folder: Path) -> None:
+    """A file can be created in ``folder`` and an existing ``out`` renamed (as the final replace does): tried,
+    as permissions alone do not tell (root, immutable files and folders, read-only mounts)."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{out.name}.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise SdcError(f"cannot write {out}: folder {folder} cannot be written ({_reason(exc)})") from None
+    if not out.is_symlink() and not out.exists():
+        return
+    moved = f"{probe}.probe"  # a free name: mkstemp made it unique
+    try:
+        os.rename(out, moved)
+    except OSError as exc:
+        raise SdcError(f"cannot write {out}: the file there cannot be replaced ({_reason(exc)})") from None
+    finally:
+        if os.path.lexists(moved):
+            os.rename(moved, out)
+
+
+def _reason(exc: OSError) -> str:
+    return {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+            errno.EROFS: "read-only file system"}.get(exc.errno, (exc.strerror or str(exc)).lower())
 
 
 def disk_full(exc: BaseException, path) -> SdcError | None:
@@ -76,47 +130,81 @@ def write_failure(exc: BaseException, path) -> SdcError | None:
 
 
 @contextmanager
-def staged_file(path, suffix: str = "") -> Iterator[Path]:
+def staged_file(path, suffix: str = "", command: str | None = None) -> Iterator[Path]:
     """A temporary path beside ``path`` for the caller to write; renamed over ``path`` when the block ends
     without error, removed on any error (a failed write becomes one SdcError naming ``path``). ``suffix``
-    keeps the extension for writers that choose the format by it (DuckDB COPY, matplotlib)."""
-    path = check_output_file(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.close(fd)
+    keeps the extension for writers that choose the format by it (DuckDB COPY, matplotlib). With
+    ``command``, ``path`` is replaced only if that command wrote it (``check_output_file``), and the new file
+    is marked as written by it (the mark is written first, renamed last: a run cut in between leaves a
+    file whose mark does not match, which no command replaces)."""
+    path = check_output_file(path, command)
+    staged: list[str] = []
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+        os.close(fd)
+        staged.append(tmp)
         yield Path(tmp)
+        if command is not None:
+            staged.append(_stage_mark(Path(tmp), path, command))
         os.replace(tmp, path)
+        staged.remove(tmp)
+        if command is not None:
+            os.replace(staged.pop(), mark_path(path))
     except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        for name in staged:
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
         failure = write_failure(exc, path)
         if failure is not None:
             raise failure from None
         raise
 
 
-def write_text_atomically(path: Path, text: str) -> None:
+def _stage_mark(written: Path, path: Path, command: str) -> str:
+    """The mark of ``written`` (to become ``path``) in a temporary file beside it; its name."""
+    mark = {"written_by": command, "file": path.name, "bytes": written.stat().st_size, "sha256": _sha256(written),
+            "note": "sdc replaces this file only while it holds these bytes; delete both to free the name"}
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".sdc.json", dir=path.parent)
+    try:
+        _write_all(fd, (json.dumps(mark, indent=1) + "\n").encode("utf-8"))
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    finally:
+        os.close(fd)
+    return tmp
+
+
+def write_text_atomically(path: Path, text: str, command: str | None = None) -> None:
+    """``text`` as the file ``path``, replaced only when complete (and, with ``command``, only if that command
+    wrote it; then marked as its output)."""
     data = text.encode("utf-8")
-    with staged_file(path) as tmp:
+    with staged_file(path, command=command) as tmp:
         fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
         try:
-            view = memoryview(data)
-            while view:  # os.write may write less than asked
-                view = view[os.write(fd, view):]
-            os.fsync(fd)  # a full disk can surface only here (delayed allocation)
+            _write_all(fd, data)
         finally:
             os.close(fd)
 
 
-def check_not_an_input(out, *inputs) -> None:
-    """Refuses an output path that is one of the command's input files: sdc never writes over what it reads."""
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:  # os.write may write less than asked
+        view = view[os.write(fd, view):]
+    os.fsync(fd)  # a full disk can surface only here (delayed allocation)
+
+
+def check_not_an_input(out, *inputs, flag: str = "--out") -> None:
+    """Refuses an output path (given as ``flag``) that is one of the command's input files: sdc never writes
+    over what it reads."""
     target = Path(out).resolve()
     for given in inputs:
         if given is not None and (Path(given).resolve() == target
                                   or (target.exists() and Path(given).exists() and os.path.samefile(given, target))):
-            raise SdcError(f"--out {out} is the input file {given}: give another file (sdc never writes over what it reads)")
+            raise SdcError(f"{flag} {out} is the input file {given}: give another file (sdc never writes over what "
+                           "it reads)")
 
 
 def csv_field(value) -> str:

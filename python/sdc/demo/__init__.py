@@ -90,7 +90,7 @@ def _write(path: str | Path, columns: dict[str, np.ndarray]) -> int:
     try:
         con.register("records", columns)
         fmt = "parquet" if str(path).endswith(".parquet") else "csv, header true"
-        with staged_file(path, suffix=Path(path).suffix) as tmp:
+        with staged_file(path, suffix=Path(path).suffix, command="sdc demo generate") as tmp:
             con.execute(f"copy (select * from records order by id) to {quote_literal(tmp)} (format {fmt})")
     finally:
         con.close()

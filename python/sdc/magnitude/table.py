@@ -46,6 +46,7 @@ def sum_table(
     audit: bool = False,
     check_keys: bool = True,
     complete: bool = True,
+    digits: int | None = None,
 ):
     """A magnitude table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
     dimensions and ``value`` (the perturbed sum of ``value``); with a weight also ``weighted_value`` (the
@@ -57,16 +58,20 @@ def sum_table(
     modulus  of the record keys: a power of 10 (the key's decimal digits are scrambled per component)
     complete every cell of the frame (cross product of each dimension's codes), empty ones with value 0;
              False: only cells with records
+    digits   round the published magnitudes to this many decimals (negative: to tens, hundreds, ...) after
+             the noise; default unrounded
     """
+    from ..ckm import rounded
+
     with private_connection("ckm") as con:
         sql = _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy,
                                totals, rules_preset, audit, check_keys, complete)
-        return run_sql(con, sql).df()
+        return run_sql(con, rounded(con, sql, dims, digits)).df()
 
 
 def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
     """``sdc ckm --value``: write the table of ``sum_table`` to the CSV file ``out``; returns the number of cells."""
-    from ..ckm import write_query_csv
+    from ..ckm import rounded, write_query_csv
 
     with private_connection("ckm") as con:
         sql = _protected_query(con, Path(input_path), dims, options.pop("value"), options.pop("weight", None),
@@ -75,9 +80,10 @@ def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
                                options.pop("totals", "cube"), options.pop("rules_preset", "handbook"),
                                options.pop("audit", False), options.pop("check_keys", True),
                                options.pop("complete", True))
+        digits = options.pop("digits", None)
         if options:
             raise SdcError(f"unknown options: {', '.join(sorted(options))}")
-        return write_query_csv(con, sql, out)
+        return write_query_csv(con, rounded(con, sql, dims, digits), out)
 
 
 def magnitude_params(params) -> MagnitudeParams:

@@ -64,28 +64,17 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
     if fmt is None:
         raise SdcError(f"{out}: give a .csv or .parquet output file")
     source = source_sql(input_path)
-    # an earlier copy of this input has its columns; anything else (other microdata) is not replaced
-    check_output_file(out, lambda path: _columns_of(source_sql(path)) == _columns_of(source), "sdc microaggregate")
+    check_output_file(out, "sdc microaggregate")  # an earlier copy; anything else (other microdata) is kept
     con = duckdb.connect()
     try:
         # read once, straight into _protect's numbered copy (no table of the file first)
         reports, protected = _protect(con, source, columns, k, method, id_column, replacement, str(input_path),
                                       shuffle_rows)
-        with staged_file(out, suffix=out.suffix) as tmp:
+        with staged_file(out, suffix=out.suffix, command="sdc microaggregate") as tmp:
             con.execute(f"copy ({protected}) to {quote_literal(tmp)} (format {fmt})")
     finally:
         con.close()
     return reports
-
-
-def _columns_of(source: str) -> list[str]:
-    con = duckdb.connect()
-    try:
-        return [row[0] for row in con.execute(f"describe select * from {source}").fetchall()]
-    except duckdb.Error:
-        return []  # not readable as the data file its name says
-    finally:
-        con.close()
 
 
 def _protect(con, source: str, columns, k, method, id_column, replacement, where, shuffle_rows=False):

@@ -12,6 +12,7 @@ the build's warnings.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,7 +92,11 @@ def _solve_row(params, i, v, pstay, mono, optim, allow_lower_variance) -> tuple[
             )
         least, most = reachable
         if least > params.V + CONSTRAINT_TOLERANCE:
-            raise SdcError(f"row i={i}: the variance is at least {least:.6f} > V={params.V}; choose a larger V")
+            raise SdcError(
+                f"row i={i}: the least variance this row can have is {least:.10g}, more than V={params.V} (mean 0, "
+                f"every allowed target with probability >= {MIN_PROBABILITY:g}"
+                + (f", stay probability >= {bound:g}" if has_stay and bound > 0 else "")
+                + f"); choose V >= {math.ceil(least * 1e6) / 1e6:.6f}")
         if equal and most < params.V - CONSTRAINT_TOLERANCE:
             probabilities, variance, reached = None, most, False
         else:

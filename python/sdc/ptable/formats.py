@@ -129,6 +129,14 @@ def _reuse_from_column(header, rows, max_i: int, source: str) -> int | None:
     return value
 
 
+def is_magnitude_ptable(path: str | os.PathLike) -> bool:
+    """True for a file whose header is a magnitude ptable's (i, v, p_int_ub and type, as ``sdc ptable --table
+    nums`` writes it): ``sdc ptable --import`` then reads and checks it as one."""
+    header_line = next((line for line in io.StringIO(read_text(Path(path), "ptable file")) if line.strip()), "")
+    header = {h.lower().strip('"') for h in _cells(header_line.rstrip("\r\n"), _separator(header_line.rstrip("\r\n")))}
+    return {"i", "v", "p_int_ub", "type"} <= header
+
+
 def detect_format(header: list[str], sep: str, source: str) -> str:
     names = {h.lower() for h in header}
     if {"i", "j", "v", "p_int_lb", "p_int_ub"} <= names:
@@ -433,7 +441,7 @@ def render_ptable(table: PTable, fmt: str = "sdc") -> str:
 def write_ptable(table: PTable, path: str | os.PathLike, fmt: str = "sdc") -> None:
     """Write atomically: the file is replaced only when the whole table has been written."""
     text = render_ptable(table, fmt)
-    write_text_atomically(Path(path), text)
+    write_text_atomically(Path(path), text, command="sdc ptable")
 
 
 __all__ = [
@@ -441,6 +449,7 @@ __all__ = [
     "IMPORT_FORMATS",
     "detect_format",
     "format_units",
+    "is_magnitude_ptable",
     "parse_ptable",
     "read_ptable",
     "render_ptable",

@@ -275,7 +275,7 @@ def render_nums_ptable(tables: NumsPTableSet, fmt: str = "sdc") -> str:
 
 
 def write_nums_ptable(tables: NumsPTableSet, path: str | os.PathLike, fmt: str = "sdc") -> None:
-    write_text_atomically(Path(path), render_nums_ptable(tables, fmt))
+    write_text_atomically(Path(path), render_nums_ptable(tables, fmt), command="sdc ptable")
 
 
 def read_nums_ptable(path: str | os.PathLike) -> NumsPTableSet:

@@ -8,6 +8,8 @@ from typing import Sequence, Union
 
 from ..errors import SdcError
 
+MIN_PROBABILITY = 1e-8  # every allowed target's least probability in a row (the solver's bound)
+
 PerRow = Union[float, Sequence[float]]
 
 
@@ -79,12 +81,15 @@ class PTableParams:
             )
         if self.js > 0:
             # Value i in 1..js must move to 0 or to >= js+1; with mean 0 the least variance is i*(js+1-i)
-            # (two-point law on {-i, js+1-i}); the worst row is i = (js+1)//2.
+            # (two-point law on {-i, js+1-i}); the worst row is i = (js+1)//2. That bound itself is out of
+            # reach: the row has a third target (js+2 <= i+D, as D >= js+1), and every allowed target keeps a
+            # probability of at least MIN_PROBABILITY, which adds to the variance. So V must exceed it.
             worst = (self.js + 1) // 2
             least = worst * (self.js + 1 - worst)
-            if self.V < least:
+            if self.V <= least:
                 raise SdcError(
                     f"V={self.V} is too small for js={self.js}: row i={worst} may only move to 0 or to "
-                    f"{self.js + 1} and beyond, so its variance is at least {worst}*({self.js}+1-{worst}) = {least}; "
-                    f"choose V >= floor((js+1)^2/4) = {least} or a smaller js"
+                    f"{self.js + 1} and beyond, so its variance exceeds {worst}*({self.js}+1-{worst}) = {least} "
+                    f"(reached only with no probability on its other targets, and each keeps at least "
+                    f"{MIN_PROBABILITY:g}); choose V > floor((js+1)^2/4) = {least} or a smaller js"
                 )

@@ -7,6 +7,8 @@ import os
 from ..files import check_output_file, staged_file
 from .table import PTable
 
+PLOT_COMMAND = "sdc ptable --plot"  # the mark of its PNGs (sdc.files)
+
 
 def plot_transition_matrix(table: PTable, path: str | os.PathLike, title: str = "") -> None:
     """Write a PNG with P(j | i) as colour and annotated in percent (as seed 000, figure 1)."""
@@ -16,7 +18,7 @@ def plot_transition_matrix(table: PTable, path: str | os.PathLike, title: str = 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    path = check_output_file(path)
+    path = check_output_file(path, PLOT_COMMAND)
     rows, cols, matrix = table.transition_matrix()
     shown = np.where(matrix > 0, matrix, np.nan)  # blank where a target is impossible
     width = max(6.0, 0.62 * len(cols) + 2)
@@ -39,7 +41,7 @@ def plot_transition_matrix(table: PTable, path: str | os.PathLike, title: str = 
     fig.colorbar(image, ax=ax, label="P(j | i)", shrink=0.8)
     fig.tight_layout()
     try:
-        with staged_file(path, suffix=".png") as tmp:
+        with staged_file(path, suffix=".png", command=PLOT_COMMAND) as tmp:
             fig.savefig(tmp, dpi=110)
     finally:
         plt.close(fig)

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog, minimize
 
-# Every allowed target keeps at least this probability (as in ptable), so every target can occur.
-MIN_PROBABILITY = 1e-8
+# Every allowed target keeps at least this probability (as in ptable), so every target can occur; defined
+# with the parameters, whose check of V relies on it.
+from .params import MIN_PROBABILITY
 
 # Residual of the constraints (sum, mean, variance) that a solution must meet.
 CONSTRAINT_TOLERANCE = 1e-9

@@ -25,7 +25,7 @@ from ..errors import SdcError
 from ..hierarchy import create_hierarchy_table, hierarchy_rows, read_hierarchy
 from ..loader import column_list, quote
 from ..microdata_input import register_microdata
-from ..files import (check_not_an_input, check_output_file, csv_field, csv_header, read_csv_rows,
+from ..files import (check_not_an_input, check_output_file, csv_field, read_csv_rows,
                      write_text_atomically)
 from ..macro_renderer import Relation, private_connection, render_macro, run_sql
 from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper, public_intervals
@@ -92,12 +92,12 @@ def suppress_table(
     ``time_limit``: seconds for method optimal (then the heuristic completes its pattern, with a warning)."""
     _check_options(rules, value, method, cost, time_limit)
     check_not_an_input(out, input_path, hierarchy_path)
-    check_output_file(out, lambda path: "published_text" in csv_header(path), "sdc suppress")
+    check_output_file(out, "sdc suppress")
     columns, rows, counts = _protected_rows(
         input_path, dims, rules, hierarchy_path, value, holding, preset, method, cost, mark, publish_intervals,
         prefer_low_levels, time_limit, audit)
     lines = [",".join(csv_field(c) for c in columns)] + [",".join(csv_field(row[c]) for c in columns) for row in rows]
-    write_text_atomically(Path(out), "\n".join(lines) + "\n")
+    write_text_atomically(Path(out), "\n".join(lines) + "\n", command="sdc suppress")
     return counts
 
 
@@ -115,8 +115,10 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
     columns, rows, _ = _protected_rows(data, dims, rules, hierarchy, value, holding, preset, method, cost, mark,
                                        publish_intervals, prefer_low_levels, time_limit, audit)
     table = pd.DataFrame([[row[c] for c in columns] for row in rows], columns=columns)
+    counts = {"freq"} | (set() if value else {"published_value"})  # whole numbers: integers, NA where suppressed
     for column in _NUMERIC_COLUMNS.intersection(columns):  # numbers, and NA where the file has an empty field
-        table[column] = pd.to_numeric(table[column].replace("", None))
+        numbers = pd.to_numeric(table[column].replace("", None))
+        table[column] = numbers.astype("Int64") if column in counts else numbers
     return table
 
 
@@ -389,7 +391,11 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise SdcError(f"{cells_path}: duplicate cell {dict(zip(dims, duplicate))}")
     hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else []
-    _check_totals(rows, dims, hierarchy, cells_path)
+    # without a hierarchy every code's total is Total: a table made with one needs it here too (trial D11)
+    hint = "" if hierarchy_path else (
+        "; a table with a hierarchy (as sdc suppress --hierarchy made it) is audited with the same file: "
+        "give it as --hierarchy FILE")
+    _check_totals(rows, dims, hierarchy, cells_path, hint)
     relations = _relations_for(rows, dims, hierarchy_path)
     values = _numbers(rows, value_column, dims, cells_path)
     for relation in relations:  # name the cell whose total is not the sum of its children
@@ -398,7 +404,7 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
             parent = next(cell for cell, coefficient in relation if coefficient > 0)
             where = ", ".join(f"{d}={rows[parent][d]}" for d in dims)
             raise SdcError(f"{cells_path}: cell {where} is {_number(values[parent])} but its children sum to "
-                           f"{_number(values[parent] - residual)}; the table is not additive")
+                           f"{_number(values[parent] - residual)}; the table is not additive{hint}")
     # the audit checks what is published: a suppressed cell whose published text is a number is published
     shown = np.array([r["status"] in ("primary", "secondary") and _is_number(r.get("published_text")) for r in rows])
     suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows]) & ~shown
@@ -467,7 +473,7 @@ def _numbers(rows, column, dims, cells_path) -> np.ndarray:
     return out
 
 
-def _check_totals(rows, dims, hierarchy, cells_path) -> None:
+def _check_totals(rows, dims, hierarchy, cells_path, hint: str = "") -> None:
     """Every cell's parent along every dimension must be a row of the file (else the relations the
     audit relies on are incomplete): name the first missing one."""
     parents = {d: {code: parent for dim, code, parent in hierarchy if dim == d and parent} for d in dims}
@@ -482,7 +488,7 @@ def _check_totals(rows, dims, hierarchy, cells_path) -> None:
             parent_key = key[:k] + (parents[d].get(code, roots[d]),) + key[k + 1:]
             if parent_key not in present:
                 raise SdcError(f"{cells_path}: cell {dict(zip(dims, parent_key))} is missing: it is the total of "
-                               f"{dict(zip(dims, key))} along {d!r}, and every total must be a row of the table")
+                               f"{dict(zip(dims, key))} along {d!r}, and every total must be a row of the table{hint}")
 
 
 def _relations_for(rows, dims, hierarchy_path):

@@ -27,6 +27,8 @@ INTEGER_CHECK_SECONDS, or cells left when the audit's MILPs have taken INTEGER_C
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import dataclass, replace
 
@@ -648,9 +650,25 @@ def highs_model(matrix, cost, col_lower, col_upper, row_lower, row_upper) -> hig
     lp.a_matrix_.start_ = matrix.indptr
     lp.a_matrix_.index_ = matrix.indices
     lp.a_matrix_.value_ = matrix.data
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
+    highs = quiet_highs()
     highs.passModel(lp)
+    return highs
+
+
+def quiet_highs() -> highspy.Highs:
+    """A HiGHS instance that prints nothing. From highspy 1.16 on, its constructor writes HiGHS's copyright banner
+    to the process's standard output before output_flag can be turned off (into dbt's output and every
+    `sdc suppress`, new-user trial D18): standard output is pointed at the null device for the construction."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            highs = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    highs.setOptionValue("output_flag", False)
     return highs
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from test_publish import made_audit_parent, record_build
+
 import sdc.database
 import sdc.demo
 import sdc.files
@@ -46,8 +48,10 @@ def publication_inputs(tmp: Path) -> tuple[Path, Path]:
     con = duckdb.connect(str(db))
     con.execute("create schema protected")
     con.execute("create table protected.counts as select range as a, 'x' || range as b from range(20000)")
-    # the build record the sdc macros commit with each relation (macros/build_record.sql)
-    con.execute("""comment on table protected.counts is '{"sdc_build": {"invocation_id": "x", "loads": {}}}'""")
+    # the build record the sdc macros commit with each relation (macros/build_record.sql): a ckm_published step
+    # over a hand-made audit relation
+    made_audit_parent(con)
+    record_build(con, "protected", "counts")
     con.close()
     node = {"resource_type": "model", "name": "counts", "alias": "counts", "schema": "protected", "database": "wh",
             "tags": ["sdc_publish"], "config": {"materialized": "table", "tags": ["sdc_publish"]},

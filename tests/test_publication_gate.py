@@ -201,6 +201,7 @@ def test_tables_built_with_two_ptables_are_refused(tmp_path, capsys):
     built = make(tmp_path, TWO_TABLES)
     out = tmp_path / "pub.duckdb"
     assert publish(built.db, out, project_dir=built.project) == ["by_sex", "persons"]
+    (built.project / "seeds" / "sdc_ptable.csv").unlink()  # the project's seed, which sdc ptable did not write
     assert main(["ptable", "--D", "3", "--V", "2", "--js", "1", "--out", str(built.project / "seeds" / "sdc_ptable.csv")]) == 0
     dbt(built, "seed")
     dbt(built, "run", "--select", "ckm_by_sex", "by_sex")

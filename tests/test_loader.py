@@ -292,3 +292,27 @@ def test_existing_keys_in_a_column_called_rk_become_the_record_key(tmp_path):
             con.execute("select rk from raw.t_rkey order by id").fetchall() == [(int(k),) for k in keys]
     finally:
         con.close()
+
+
+def storage_format(db) -> tuple[int, str]:
+    """The DuckDB file's header version number (64: storage v1.0.0 .. v1.1, read by every client since 1.0)
+    and the storage version DuckDB reports for it."""
+    header = Path(db).read_bytes()[:20]
+    assert header[8:12] == b"DUCK"
+    return int.from_bytes(header[12:20], "little"), rows(db, "select tags['storage_version'] from duckdb_databases() "
+                                                              "where not internal")[0][0]
+
+
+def test_a_new_warehouse_is_written_in_a_format_duckdb_1_x_reads(tmp_path, seed002_csv):
+    """New-user trial D12: the DuckDB 1.5 CLI refused the warehouse (version 69 of DuckDB 2.0); a warehouse that
+    sdc load creates is in storage v1.0.0 (header version 64); one that exists keeps its format."""
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, seed002_csv, "t", id_column="id", facts=SEED002_FACTS)
+    load_microdata(db, seed002_csv, "t", id_column="id", facts=SEED002_FACTS)  # a reload writes it again
+    assert storage_format(db) == (64, "v1.0.0+")
+    existing = tmp_path / "v2.duckdb"
+    duckdb.connect(str(existing)).close()
+    header = storage_format(existing)
+    load_microdata(existing, seed002_csv, "t", id_column="id")
+    assert storage_format(existing) == header != (64, "v1.0.0+")
+    assert rows(existing, "select count(*) from raw.t")[0][0] == 4

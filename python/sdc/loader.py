@@ -46,6 +46,7 @@ from .conventions import (
     MIN_SECRET_BYTES,
     RAW_SCHEMA,
     RECORD_KEY_COLUMN,
+    WAREHOUSE_STORAGE_VERSION,
 )
 from .database import connect, first_line, transaction
 from .errors import SdcError
@@ -139,7 +140,7 @@ def load_microdata(
         raise SdcError(f"--db {db} looks like a data file; the warehouse is a DuckDB file (e.g. warehouse.duckdb), "
                        "and the microdata go to --input")
     created = not isinstance(db, duckdb.DuckDBPyConnection) and not Path(db).exists()
-    con = db if isinstance(db, duckdb.DuckDBPyConnection) else connect(db)
+    con = db if isinstance(db, duckdb.DuckDBPyConnection) else connect(db, storage_version=WAREHOUSE_STORAGE_VERSION)
     try:
         with transaction(con):
             report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,

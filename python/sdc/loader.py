@@ -33,6 +33,7 @@ import re
 import secrets as secrets_module
 import sys
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,11 +50,11 @@ from .conventions import (
     RECORD_KEY_COLUMN,
     WAREHOUSE_STORAGE_VERSION,
 )
-from .database import connect, first_line, transaction
+from .database import connect, first_line, is_numeric_type, transaction
 from .errors import SdcError
 from .fact_rules import parse_fact_rule
 from .files import disk_full, read_failure, read_text
-from .quoting import quote_identifier, quote_path
+from .quoting import quote_identifier, quote_literal, quote_path
 from .record_keys import check_record_keys
 
 KEY_MODES = ("random", "keyed", "existing")
@@ -137,7 +138,7 @@ def load_microdata(
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
     if key_mode == "keyed":
         _check_secret(secret, allow_demo_secret)
-    source = source_sql(Path(input_path))
+    source = source_sql(Path(input_path), [c for c in (id_column, key_column) if c], plain_numbers=True)
     if not isinstance(db, duckdb.DuckDBPyConnection) and Path(db).suffix.lower() in DATA_FILE_SUFFIXES:
         raise SdcError(f"--db {db} looks like a data file; the warehouse is a DuckDB file (e.g. warehouse.duckdb), "
                        "and the microdata go to --input")
@@ -200,7 +201,16 @@ def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, fa
             raise SdcError(f"fact name {name!r} clashes with the record key columns ({RECORD_KEY_COLUMN}, {KEY_FACT_PREFIX}*)")
 
 
-def source_sql(path: Path) -> str:
+# a number as written plainly: optional minus, no leading zero, optional decimals and exponent
+PLAIN_NUMBER = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?"
+
+
+def source_sql(path: Path, numbers: Iterable[str] = (), *, plain_numbers: bool = False) -> str:
+    """SQL that reads the data file ``path``. A Parquet file has its own types. A text file (.csv, .tsv, .txt)
+    is read as text, every value exactly as delivered (no BOOLEAN, date or time sniffing: ``yes``, ``T``,
+    ``2024-01-01``, ``01`` and `` a `` stay as they are), except numbers: the columns in ``numbers`` that DuckDB
+    reads as numbers, and with ``plain_numbers`` every column DuckDB reads as numbers whose every value is
+    written plainly (PLAIN_NUMBER: not `` 5``, ``+5``, ``.5``, ``0x10`` or ``nan``), keep that type."""
     if not path.is_file():
         raise SdcError(f"input file not found: {path}")
     literal = quote_path(path)
@@ -210,12 +220,52 @@ def source_sql(path: Path) -> str:
     # the dialect of .csv and .tsv is given, not sniffed: a value or name full of ';' or "'" made the sniffer
     # read a comma-separated file as one column
     if suffix == ".csv":
-        return f"read_csv({literal}, header = true, auto_detect = true, delim = ',', quote = '\"', escape = '\"')"
-    if suffix == ".tsv":
-        return f"read_csv({literal}, header = true, auto_detect = true, delim = '\t', quote = '\"', escape = '\"')"
-    if suffix == ".txt":
-        return f"read_csv({literal}, header = true, auto_detect = true)"
-    raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
+        options = "header = true, auto_detect = true, delim = ',', quote = '\"', escape = '\"'"
+    elif suffix == ".tsv":
+        options = "header = true, auto_detect = true, delim = '\t', quote = '\"', escape = '\"'"
+    elif suffix == ".txt":
+        options = "header = true, auto_detect = true"
+    else:
+        raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
+    text = f"read_csv({literal}, {options}, all_varchar = true"
+    numbers = set(numbers)
+    kept = {}
+    if numbers or plain_numbers:
+        sniffed = text_file_numbers(f"read_csv({literal}, {options})")
+        kept = {c: t for c, t in sniffed.items() if c in numbers}
+        if plain_numbers:
+            kept.update(_plainly_written({c: t for c, t in sniffed.items() if c not in numbers}, text + ")"))
+    types = ", ".join(f"{quote_literal(c)}: {quote_literal(t)}" for c, t in kept.items())
+    return text + (f", types = {{{types}}})" if kept else ")")
+
+
+def text_file_numbers(sniffed_source: str) -> dict[str, str]:
+    """The columns DuckDB's sniffer reads as numbers in ``sniffed_source``, with their types; none where the
+    file cannot be read (the command's own read then names the problem)."""
+    con = duckdb.connect()
+    try:
+        described = con.execute(f"describe select * from {sniffed_source}").fetchall()
+    except duckdb.Error:
+        return {}
+    finally:
+        con.close()
+    return {row[0]: row[1] for row in described if is_numeric_type(row[1])}
+
+
+def _plainly_written(candidates: dict[str, str], text_source: str) -> dict[str, str]:
+    """Those of the candidate columns (name -> type) whose every value in the text read is a PLAIN_NUMBER."""
+    if not candidates:
+        return {}
+    checks = ", ".join(f"bool_and({quote_identifier(c)} is null or regexp_full_match({quote_identifier(c)}, "
+                       f"{quote_literal(PLAIN_NUMBER)}))" for c in candidates)
+    con = duckdb.connect()
+    try:
+        plain = con.execute(f"select {checks} from {text_source}").fetchone()
+    except duckdb.Error:
+        return {}
+    finally:
+        con.close()
+    return {c: t for (c, t), ok in zip(candidates.items(), plain) if ok is not False}
 
 
 def column_list(columns: list[str]) -> str:

@@ -1,6 +1,7 @@
 """`sdc microaggregate`: a protected copy of a DuckDB table or of a CSV/Parquet file.
 
-Every other column and the row count stay as they are; each named column is microaggregated on its own
+Every other column and the row count stay as they are (a CSV's other columns are copied as the text they were
+delivered as); each named column is microaggregated on its own
 (its type becomes DOUBLE: group means are not integers). The copy is written in one transaction (a file
 is written under a temporary name and renamed), so on any error nothing changes.
 """
@@ -17,7 +18,7 @@ from ..conventions import RAW_SCHEMA
 from ..errors import SdcError
 from ..files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file
 from ..quoting import quote_literal
-from ..loader import quote, source_sql
+from ..loader import quote, source_sql, text_file_numbers
 from .measures import column_report
 from .methods import microaggregate
 
@@ -56,26 +57,36 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
 
 def microaggregate_file(input_path, out, columns: list[str], k: int, method: str, *, id_column: str | None = None,
                         replacement: str | None = None, shuffle_rows: bool = False) -> list[dict]:
-    """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet)."""
+    """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet): the microaggregated
+    columns as numbers, every other column of a CSV as the text it was delivered as."""
     input_path, out = Path(input_path), Path(out)
     check_output_file(out)
     check_not_an_input(out, input_path)
     fmt = {".csv": "csv, header true", ".parquet": "parquet"}.get(out.suffix.lower())
     if fmt is None:
         raise SdcError(f"{out}: give a .csv or .parquet output file")
-    source = source_sql(input_path)
+    source = source_sql(input_path, numbers=columns)
     # an earlier copy of this input has its columns; anything else (other microdata) is not replaced
     check_output_file(out, lambda path: _columns_of(source_sql(path)) == _columns_of(source), "sdc microaggregate")
+    # ties between equal values are broken in the id's order: numeric where DuckDB reads the ids as numbers
+    id_type = _sniffed_type(input_path, id_column) if id_column else None
     con = duckdb.connect()
     try:
         # read once, straight into _protect's numbered copy (no table of the file first)
         reports, protected = _protect(con, source, columns, k, method, id_column, replacement, str(input_path),
-                                      shuffle_rows)
+                                      shuffle_rows, id_type=id_type)
         with staged_file(out, suffix=out.suffix) as tmp:
             con.execute(f"copy ({protected}) to {quote_literal(tmp)} (format {fmt})")
     finally:
         con.close()
     return reports
+
+
+def _sniffed_type(path: Path, column: str) -> str | None:
+    """The numeric type DuckDB reads ``column`` of a text file as (None: text, or a Parquet file's own type)."""
+    if path.suffix.lower() == ".parquet":
+        return None
+    return text_file_numbers(source_sql(path, numbers=[column])).get(column)
 
 
 def _columns_of(source: str) -> list[str]:
@@ -88,10 +99,11 @@ def _columns_of(source: str) -> list[str]:
         con.close()
 
 
-def _protect(con, source: str, columns, k, method, id_column, replacement, where, shuffle_rows=False):
+def _protect(con, source: str, columns, k, method, id_column, replacement, where, shuffle_rows=False, *,
+             id_type=None):
     """Microaggregate the columns; returns the reports and a query of the protected table, in row order or,
     with ``shuffle_rows``, in random order (whole rows move: a column is never shuffled on its own, which
-    would cut every value from its record)."""
+    would cut every value from its record). ``id_type``: the type the ties are ordered by."""
     if not columns:
         raise SdcError("give at least one --column")
     try:
@@ -123,7 +135,7 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
                 raise SdcError(f"column {name!r} of {where} holds {bad[1]} in row {bad[0]}: microaggregation needs "
                                "finite values (use NULL for a missing value)")
     fetched = con.execute(
-        f"select sdc_row, {quote(id_column) + ' as sdc_tie, ' if id_column else ''}"
+        f"select sdc_row, {_tie(id_column, id_type) + ' as sdc_tie, ' if id_column else ''}"
         + ", ".join(f"coalesce(cast({quote(name)} as double), 'NaN'::double) as sdc_value_{i}"
                     for i, name in enumerate(columns))
         + " from sdc_rows").fetchnumpy()
@@ -148,6 +160,10 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
              "positional join sdc_protected_values p where case when r.sdc_row = p.sdc_row then true "
              f"else error('sdc microaggregate: the protected values are out of step with their rows') end{order}")
     return reports, query
+
+
+def _tie(id_column: str, id_type: str | None) -> str:
+    return f"cast({quote(id_column)} as {id_type})" if id_type else quote(id_column)
 
 
 def _in_row_order(rows: np.ndarray) -> bool:

@@ -53,6 +53,7 @@ from .conventions import (
 from .database import connect, first_line, is_numeric_type, transaction
 from .errors import SdcError
 from .fact_rules import parse_fact_rule
+from .macro_renderer import private_connection
 from .files import disk_full, read_failure, read_text
 from .quoting import quote_identifier, quote_literal, quote_path
 from .record_keys import check_record_keys
@@ -334,8 +335,7 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
         [table, key_mode, modulus, rows_out],
     )
     con.execute("drop table sdc_input")
-    if facts:
-        con.unregister("sdc_facts")
+    con.execute("drop table if exists sdc_facts")
     return LoadReport(f"{RAW_SCHEMA}.{table}", rows_in, rows_out, key_mode, modulus, kept, new, counts)
 
 
@@ -487,7 +487,7 @@ def existing_key_sql(con, columns, key_column, modulus, relation: str = "sdc_inp
 
 
 def _compute_facts_apart(con, columns, facts) -> None:
-    """The facts' 0/1 values by row of sdc_input, as the relation sdc_facts (sdc_row = sdc_input's rowid).
+    """The facts' 0/1 values by row of sdc_input, as the temp table sdc_facts (sdc_row = sdc_input's rowid).
 
     They are computed on a connection of their own that holds only the columns the rules read and cannot
     read files (enable_external_access off, configuration locked): a second wall behind the rule check."""
@@ -497,8 +497,7 @@ def _compute_facts_apart(con, columns, facts) -> None:
             read[column] = None
     chosen = "".join(f", {quote_identifier(c)}" for c in read)
     data = _arrow(con, f"select rowid as sdc_row{chosen} from sdc_input")
-    apart = duckdb.connect()
-    try:
+    with private_connection("facts") as apart:  # what it spills goes to a 0700 folder, removed at the end
         apart.register("sdc_input_data", data)
         apart.execute("create table sdc_input as select * from sdc_input_data")
         apart.unregister("sdc_input_data")
@@ -507,9 +506,11 @@ def _compute_facts_apart(con, columns, facts) -> None:
         sqls = [fact_sql(apart, columns, name, rule) for name, rule in facts.items()]
         selected = "".join(f", {sql} as {quote(name)}" for name, sql in zip(facts, sqls))
         values = _arrow(apart, f"select sdc_row{selected} from sdc_input")
+    con.register("sdc_facts_data", values)
+    try:
+        con.execute("create or replace temp table sdc_facts as select * from sdc_facts_data")
     finally:
-        apart.close()
-    con.register("sdc_facts", values)
+        con.unregister("sdc_facts_data")
 
 
 def _arrow(con, sql: str):

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,37 @@ def test_the_demo_publishes_each_population_by_one_method_and_refuses_both(demo,
     with pytest.raises(SdcError, match="^" + re.escape(f"{published} (cell suppression) hold the same population and variable")):
         publish(db, tmp_path / "pub.duckdb", manifest=edited)
     assert not (tmp_path / "pub.duckdb").exists()
+
+
+READ_SOME = """
+import json, sys, duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+tables = con.execute("select schema_name, table_name from duckdb_tables() order by all").fetchall()
+views = con.execute("select schema_name, view_name from duckdb_views() where not internal order by all").fetchall()
+data = {f"{s}.{t}": [con.execute(f'select count(*) from "{s}"."{t}"').fetchone()[0]]
+        + [[repr(v) for v in row] for row in con.execute(f'select * from "{s}"."{t}" order by all limit 3').fetchall()]
+        for s, t in tables}
+print(json.dumps({"version": duckdb.__version__, "tables": data, "views": views}))
+"""
+
+
+def test_the_demo_warehouse_opens_in_the_duckdb_1_x_client(demo, tmp_path):
+    """New-user trial D12: the warehouse sdc load created, after dbt build, is read by DuckDB 1.5 (the newest
+    DuckDB CLI on PyPI is 1.5.6), table for table as DuckDB 2.0 reads it."""
+    from test_publish import old_client_python
+
+    _, db, _ = demo
+    script = tmp_path / "read_some.py"
+    script.write_text(READ_SOME)
+    results = []
+    for python in (old_client_python("1.5.6"), Path(sys.executable)):
+        copy = tmp_path / f"copy-{len(results)}.duckdb"  # each client on its own copy: nothing written back
+        shutil.copy(db, copy)
+        result = subprocess.run([str(python), str(script), str(copy)], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+        results.append(json.loads(result.stdout))
+    old, new = results
+    assert old["version"] == "1.5.6" and new["version"] == duckdb.__version__
+    assert "raw.students" in old["tables"] and "raw.students__record_keys" not in old["tables"]  # keyed: no store
+    assert old["tables"]["raw.students"][0] == new["tables"]["raw.students"][0] > 0
+    assert old == dict(new, version="1.5.6")

@@ -540,25 +540,28 @@ def test_suppress_cli_refuses_hostile_dimension_and_manual_rule_columns(column, 
 # ------------------------------------------------------------------------------------------ sdc microaggregate
 @MEDIUM
 @given(others=st.lists(names, min_size=1, max_size=3), values=st.lists(codes, min_size=1, max_size=4),
-       column=st.one_of(names, plain_names), out_name=file_names)
-def test_microaggregate_file_keeps_hostile_names_and_values_of_other_columns(others, values, column, out_name):
+       column=st.one_of(names, plain_names), out_name=file_names, key=names)
+def test_microaggregate_file_keeps_hostile_names_and_values_of_other_columns(others, values, column, out_name, key):
     others = [o for o in distinct_ci(others) if o.lower() not in (column.lower(), "id")]
+    key = key if key.lower() not in [c.lower() for c in ["id", column, *others]] else key + "_key"
     with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
         tmp = Path(tmp)
         rows = [[str(k), str(10 * k + k % 3)] + [(["plain"] + values)[k % (len(values) + 1)] for _ in others]
-                for k in range(8)]
-        write_csv(tmp / "in.csv", ["id", column, *others], rows)
+                + [str(k * 7 % 8)] for k in range(8)]
+        write_csv(tmp / "in.csv", ["id", column, *others, key], rows)
         out = tmp / f"{out_name}.csv"
         try:
-            microaggregate_file(tmp / "in.csv", out, [column], 2, "fixed", id_column="id")
+            # the key column (a hostile --record-key) and rk, rk_* are not copied
+            microaggregate_file(tmp / "in.csv", out, [column], 2, "fixed", id_column="id", record_key=key)
         except Exception as exc:  # noqa: BLE001
-            assert_clear_error(exc, column, *others, *values, out_name)
+            assert_clear_error(exc, column, *others, *values, out_name, key)
             assert not out.exists()
         else:
             event("round trip")
             table = read_csv(out)
-            assert table[0] == ["id", column, *others]
-            assert [r[:1] + r[2:] for r in table[1:]] == [r[:1] + r[2:] for r in rows]
+            kept = [k for k, o in enumerate(others) if o.lower() != "rk" and not o.lower().startswith("rk_")]
+            assert table[0] == ["id", column, *[others[k] for k in kept]]
+            assert [r[:1] + r[2:] for r in table[1:]] == [r[:1] + [r[2 + k] for k in kept] for r in rows]
             assert sorted(os.listdir(tmp)) == sorted(["in.csv", out.name, mark_path(out).name])
             assert written_by(out) == "sdc microaggregate"
         assert_no_side_effect()

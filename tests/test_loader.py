@@ -292,3 +292,108 @@ def test_existing_keys_in_a_column_called_rk_become_the_record_key(tmp_path):
             con.execute("select rk from raw.t_rkey order by id").fetchall() == [(int(k),) for k in keys]
     finally:
         con.close()
+
+
+# Red team 10: rules that read a file or another table put one bit of it into a published count.
+HOSTILE_RULES = [
+    ("(select count(*) from read_text('secret*')) >= 1 and (select count(*) from duckdb_tables()) >= 0",
+     "a subquery ((SELECT COUNT(*) FROM READ_TEXT('secret*')))"),
+    ("sex = 'm' or length((select string_agg(content, '') from read_text('secret.txt'))) > 0", "a subquery"),
+    ("substr((select content from read_text('secret.txt')), 1, 1) = 'a'", "a subquery"),
+    ("(select rk from raw.t__record_keys where id = '1') % 2 = 1", "a subquery"),
+    ("id in (select id from raw.t)", "a subquery"),
+    ("length(read_text('secret.txt')) > 0", "the function read_text"),
+    ("getvariable('x') is null", "the function getvariable"),
+    ("sex = current_setting('home_directory')", "the function current_setting"),
+    ("t.sex = 'm'", "names t.sex"),
+    ("sex = 'm' /* a comment */", "without comments"),
+    ("sex = 'm'; select 1", "found 2 statements"),
+]
+
+
+@pytest.mark.parametrize("rule, refused", HOSTILE_RULES)
+def test_a_fact_rule_that_reads_more_than_the_input_is_refused(tmp_path, rule, refused):
+    (tmp_path / "secret.txt").write_text("a secret")
+    micro = tmp_path / "m.csv"
+    micro.write_text("id,sex\n1,m\n2,w\n")
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, micro, "t", id_column="id")
+    before = rows(db, "select * from raw.t order by id")
+    with pytest.raises(SdcError, match=r"^fact f_leak: the rule ") as refusal:
+        load_microdata(db, micro, "t", id_column="id", facts={"f_leak": rule})
+    assert rule in str(refusal.value).replace("''", "'") or repr(rule) in str(refusal.value)
+    assert refused in str(refusal.value)
+    assert rows(db, "select * from raw.t order by id") == before
+
+
+def test_the_demo_s_fact_rules_and_allowed_expressions_still_work(tmp_path):
+    from sdc.demo import FACTS_CONFIG
+    from sdc.loader import read_facts_config
+
+    micro = tmp_path / "m.csv"
+    micro.write_text("id,ef21,ef28,ef32,name\n1,1,1,1,Anna\n2,3,4,1,bert\n3,1,3,2,Carl\n")
+    facts = dict(read_facts_config(FACTS_CONFIG), f_mixed="ef28 between 1 and 3 and ef21 in (1, 2) and "
+                 "lower(substr(name, 1, 1)) like 'c%' and coalesce(ef32, 0) * 2 - 1 >= 3 and name is not null")
+    report = load_microdata(tmp_path / "w.duckdb", micro, "t", id_column="id", facts=facts)
+    assert report.facts == {"f_studierende": 2, "f_studanf_hs1": 1, "f_studanf_fs1": 1, "f_beurlaubte": 1,
+                            "f_mixed": 1}
+    assert rows(tmp_path / "w.duckdb", "select id, f_studierende, f_studanf_hs1, f_studanf_fs1, f_beurlaubte, "
+                "f_mixed, rk_f_mixed = rk from raw.t order by id") == [
+        (1, 1, 1, 1, 0, 0, False), (2, 0, 0, 0, 1, 0, False), (3, 1, 0, 0, 0, 1, True)]
+
+
+def test_facts_are_computed_where_no_file_can_be_read(tmp_path, monkeypatch):
+    """The second wall: a rule that got past the check still runs on a connection without file access."""
+    import sdc.loader
+
+    (tmp_path / "secret.txt").write_text("a secret")
+    micro = tmp_path / "m.csv"
+    micro.write_text("id,sex\n1,m\n2,w\n")
+    rule = f"(select count(*) from read_text('{tmp_path / 'secret.txt'}')) = 1"
+    monkeypatch.setattr(sdc.loader, "parse_fact_rule", lambda name, rule, columns: (rule, ["sex"]))
+    with pytest.raises(SdcError, match=r"fact f_leak: the rule .* does not work on the input: .*"
+                                       r"(disabled|external access)"):
+        load_microdata(tmp_path / "w.duckdb", micro, "t", id_column="id", facts={"f_leak": rule})
+
+
+# New-user trial D18: a condition that is NULL for a record (a NULL in its column) counted silently as 0.
+def test_a_fact_rule_that_is_null_for_some_records_is_refused_naming_the_column(tmp_path):
+    micro = tmp_path / "m.csv"
+    micro.write_text("id,age,sex\n1,30,m\n2,,w\n3,70,\n4,,m\n")
+    db = tmp_path / "w.duckdb"
+    with pytest.raises(SdcError, match=r"^fact f_old: the rule 'age >= 65' is neither true nor false for 2 records "
+                                       r"\(column 'age' is NULL in 2\); say what a missing value means, e\.g\. "
+                                       r"'\(age >= 65\) and age is not null' to count it as 0$"):
+        load_microdata(db, micro, "t", id_column="id", facts={"f_old": "age >= 65"})
+    assert not db.exists()
+    with pytest.raises(SdcError, match=r"the rule .age > 18 and sex = .m.. is neither true nor false for 2 records "
+                                       r"\(column 'age' is NULL in 1, column 'sex' is NULL in 1\)"):
+        load_microdata(db, micro, "t", id_column="id", facts={"f_adult_man": "age > 18 and sex = 'm'"})
+    # an explicit choice loads: a missing age is not old, or counts as old
+    report = load_microdata(db, micro, "t", id_column="id",
+                            facts={"f_old": "(age >= 65) and age is not null", "f_old_or_unknown": "coalesce(age, 99) >= 65"})
+    assert report.facts == {"f_old": 1, "f_old_or_unknown": 3}
+
+
+def storage_format(db) -> tuple[int, str]:
+    """The DuckDB file's header version number (64: storage v1.0.0 .. v1.1, read by every client since 1.0)
+    and the storage version DuckDB reports for it."""
+    header = Path(db).read_bytes()[:20]
+    assert header[8:12] == b"DUCK"
+    return int.from_bytes(header[12:20], "little"), rows(db, "select tags['storage_version'] from duckdb_databases() "
+                                                              "where not internal")[0][0]
+
+
+def test_a_new_warehouse_is_written_in_a_format_duckdb_1_x_reads(tmp_path, seed002_csv):
+    """New-user trial D12: the DuckDB 1.5 CLI refused the warehouse (version 69 of DuckDB 2.0); a warehouse that
+    sdc load creates is in storage v1.0.0 (header version 64); one that exists keeps its format."""
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, seed002_csv, "t", id_column="id", facts=SEED002_FACTS)
+    load_microdata(db, seed002_csv, "t", id_column="id", facts=SEED002_FACTS)  # a reload writes it again
+    assert storage_format(db) == (64, "v1.0.0+")
+    existing = tmp_path / "v2.duckdb"
+    duckdb.connect(str(existing)).close()
+    header = storage_format(existing)
+    load_microdata(existing, seed002_csv, "t", id_column="id")
+    assert storage_format(existing) == header != (64, "v1.0.0+")
+    assert rows(existing, "select count(*) from raw.t")[0][0] == 4

@@ -7,6 +7,7 @@ import pytest
 
 from dbt_project_helper import ScratchProject
 from sdc.cli import main
+from sdc.loader import load_microdata
 from sdc.microaggregation import microaggregate
 
 from conftest import DATA
@@ -189,3 +190,35 @@ def test_the_copy_replaces_only_a_table_it_wrote_and_never_goes_into_raw(tmp_pat
     for _ in range(2):  # its own copy it replaces
         assert main(run + ["--out-table", "safe.a"]) == 0
     assert read(db, "select x from safe.a order by id") == [(2.0,)] * 3 + [(8.0,)] * 3 + [(14.0,)] * 3
+
+
+def test_the_protected_copy_carries_no_record_keys(tmp_path, capsys):
+    """New-user trial D8: rk, the key facts rk_* and the named record-key column stay behind, in the warehouse
+    copy and in a file copy; the other columns and the rows are those of the source."""
+    micro = tmp_path / "micro.csv"
+    micro.write_text("id,sex,income,f_x\n" + "".join(f"{k},{'mw'[k % 2]},{100 * k + 1},{k % 2}\n" for k in range(1, 13)))
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, micro, "persons", id_column="id", key_mode="keyed", secret=b"a test secret of 32 bytes......",
+                   facts={"f_m": "sex = 'm'"})
+    assert main(["microaggregate", "--db", str(db), "--table", "raw.persons", "--column", "income", "--k", "3",
+                 "--id", "id", "--out-table", "microdata.persons"]) == 0
+    columns = [r[0] for r in read(db, "select column_name from duckdb_columns() where schema_name = 'microdata' "
+                                      "order by column_index")]
+    assert columns == ["id", "sex", "income", "f_x", "f_m"]
+    assert read(db, "select id, sex, f_x, f_m from microdata.persons order by id") == \
+        read(db, "select id, sex, f_x, f_m from raw.persons order by id")
+    # a file copy of keyed data, and a record-key column of another name given by --record-key
+    keyed = tmp_path / "keyed.parquet"
+    con = duckdb.connect(str(db))
+    try:
+        con.execute(f"copy (select *, rk as rkey from raw.persons) to '{keyed}' (format parquet)")
+    finally:
+        con.close()
+    out = tmp_path / "safe.csv"
+    assert main(["microaggregate", "--input", str(keyed), "--out", str(out), "--column", "income", "--k", "3",
+                 "--record-key", "rkey"]) == 0
+    assert out.read_text().splitlines()[0] == "id,sex,income,f_x,f_m"
+    capsys.readouterr()
+    assert main(["microaggregate", "--input", str(keyed), "--out", str(tmp_path / "x.csv"), "--column", "rk",
+                 "--k", "3"]) == 2
+    assert "column 'rk' of " in capsys.readouterr().err and not (tmp_path / "x.csv").exists()

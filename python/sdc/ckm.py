@@ -227,7 +227,7 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
         )
     reuse_from = _reuse_from(table, reuse_from)
     needed = dims + [record_key] + ([count_var] if count_var else []) + ([weighting.weight] if weighting else [])
-    label, columns = register_microdata(con, data, _INPUT, needed)
+    label, columns = register_microdata(con, data, _INPUT, needed, numbers=needed[len(dims):])
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")

@@ -289,6 +289,7 @@ def _parser() -> argparse.ArgumentParser:
     micro.add_argument("--replacement", choices=("mean", "hoehne"),
                        help="group mean (default) or variance-preserving values (always for --method hoehne)")
     micro.add_argument("--id", dest="id_column", help="record id column that breaks ties (default: row order)")
+    micro.add_argument("--record-key", help="a record-key column of the input: not copied, as rk and rk_* are not")
     micro.add_argument("--shuffle-rows", action="store_true",
                        help="write the rows in random order (whole rows; a column is never shuffled on its own)")
     micro.add_argument("--report", help="also write the figures as JSON to this file")
@@ -548,7 +549,8 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
     if args.report:  # checked before the work, as --out is (in microaggregate_file)
         check_not_an_input(args.report, args.input, args.out, args.db, flag="--report")
         check_output_file(args.report, "sdc microaggregate --report")
-    options = dict(id_column=args.id_column, replacement=args.replacement, shuffle_rows=args.shuffle_rows)
+    options = dict(id_column=args.id_column, replacement=args.replacement, shuffle_rows=args.shuffle_rows,
+                   record_key=args.record_key)
     if args.db:
         reports = microaggregate_table(args.db, args.table, args.column, args.k, args.method,
                                        out_table=args.out_table, **options)

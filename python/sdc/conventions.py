@@ -177,6 +177,9 @@ PARQUET_MARKER_FILE: str = "_sdc_publication.json"
 # Storage format of the publication file: DuckDB 1.0.0 and every later client read it (DuckDB 2.0's default
 # format is unreadable for clients before 2.0).
 PUBLICATION_STORAGE_VERSION: str = "v1.0.0"
+# Storage format of a warehouse file sdc load creates: the same, so that DuckDB clients before 2.0 (the DuckDB
+# 1.x CLI) open it too; DuckDB 2.0 and dbt-duckdb keep writing an existing file in its own format.
+WAREHOUSE_STORAGE_VERSION: str = "v1.0.0"
 
 # ------------------------------------------------------------------------------------------ dimensions
 # Columns each method adds next to the dimensions (output and intermediate steps): a dimension of the same name,

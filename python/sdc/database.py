@@ -15,10 +15,11 @@ _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "
 
 
 def connect(db: str | Path, *, read_only: bool = False, must_exist: bool = False,
-            what: str = "") -> duckdb.DuckDBPyConnection:
+            what: str = "", storage_version: str | None = None) -> duckdb.DuckDBPyConnection:
     """A connection to the DuckDB file ``db`` (``what`` names it in messages, e.g. "the warehouse"). A missing
     folder, a missing file where one must exist, or a file another process holds open (DuckDB allows one
-    writer) is an SdcError naming the file. A file it creates is readable by its owner only."""
+    writer) is an SdcError naming the file. A file it creates is readable by its owner only, and written in
+    DuckDB's ``storage_version`` where one is given (an existing file keeps its own)."""
     path = Path(db)
     name = f"{what} {db}" if what else str(db)
     if not path.parent.is_dir():
@@ -27,7 +28,8 @@ def connect(db: str | Path, *, read_only: bool = False, must_exist: bool = False
         raise SdcError(f"database file not found: {db}" if not path.exists() else f"{db} is not a file")
     new = not path.exists()
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        config = {"storage_compatibility_version": storage_version} if new and storage_version else {}
+        con = duckdb.connect(str(path), read_only=read_only, config=config)
         if new and path.is_file():
             os.chmod(path, 0o600)  # a warehouse holds microdata and record keys: its owner's only
         return con

@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 import secrets as secrets_module
 import sys
+import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,11 +48,14 @@ from .conventions import (
     MIN_SECRET_BYTES,
     RAW_SCHEMA,
     RECORD_KEY_COLUMN,
+    WAREHOUSE_STORAGE_VERSION,
 )
-from .database import connect, first_line, transaction
+from .database import connect, first_line, is_numeric_type, transaction
 from .errors import SdcError
+from .fact_rules import parse_fact_rule
+from .macro_renderer import private_connection
 from .files import disk_full, read_failure, read_text
-from .quoting import quote_path
+from .quoting import quote_identifier, quote_literal, quote_path
 from .record_keys import check_record_keys
 
 KEY_MODES = ("random", "keyed", "existing")
@@ -134,12 +139,12 @@ def load_microdata(
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
     if key_mode == "keyed":
         _check_secret(secret, allow_demo_secret)
-    source = source_sql(Path(input_path))
+    source = source_sql(Path(input_path), [c for c in (id_column, key_column) if c], plain_numbers=True)
     if not isinstance(db, duckdb.DuckDBPyConnection) and Path(db).suffix.lower() in DATA_FILE_SUFFIXES:
         raise SdcError(f"--db {db} looks like a data file; the warehouse is a DuckDB file (e.g. warehouse.duckdb), "
                        "and the microdata go to --input")
     created = not isinstance(db, duckdb.DuckDBPyConnection) and not Path(db).exists()
-    con = db if isinstance(db, duckdb.DuckDBPyConnection) else connect(db)
+    con = db if isinstance(db, duckdb.DuckDBPyConnection) else connect(db, storage_version=WAREHOUSE_STORAGE_VERSION)
     try:
         with transaction(con):
             report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
@@ -195,12 +200,18 @@ def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, fa
         quote(name)
         if name == RECORD_KEY_COLUMN or name.startswith(KEY_FACT_PREFIX):
             raise SdcError(f"fact name {name!r} clashes with the record key columns ({RECORD_KEY_COLUMN}, {KEY_FACT_PREFIX}*)")
-    for name, rule in facts.items():
-        if ";" in rule or "--" in rule:
-            raise SdcError(f"fact {name}: the rule {rule!r} must be one SQL condition (no ';' or comments)")
 
 
-def source_sql(path: Path) -> str:
+# a number as written plainly: optional minus, no leading zero, optional decimals and exponent
+PLAIN_NUMBER = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?"
+
+
+def source_sql(path: Path, numbers: Iterable[str] = (), *, plain_numbers: bool = False) -> str:
+    """SQL that reads the data file ``path``. A Parquet file has its own types. A text file (.csv, .tsv, .txt)
+    is read as text, every value exactly as delivered (no BOOLEAN, date or time sniffing: ``yes``, ``T``,
+    ``2024-01-01``, ``01`` and `` a `` stay as they are), except numbers: the columns in ``numbers`` that DuckDB
+    reads as numbers, and with ``plain_numbers`` every column DuckDB reads as numbers whose every value is
+    written plainly (PLAIN_NUMBER: not `` 5``, ``+5``, ``.5``, ``0x10`` or ``nan``), keep that type."""
     if not path.is_file():
         raise SdcError(f"input file not found: {path}")
     literal = quote_path(path)
@@ -210,12 +221,52 @@ def source_sql(path: Path) -> str:
     # the dialect of .csv and .tsv is given, not sniffed: a value or name full of ';' or "'" made the sniffer
     # read a comma-separated file as one column
     if suffix == ".csv":
-        return f"read_csv({literal}, header = true, auto_detect = true, delim = ',', quote = '\"', escape = '\"')"
-    if suffix == ".tsv":
-        return f"read_csv({literal}, header = true, auto_detect = true, delim = '\t', quote = '\"', escape = '\"')"
-    if suffix == ".txt":
-        return f"read_csv({literal}, header = true, auto_detect = true)"
-    raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
+        options = "header = true, auto_detect = true, delim = ',', quote = '\"', escape = '\"'"
+    elif suffix == ".tsv":
+        options = "header = true, auto_detect = true, delim = '\t', quote = '\"', escape = '\"'"
+    elif suffix == ".txt":
+        options = "header = true, auto_detect = true"
+    else:
+        raise SdcError(f"{path}: unknown input type {suffix!r}; give a .csv or .parquet file")
+    text = f"read_csv({literal}, {options}, all_varchar = true"
+    numbers = set(numbers)
+    kept = {}
+    if numbers or plain_numbers:
+        sniffed = text_file_numbers(f"read_csv({literal}, {options})")
+        kept = {c: t for c, t in sniffed.items() if c in numbers}
+        if plain_numbers:
+            kept.update(_plainly_written({c: t for c, t in sniffed.items() if c not in numbers}, text + ")"))
+    types = ", ".join(f"{quote_literal(c)}: {quote_literal(t)}" for c, t in kept.items())
+    return text + (f", types = {{{types}}})" if kept else ")")
+
+
+def text_file_numbers(sniffed_source: str) -> dict[str, str]:
+    """The columns DuckDB's sniffer reads as numbers in ``sniffed_source``, with their types; none where the
+    file cannot be read (the command's own read then names the problem)."""
+    con = duckdb.connect()
+    try:
+        described = con.execute(f"describe select * from {sniffed_source}").fetchall()
+    except duckdb.Error:
+        return {}
+    finally:
+        con.close()
+    return {row[0]: row[1] for row in described if is_numeric_type(row[1])}
+
+
+def _plainly_written(candidates: dict[str, str], text_source: str) -> dict[str, str]:
+    """Those of the candidate columns (name -> type) whose every value in the text read is a PLAIN_NUMBER."""
+    if not candidates:
+        return {}
+    checks = ", ".join(f"bool_and({quote_identifier(c)} is null or regexp_full_match({quote_identifier(c)}, "
+                       f"{quote_literal(PLAIN_NUMBER)}))" for c in candidates)
+    con = duckdb.connect()
+    try:
+        plain = con.execute(f"select {checks} from {text_source}").fetchone()
+    except duckdb.Error:
+        return {}
+    finally:
+        con.close()
+    return {c: t for (c, t), ok in zip(candidates.items(), plain) if ok is not False}
 
 
 def column_list(columns: list[str]) -> str:
@@ -247,18 +298,21 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
     key_sql, kept, new = _record_keys(con, table, columns, id_column, id_text, key_mode, modulus, secret, key_column)
     if key_mode == "random" and kept == 0 and not allow_all_new_keys:
         _refuse_all_new_keys(con, table, id_column, rows_in)
-    fact_sqls = [fact_sql(con, columns, name, rule) for name, rule in facts.items()]
+    if facts:
+        _compute_facts_apart(con, columns, facts)
     target = f"{RAW_SCHEMA}.{quote(table)}"
-    select_facts = "".join(f",\n    {sql} as {quote(name)}" for name, sql in zip(facts, fact_sqls))
+    select_facts = "".join(f", sdc_facts.{quote(name)}" for name in facts)
     select_key_facts = "".join(
         f",\n    cast({RECORD_KEY_COLUMN} as bigint) * {quote(name)} as {quote(KEY_FACT_PREFIX + name)}" for name in facts
     )
+    row = ", sdc_input.rowid as sdc_row" if facts else ""
     con.execute(
         f"""
         create or replace table {target} as
-        with keyed as (select sdc_input.*{f" exclude ({RECORD_KEY_COLUMN})" if replaced else ""}, {key_sql} as {RECORD_KEY_COLUMN}
+        with keyed as (select sdc_input.*{f" exclude ({RECORD_KEY_COLUMN})" if replaced else ""}, {key_sql} as {RECORD_KEY_COLUMN}{row}
                        from sdc_input {_key_join(id_text, id_column, key_mode, table)}),
-        with_facts as (select keyed.*{select_facts} from keyed)
+        with_facts as (select keyed.*{" exclude (sdc_row)" if facts else ""}{select_facts} from keyed
+                       {"join sdc_facts on sdc_facts.sdc_row = keyed.sdc_row" if facts else ""})
         select with_facts.*{select_key_facts} from with_facts
         """
     )
@@ -281,6 +335,7 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
         [table, key_mode, modulus, rows_out],
     )
     con.execute("drop table sdc_input")
+    con.execute("drop table if exists sdc_facts")
     return LoadReport(f"{RAW_SCHEMA}.{table}", rows_in, rows_out, key_mode, modulus, kept, new, counts)
 
 
@@ -431,21 +486,76 @@ def existing_key_sql(con, columns, key_column, modulus, relation: str = "sdc_inp
     raise SdcError(f"record key column {key_column!r} has type {kind}; expected integers or decimals in [0, 1)")
 
 
+def _compute_facts_apart(con, columns, facts) -> None:
+    """The facts' 0/1 values by row of sdc_input, as the temp table sdc_facts (sdc_row = sdc_input's rowid).
+
+    They are computed on a connection of their own that holds only the columns the rules read and cannot
+    read files (enable_external_access off, configuration locked): a second wall behind the rule check."""
+    read = {}
+    for name, rule in facts.items():
+        for column in ([rule] if rule in columns else parse_fact_rule(name, rule, columns)[1]):
+            read[column] = None
+    chosen = "".join(f", {quote_identifier(c)}" for c in read)
+    data = _arrow(con, f"select rowid as sdc_row{chosen} from sdc_input")
+    with private_connection("facts") as apart:  # what it spills goes to a 0700 folder, removed at the end
+        apart.register("sdc_input_data", data)
+        apart.execute("create table sdc_input as select * from sdc_input_data")
+        apart.unregister("sdc_input_data")
+        apart.execute("set enable_external_access = false")
+        apart.execute("set lock_configuration = true")
+        sqls = [fact_sql(apart, columns, name, rule) for name, rule in facts.items()]
+        selected = "".join(f", {sql} as {quote(name)}" for name, sql in zip(facts, sqls))
+        values = _arrow(apart, f"select sdc_row{selected} from sdc_input")
+    con.register("sdc_facts_data", values)
+    try:
+        con.execute("create or replace temp table sdc_facts as select * from sdc_facts_data")
+    finally:
+        con.unregister("sdc_facts_data")
+
+
+def _arrow(con, sql: str):
+    """The result of ``sql`` as an Arrow table (DuckDB warns that a DB-API result is copied once: the copy
+    holds the few columns the rules read; con.sql cannot run while an earlier result of con is open)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
+        return con.execute(sql).to_arrow_table()
+
+
 def fact_sql(con, columns, name, rule, relation: str = "sdc_input") -> str:
-    """A 0/1 expression for the fact: a column that already is 0/1, or a condition (NULL counts as 0)."""
+    """A 0/1 expression for the fact: a column that already is 0/1, or a condition on the input's columns
+    (sdc.fact_rules). A condition that is NULL for a record (a NULL in a column it reads) is refused, naming
+    the fact, the column and the number of records: a missing value is not a no, and the rule must say so."""
     if rule in columns:
         col = quote(rule)
         bad = con.execute(f"select {col} from {relation} where {col} is null or {col} not in (0, 1) limit 1").fetchone()
         if bad:
             raise SdcError(f"fact {name}: column {rule!r} must hold 0 or 1, found {bad[0]!r}")
         return f"cast({col} as tinyint)"
-    expression = f"cast(case when ({rule}) then 1 else 0 end as tinyint)"
+    condition, read = parse_fact_rule(name, rule, columns)
+    expression = f"cast(case when ({condition}) then 1 else 0 end as tinyint)"
     try:
         con.execute(f"select {expression} from {relation} limit 0")
+        _check_rule_not_null(con, relation, name, rule, condition, read)
     except duckdb.Error as exc:
         message = str(exc).splitlines()[0]
         raise SdcError(f"fact {name}: the rule {rule!r} does not work on the input: {message}") from None
     return expression
+
+
+def _check_rule_not_null(con, relation, name, rule, condition, read) -> None:
+    counts = con.execute(
+        f"select count(*) filter (where ({condition}) is null)"
+        + "".join(f", count(*) filter (where ({condition}) is null and {quote_identifier(c)} is null)" for c in read)
+        + f" from {relation}"
+    ).fetchone()
+    if not counts[0]:
+        return
+    nulls = [f"column {c!r} is NULL in {n}" for c, n in zip(read, counts[1:]) if n]
+    example = next((c for c, n in zip(read, counts[1:]) if n), None)
+    hint = (f"; say what a missing value means, e.g. '({rule}) and {example} is not null' to count it as 0"
+            if example else "")
+    raise SdcError(f"fact {name}: the rule {rule!r} is neither true nor false for {counts[0]} records"
+                   + (f" ({', '.join(nulls)})" if nulls else "") + hint)
 
 
 def _check_keys_in_range(con, target, modulus) -> None:

@@ -17,14 +17,17 @@ from .loader import quote, source_sql
 KINDS = "a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/.parquet path"
 
 
-def register_microdata(con, data, name: str, needed: list[str]) -> tuple[str, list[str]]:
+def register_microdata(con, data, name: str, needed: list[str], numbers=()) -> tuple[str, list[str]]:
     """Make ``data`` the relation ``name`` (a plain name) on ``con``; returns how messages name the data and
-    all of its columns (a text file keeps only the needed ones, but a message lists what the file has)."""
+    all of its columns (a text file keeps only the needed ones, but a message lists what the file has).
+    A text file's columns are text exactly as delivered (codes are never read as BOOLEAN or dates), but for
+    ``numbers``, the numeric columns the command needs (record key, weight, value), which DuckDB reads as
+    numbers (sdc.loader.source_sql)."""
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if path.is_dir():
             raise SdcError(f"input file {path} is a folder")
-        source = source_sql(path)
+        source = source_sql(path, numbers=[c for c in numbers if c])
         try:
             if path.suffix.lower() == ".parquet":
                 con.execute(f"create view {quote(name)} as select * from {source}")

@@ -149,7 +149,7 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
     params = magnitude_params(params)
     tables = nums_ptable(ptable, params)
     needed = dims + [record_key] + [c for c in (value, weight) if c]
-    label, columns = register_microdata(con, data, _INPUT, needed)
+    label, columns = register_microdata(con, data, _INPUT, needed, numbers=needed[len(dims):])
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")

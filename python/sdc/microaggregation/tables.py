@@ -1,8 +1,10 @@
 """`sdc microaggregate`: a protected copy of a DuckDB table or of a CSV/Parquet file.
 
-Every other column and the row count stay as they are; each named column is microaggregated on its own
-(its type becomes DOUBLE: group means are not integers). The copy is written in one transaction (a file
-is written under a temporary name and renamed), so on any error nothing changes.
+Every other column and the row count stay as they are (a CSV's other columns are copied as the text they were
+delivered as), but for the record keys, which the copy does not carry: ``rk``, the key facts ``rk_*`` and a
+record-key column the caller names; each named column is microaggregated on its own (its type becomes DOUBLE:
+group means are not integers). The copy is written in one transaction (a file is written under a temporary name
+and renamed), so on any error nothing changes.
 """
 
 from __future__ import annotations
@@ -13,18 +15,19 @@ import duckdb
 import numpy as np
 
 from ..database import connect, is_numeric_type, transaction
-from ..conventions import RAW_SCHEMA
+from ..conventions import KEY_FACT_PREFIX, RAW_SCHEMA, RECORD_KEY_COLUMN
 from ..errors import SdcError
 from ..files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file
-from ..quoting import quote_literal
-from ..loader import quote, source_sql
+from ..quoting import quote_identifier, quote_literal
+from ..loader import quote, source_sql, text_file_numbers
 from .measures import column_report
 from .methods import microaggregate
 
 def microaggregate_table(db, table: str, columns: list[str], k: int, method: str, *, out_table: str | None = None,
                          id_column: str | None = None, replacement: str | None = None,
-                         shuffle_rows: bool = False) -> list[dict]:
-    """Write ``out_table`` (default <table>_microaggregated, same schema) into the DuckDB file ``db``."""
+                         shuffle_rows: bool = False, record_key: str | None = None) -> list[dict]:
+    """Write ``out_table`` (default <table>_microaggregated, same schema but the record keys) into the DuckDB
+    file ``db``."""
     source = _qualified(table)
     target = _qualified(out_table or f"{table}_microaggregated")
     if target == source:
@@ -36,7 +39,7 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
         if not exists:
             raise SdcError(f"table {table!r} not found in {db}")
         reports, protected = _protect(con, source, columns, k, method, id_column, replacement, f"table {table!r}",
-                                      shuffle_rows)
+                                      shuffle_rows, record_key=record_key)
         schema, name = _parts(out_table or f"{table}_microaggregated")
         _check_target(con, schema, name)
         try:
@@ -55,21 +58,25 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
 
 
 def microaggregate_file(input_path, out, columns: list[str], k: int, method: str, *, id_column: str | None = None,
-                        replacement: str | None = None, shuffle_rows: bool = False) -> list[dict]:
-    """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet)."""
+                        replacement: str | None = None, shuffle_rows: bool = False,
+                        record_key: str | None = None) -> list[dict]:
+    """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet): the microaggregated
+    columns as numbers, every other column of a CSV as the text it was delivered as, no record keys."""
     input_path, out = Path(input_path), Path(out)
     check_output_file(out)
     check_not_an_input(out, input_path)
     fmt = {".csv": "csv, header true", ".parquet": "parquet"}.get(out.suffix.lower())
     if fmt is None:
         raise SdcError(f"{out}: give a .csv or .parquet output file")
-    source = source_sql(input_path)
+    source = source_sql(input_path, numbers=columns)
     check_output_file(out, "sdc microaggregate")  # an earlier copy; anything else (other microdata) is kept
+    # ties between equal values are broken in the id's order: numeric where DuckDB reads the ids as numbers
+    id_type = _sniffed_type(input_path, id_column) if id_column else None
     con = duckdb.connect()
     try:
         # read once, straight into _protect's numbered copy (no table of the file first)
         reports, protected = _protect(con, source, columns, k, method, id_column, replacement, str(input_path),
-                                      shuffle_rows)
+                                      shuffle_rows, record_key=record_key, id_type=id_type)
         with staged_file(out, suffix=out.suffix, command="sdc microaggregate") as tmp:
             con.execute(f"copy ({protected}) to {quote_literal(tmp)} (format {fmt})")
     finally:
@@ -77,10 +84,25 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
     return reports
 
 
-def _protect(con, source: str, columns, k, method, id_column, replacement, where, shuffle_rows=False):
-    """Microaggregate the columns; returns the reports and a query of the protected table, in row order or,
-    with ``shuffle_rows``, in random order (whole rows move: a column is never shuffled on its own, which
-    would cut every value from its record)."""
+def _sniffed_type(path: Path, column: str) -> str | None:
+    """The numeric type DuckDB reads ``column`` of a text file as (None: text, or a Parquet file's own type)."""
+    if path.suffix.lower() == ".parquet":
+        return None
+    return text_file_numbers(source_sql(path, numbers=[column])).get(column)
+
+
+def _is_record_key(column: str, record_key: str | None) -> bool:
+    """A record key the protected copy does not carry: rk, a key fact rk_*, or the caller's record-key column."""
+    name = column.lower()
+    return (name == RECORD_KEY_COLUMN or name.startswith(KEY_FACT_PREFIX)
+            or (record_key is not None and name == record_key.lower()))
+
+
+def _protect(con, source: str, columns, k, method, id_column, replacement, where, shuffle_rows=False, *,
+             record_key=None, id_type=None):
+    """Microaggregate the columns; returns the reports and a query of the protected table without the record
+    keys, in row order or, with ``shuffle_rows``, in random order (whole rows move: a column is never shuffled
+    on its own, which would cut every value from its record). ``id_type``: the type the ties are ordered by."""
     if not columns:
         raise SdcError("give at least one --column")
     try:
@@ -96,6 +118,13 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
             raise SdcError(f"column {name!r} of {where} is {types[name]}, not numeric")
     if len(set(columns)) != len(columns):
         raise SdcError("a column is named twice")
+    if record_key is not None and record_key not in types:
+        raise SdcError(f"record key column {record_key!r} is not in {where} (columns: {', '.join(types)})")
+    for name, what in [(c, "column") for c in columns] + ([(id_column, "--id column")] if id_column else []):
+        if _is_record_key(name, record_key):
+            raise SdcError(f"{what} {name!r} of {where} is a record key ({RECORD_KEY_COLUMN}, {KEY_FACT_PREFIX}* or "
+                           "--record-key), which the protected copy does not carry; give another column")
+    dropped = [c for c in types if _is_record_key(c, record_key)]
     # One scan fetches the row numbers, the ids and every column; sdc_rows comes back in row order (DuckDB
     # keeps insertion order), else the arrays are put into row order here. The protected values go back
     # in the scan's order and meet their rows by a positional join, each pair checked by its row number
@@ -112,7 +141,7 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
                 raise SdcError(f"column {name!r} of {where} holds {bad[1]} in row {bad[0]}: microaggregation needs "
                                "finite values (use NULL for a missing value)")
     fetched = con.execute(
-        f"select sdc_row, {quote(id_column) + ' as sdc_tie, ' if id_column else ''}"
+        f"select sdc_row, {_tie(id_column, id_type) + ' as sdc_tie, ' if id_column else ''}"
         + ", ".join(f"coalesce(cast({quote(name)} as double), 'NaN'::double) as sdc_value_{i}"
                     for i, name in enumerate(columns))
         + " from sdc_rows").fetchnumpy()
@@ -133,10 +162,15 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
     con.register("sdc_protected_values", protected)
     replaced = ", ".join(f"nullif(p.{quote(c)}, 'NaN'::double) as {quote(c)}" for c in columns)
     order = " order by random()" if shuffle_rows else "" if in_order else " order by r.sdc_row"
-    query = (f"select r.* exclude (sdc_row) replace ({replaced}) from sdc_rows r "
+    excluded = ", ".join(["sdc_row"] + [quote_identifier(c) for c in dropped])
+    query = (f"select r.* exclude ({excluded}) replace ({replaced}) from sdc_rows r "
              "positional join sdc_protected_values p where case when r.sdc_row = p.sdc_row then true "
              f"else error('sdc microaggregate: the protected values are out of step with their rows') end{order}")
     return reports, query
+
+
+def _tie(id_column: str, id_type: str | None) -> str:
+    return f"cast({quote(id_column)} as {id_type})" if id_type else quote(id_column)
 
 
 def _in_row_order(rows: np.ndarray) -> bool:

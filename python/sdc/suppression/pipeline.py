@@ -302,7 +302,7 @@ def _cells_and_relations(data, dims, rules, hierarchy_path, value, holding, pres
                           top_contributions=True)
     with private_connection("suppress") as con:
         needed = dims + [x for x in (value, holding) if x]
-        label, all_columns = register_microdata(con, data, "micro", needed)
+        label, all_columns = register_microdata(con, data, "micro", needed, numbers=[value])
         missing = [c for c in needed if c not in all_columns]
         if missing:
             raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(all_columns)})")

@@ -980,3 +980,47 @@ def test_load_target_cli_with_hostile_profile_and_target_names(value, option):
         if assert_cli_result(result, "load", value):  # only a name that is the real one (e.g. ' duck'?) loads
             assert value.strip() in ("duck", "census")
         assert_no_side_effect(db)
+
+
+# red team 9: Jinja in profiles.yml that reaches for Python's internals, each a way to run `id` or write a file
+PROFILE_ESCAPES = [
+    "{{ env_var.__globals__['os'].system('id > CANARY') }}",
+    "{{ env_var.__init__.__globals__['os'].system('id > CANARY') }}",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "{{ cycler.__init__.__globals__.os.popen('id > CANARY').read() }}",
+    "{{ lipsum.__globals__['os'].system('id > CANARY') }}",
+    "{{ (env_var | attr('__globals__'))['os'].system('id > CANARY') }}",
+]
+
+
+@pytest.mark.parametrize("escape", PROFILE_ESCAPES)
+@pytest.mark.parametrize("command", ["load", "suppress"])
+def test_profile_jinja_is_sandboxed_as_dbt_renders_it(tmp_path, escape, command):
+    """profiles.yml is rendered in a sandbox, as dbt does: a template that reaches for Python's internals is one
+    line of error naming the unsafe attribute, runs nothing, and no warehouse is opened or made."""
+    escape = escape.replace("CANARY", str(CANARY_FILE))
+    (tmp_path / "profiles.yml").write_text("census:\n  target: duck\n  outputs:\n    duck:\n      type: duckdb\n"
+                                           f"      path: \"{tmp_path}/w{escape}.duckdb\"\n")
+    write_csv(tmp_path / "m.csv", ["id", "a"], [[str(k), "x"] for k in range(5)])
+    args = (["load", "--input", str(tmp_path / "m.csv"), "--table", "m", "--id", "id"] if command == "load" else
+            ["suppress", "--cells", "main.c", "--relations", "main.r", "--pattern", "main.p", "--dims", "a"])
+    result = run_cli(*args, "--target", "duck", "--profile", "census", "--profiles-dir", str(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith(f"sdc {command}: error: {tmp_path / 'profiles.yml'}: refused, ") and "unsafe" in line, line
+    assert "__" in line  # the attribute it refused
+    assert not CANARY_FILE.exists() and not list(tmp_path.glob("*.duckdb"))
+
+
+def test_profile_jinja_keeps_what_dbt_offers(tmp_path, monkeypatch):
+    """The sandbox keeps env_var (with a default) and dbt's filters: the demo's kind of profile reads as before."""
+    from sdc.profiles import read_target
+
+    monkeypatch.setenv("SDC_TEST_PG_PORT", "6543")
+    (tmp_path / "profiles.yml").write_text(
+        "census:\n  target: pg\n  outputs:\n    pg:\n      type: postgres\n"
+        "      host: \"{{ env_var('SDC_TEST_UNSET_HOST', '127.0.0.1') }}\"\n"
+        "      port: \"{{ env_var('SDC_TEST_PG_PORT') | as_number }}\"\n"
+        "      user: \"{{ 'sdc' ~ '_dbt' | as_text }}\"\n")
+    assert read_target(tmp_path, "census") == {"type": "postgres", "host": "127.0.0.1", "port": "6543",
+                                               "user": "sdc_dbt"}

@@ -9,7 +9,9 @@ dbt reads, so the step reads and writes where the models are.
 PostgreSQL and DuckDB: a DB-API connection (target.connection), one transaction. Spark (method session):
 sdc.spark_target.SparkWarehouse.
 
-profiles.yml may use ``{{ env_var('NAME') }}`` and ``{{ env_var('NAME', 'default') }}`` as dbt allows.
+profiles.yml may use ``{{ env_var('NAME') }}`` and ``{{ env_var('NAME', 'default') }}`` and dbt's filters
+(as_number, as_bool, as_text, as_native), rendered as dbt renders it: in a sandboxed Jinja environment, so a
+template that reaches for Python's internals (``env_var.__globals__``) is refused and runs nothing.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
     """The output ``target`` (default: the profile's own target) of ``profile`` in profiles_dir/profiles.yml,
     with env_var() rendered."""
     import jinja2
+    import jinja2.sandbox
     import yaml
 
     path = Path(profiles_dir).expanduser() / "profiles.yml"
@@ -121,12 +124,15 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
             raise SdcError(f"{path}: env_var('{name}') is not set")
         return default
 
-    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    # as dbt renders profiles.yml: a sandbox (no attribute of Python's internals), only env_var and dbt's filters
+    environment = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined)
     for name in ("as_number", "as_bool", "as_text", "as_native"):  # dbt's filters; YAML reads the values
         environment.filters[name] = lambda value: value
     try:
         text = environment.from_string(path.read_text()).render(env_var=env_var)
         profiles = yaml.safe_load(text) or {}
+    except jinja2.sandbox.SecurityError as exc:
+        raise SdcError(f"{path}: refused, {exc} (a profile may use env_var() and dbt's filters, as dbt allows)") from None
     except (jinja2.TemplateError, yaml.YAMLError) as exc:
         raise SdcError(f"{path}: cannot read it ({exc})") from None
     if profile not in profiles:

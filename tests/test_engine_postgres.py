@@ -334,3 +334,44 @@ def test_sdc_load_target_with_a_foreign_load_log_or_key_store_is_one_line_and_ch
         "it has columns state, sex, status" in line, line
     assert pg_rows(server, f"select * from raw.{kept}") == [("NY", "w", "primary")]
     assert pg_rows(server, "select table_name from information_schema.tables where table_schema = 'raw'") == [(kept,)]
+
+
+def test_sdc_suppress_target_writes_no_table_it_did_not_write_and_nothing_into_raw(built):
+    """red team 4: `--pattern raw.survey --audit-table raw.sdc_loads` dropped the raw microdata and the load log;
+    now refused with one line, as is a table that sdc suppress did not write, and both stay as they were. Its own
+    earlier output (a table comment marks it) is replaced."""
+    _, pg = built
+    conn = pg.postgres.connect()
+    with conn.cursor() as cur:
+        cur.execute("create table if not exists main.last_year as select 'kept' as status")
+    conn.commit()
+    conn.close()
+
+    def state():
+        return (pg_rows(pg.postgres, "select count(*), sum(rk) from raw.survey"),
+                pg_rows(pg.postgres, "select * from raw.sdc_loads order by 1"),
+                pg_rows(pg.postgres, "select * from main.last_year"))
+
+    before = state()
+    base = ["suppress", "--target", "pg", "--profile", "sdc_scratch", "--profiles-dir", str(pg.root), "--dims",
+            "roof,water", "--magnitude", "--cells", "main.supp_primary", "--relations", "main.supp_relations"]
+    refused = [
+        (["--pattern", "raw.survey", "--audit-table", "raw.sdc_loads"], "--pattern raw.survey: schema raw holds"),
+        (["--pattern", "main.rt4_pattern", "--audit-table", "raw.sdc_loads"], "--audit-table raw.sdc_loads: schema raw"),
+        (["--pattern", "RAW.survey"], "--pattern RAW.survey: schema raw holds"),
+        (["--pattern", "main.last_year"], "--pattern main.last_year: a table of that name exists that sdc suppress "
+                                          "did not write; it is not replaced"),
+    ]
+    for extra, message in refused:
+        run = sdc_cli(*base, *extra)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, (extra, run.stderr[-2000:])
+        line, = run.stderr.strip().splitlines()
+        assert message in line, (extra, line)
+    assert state() == before and before[0][0][0] == 4580
+    for attempt in (1, 2):  # the second run replaces what the first wrote
+        run = sdc_cli(*base, "--pattern", "main.rt4_pattern", "--audit-table", "main.rt4_audit")
+        assert run.returncode == 0, (attempt, run.stderr[-2000:])
+    assert state() == before
+    assert pg_rows(pg.postgres, "select obj_description('main.rt4_pattern'::regclass, 'pg_class'), "
+                                "obj_description('main.rt4_audit'::regclass, 'pg_class')") == \
+        [("written by sdc suppress", "written by sdc suppress")]

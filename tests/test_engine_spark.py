@@ -245,3 +245,28 @@ def test_a_failing_check_stops_the_spark_build_with_its_message(built):
     # Spark writes the double 0 as 0.0
     assert "weight column bad_weight must be positive and finite; a record has 0.0 (in the cell sex = " \
         in result.stdout, result.stdout[-4000:]
+
+
+def test_sdc_suppress_on_spark_writes_no_table_it_did_not_write_and_nothing_into_raw(built):
+    """red team 4 on Spark: --pattern / --audit-table in raw, or naming a table that sdc suppress did not write,
+    are refused with one line before anything is dropped; its own earlier output (a table comment marks it) is
+    replaced."""
+    _, spark = built
+    base = ["suppress", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir", str(spark.root),
+            "--cells", "main.supp_primary", "--relations", "main.supp_relations", "--dims", "roof,water", "--magnitude"]
+    counts = {"survey": "select count(*), sum(rk) from raw.survey", "loads": "select count(*) from raw.sdc_loads",
+              "cube": "select count(*), sum(count) from main.cube"}
+    before = read_spark(spark.root, counts)
+    refused = [(["--pattern", "raw.survey", "--audit-table", "raw.sdc_loads"], "--pattern raw.survey: schema raw holds"),
+               (["--pattern", "main.rt4_pattern", "--audit-table", "main.cube"],
+                "--audit-table main.cube: a table of that name exists that sdc suppress did not write")]
+    for extra, message in refused:
+        run = sdc_cli(spark.root, *base, *extra)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, (extra, run.stderr[-3000:])
+        assert message in run.stderr.strip().splitlines()[-1], (extra, run.stderr[-3000:])
+    for attempt in (1, 2):  # the second replaces what the first wrote
+        run = sdc_cli(spark.root, *base, "--pattern", "main.rt4_pattern", "--audit-table", "main.rt4_audit")
+        assert run.returncode == 0, (attempt, run.stderr[-3000:])
+    after = read_spark(spark.root, {**counts, "mark": "describe table extended main.rt4_pattern"})
+    assert {k: after[k] for k in counts} == before and before["survey"][1][0][0] == 4580
+    assert ["Comment", "written by sdc suppress", ""] in [list(row) for row in after["mark"][1]]

@@ -24,6 +24,16 @@ def quote_spark_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def quote_spark_literal(text) -> str:
+    """``text`` as a Spark SQL string literal: single-quoted, backslashes and quotes escaped by a backslash
+    (Spark reads backslash escapes in literals, and two literals side by side as one); works for any text but
+    NUL."""
+    text = str(text)
+    if "\x00" in text:
+        raise SdcError(f"{text!r} cannot be an SQL string")
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def quote_literal(text) -> str:
     """``text`` as a single-quoted SQL string literal (embedded quotes doubled); works for any text but NUL."""
     text = str(text)

@@ -74,6 +74,7 @@ OWN_COLUMNS = [*CKM_AUDIT_COLUMNS, "count", "rk", "rk_f", "freq", "value", *SUPP
 KEYWORDS = ["select", "SELECT", "from", "drop table", "union all", "null", "NULL", TOTAL_LABEL, "total", "TOTAL"]
 INGREDIENTS = ["'", '"', "''", '""', ";", "--", "/*", "*/", "\n", "\r", "\r\n", "\t", "\x00", "*", "?", "[", "]",
                "../", "/", "\\", "..", " ", ",", "%", "$1", "é", "ß", "{{", "}}", "{%", "#", *KEYWORDS,
+               "${", "${env:HOME}", "${system:user.home}",  # Spark's variable substitution (red team 3)
                *OWN_COLUMNS, *(c.upper() for c in OWN_COLUMNS), *(c.title() for c in OWN_COLUMNS)]
 
 _ordinary = st.text(alphabet="abcxyzABC_0123 -.", min_size=1, max_size=4)

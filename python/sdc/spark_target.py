@@ -1,6 +1,7 @@
 """A dbt-spark target of method ``session`` for the steps sdc runs between two dbt selections (`sdc load
 --target`, `sdc suppress --target`): a PySpark session built as dbt-spark builds its own (Hive support, the
-profile's server_side_parameters), so it sees the same catalog.
+profile's server_side_parameters), so it sees the same catalog; with spark.sql.variable.substitute=false
+always, so no ${...} in a name or code is replaced by a variable's value.
 
 A local session keeps its catalog (a Derby metastore_db) and its tables (spark-warehouse) in the folder it
 starts in, unless server_side_parameters name others: run sdc in the folder dbt runs in. Derby admits one
@@ -21,6 +22,8 @@ from .quoting import quote_spark_identifier as quote_spark
 from .quoting import quote_spark_literal
 
 STAGING_SUFFIX = "__sdc_staging"
+# Spark replaces ${...} in SQL text by a variable's value (env:, system:) unless this is false
+NO_SUBSTITUTION = "spark.sql.variable.substitute"
 
 
 class SparkWarehouse:
@@ -40,7 +43,10 @@ class SparkWarehouse:
         builder = SparkSession.builder.enableHiveSupport()
         for parameter, value in (output.get("server_side_parameters") or {}).items():
             builder = builder.config(str(parameter), str(value))
-        self.session = builder.getOrCreate()
+        # no ${...} substitution in SQL text, whatever the profile says (${env:SDC_KEY_SECRET} in a name would
+        # be replaced by the secret); also on a session that already existed
+        self.session = builder.config(NO_SUBSTITUTION, "false").getOrCreate()
+        self.session.conf.set(NO_SUBSTITUTION, "false")
         self.session.sparkContext.setLogLevel("ERROR")  # its warnings are no news to a user of sdc
         self.schema = output.get("schema", "default")
 

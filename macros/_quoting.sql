@@ -5,6 +5,9 @@
     sql_identifier(name)  a double-quoted SQL name with every " doubled (adapter.quote does not double
                       them, so a column name holding " would end the name and run the rest as SQL); on Spark
                       a backquoted name with every ` doubled
+  On Spark a text holding "${" is refused: Spark replaces ${...} by a variable's value before it parses the
+  SQL, inside literals and names alike (${env:SDC_KEY_SECRET} would publish the secret), unless the session
+  sets spark.sql.variable.substitute=false; sdc's profiles set it, and this holds without it.
 #}
 {% macro sql_string(text) -%}
 '{{ sdc.sql_text(text) }}'
@@ -18,7 +21,7 @@
 {%- endmacro %}
 {# Spark SQL reads backslash escapes in string literals, and two literals side by side as one #}
 {% macro spark__sql_text(text) -%}
-{{ (text | string).replace("\\", "\\\\").replace("'", "\\'") }}
+{{ sdc.spark_no_substitution(text | string).replace("\\", "\\\\").replace("'", "\\'") }}
 {%- endmacro %}
 
 
@@ -30,5 +33,13 @@
 {%- endmacro %}
 {# Spark SQL reads "..." as a string: names go in backticks, every ` doubled #}
 {% macro spark__sql_identifier(name) -%}
-`{{ (name | string).replace('`', '``') }}`
+`{{ sdc.spark_no_substitution(name | string).replace('`', '``') }}`
+{%- endmacro %}
+{# the text itself, or a compiler error when it holds "${" (Spark's variable substitution) #}
+{% macro spark_no_substitution(text) -%}
+{%- if '${' in text -%}
+  {{ exceptions.raise_compiler_error("sdc: the text '" ~ text ~ "' holds '${', which Spark SQL replaces by the "
+     ~ "value of a variable (spark.sql.variable.substitute): sdc does not send it to Spark; rename that code or name") }}
+{%- endif -%}
+{{ return(text) }}
 {%- endmacro %}

@@ -30,6 +30,7 @@ SPARK_PROFILE = """sdc_scratch:
         spark.driver.host: "127.0.0.1"
         spark.ui.enabled: "false"
         spark.sql.shuffle.partitions: "4"
+        spark.sql.variable.substitute: "false"
 """
 
 

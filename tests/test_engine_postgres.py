@@ -276,3 +276,102 @@ def test_sdc_load_target_mistakes_are_named_and_change_nothing(postgres, tmp_pat
                 assert cur.fetchone()[0] == 0
     finally:
         conn.close()
+
+
+def own_database(server, name: str):
+    """A database of its own on the session's server (owned by the dbt role), for a test that puts tables of
+    its choosing into raw: the other tests' raw schema stays as they left it."""
+    import dataclasses
+
+    admin = server.connect(user="postgres")
+    admin.autocommit = True
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f"create database {name} owner {server.user}")
+    finally:
+        admin.close()
+    return dataclasses.replace(server, dbname=name)
+
+
+def sdc_cli(*args: str, env: dict | None = None):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    return subprocess.run([str(Path(sys.executable).parent / "sdc"), *args], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, **(env or {})))
+
+
+def pg_rows(server, sql: str) -> list[tuple]:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("kept", ["sdc_loads", "random_survey__record_keys"])
+def test_sdc_load_target_with_a_foreign_load_log_or_key_store_is_one_line_and_changes_nothing(postgres, tmp_path, kept):
+    """red team 15: a raw.sdc_loads (or key store) that sdc load did not write, e.g. one left by a suppression
+    pattern written over it: one line naming the table, exit 2; the table keeps its rows and nothing is loaded."""
+    server = own_database(postgres, f"rt15_{kept[:6]}")
+    conn = server.connect()
+    with conn.cursor() as cur:
+        cur.execute("create schema raw")
+        cur.execute(f"create table raw.{kept} (state text, sex text, status text)")
+        cur.execute(f"insert into raw.{kept} values ('NY', 'w', 'primary')")
+    conn.commit()
+    conn.close()
+    (tmp_path / "profiles.yml").write_text("census:\n  target: pg\n  outputs:\n    pg:\n" + server.profile("main"))
+    run = sdc_cli("load", "--target", "pg", "--profile", "census", "--profiles-dir", str(tmp_path), "--input",
+                  str(MICRODATA), "--id", "row_id", "--table", "random_survey", "--key-mode", "random")
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    line, = run.stderr.strip().splitlines()
+    assert line.startswith(f"sdc load: error: raw.{kept} in the target is not the ") and \
+        "it has columns state, sex, status" in line, line
+    assert pg_rows(server, f"select * from raw.{kept}") == [("NY", "w", "primary")]
+    assert pg_rows(server, "select table_name from information_schema.tables where table_schema = 'raw'") == [(kept,)]
+
+
+def test_sdc_suppress_target_writes_no_table_it_did_not_write_and_nothing_into_raw(built):
+    """red team 4: `--pattern raw.survey --audit-table raw.sdc_loads` dropped the raw microdata and the load log;
+    now refused with one line, as is a table that sdc suppress did not write, and both stay as they were. Its own
+    earlier output (a table comment marks it) is replaced."""
+    _, pg = built
+    conn = pg.postgres.connect()
+    with conn.cursor() as cur:
+        cur.execute("create table if not exists main.last_year as select 'kept' as status")
+    conn.commit()
+    conn.close()
+
+    def state():
+        return (pg_rows(pg.postgres, "select count(*), sum(rk) from raw.survey"),
+                pg_rows(pg.postgres, "select * from raw.sdc_loads order by 1"),
+                pg_rows(pg.postgres, "select * from main.last_year"))
+
+    before = state()
+    base = ["suppress", "--target", "pg", "--profile", "sdc_scratch", "--profiles-dir", str(pg.root), "--dims",
+            "roof,water", "--magnitude", "--cells", "main.supp_primary", "--relations", "main.supp_relations"]
+    refused = [
+        (["--pattern", "raw.survey", "--audit-table", "raw.sdc_loads"], "--pattern raw.survey: schema raw holds"),
+        (["--pattern", "main.rt4_pattern", "--audit-table", "raw.sdc_loads"], "--audit-table raw.sdc_loads: schema raw"),
+        (["--pattern", "RAW.survey"], "--pattern RAW.survey: schema raw holds"),
+        (["--pattern", "main.last_year"], "--pattern main.last_year: a table of that name exists that sdc suppress "
+                                          "did not write; it is not replaced"),
+    ]
+    for extra, message in refused:
+        run = sdc_cli(*base, *extra)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, (extra, run.stderr[-2000:])
+        line, = run.stderr.strip().splitlines()
+        assert message in line, (extra, line)
+    assert state() == before and before[0][0][0] == 4580
+    for attempt in (1, 2):  # the second run replaces what the first wrote
+        run = sdc_cli(*base, "--pattern", "main.rt4_pattern", "--audit-table", "main.rt4_audit")
+        assert run.returncode == 0, (attempt, run.stderr[-2000:])
+    assert state() == before
+    assert pg_rows(pg.postgres, "select obj_description('main.rt4_pattern'::regclass, 'pg_class'), "
+                                "obj_description('main.rt4_audit'::regclass, 'pg_class')") == \
+        [("written by sdc suppress", "written by sdc suppress")]

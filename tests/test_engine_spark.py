@@ -31,6 +31,7 @@ pytestmark = pytest.mark.spark
 SESSION = ("from pyspark.sql import SparkSession\n"
            "spark = (SparkSession.builder.master('local[2]').config('spark.driver.bindAddress', '127.0.0.1')"
            ".config('spark.driver.host', '127.0.0.1').config('spark.ui.enabled', 'false')"
+           ".config('spark.sql.variable.substitute', 'false')"
            ".enableHiveSupport().getOrCreate())\n")
 
 
@@ -175,12 +176,13 @@ select 0 as n, 'none' as v
 @settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.generate])
-@given(values=st.lists(names.filter(lambda s: "\r" not in s), min_size=60, max_size=60))
+@given(values=st.lists(names.filter(lambda s: "\r" not in s and "${" not in s), min_size=60, max_size=60))
 def test_spark_quoting_round_trips_hostile_text_as_literals_and_names(built, values):
     """sql_string and sql_identifier on Spark (backslash escapes, backquotes), and the Python package's
     quote_spark_identifier: every hostile text, the payloads
     included, comes back as itself as a value and works as a column name; the seed loader (typed literals)
-    carries it in. One dbt run for all of them (a Spark run costs ~30 s)."""
+    carries it in. One dbt run for all of them (a Spark run costs ~30 s). A text with "${" is refused instead
+    (test_spark_variable_substitution_never_reaches_a_table)."""
     _, spark = built
     values = list(dict.fromkeys([*PAYLOADS, *values]))
     with (spark.root / "seeds" / "hostile_values.csv").open("w", newline="", encoding="utf-8") as handle:
@@ -245,3 +247,121 @@ def test_a_failing_check_stops_the_spark_build_with_its_message(built):
     # Spark writes the double 0 as 0.0
     assert "weight column bad_weight must be positive and finite; a record has 0.0 (in the cell sex = " \
         in result.stdout, result.stdout[-4000:]
+
+
+SUBSTITUTING_PROFILE = """    substituting:
+      type: spark
+      method: session
+      host: NA
+      schema: main
+      threads: 1
+      server_side_parameters:
+        spark.master: "local[2]"
+        spark.driver.bindAddress: "127.0.0.1"
+        spark.driver.host: "127.0.0.1"
+        spark.ui.enabled: "false"
+"""
+RT3_SECRET = "rt3-secret-of-at-least-thirty-two-bytes-0123456789"
+
+
+def test_spark_variable_substitution_never_reaches_a_table(built):
+    """red team 3: Spark replaces ${env:VAR} in SQL text by the variable, inside literals and names; a hierarchy
+    seed with ${env:SDC_KEY_SECRET} published the keyed-mode secret. On a profile without
+    spark.sql.variable.substitute=false: the seed (loaded by sdc's seed loader),
+    a hierarchy table with such codes (its root code reaches ckm_count's SQL as a literal) and a dimension
+    named so each stop the build naming the text; the secret is in no table and no output."""
+    _, spark = built
+    profiles = spark.root / "profiles.yml"
+    original = profiles.read_text()
+    pyspark(spark.root, "spark.sql(\"create table raw.rt3_hierarchy as select 'sex' as dimension, "
+                        "'${env:SDC_KEY_SECRET}' as code, cast(null as string) as parent union all "
+                        "select 'sex', 'male', '${env:SDC_KEY_SECRET}' union all "
+                        "select 'sex', 'female', '${env:SDC_KEY_SECRET}'\")\n"
+                        "spark.sql(\"create table raw.rt3_survey as select sex as `${env:SDC_KEY_SECRET}`, rk "
+                        "from raw.survey\")\n")
+    spark.sources(["survey", "rt3_hierarchy", "rt3_survey"])
+    spark.seed("rt3_hierarchies", "dimension,code,parent\nsex,${env:SDC_KEY_SECRET},\n"
+                                  "sex,male,${env:SDC_KEY_SECRET}\nsex,female,${env:SDC_KEY_SECRET}\n")
+    profiles.write_text(original + SUBSTITUTING_PROFILE)
+    env = dict(os.environ, SDC_KEY_SECRET=RT3_SECRET, DBT_PROFILES_DIR=str(spark.root), SPARK_LOCAL_IP="127.0.0.1",
+               DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    # the dimension's name reaches SQL while dbt parses the project (a parse error stops every node): a run of its own
+    runs = [("rt3_counts", "{{ sdc.ckm_count(source('raw', 'survey'), ['sex'], modulus=10000000, "
+                           "hierarchy=source('raw', 'rt3_hierarchy')) }}", "rt3_hierarchies rt3_counts"),
+            ("rt3_named", "{{ sdc.ckm_count(source('raw', 'rt3_survey'), ['${env:SDC_KEY_SECRET}'], "
+                          "modulus=10000000) }}", "rt3_named")]
+    results = []
+    try:
+        for name, sql, select in runs:
+            spark.model(name, sql)
+            try:
+                results.append(subprocess.run([str(Path(sys.executable).parent / "dbt"), "build", "--target",
+                                               "substituting", "--select", select], cwd=spark.root, env=env,
+                                              capture_output=True, text=True, timeout=600))
+            finally:
+                (spark.root / "models" / f"{name}.sql").unlink()
+    finally:
+        profiles.write_text(original)
+        (spark.root / "seeds" / "rt3_hierarchies.csv").unlink()
+    refusal = "the text '${env:SDC_KEY_SECRET}' holds '${', which Spark SQL replaces by the value of a variable"
+    seed_and_hierarchy, named = results
+    assert seed_and_hierarchy.returncode != 0 and named.returncode != 0
+    # the seed (sdc's seed loader) and the hierarchy's root code in ckm_count
+    for node in ("seed rt3_hierarchies", "model rt3_counts"):
+        message = seed_and_hierarchy.stdout.split(f"Error in {node}", 1)[-1][:600]
+        assert refusal in message, (node, seed_and_hierarchy.stdout[-4000:])
+    assert refusal in named.stdout and "model rt3_named" in named.stdout, named.stdout[-4000:]
+    assert not any(RT3_SECRET in r.stdout + r.stderr for r in results)
+    tables = read_spark(spark.root, {"tables": "show tables in main"})["tables"][1]
+    made = sorted(row[1] for row in tables if row[1].startswith("rt3_"))
+    assert "rt3_counts" not in made and "rt3_named" not in made
+    for table in made:  # dbt may leave the seed's table, empty or with its rows as text
+        rows = read_spark(spark.root, {"rows": f"select * from main.{table}"})["rows"][1]
+        assert RT3_SECRET not in json.dumps(rows), table
+
+
+def test_sdc_spark_sessions_do_not_substitute_variables(tmp_path):
+    """sdc load/suppress --target open their own session (sdc.spark_target.SparkWarehouse): it turns Spark's
+    variable substitution off even where the profile turns it on, so ${env:VAR} stays text; and the Python side
+    refuses to send ${ in a name or literal at all."""
+    code = ("from sdc.spark_target import SparkWarehouse\n"
+            "w = SparkWarehouse({'method': 'session', 'schema': 'main', 'server_side_parameters': {"
+            "'spark.master': 'local[1]', 'spark.driver.bindAddress': '127.0.0.1', 'spark.driver.host': '127.0.0.1', "
+            "'spark.ui.enabled': 'false', 'spark.sql.variable.substitute': 'true'}}, 't')\n"
+            "print(w.query(\"select '${env:SDC_KEY_SECRET}' as v\")[1][0][0])\nw.close()\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, SDC_KEY_SECRET=RT3_SECRET, SPARK_LOCAL_IP="127.0.0.1"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip().splitlines()[-1] == "${env:SDC_KEY_SECRET}"
+
+    from sdc.errors import SdcError
+    from sdc.quoting import quote_spark_literal
+
+    for quote in (quote_spark_identifier, quote_spark_literal):
+        with pytest.raises(SdcError, match=r"holds '\$\{', which Spark SQL replaces by the value of a variable"):
+            quote("a${env:SDC_KEY_SECRET}")
+
+
+def test_sdc_suppress_on_spark_writes_no_table_it_did_not_write_and_nothing_into_raw(built):
+    """red team 4 on Spark: --pattern / --audit-table in raw, or naming a table that sdc suppress did not write,
+    are refused with one line before anything is dropped; its own earlier output (a table comment marks it) is
+    replaced."""
+    _, spark = built
+    base = ["suppress", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir", str(spark.root),
+            "--cells", "main.supp_primary", "--relations", "main.supp_relations", "--dims", "roof,water", "--magnitude"]
+    counts = {"survey": "select count(*), sum(rk) from raw.survey", "loads": "select count(*) from raw.sdc_loads",
+              "cube": "select count(*), sum(count) from main.cube"}
+    before = read_spark(spark.root, counts)
+    refused = [(["--pattern", "raw.survey", "--audit-table", "raw.sdc_loads"], "--pattern raw.survey: schema raw holds"),
+               (["--pattern", "main.rt4_pattern", "--audit-table", "main.cube"],
+                "--audit-table main.cube: a table of that name exists that sdc suppress did not write")]
+    for extra, message in refused:
+        run = sdc_cli(spark.root, *base, *extra)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, (extra, run.stderr[-3000:])
+        assert message in run.stderr.strip().splitlines()[-1], (extra, run.stderr[-3000:])
+    for attempt in (1, 2):  # the second replaces what the first wrote
+        run = sdc_cli(spark.root, *base, "--pattern", "main.rt4_pattern", "--audit-table", "main.rt4_audit")
+        assert run.returncode == 0, (attempt, run.stderr[-3000:])
+    after = read_spark(spark.root, {**counts, "mark": "describe table extended main.rt4_pattern"})
+    assert {k: after[k] for k in counts} == before and before["survey"][1][0][0] == 4580
+    assert ["Comment", "written by sdc suppress", ""] in [list(row) for row in after["mark"][1]]

@@ -75,6 +75,7 @@ OWN_COLUMNS = [*CKM_AUDIT_COLUMNS, "count", "rk", "rk_f", "freq", "value", *SUPP
 KEYWORDS = ["select", "SELECT", "from", "drop table", "union all", "null", "NULL", TOTAL_LABEL, "total", "TOTAL"]
 INGREDIENTS = ["'", '"', "''", '""', ";", "--", "/*", "*/", "\n", "\r", "\r\n", "\t", "\x00", "*", "?", "[", "]",
                "../", "/", "\\", "..", " ", ",", "%", "$1", "é", "ß", "{{", "}}", "{%", "#", *KEYWORDS,
+               "${", "${env:HOME}", "${system:user.home}",  # Spark's variable substitution (red team 3)
                *OWN_COLUMNS, *(c.upper() for c in OWN_COLUMNS), *(c.title() for c in OWN_COLUMNS)]
 
 _ordinary = st.text(alphabet="abcxyzABC_0123 -.", min_size=1, max_size=4)
@@ -1055,3 +1056,146 @@ def test_a_published_view_that_reads_raw_or_audit_data_in_any_shape_is_refused(g
     assert_clear_error(refused.value)
     assert not out.exists()
     assert_no_side_effect(db)
+
+
+# red team 9: Jinja in profiles.yml that reaches for Python's internals, each a way to run `id` or write a file
+PROFILE_ESCAPES = [
+    "{{ env_var.__globals__['os'].system('id > CANARY') }}",
+    "{{ env_var.__init__.__globals__['os'].system('id > CANARY') }}",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "{{ cycler.__init__.__globals__.os.popen('id > CANARY').read() }}",
+    "{{ lipsum.__globals__['os'].system('id > CANARY') }}",
+    "{{ (env_var | attr('__globals__'))['os'].system('id > CANARY') }}",
+]
+
+
+@pytest.mark.parametrize("escape", PROFILE_ESCAPES)
+@pytest.mark.parametrize("command", ["load", "suppress"])
+def test_profile_jinja_is_sandboxed_as_dbt_renders_it(tmp_path, escape, command):
+    """profiles.yml is rendered in a sandbox, as dbt does: a template that reaches for Python's internals is one
+    line of error naming the unsafe attribute, runs nothing, and no warehouse is opened or made."""
+    escape = escape.replace("CANARY", str(CANARY_FILE))
+    (tmp_path / "profiles.yml").write_text("census:\n  target: duck\n  outputs:\n    duck:\n      type: duckdb\n"
+                                           f"      path: \"{tmp_path}/w{escape}.duckdb\"\n")
+    write_csv(tmp_path / "m.csv", ["id", "a"], [[str(k), "x"] for k in range(5)])
+    args = (["load", "--input", str(tmp_path / "m.csv"), "--table", "m", "--id", "id"] if command == "load" else
+            ["suppress", "--cells", "main.c", "--relations", "main.r", "--pattern", "main.p", "--dims", "a"])
+    result = run_cli(*args, "--target", "duck", "--profile", "census", "--profiles-dir", str(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith(f"sdc {command}: error: {tmp_path / 'profiles.yml'}: refused, ") and "unsafe" in line, line
+    assert "__" in line  # the attribute it refused
+    assert not CANARY_FILE.exists() and not list(tmp_path.glob("*.duckdb"))
+
+
+def test_profile_jinja_keeps_what_dbt_offers(tmp_path, monkeypatch):
+    """The sandbox keeps env_var (with a default) and dbt's filters: the demo's kind of profile reads as before."""
+    from sdc.profiles import read_target
+
+    monkeypatch.setenv("SDC_TEST_PG_PORT", "6543")
+    (tmp_path / "profiles.yml").write_text(
+        "census:\n  target: pg\n  outputs:\n    pg:\n      type: postgres\n"
+        "      host: \"{{ env_var('SDC_TEST_UNSET_HOST', '127.0.0.1') }}\"\n"
+        "      port: \"{{ env_var('SDC_TEST_PG_PORT') | as_number }}\"\n"
+        "      user: \"{{ 'sdc' ~ '_dbt' | as_text }}\"\n")
+    assert read_target(tmp_path, "census") == {"type": "postgres", "host": "127.0.0.1", "port": "6543",
+                                               "user": "sdc_dbt"}
+
+
+def _suppression_warehouse(folder: Path) -> Path:
+    """A DuckDB warehouse as `sdc load` and the suppression macros leave it: raw.persons with its key store and
+    the load log, and main.supp_primary / main.supp_relations (suppression_primary, suppression_constraints)."""
+    from sdc.macro_renderer import Relation, render_macro, run_sql
+
+    db = folder / "wh.duckdb"
+    write_csv(folder / "persons.csv", ["id", "state", "sex"],
+              [[str(k), "e" if k in (1, 2, 5) else "abcd"[k % 4], "mw"[k // 4 % 2]] for k in range(120)])
+    load_microdata(db, folder / "persons.csv", "persons", id_column="id", key_mode="random")
+    con = duckdb.connect()
+    try:
+        con.execute(f"attach {quote_literal(str(db))} as wh")
+        con.execute("create table micro as select * from wh.raw.persons")
+        made = {"cells": ("suppression_cells", "micro", (["state", "sex"],), {}),
+                "primary_cells": ("suppression_primary", "cells", (["freq:3"],), {}),
+                "relations": ("suppression_constraints", "cells", (["state", "sex"],), {})}
+        for table, (macro, source, args, kwargs) in made.items():
+            run_sql(con, f"create table {table} as " + render_macro(con, macro, Relation("memory", "main", source),
+                                                                    *args, **kwargs))
+        con.execute("create table wh.main.supp_primary as select * from primary_cells")
+        con.execute("create table wh.main.supp_relations as select * from relations")
+        con.execute("create table wh.main.last_year as select 'kept' as status")
+        con.execute("create view wh.main.a_view as select 1 as x")
+    finally:
+        con.close()
+    return db
+
+
+def _warehouse_state(db: Path) -> dict:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {name: sorted(map(str, con.execute(f"select * from {name}").fetchall()))
+                for name in ("raw.persons", "raw.persons__record_keys", "raw.sdc_loads", "main.last_year")}
+    finally:
+        con.close()
+
+
+def test_suppress_target_writes_no_table_it_did_not_write_and_nothing_into_raw(tmp_path):
+    """red team 4: `sdc suppress --target` with --pattern / --audit-table naming the raw microdata, the key store,
+    the load log (in any letter case), a table or view that sdc suppress did not write: one line, exit 2, every
+    table as it was. Its own earlier output (marked by a table comment) is replaced."""
+    db = _suppression_warehouse(tmp_path)
+    _duckdb_profile(tmp_path, db)
+    before = _warehouse_state(db)
+    base = ["suppress", "--target", "duck", "--profile", "census", "--profiles-dir", str(tmp_path),
+            "--cells", "main.supp_primary", "--relations", "main.supp_relations", "--dims", "state,sex"]
+    refused = [
+        (["--pattern", "raw.persons", "--audit-table", "raw.sdc_loads"], "--pattern raw.persons: schema raw holds"),
+        (["--pattern", "main.p", "--audit-table", "raw.sdc_loads"], "--audit-table raw.sdc_loads: schema raw holds"),
+        (["--pattern", "RAW.Persons"], "--pattern RAW.Persons: schema raw holds"),
+        (["--pattern", "raw.persons__record_keys"], "schema raw holds the loaded microdata"),
+        (["--pattern", "raw.new_table"], "--pattern raw.new_table: schema raw holds"),
+        (["--pattern", "main.last_year"], "--pattern main.last_year: a table of that name exists that sdc suppress "
+                                          "did not write; it is not replaced"),
+        (["--pattern", "Last_Year"], "a table of that name exists that sdc suppress did not write"),
+        (["--pattern", "main.p", "--audit-table", "main.a_view"], "--audit-table main.a_view: a view of that name"),
+    ]
+    for extra, message in refused:
+        run = run_cli(*base, *extra)
+        assert run.returncode == 2 and "Traceback" not in run.stderr, (extra, run.stderr[-2000:])
+        line, = run.stderr.strip().splitlines()
+        assert message in line, (extra, line)
+        assert _warehouse_state(db) == before
+    for attempt in (1, 2):  # the second run replaces the tables the first wrote
+        run = run_cli(*base, "--pattern", "main.p", "--audit-table", "main.a2")
+        assert run.returncode == 0, (attempt, run.stderr[-2000:])
+    assert _warehouse_state(db) == before
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        marks = con.execute("select table_name, comment from duckdb_tables() where table_name in ('p', 'a2') "
+                            "order by 1").fetchall()
+        cells = con.execute("select count(*) from main.p").fetchone()[0]
+    finally:
+        con.close()
+    assert marks == [("a2", "written by sdc suppress"), ("p", "written by sdc suppress")]
+    assert cells == 18  # 5 states x 2 sexes, their totals and the total: (5 + 1) * (2 + 1)
+
+
+def test_suppress_target_without_a_sensitive_cell_writes_an_empty_audit(tmp_path):
+    """A pattern with no sensitive cell has an audit of no rows: written as an empty table (the DuckDB target
+    stopped with a traceback on inserting no rows, and its failed rollback hid the cause)."""
+    db = _suppression_warehouse(tmp_path)
+    _duckdb_profile(tmp_path, db)
+    con = duckdb.connect(str(db))
+    con.execute("update main.supp_primary set status = 'published' where status = 'primary'")
+    con.close()
+    run = run_cli("suppress", "--target", "duck", "--profile", "census", "--profiles-dir", str(tmp_path),
+                  "--cells", "main.supp_primary", "--relations", "main.supp_relations", "--dims", "state,sex",
+                  "--pattern", "main.p", "--audit-table", "main.a")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "wrote 18 cells to main.p: 18 published; audit in main.a: 0 sensitive cells unprotected" in run.stdout
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("select count(*) from main.a").fetchone()[0] == 0
+        assert con.execute("select count(*) from main.p where status = 'published'").fetchone()[0] == 18
+    finally:
+        con.close()

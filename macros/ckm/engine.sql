@@ -144,6 +144,8 @@
   {{ return(adapter.dispatch('engine_setup', 'sdc')()) }}
 {% endmacro %}
 {% macro default__engine_setup() %}{{ return('select 1') }}{% endmacro %}
+{# Spark: no ${...} substitution in the SQL text of the session's later statements (see macros/_quoting.sql) #}
+{% macro spark__engine_setup() %}{{ return('set spark.sql.variable.substitute=false') }}{% endmacro %}
 {% macro postgres__engine_setup() -%}
 create schema if not exists {{ sdc.sql_identifier(target.schema) }};
 create or replace function {{ sdc.engine_function('sdc_raise_error') }}(message text) returns boolean

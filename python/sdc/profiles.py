@@ -9,7 +9,9 @@ dbt reads, so the step reads and writes where the models are.
 PostgreSQL and DuckDB: a DB-API connection (target.connection), one transaction. Spark (method session):
 sdc.spark_target.SparkWarehouse.
 
-profiles.yml may use ``{{ env_var('NAME') }}`` and ``{{ env_var('NAME', 'default') }}`` as dbt allows.
+profiles.yml may use ``{{ env_var('NAME') }}`` and ``{{ env_var('NAME', 'default') }}`` and dbt's filters
+(as_number, as_bool, as_text, as_native), rendered as dbt renders it: in a sandboxed Jinja environment, so a
+template that reaches for Python's internals (``env_var.__globals__``) is refused and runs nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SdcError
-from .quoting import quote_identifier
+from .quoting import quote_identifier, quote_literal
 
 ENGINES = ("postgres", "duckdb", "spark")
 
@@ -55,10 +57,41 @@ class Target:
     def column_names(self, relation_sql: str) -> list[str]:
         return self.query(f"select * from {relation_sql} where 1 = 0")[0]
 
-    def replace_tables(self, tables: list[tuple[str, dict]]) -> None:
-        """Drop and create each table ('schema.table' of plain names; columns: name -> list of Python values) in
-        one transaction (PostgreSQL and DuckDB both roll DDL back with it, so a failure leaves the old tables)."""
+    def existing_relation(self, name: str) -> tuple[str, str, str | None] | None:
+        """(schema, 'table' or 'view', its comment) of the relation ``name`` ('schema.table' or 'table', plain
+        names, resolved as the engine resolves them in replace_tables), or None when there is none."""
+        parts = name.split(".")
+        if self.type == "postgres":  # to_regclass: the search path for a name without schema, as create table
+            sql = ("select n.nspname, case when c.relkind in ('r', 'p') then 'table' else 'view' end, "
+                   "obj_description(c.oid, 'pg_class') from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+                   f"where c.oid = to_regclass({self.placeholder})")
+            found = self._fetch(sql, [".".join(quote_identifier(part) for part in parts)])
+        else:  # DuckDB: names in any letter case; a name without schema is in the current schema
+            schema = "lower(?)" if len(parts) == 2 else "current_schema()"
+            found = self._fetch(
+                "select schema_name, 'table', comment from duckdb_tables() where lower(schema_name) = "
+                f"{schema} and lower(table_name) = lower(?) union all select schema_name, 'view', comment "
+                f"from duckdb_views() where lower(schema_name) = {schema} and lower(view_name) = lower(?)",
+                [*parts[:-1], parts[-1], *parts[:-1], parts[-1]])
+        return tuple(found[0]) if found else None
+
+    def _fetch(self, sql: str, parameters: list) -> list[tuple]:
         cur = self.connection.cursor()
+        try:
+            cur.execute(sql, parameters)
+            return cur.fetchall()
+        finally:
+            cur.close()
+
+    def replace_tables(self, tables: list[tuple[str, dict]], comment: str | None = None) -> None:
+        """Drop and create each table ('schema.table' of plain names; columns: name -> list of Python values) in
+        one transaction (PostgreSQL and DuckDB both roll DDL back with it, so a failure leaves the old tables);
+        each new table carries ``comment`` (the mark of the command that wrote it)."""
+        if self.type == "duckdb":  # a DuckDB connection commits each statement unless a transaction is begun
+            cur = self.connection
+            cur.begin()
+        else:
+            cur = self.connection.cursor()
         try:
             for name, columns in tables:
                 parts = [self.quote(part) for part in name.split(".")]
@@ -68,16 +101,20 @@ class Target:
                 if len(parts) == 2:
                     cur.execute(f"create schema if not exists {parts[0]}")
                 cur.execute(f"create table {relation} ({definitions})")
+                if comment is not None:
+                    cur.execute(f"comment on table {relation} is {quote_literal(comment)}")
                 marker = ", ".join([self.placeholder] * len(columns))
                 rows = [tuple(plain_value(v) for v in row) for row in zip(*columns.values())]
-                cur.executemany(f"insert into {relation} ({', '.join(self.quote(c) for c in columns)}) "
-                                f"values ({marker})", rows)
+                if rows:  # an audit of a pattern without sensitive cells has none
+                    cur.executemany(f"insert into {relation} ({', '.join(self.quote(c) for c in columns)}) "
+                                    f"values ({marker})", rows)
             self.connection.commit()
         except Exception:
             self.connection.rollback()
             raise
         finally:
-            cur.close()
+            if cur is not self.connection:
+                cur.close()
 
 
 def column_type(target, values: list) -> str:
@@ -108,6 +145,7 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
     """The output ``target`` (default: the profile's own target) of ``profile`` in profiles_dir/profiles.yml,
     with env_var() rendered."""
     import jinja2
+    import jinja2.sandbox
     import yaml
 
     path = Path(profiles_dir).expanduser() / "profiles.yml"
@@ -121,12 +159,15 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
             raise SdcError(f"{path}: env_var('{name}') is not set")
         return default
 
-    environment = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    # as dbt renders profiles.yml: a sandbox (no attribute of Python's internals), only env_var and dbt's filters
+    environment = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined)
     for name in ("as_number", "as_bool", "as_text", "as_native"):  # dbt's filters; YAML reads the values
         environment.filters[name] = lambda value: value
     try:
         text = environment.from_string(path.read_text()).render(env_var=env_var)
         profiles = yaml.safe_load(text) or {}
+    except jinja2.sandbox.SecurityError as exc:
+        raise SdcError(f"{path}: refused, {exc} (a profile may use env_var() and dbt's filters, as dbt allows)") from None
     except (jinja2.TemplateError, yaml.YAMLError) as exc:
         raise SdcError(f"{path}: cannot read it ({exc})") from None
     if profile not in profiles:

@@ -18,10 +18,31 @@ def quote_identifier(name: str) -> str:
 
 def quote_spark_identifier(name: str) -> str:
     """``name`` as a Spark SQL identifier: backquoted, embedded backquotes doubled (Spark reads "..." as a
-    string); works for any name but NUL."""
+    string); works for any name but NUL and ``${`` (spark_text)."""
     if not isinstance(name, str) or not name or "\x00" in name:
         raise SdcError(f"{name!r} cannot be an SQL name")
-    return "`" + name.replace("`", "``") + "`"
+    return "`" + spark_text(name).replace("`", "``") + "`"
+
+
+def spark_text(text: str) -> str:
+    """``text``, refused when it holds ``${``: Spark replaces ``${...}`` by a variable's value before it parses the
+    SQL, inside literals and names alike (``${env:SDC_KEY_SECRET}``), unless the session turns that off
+    (spark.sql.variable.substitute=false, which sdc's sessions set); the twin of spark_no_substitution in
+    macros/_quoting.sql."""
+    if "${" in text:
+        raise SdcError(f"{text!r} holds '${{', which Spark SQL replaces by the value of a variable "
+                       "(spark.sql.variable.substitute): sdc does not send it to Spark; rename it")
+    return text
+
+
+def quote_spark_literal(text) -> str:
+    """``text`` as a Spark SQL string literal: single-quoted, backslashes and quotes escaped by a backslash
+    (Spark reads backslash escapes in literals, and two literals side by side as one); works for any text but
+    NUL and ``${`` (spark_text)."""
+    text = str(text)
+    if "\x00" in text:
+        raise SdcError(f"{text!r} cannot be an SQL string")
+    return "'" + spark_text(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def quote_literal(text) -> str:

@@ -1,6 +1,7 @@
 """A dbt-spark target of method ``session`` for the steps sdc runs between two dbt selections (`sdc load
 --target`, `sdc suppress --target`): a PySpark session built as dbt-spark builds its own (Hive support, the
-profile's server_side_parameters), so it sees the same catalog.
+profile's server_side_parameters), so it sees the same catalog; with spark.sql.variable.substitute=false
+always, so no ${...} in a name or code is replaced by a variable's value.
 
 A local session keeps its catalog (a Derby metastore_db) and its tables (spark-warehouse) in the folder it
 starts in, unless server_side_parameters name others: run sdc in the folder dbt runs in. Derby admits one
@@ -18,8 +19,11 @@ from pathlib import Path
 
 from .errors import SdcError
 from .quoting import quote_spark_identifier as quote_spark
+from .quoting import quote_spark_literal
 
 STAGING_SUFFIX = "__sdc_staging"
+# Spark replaces ${...} in SQL text by a variable's value (env:, system:) unless this is false
+NO_SUBSTITUTION = "spark.sql.variable.substitute"
 
 
 class SparkWarehouse:
@@ -39,7 +43,10 @@ class SparkWarehouse:
         builder = SparkSession.builder.enableHiveSupport()
         for parameter, value in (output.get("server_side_parameters") or {}).items():
             builder = builder.config(str(parameter), str(value))
-        self.session = builder.getOrCreate()
+        # no ${...} substitution in SQL text, whatever the profile says (${env:SDC_KEY_SECRET} in a name would
+        # be replaced by the secret); also on a session that already existed
+        self.session = builder.config(NO_SUBSTITUTION, "false").getOrCreate()
+        self.session.conf.set(NO_SUBSTITUTION, "false")
         self.session.sparkContext.setLogLevel("ERROR")  # its warnings are no news to a user of sdc
         self.schema = output.get("schema", "default")
 
@@ -56,6 +63,16 @@ class SparkWarehouse:
     def has_table(self, schema: str, table: str) -> bool:
         return bool(self.session.catalog.tableExists(f"{quote_spark(schema)}.{quote_spark(table)}"))
 
+    def existing_relation(self, name: str) -> tuple[str, str, str | None] | None:
+        """(schema, 'table' or 'view', its comment) of the relation ``name`` ('schema.table', or a table in the
+        target's schema), or None when there is none."""
+        schema, table = name.split(".") if "." in name else (self.schema, name)
+        relation = f"{quote_spark(schema)}.{quote_spark(table)}"
+        if not self.session.catalog.tableExists(relation):
+            return None
+        rows = {row[0]: row[1] for row in self.session.sql(f"describe table extended {relation}").collect()}
+        return schema, "view" if rows.get("Type") == "VIEW" else "table", rows.get("Comment")
+
     def export_parquet(self, schema: str, table: str, folder: Path) -> Path:
         """The table as a folder of Parquet files (types as they are)."""
         path = folder / f"pull_{table}"
@@ -66,9 +83,10 @@ class SparkWarehouse:
         """Replace schema.<name> for each name by the Parquet file or folder given (see the module docstring)."""
         self._replace(schema, {name: self.session.read.parquet(str(path)) for name, path in tables.items()})
 
-    def replace_tables(self, tables: list[tuple[str, dict]]) -> None:
+    def replace_tables(self, tables: list[tuple[str, dict]], comment: str | None = None) -> None:
         """Replace each table ('schema.table' of plain names, or a table in the target's schema) by the columns given (name -> list
-        of Python values), typed as sdc.profiles.column_type says."""
+        of Python values), typed as sdc.profiles.column_type says; each new table carries ``comment`` (the mark of
+        the command that wrote it)."""
         from .profiles import column_type
 
         by_schema: dict[str, dict] = {}
@@ -78,9 +96,9 @@ class SparkWarehouse:
             rows = [tuple(row) for row in zip(*columns.values())]
             by_schema.setdefault(schema, {})[table] = self.session.createDataFrame(rows, schema=ddl)
         for schema, frames in by_schema.items():
-            self._replace(schema, frames)
+            self._replace(schema, frames, comment)
 
-    def _replace(self, schema: str, frames: dict) -> None:
+    def _replace(self, schema: str, frames: dict, comment: str | None = None) -> None:
         self.session.sql(f"create database if not exists {quote_spark(schema)}")
         staged = {}
         try:
@@ -89,6 +107,8 @@ class SparkWarehouse:
                 self.session.sql(f"drop table if exists {staging}")
                 frame.write.mode("overwrite").saveAsTable(f"{schema}.{table}{STAGING_SUFFIX}")
                 staged[table] = staging
+                if comment is not None:  # on the staged table: the rename keeps it
+                    self.session.sql(f"comment on table {staging} is {quote_spark_literal(comment)}")
         except Exception:
             for staging in staged.values():
                 self.session.sql(f"drop table if exists {staging}")

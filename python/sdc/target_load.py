@@ -66,6 +66,10 @@ def load_into_target(profiles_dir, profile: str, target: str | None, input_path,
         return report
 
 
+# key store columns that stores of earlier versions lack (the loader adds them)
+_ADDED_LATER = ("id_type",)
+
+
 def _create_kept_table(con, name: str) -> str:
     """The loader's own definition of a key store or the load log, keys included (its inserts rely on them)."""
     relation = f"{RAW_SCHEMA}.{quote_identifier(name)}"
@@ -76,15 +80,42 @@ def _create_kept_table(con, name: str) -> str:
     return relation
 
 
+def _fill_kept_table(con, name: str, columns: list[str], source: str | None) -> None:
+    """The target's raw.<name> (its ``columns``, its rows by ``source``) into the loader's own table of that name
+    in ``con``; a table of another shape (not written by sdc load) is one line naming it, before the target is
+    changed."""
+    import duckdb
+
+    relation = _create_kept_table(con, name)
+    own = [d[0] for d in con.execute(f"select * from {relation} limit 0").description]
+    what = "the load log" if name == LOAD_LOG_TABLE else "the key store"
+    missing = [c for c in own if c not in columns and c not in _ADDED_LATER]
+    extra = [c for c in columns if c not in own]
+    if missing or extra:
+        raise SdcError(f"{RAW_SCHEMA}.{name} in the target is not {what} of sdc load: it has columns "
+                       f"{', '.join(columns)}; sdc load's are {', '.join(own)}. Rename or drop that table first")
+    if source is None:
+        return
+    try:
+        con.execute(f"insert into {relation} by name {source}")
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise SdcError(f"{RAW_SCHEMA}.{name} in the target is not {what} of sdc load: cannot read it ({first}). "
+                       "Rename or drop that table first") from None
+
+
 def _pull_spark(spark, con, name: str, folder: Path) -> None:
     """raw.<name> from Spark into the DuckDB ``con``, when the target has it (through Parquet)."""
     if not spark.has_table(RAW_SCHEMA, name):
         return
     path = spark.export_parquet(RAW_SCHEMA, name, folder)
-    relation = _create_kept_table(con, name)
-    if any(path.glob("*.parquet")):
-        con.execute(f"insert into {relation} by name select * from read_parquet({quote_literal(str(path / '*.parquet'))})")
-    shutil.rmtree(path)
+    try:
+        columns = spark.column_names(f"{spark.quote(RAW_SCHEMA)}.{spark.quote(name)}")
+        source = (f"select * from read_parquet({quote_literal(str(path / '*.parquet'))})"
+                  if any(path.glob("*.parquet")) else None)
+        _fill_kept_table(con, name, columns, source)
+    finally:
+        shutil.rmtree(path)
 
 
 def _push_spark(con, spark, names: list[str], folder: Path) -> None:
@@ -116,10 +147,11 @@ def _pull(pg, con, name: str, folder: Path) -> None:
         with path.open("w", encoding="utf-8") as handle:
             cur.copy_expert(f"copy {RAW_SCHEMA}.{quote_identifier(name)} to stdout with (format csv, header true)", handle)
     spec = "{" + ", ".join(f"{quote_literal(c)}: {quote_literal(t)}" for c, t in types.items()) + "}"
-    relation = _create_kept_table(con, name)
-    con.execute(f"insert into {relation} by name select * from read_csv({quote_literal(str(path))}, header = true, "
-                f"columns = {spec}, quote = '\"', escape = '\"', nullstr = '', allow_quoted_nulls = false)")
-    path.unlink()
+    try:
+        _fill_kept_table(con, name, list(types), f"select * from read_csv({quote_literal(str(path))}, header = true, "
+                         f"columns = {spec}, quote = '\"', escape = '\"', nullstr = '', allow_quoted_nulls = false)")
+    finally:
+        path.unlink()
 
 
 def _push(con, pg, names: list[str], folder: Path) -> None:

@@ -9,15 +9,23 @@ its audit back in one transaction. Between two dbt selections:
     dbt build --select supp_x_published        # suppression_published(source('audit', 'supp_x_pattern'), ...)
 
 The pattern is the one the dbt-duckdb Python model (sdc.suppression.warehouse.secondary_suppression) gives.
+
+The pattern and audit tables never go into the raw schema (microdata, record keys, the load log), and replace
+only a table an earlier `sdc suppress --target` wrote: each carries the comment OUTPUT_MARK, checked before
+anything is dropped.
 """
 
 from __future__ import annotations
 
 import re
 
+from ..conventions import RAW_SCHEMA
 from ..errors import SdcError
 from ..quoting import quote_identifier
 from .warehouse import audit_columns, pattern_columns
+
+# The comment on every table sdc suppress --target writes: only such a table is replaced by a later run.
+OUTPUT_MARK = "written by sdc suppress"
 
 _RELATION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
@@ -40,6 +48,9 @@ def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: 
     audit_sql = relation_name(audit, "--audit-table", q) if audit else None
     if {pattern_sql, audit_sql} & {cells_sql, relations_sql} or pattern_sql == audit_sql:
         raise SdcError("--pattern and --audit-table must name two tables other than the cells and relations they read")
+    for option, name in (("--pattern", pattern), ("--audit-table", audit)):
+        if name:
+            check_output_table(target, name, option)
     names = _column_names(target, cells_sql, cells, "--cells")
     missing = [d for d in _checked(dims) if d not in names]
     if missing:
@@ -57,12 +68,25 @@ def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: 
     columns = pattern_columns(rows, names, members, dims, magnitude=magnitude, **options)
     pattern_rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
     audited = audit_columns(pattern_rows, members, dims, magnitude=magnitude) if audit else None
-    target.replace_tables([(pattern, columns)] + ([(audit, audited)] if audited else []))
+    target.replace_tables([(pattern, columns)] + ([(audit, audited)] if audited else []), comment=OUTPUT_MARK)
     statuses = {}
     for status in columns["status"]:
         statuses[status] = statuses.get(status, 0) + 1
     unprotected = sum(not p for p in audited["protected"]) if audited else 0
     return {"statuses": statuses, "unprotected": unprotected}
+
+
+def check_output_table(target, name: str, option: str) -> None:
+    """An output of sdc suppress never goes into the raw schema and replaces no table or view that an earlier
+    sdc suppress did not write (its comment is OUTPUT_MARK)."""
+    schema = name.split(".")[0] if "." in name else None
+    found = target.existing_relation(name)
+    if (found[0] if found else schema or "").lower() == RAW_SCHEMA:
+        raise SdcError(f"{option} {name}: schema {RAW_SCHEMA} holds the loaded microdata, their record keys and "
+                       f"the load log; give {option} in another schema")
+    if found and tuple(found[1:]) != ("table", OUTPUT_MARK):
+        raise SdcError(f"{option} {name}: a {found[1]} of that name exists that sdc suppress did not write; it is "
+                       f"not replaced: give another {option}, or drop it first")
 
 
 def _column_names(target, relation_sql: str, relation: str, option: str) -> list[str]:

@@ -463,12 +463,14 @@ def test_presets_differ_in_the_clamp():
     would push a sensitive cell below 0, and the clamp stops it at exactly 0. τ-Argus clamps only component 1,
     which it may: it adds mu_c to component 1 only, and without mu_c a component cannot change the sign
     (the ptable's targets j >= 0 give V >= -a, so x̂ = δ V >= -|x|)."""
-    params = dict(type="top_contr", top_k=2, mu_c=20, sensitive=["freq:10"],
+    # 22 records, x = 700: component 1 (δ = 20) moves it by 20 (20 + |V|) to 1100..1200 or 300..200, where
+    # component 2 (δ = 20) down by 20 (20 + |V|) >= 400 needs the clamp
+    params = dict(type="top_contr", top_k=2, mu_c=20, sensitive=["freq:30"],
                   multiplier={"type": "simple", "p": 0.2, "epsilon": [1, 1]})
     values = {"tauargus": [], "cellkey": []}
-    df = pd.DataFrame({"g": [f"c{k}" for k in range(300) for _ in range(3)],
-                       "v": [100.0, 90.0, 5.0] * 300,
-                       "rk": np.random.default_rng(4).integers(0, M, 900)})
+    df = pd.DataFrame({"g": [f"c{k}" for k in range(300) for _ in range(22)],
+                       "v": ([100.0, 100.0] + [25.0] * 20) * 300,
+                       "rk": np.random.default_rng(4).integers(0, M, 22 * 300)})
     for preset in values:
         got = sum_table(df, ["g"], value="v", record_key="rk", modulus=M, params={"preset": preset, **params},
                         ptable=_tables(False), totals="none", audit=True, check_keys=False)

@@ -20,7 +20,9 @@
     δ_j   x_j ε_j m(x_j) (flex or simple multiplier); 1 below the separation point (small_cells table, j = 1
           only); |x| when |x| < δ_j
     a     |x / δ_j|, V = the ptable's noise at ratio a (interpolated between rows) for the j-th scrambled key
-    x     x + sign(x) δ_j sign(V) (μ + |V|), μ = mu_c for sensitive cells; no sign change
+    x     x + sign(x) δ_j sign(V) (μ + |V|), μ = mu_c for sensitive cells (τ-Argus: component 1 only, here
+          also below the separation point); where V = 0 in a sensitive cell, sign(V) is +1 for an even
+          component key and -1 for an odd one; no sign change
   Zero stays zero. The presets tauargus and cellkey differ where the tools do (params: see
   python/sdc/magnitude/params.py, which checks the same names).
 
@@ -433,18 +435,16 @@ end
 {#- the added noise: sign(x) |δ| sign(V) (μ + |V|); μ and the clamp as the preset says (ckm.md §3.5, 2 and 3) -#}
 {% macro ckm_sum_added(x, m, j, p) -%}
 {%- set delta, v, small = 'delta_' ~ m ~ '_' ~ j, 'v_' ~ m ~ '_' ~ j, 'small_' ~ m ~ '_' ~ j -%}
-{%- if p.mu_c > 0 and p.preset == 'tauargus' -%}
-  {%- set mu = ('case when sensitive and not ' ~ small ~ ' then ' ~ p.mu_c ~ ' else 0 end') if j == 1 else '0' -%}
-{%- elif p.mu_c > 0 -%}
-  {%- set mu = 'case when sensitive then ' ~ p.mu_c ~ ' else 0 end' -%}
-{%- else -%}
-  {%- set mu = '0' -%}
-{%- endif -%}
-{%- set added = 'sign(' ~ x ~ ') * abs(' ~ delta ~ ') * sign(' ~ v ~ ') * (' ~ mu ~ ' + abs(' ~ v ~ '))' -%}
+{%- set with_mu = p.mu_c > 0 and (j == 1 or p.preset != 'tauargus') -%}
+{%- set mu = ('case when sensitive then ' ~ p.mu_c ~ ' else 0 end') if with_mu else '0' -%}
+{#- sign(V); where V = 0 in a sensitive cell, +1 for an even component key, -1 for an odd one (its last binary
+    digit, unused by the lookup): a sensitive cell moves by at least mu_c δ (red team 7; τ-Argus adds nothing) -#}
+{%- set direction = ('case when ' ~ v ~ ' = 0 and sensitive then 1 - 2 * (key_' ~ j ~ ' % 2) else sign(' ~ v ~ ') end') if with_mu else 'sign(' ~ v ~ ')' -%}
+{%- set added = 'sign(' ~ x ~ ') * abs(' ~ delta ~ ') * ' ~ direction ~ ' * (' ~ mu ~ ' + abs(' ~ v ~ '))' -%}
 {%- if j == 1 or p.preset == 'cellkey' -%}
 case
-    when {{ v }} < 0 and {{ x }} > 0 then greatest({{ added }}, -{{ x }})
-    when {{ v }} < 0 and {{ x }} < 0 then least({{ added }}, -{{ x }})
+    when {{ direction }} < 0 and {{ x }} > 0 then greatest({{ added }}, -{{ x }})
+    when {{ direction }} < 0 and {{ x }} < 0 then least({{ added }}, -{{ x }})
     else {{ added }}
 end
 {%- else -%}

@@ -44,7 +44,9 @@
                0 has weighted count 0, a count the threshold hides has none
     weighted_count  how the weighted count is perturbed, default var sdc_weighted_count ('magnitude'):
                'magnitude'    the sum of the weights, perturbed by the magnitude method (ckm_sum with
-                              weight=; params= and nums_ptable= as ckm_sum's params= and ptable=)
+                              weight=; params= and nums_ptable= as ckm_sum's params= and ptable=), plus the
+                              count's noise times the cell's smallest weight, at least that weight: a
+                              constant weight does not give the count away (red team 6)
                'mean_weight'  count' * (sum of weights / count), as cellKey and τ-Argus publish it. The
                               published pair reveals the cell's exact mean weight, a fraction whose
                               denominator is the original count: with integer or few distinct weights the
@@ -104,6 +106,7 @@ with leaf_cells as (
         {{ sdc.ckm_key_sum(sdc.sql_identifier(key_column), modulus) }} as key_sum,
         {%- if weight is not none %}
         sum(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_sum,
+        min(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_min,
         {%- endif %}
         max({{ sdc.sql_identifier(key_column) }}) as max_key
     {%- if weight is not none %}
@@ -122,7 +125,7 @@ with leaf_cells as (
 
 complete_leaf_cells as (
     -- the cells of the frame; a combination without records is an empty cell (original 0, key sum 0)
-{{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, ['original', 'key_sum'] + (['weight_sum'] if weight is not none else []), ['max_key']) }}
+{{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, ['original', 'key_sum'] + (['weight_sum'] if weight is not none else []), (['weight_min'] if weight is not none else []) + ['max_key']) }}
 ),
 {%- endif %}
 
@@ -147,7 +150,8 @@ paired_metrics as (
         cast(coalesce(sum(original), 0) as bigint) as original,
         coalesce(sum(key_sum), 0) as key_sum
         {%- if weight is not none %},
-        coalesce(sum(weight_sum), 0) as weight_sum
+        coalesce(sum(weight_sum), 0) as weight_sum,
+        min(weight_min) as weight_min
         {%- endif %}
     from checked_leaf_levels
     {{ sdc.group_by_grouping_sets(sets) }}
@@ -222,7 +226,8 @@ published as (
             then original + noise
         end as {{ sdc.sql_identifier('count') }}
         {%- if weight is not none %},
-        weight_sum as original_weighted_count
+        weight_sum as original_weighted_count,
+        weight_min
         {%- endif %}
     from overlay
 )
@@ -238,10 +243,20 @@ magnitude_weighted_counts as (
 weighted as (
     -- the weighted count: 0 where the count is 0 (a false zero stays a zero)
     select
-        published.*,
+        {%- for dim in dims %}
+        published.{{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        published.original, published.key_sum, published.cell_key_int, published.cell_key, published.ptable_row,
+        published.noise, published.{{ sdc.sql_identifier('count') }}, published.original_weighted_count,
         {%- if weighting == 'magnitude' %}
+        -- the perturbed sum of the weights plus the count's noise times the cell's smallest weight: with one
+        -- weight w for all, weighted_count / w is count + (magnitude noise) / w, and tells no more than count
+        -- (red team 6); unbiased as both noises are; at least one record's weight
         case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0
-             else coalesce(magnitude_weighted_counts.weighted_count, 0.0) end as weighted_count
+             else greatest(
+                 coalesce(magnitude_weighted_counts.weighted_count, 0.0)
+                     + cast(published.noise as {{ sdc.double_type() }}) * cast(published.weight_min as {{ sdc.double_type() }}),
+                 cast(published.weight_min as {{ sdc.double_type() }})) end as weighted_count
         {%- else %}
         case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0
              else cast(published.{{ sdc.sql_identifier('count') }} as {{ sdc.double_type() }}) * cast(published.original_weighted_count as {{ sdc.double_type() }}) / published.original end as weighted_count

@@ -33,6 +33,8 @@
                sdc_ptable_reuse_from (none: every larger count uses row max i)
     check_keys refuse keys that cannot be uniform random (ckm_check_record_keys), default var
                sdc_check_record_keys (true); false only for hand-picked teaching keys
+    check_cell_keys  refuse a table whose own cell keys are not uniform on [0, 1) (ckm_check_cell_keys: keys
+               that cancel within cells), default check_keys
     complete   publish every cell of the table's frame, empty ones (count 0) included, as ONS and cellKey
                do: the cross product of each dimension's codes (the leaves of its hierarchy, or the values
                observed in the data) with every total asked for; default var sdc_complete_tables (true).
@@ -52,7 +54,7 @@
                               denominator is the original count: with integer or few distinct weights the
                               original count can be read back. Choose it only to match those tools.
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none, weighted_count=none, params=none, nums_ptable=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none, weighted_count=none, params=none, nums_ptable=none, check_cell_keys=none) %}
 {{- sdc.build_record_hook() -}}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: totals must be 'cube', 'rollup' or 'none', got '" ~ totals ~ "'") }}
@@ -88,11 +90,14 @@
 {%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_count', roles=roles) -%}
+{%- do sdc.ckm_check_columns(relation, dims, fact, 'ckm_count', {rk: 'record key column', weight: 'weight column'}) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
 {%- if weight is not none -%}{%- do sdc.ckm_sum_check_numeric(relation, [weight], 'ckm_count') -%}{%- endif -%}
-{%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
+{%- set check_keys = check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys') -%}
+{%- if check_keys -%}
   {%- do sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count') -%}
 {%- endif -%}
+{%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 
@@ -171,13 +176,19 @@ cell_keys as (
         cast(key_sum % {{ modulus }} as bigint) as cell_key_int
     from checked_key_sums
 ),
+{%- if check_cell_keys %}
+
+checked_cell_keys as (
+{{ sdc.ckm_check_cell_keys('cell_keys', modulus, caller_name='ckm_count') }}
+),
+{%- endif %}
 
 ptable_rows as (
     select
         cell_keys.*,
         cell_key_int / {{ modulus }}.0 as cell_key,
         {{ sdc.ckm_ptable_row('original', '(select max(i) from ' ~ ptable ~ ')', reuse_from) }} as ptable_row
-    from cell_keys
+    from {{ 'checked_cell_keys' if check_cell_keys else 'cell_keys' }} as cell_keys
 ),
 
 ptable_intervals as (

@@ -74,6 +74,7 @@
 {%- if value is not none -%}{%- do roles.update({value: 'value column'}) -%}{%- endif -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_sum_own_columns'), caller_name, roles=roles, top_contributions=true, patterns=sdc.setting('sdc_ckm_sum_own_patterns')) -%}
+{%- do sdc.ckm_check_columns(relation, dims, none, caller_name, {rk: 'record key column', value: 'value column', weight: 'weight column'}) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, caller_name, power_of_ten=true) -%}
 {%- do sdc.ckm_sum_check_numeric(relation, [value, weight], caller_name) -%}
 {%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}

@@ -36,7 +36,7 @@
             ~ ' or ln(2) - 2 * different_cells * ks * ks < ln(' ~ sdc.setting('sdc_record_key_alpha') ~ '))',
         "'" ~ caller_name ~ ": the cell keys of the table are not uniform on [0, 1): ' || cast(distinct_cell_keys as "
             ~ sdc.text_type() ~ ") || ' distinct cell keys among ' || cast(different_cells as " ~ sdc.text_type()
-            ~ ") || ' cells with records, Kolmogorov-Smirnov distance ' || cast(round(ks, 4) as " ~ sdc.text_type()
+            ~ ") || ' cells with records, Kolmogorov-Smirnov distance ' || cast(cast(ks as decimal(10, 4)) as " ~ sdc.text_type()
             ~ ") || '. The record keys cancel within cells (such as pairs k and M - k): they are not independent random keys; draw them with sdc load --key-mode random or keyed'") }}
 {% endmacro %}
 

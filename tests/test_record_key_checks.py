@@ -394,7 +394,7 @@ def _cube_cells(rng, sizes, n, modulus):
 
 
 def test_false_alarm_rate_of_the_cell_key_check_by_simulation():
-    """2000 tables of genuinely random keys (2 to 4 dimensions of 2 to 10 codes, 20 to 20,000 records, moduli
+    """2000 tables of genuinely random keys (1 to 4 dimensions of 2 to 10 codes, 20 to 20,000 records, moduli
     256 to 10^8) through the macro's SQL: the KS bound allows 2000 x 1e-6 expected refusals, the distinct share
     (half the expected count) is far from random keys' values: none may be refused."""
     import pandas as pd

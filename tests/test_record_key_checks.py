@@ -11,7 +11,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from conftest import DATA, query
+from conftest import DATA, REPO, query
 from dbt_project_helper import DEMO_PTABLE, ScratchProject
 from sdc.cli import main
 from sdc.conventions import DEFAULT_KEY_MODULUS, RECORD_KEY_ALPHA
@@ -358,6 +358,24 @@ def test_sdc_ckm_and_count_table_refuse_keys_that_cancel_within_cells(tmp_path, 
     fine.write_text("id,sex,roof,akeys\n" + "".join(f"{i},{s},{r},{k}\n" for i, (s, r, k) in enumerate(
         zip(sex, roof, np.random.default_rng(3).integers(0, M, len(sex))), start=1)))
     assert len(sdc.ckm.count_table(fine, ["sex", "roof"], record_key="akeys", modulus=M, ptable=DEMO_PTABLE)) == 12
+
+
+def test_a_magnitude_table_refuses_keys_that_cancel_within_cells(tmp_path):
+    """The same check in ckm_sum (sdc.ckm.sum_table), over the cells' contributors."""
+    import pandas as pd
+
+    import sdc.ckm
+
+    sex, roof, keys = antithetic_keys()
+    params = {"type": "top_contr", "top_k": 1, "multiplier": {"type": "simple", "p": 0.1, "epsilon": [1]}}
+    nums = REPO / "demo" / "seeds" / "sdc_nums_ptable.csv"
+    df = pd.DataFrame({"sex": sex, "roof": roof, "rk": keys, "income": np.arange(1, len(keys) + 1) * 10.0})
+    with pytest.raises(SdcError, match=r"ckm_sum: the cell keys of the table are not uniform on \[0, 1\): 1 distinct "
+                                       r"cell keys among 1[01] cells with records"):
+        sdc.ckm.sum_table(df, ["sex", "roof"], value="income", record_key="rk", modulus=M, params=params, ptable=nums)
+    df["rk"] = np.random.default_rng(4).integers(0, M, len(keys))
+    assert len(sdc.ckm.sum_table(df, ["sex", "roof"], value="income", record_key="rk", modulus=M, params=params,
+                                 ptable=nums)) == 12
 
 
 def test_ckm_count_stops_on_keys_that_cancel_within_cells(tmp_path):

@@ -11,9 +11,11 @@
     uniformity      the Kolmogorov-Smirnov distance D of the c cell keys to the uniform, refused when the DKW
                     bound p = 2 exp(-2 c D^2) is below sdc_record_key_alpha (1e-6)
 
-  The false-alarm rate on genuine random keys, by simulation: tests/test_record_key_checks.py.
+  The false-alarm rate on genuine random keys, by simulation: tests/test_record_key_checks.py. counted: the
+  column whose cells have a cell key (records; ckm_sum: the contributors); identity: the columns that tell record
+  sets apart.
 #}
-{% macro ckm_check_cell_keys(cells, modulus, caller_name) %}
+{% macro ckm_check_cell_keys(cells, modulus, caller_name, counted='original', identity=['original', 'key_sum']) %}
     select {{ cells }}.* from {{ cells }}
     cross join (
         select
@@ -27,7 +29,7 @@
                 cell_key_int,
                 row_number() over (order by cell_key_int) as position,
                 count(*) over () as total
-            from (select distinct original, key_sum, cell_key_int from {{ cells }} where original > 0) as different
+            from (select distinct {{ identity | join(', ') }}, cell_key_int from {{ cells }} where {{ counted }} > 0) as different
         ) as ranked
     ) as spread
     where {{ sdc.ckm_fail_if(

@@ -34,14 +34,14 @@
     params     dict of magnitude parameters (preset, type, top_k, multiplier, mu_c, sensitive, same_key,
                use_zero_rkeys, separation), default var sdc_magnitude_params
     ptable     the magnitude ptable relation (columns i, v, p_int_lb, p_int_ub, type), default ref('sdc_nums_ptable')
-    totals, hierarchy, modulus, check_keys, complete: as ckm_count (complete: empty cells of the frame have
-               the value 0)
+    totals, hierarchy, modulus, check_keys, check_cell_keys, complete: as ckm_count (complete: empty cells of
+               the frame have the value 0; the cell keys checked are those of the cells with contributors)
     rules_preset  boundary semantics of the `sensitive` rules (as suppression_primary), default handbook
     audit      false (default): dimensions and measures only; true: also originals, cell key, sensitivity and
                each component's δ and noise (never publish these)
     caller_name   the macro named in error messages (ckm_count calls ckm_sum for a weighted count)
 #}
-{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum') %}
+{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum', check_cell_keys=none) %}
 {{- sdc.build_record_hook() -}}
 {%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params') -%}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
@@ -77,9 +77,11 @@
 {%- do sdc.ckm_check_columns(relation, dims, none, caller_name, {rk: 'record key column', value: 'value column', weight: 'weight column'}) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, caller_name, power_of_ten=true) -%}
 {%- do sdc.ckm_sum_check_numeric(relation, [value, weight], caller_name) -%}
-{%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
+{%- set check_keys = check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys') -%}
+{%- if check_keys -%}
   {%- do sdc.ckm_check_record_keys(relation, rk, none, modulus, caller_name) -%}
 {%- endif -%}
+{%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set grid = sdc.ckm_sum_ptable_grid(ptable, p, caller_name) -%}
 {%- set z_s = grid.separation_point -%}
 {%- set top_n = [p.top_k, 2] | max -%}
@@ -242,13 +244,22 @@ cell_keys as (
         "'the key sum ' || cast(key_sum_all as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(records as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
 ),
 
+{%- if check_cell_keys %}
+
+checked_cell_keys as (
+    -- the table's own cell keys must look uniform (red team 8: record keys that cancel within cells)
+{{ sdc.ckm_check_cell_keys('cell_keys', modulus, caller_name,
+       counted='records' if p.use_zero_rkeys else 'contributors_' ~ first, identity=['records', 'key_sum_all', 'key_sum_zero']) }}
+),
+{%- endif %}
+
 component_keys as (
     select
         *
         {%- for j in range(1, K + 1) %},
         {{ sdc.ckm_sum_scrambled('cell_key_int', digits, j - 1 if p.same_key else j) }} as key_{{ j }}
         {%- endfor %}
-    from cell_keys
+    from {{ 'checked_cell_keys' if check_cell_keys else 'cell_keys' }}
 ),
 
 ptable_intervals as (

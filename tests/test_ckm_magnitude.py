@@ -463,12 +463,14 @@ def test_presets_differ_in_the_clamp():
     would push a sensitive cell below 0, and the clamp stops it at exactly 0. τ-Argus clamps only component 1,
     which it may: it adds mu_c to component 1 only, and without mu_c a component cannot change the sign
     (the ptable's targets j >= 0 give V >= -a, so x̂ = δ V >= -|x|)."""
-    params = dict(type="top_contr", top_k=2, mu_c=20, sensitive=["freq:10"],
+    # 22 records, x = 700: component 1 (δ = 20) moves it by 20 (20 + |V|) to 1100..1200 or 300..200, where
+    # component 2 (δ = 20) down by 20 (20 + |V|) >= 400 needs the clamp
+    params = dict(type="top_contr", top_k=2, mu_c=20, sensitive=["freq:30"],
                   multiplier={"type": "simple", "p": 0.2, "epsilon": [1, 1]})
     values = {"tauargus": [], "cellkey": []}
-    df = pd.DataFrame({"g": [f"c{k}" for k in range(300) for _ in range(3)],
-                       "v": [100.0, 90.0, 5.0] * 300,
-                       "rk": np.random.default_rng(4).integers(0, M, 900)})
+    df = pd.DataFrame({"g": [f"c{k}" for k in range(300) for _ in range(22)],
+                       "v": ([100.0, 100.0] + [25.0] * 20) * 300,
+                       "rk": np.random.default_rng(4).integers(0, M, 22 * 300)})
     for preset in values:
         got = sum_table(df, ["g"], value="v", record_key="rk", modulus=M, params={"preset": preset, **params},
                         ptable=_tables(False), totals="none", audit=True, check_keys=False)
@@ -584,13 +586,16 @@ def test_weighted_counts_do_not_reveal_the_original_count(tmp_path):
     # ... the magnitude-perturbed sum of weights does not: the attack is no better than a guess among 7
     ours = [_denominator_attack(c, w) for c, w in zip(perturbed["count"], perturbed["weighted_count"])]
     assert np.mean(np.array(ours) == perturbed["n"].to_numpy()) < 0.35
-    # and the weighted count is the sum of weights perturbed as sum_table perturbs it: same sign, within the
-    # method's bound; 0 where the count was perturbed to 0 (a false zero must not show a weight)
+    # and the weighted count is the sum of weights perturbed as sum_table perturbs it plus the count's noise
+    # times the cell's smallest weight (red team 6); 0 where the count was perturbed to 0 (a false zero must
+    # not show a weight)
     sums = sum_table(df, ["g"], weight="w", record_key="rk", modulus=M, params=params, ptable=_tables(False),
                      totals="none", audit=True).set_index("g")
     positive = got["count"] > 0
-    assert np.allclose(got.loc[positive, "weighted_count"], sums.loc[got.index[positive], "weighted_count"],
-                       rtol=1e-12)
+    smallest = df.groupby("g")["w"].min()
+    assert np.allclose(got.loc[positive, "weighted_count"],
+                       sums.loc[got.index[positive], "weighted_count"]
+                       + (got["count"] - got["n"])[positive] * smallest[got.index[positive]], rtol=1e-12)
     assert (got.loc[positive, "weighted_count"] > 0).all() and (got.loc[~positive, "weighted_count"] == 0).all()
     sums = sums.join(truth)
     assert ((sums["weighted_count"] - sums["s"]).abs() <= sums["delta_weighted_count_1"] * 5 + 1e-6).all()

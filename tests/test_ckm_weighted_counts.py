@@ -4,6 +4,7 @@ computation, the magnitude method against sum_table, zero stays zero, the thresh
 Python API, and bad weights."""
 
 import csv
+import math
 from decimal import Decimal
 
 import duckdb
@@ -100,7 +101,26 @@ def test_zero_stays_zero_and_a_count_perturbed_to_zero_has_no_weight(nums_ptable
         assert (got.loc[empty, "original_weighted_count"] == 0).all(), method
 
 
+def smallest_weights(dims, hierarchy=None) -> dict:
+    """Per cell (as independent_cells): the smallest weight of its records."""
+    parents = {(dim, code): parent for dim, code, parent in hierarchy or []}
+    out = {}
+    with open(MICRODATA, newline="") as handle:
+        for record in csv.DictReader(handle):
+            combos = [()]
+            for dim in dims:
+                codes = [record[dim]]
+                while parents.get((dim, codes[-1])):
+                    codes.append(parents[(dim, codes[-1])])
+                combos = [c + (a,) for c in combos for a in codes]
+            for combo in combos:
+                out[combo] = min(out.get(combo, math.inf), int(record["sampling_weight"]))
+    return out
+
+
 def test_magnitude_weighted_count_is_the_perturbed_sum_of_weights_beside_unchanged_counts(nums_ptable):
+    """weighted_count = the sum of the weights perturbed as sum_table perturbs it + the count's noise times the
+    cell's smallest weight (red team 6: a constant weight must not give the count away)."""
     df = pd.read_csv(MICRODATA)
     run = dict(record_key="rkeys", modulus=10**7, hierarchy=HIERARCHY)
     plain = sdc.ckm.count_table(df, ["sex", "age"], ptable=PTABLE, **run)
@@ -112,8 +132,13 @@ def test_magnitude_weighted_count_is_the_perturbed_sum_of_weights_beside_unchang
                              **run)
     merged = weighted.merge(sums, on=["sex", "age"], suffixes=("", "_sum"))
     assert len(merged) == len(weighted) == 27
-    assert np.allclose(merged["weighted_count"], merged["weighted_count_sum"], rtol=1e-12)
-    truth = {k: v[2] for k, v in independent_cells(["sex", "age"], read_hierarchy(HIERARCHY)).items()}
+    cells = independent_cells(["sex", "age"], read_hierarchy(HIERARCHY))
+    smallest = smallest_weights(["sex", "age"], read_hierarchy(HIERARCHY))
+    count_noise = np.array([r.count - cells[(r.sex, r.age)][0] for r in merged.itertuples()])
+    w_min = np.array([smallest[(r.sex, r.age)] for r in merged.itertuples()])
+    assert (count_noise != 0).sum() >= 10 and len(set(w_min)) >= 2
+    assert np.allclose(merged["weighted_count"], merged["weighted_count_sum"] + count_noise * w_min, rtol=1e-12)
+    truth = {k: v[2] for k, v in cells.items()}
     changed = sum(abs(r.weighted_count - truth[(r.sex, r.age)]) > 1e-6 for r in merged.itertuples())
     assert changed >= 20  # the weighted counts are perturbed, not copied
 

@@ -5,12 +5,13 @@ Record keys that were all 0 were accepted: every cell of 8 or more got -5, so or
 uniformity (thresholds: python/sdc/conventions.py, "record key checks")."""
 
 import math
+import re
 
 import duckdb
 import numpy as np
 import pytest
 
-from conftest import DATA, query
+from conftest import DATA, REPO, query
 from dbt_project_helper import DEMO_PTABLE, ScratchProject
 from sdc.cli import main
 from sdc.conventions import DEFAULT_KEY_MODULUS, RECORD_KEY_ALPHA
@@ -293,3 +294,152 @@ def test_ids_that_a_cast_would_change_are_refused(tmp_path, ids, message):
         load_microdata(db, microdata(tmp_path / "b.csv", [0] * 200, ids=ids), "t", id_column="id")
     assert message in str(err.value)
     assert query(db, "select id, rk from raw.t__record_keys order by id") == store
+
+
+# ------------------------------------------------------------------------------------------------ cell keys
+
+def antithetic_keys(n=300, seed=8):
+    """Red team 8: records over sex x roof whose keys cancel within each finest cell (pairs k, M - k; an odd
+    cell one triple k1, k2, M - k1 - k2): each key uniform and distinct, every cell key 0."""
+    rng = np.random.default_rng(seed)
+    sex, roof = rng.choice(["f", "m"], n), rng.choice(["r1", "r2", "r3"], n)
+    keys = np.zeros(n, dtype=np.int64)
+    for cell in {(s, r) for s, r in zip(sex, roof)}:
+        rows = np.flatnonzero((sex == cell[0]) & (roof == cell[1]))
+        drawn = rng.integers(1, M, len(rows))
+        for a, b in zip(rows[0::2], rows[1::2]):
+            keys[b] = M - drawn[a == rows].item()
+            keys[a] = drawn[a == rows].item()
+        if len(rows) % 2:
+            k1, k2 = keys[rows[0]], keys[rows[1]]
+            keys[rows[0]], keys[rows[1]], keys[rows[2]] = k1, k2 // 2, (M - k1 - k2 // 2) % M
+            keys[rows[3:]] = np.where(np.arange(len(rows) - 3) % 2 == 0, drawn[3:], 0)[: len(rows) - 3]
+            for a, b in zip(rows[3::2], rows[4::2]):
+                keys[b] = M - keys[a]
+    return sex, roof, keys
+
+
+def antithetic_file(path):
+    sex, roof, keys = antithetic_keys()
+    path.write_text("id,sex,roof,akeys\n" + "".join(
+        f"{i},{s},{r},{k / M:.8f}\n" for i, (s, r, k) in enumerate(zip(sex, roof, keys), start=1)))
+    return path
+
+
+def test_antithetic_keys_pass_the_record_key_checks_and_zero_every_cell_key():
+    sex, roof, keys = antithetic_keys()
+    assert len(set(keys)) > 0.99 * len(keys)
+    con = duckdb.connect()
+    con.register("draw", {"k": keys})
+    assert problem(statistics(con, "draw", "k", M), M) is None  # one by one they look random
+    for cell in {(s, r) for s, r in zip(sex, roof)}:
+        assert keys[(sex == cell[0]) & (roof == cell[1])].sum() % M == 0
+
+
+def test_sdc_ckm_and_count_table_refuse_keys_that_cancel_within_cells(tmp_path, capsys):
+    import sdc.ckm
+
+    data = antithetic_file(tmp_path / "antithetic.csv")
+    out = tmp_path / "anti_cells.csv"
+    code = main(["ckm", "--input", str(data), "--dims", "sex,roof", "--record-key", "akeys", "--key-digits", "8",
+                 "--ptable", str(DEMO_PTABLE), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    # 12 cells; those with the same count and key sum (the same even count: k M / 2) count as one record set
+    assert re.search(r"ckm_count: the cell keys of the table are not uniform on \[0, 1\): 1 distinct cell keys among "
+                     r"1[01] cells with records, Kolmogorov-Smirnov distance 1\.0+\. The record keys cancel within "
+                     r"cells", err), err
+    assert not out.exists()
+    with pytest.raises(SdcError, match=r"cell keys of the table are not uniform .* 1 distinct cell keys among 1[01] "):
+        sdc.ckm.count_table(data, ["sex", "roof"], record_key="akeys", modulus=M, ptable=DEMO_PTABLE)
+    # the same records with random keys pass
+    sex, roof, _ = antithetic_keys()
+    fine = tmp_path / "fine.csv"
+    fine.write_text("id,sex,roof,akeys\n" + "".join(f"{i},{s},{r},{k}\n" for i, (s, r, k) in enumerate(
+        zip(sex, roof, np.random.default_rng(3).integers(0, M, len(sex))), start=1)))
+    assert len(sdc.ckm.count_table(fine, ["sex", "roof"], record_key="akeys", modulus=M, ptable=DEMO_PTABLE)) == 12
+
+
+def test_a_magnitude_table_refuses_keys_that_cancel_within_cells(tmp_path):
+    """The same check in ckm_sum (sdc.ckm.sum_table), over the cells' contributors."""
+    import pandas as pd
+
+    import sdc.ckm
+
+    sex, roof, keys = antithetic_keys()
+    params = {"type": "top_contr", "top_k": 1, "multiplier": {"type": "simple", "p": 0.1, "epsilon": [1]}}
+    nums = REPO / "demo" / "seeds" / "sdc_nums_ptable.csv"
+    df = pd.DataFrame({"sex": sex, "roof": roof, "rk": keys, "income": np.arange(1, len(keys) + 1) * 10.0})
+    with pytest.raises(SdcError, match=r"ckm_sum: the cell keys of the table are not uniform on \[0, 1\): 1 distinct "
+                                       r"cell keys among 1[01] cells with records"):
+        sdc.ckm.sum_table(df, ["sex", "roof"], value="income", record_key="rk", modulus=M, params=params, ptable=nums)
+    df["rk"] = np.random.default_rng(4).integers(0, M, len(keys))
+    assert len(sdc.ckm.sum_table(df, ["sex", "roof"], value="income", record_key="rk", modulus=M, params=params,
+                                 ptable=nums)) == 12
+
+
+def test_ckm_count_stops_on_keys_that_cancel_within_cells(tmp_path):
+    p = ScratchProject(tmp_path / "project")
+    load_microdata(p.db, antithetic_file(tmp_path / "antithetic.csv"), "antithetic", key_mode="existing",
+                   key_column="akeys", modulus=M)  # one by one the keys pass the load's checks
+    p.sources(["antithetic"])
+    p.model("anti_cells", "{{ sdc.ckm_count(source('raw', 'antithetic'), dims=['sex', 'roof']) }}")
+    result = p.dbt("build", "--select", "+anti_cells")
+    assert result.returncode == 1
+    out = " ".join(result.stdout.split())
+    assert re.search(r"ckm_count: the cell keys of the table are not uniform on \[0, 1\): 1 distinct cell keys among "
+                     r"1[01] cells", out), out[-2000:]
+    assert not query(p.db, "select table_name from information_schema.tables where table_name = 'anti_cells'")
+
+
+def _cube_cells(rng, sizes, n, modulus):
+    """The cells (original, key_sum, cell_key_int) of a cube over dimensions of ``sizes`` codes, from n records
+    with uniform keys in skewed leaves; every margin summed from the leaves."""
+    leaves = int(np.prod(sizes))
+    leaf = rng.choice(leaves, n, p=rng.dirichlet(np.full(leaves, 0.7)))
+    keys = rng.integers(0, modulus, n)
+    counts = np.bincount(leaf, minlength=leaves).reshape(sizes)
+    key_sums = np.zeros(leaves, dtype=object)
+    for index, key in zip(leaf, keys):
+        key_sums[index] += int(key)
+    key_sums = key_sums.reshape(sizes)
+    rows = []
+    for kept in range(2 ** len(sizes)):
+        axes = tuple(a for a in range(len(sizes)) if not kept >> a & 1)
+        c, s = counts.sum(axis=axes) if axes else counts, key_sums.sum(axis=axes) if axes else key_sums
+        rows += [(int(o), int(k), int(k) % modulus) for o, k in zip(np.ravel(c), np.ravel(s))]
+    return rows
+
+
+def test_false_alarm_rate_of_the_cell_key_check_by_simulation():
+    """2000 tables of genuinely random keys (1 to 4 dimensions of 2 to 10 codes, 20 to 20,000 records, moduli
+    256 to 10^8) through the macro's SQL: the KS bound allows 2000 x 1e-6 expected refusals, the distinct share
+    (half the expected count) is far from random keys' values: none may be refused."""
+    import pandas as pd
+
+    from sdc.macro_renderer import render_macro
+
+    con = duckdb.connect()
+    sql = render_macro(con, "ckm_check_cell_keys", "cells", 10**8, caller_name="ckm_count")
+    rng = np.random.default_rng(20261124)
+    shapes, sizes, moduli = [(2, 3), (4, 5, 3), (10, 6), (2, 2, 3, 4), (7,)], [20, 200, 2000, 20000], [256, 4096, M]
+    refused = 0
+    for draw in range(2000):
+        modulus = moduli[draw % 3]
+        rows = _cube_cells(rng, shapes[draw % 5], sizes[(draw // 5) % 4], modulus)
+        cells = pd.DataFrame(rows, columns=["original", "key_sum", "cell_key_int"])
+        con.register("cells", cells)
+        check = sql if modulus == M else render_macro(con, "ckm_check_cell_keys", "cells", modulus,
+                                                      caller_name="ckm_count")
+        try:
+            con.execute(f"select count(*) from ({check}) as checked").fetchall()
+        except duckdb.Error:
+            refused += 1
+    assert refused == 0
+    # and the check does refuse: every cell key 0, or all in the first tenth of [0, 1)
+    for bad in (lambda k: 0, lambda k: k % (M // 10)):
+        cells = pd.DataFrame([(o, k, bad(c)) for o, k, c in _cube_cells(rng, (4, 5, 3), 2000, M)],
+                             columns=["original", "key_sum", "cell_key_int"])
+        con.register("cells", cells)
+        with pytest.raises(duckdb.Error, match="the cell keys of the table are not uniform"):
+            con.execute(f"select count(*) from ({sql}) as checked").fetchall()

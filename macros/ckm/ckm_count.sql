@@ -33,6 +33,8 @@
                sdc_ptable_reuse_from (none: every larger count uses row max i)
     check_keys refuse keys that cannot be uniform random (ckm_check_record_keys), default var
                sdc_check_record_keys (true); false only for hand-picked teaching keys
+    check_cell_keys  refuse a table whose own cell keys are not uniform on [0, 1) (ckm_check_cell_keys: keys
+               that cancel within cells), default check_keys
     complete   publish every cell of the table's frame, empty ones (count 0) included, as ONS and cellKey
                do: the cross product of each dimension's codes (the leaves of its hierarchy, or the values
                observed in the data) with every total asked for; default var sdc_complete_tables (true).
@@ -44,13 +46,15 @@
                0 has weighted count 0, a count the threshold hides has none
     weighted_count  how the weighted count is perturbed, default var sdc_weighted_count ('magnitude'):
                'magnitude'    the sum of the weights, perturbed by the magnitude method (ckm_sum with
-                              weight=; params= and nums_ptable= as ckm_sum's params= and ptable=)
+                              weight=; params= and nums_ptable= as ckm_sum's params= and ptable=), plus the
+                              count's noise times the cell's smallest weight, at least that weight: a
+                              constant weight does not give the count away (red team 6)
                'mean_weight'  count' * (sum of weights / count), as cellKey and τ-Argus publish it. The
                               published pair reveals the cell's exact mean weight, a fraction whose
                               denominator is the original count: with integer or few distinct weights the
                               original count can be read back. Choose it only to match those tools.
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none, weighted_count=none, params=none, nums_ptable=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none, weighted_count=none, params=none, nums_ptable=none, check_cell_keys=none) %}
 {{- sdc.build_record_hook() -}}
 {%- set step_sql -%}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
@@ -87,11 +91,14 @@
 {%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_count', roles=roles) -%}
+{%- do sdc.ckm_check_columns(relation, dims, fact, 'ckm_count', {rk: 'record key column', weight: 'weight column'}) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
 {%- if weight is not none -%}{%- do sdc.ckm_sum_check_numeric(relation, [weight], 'ckm_count') -%}{%- endif -%}
-{%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
+{%- set check_keys = check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys') -%}
+{%- if check_keys -%}
   {%- do sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count') -%}
 {%- endif -%}
+{%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 
@@ -105,6 +112,7 @@ with leaf_cells as (
         {{ sdc.ckm_key_sum(sdc.sql_identifier(key_column), modulus) }} as key_sum,
         {%- if weight is not none %}
         sum(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_sum,
+        min(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_min,
         {%- endif %}
         max({{ sdc.sql_identifier(key_column) }}) as max_key
     {%- if weight is not none %}
@@ -123,7 +131,7 @@ with leaf_cells as (
 
 complete_leaf_cells as (
     -- the cells of the frame; a combination without records is an empty cell (original 0, key sum 0)
-{{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, ['original', 'key_sum'] + (['weight_sum'] if weight is not none else []), ['max_key']) }}
+{{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, ['original', 'key_sum'] + (['weight_sum'] if weight is not none else []), (['weight_min'] if weight is not none else []) + ['max_key']) }}
 ),
 {%- endif %}
 
@@ -148,7 +156,8 @@ paired_metrics as (
         cast(coalesce(sum(original), 0) as bigint) as original,
         coalesce(sum(key_sum), 0) as key_sum
         {%- if weight is not none %},
-        coalesce(sum(weight_sum), 0) as weight_sum
+        coalesce(sum(weight_sum), 0) as weight_sum,
+        min(weight_min) as weight_min
         {%- endif %}
     from checked_leaf_levels
     {{ sdc.group_by_grouping_sets(sets) }}
@@ -168,13 +177,19 @@ cell_keys as (
         cast(key_sum % {{ modulus }} as bigint) as cell_key_int
     from checked_key_sums
 ),
+{%- if check_cell_keys %}
+
+checked_cell_keys as (
+{{ sdc.ckm_check_cell_keys('cell_keys', modulus, caller_name='ckm_count') }}
+),
+{%- endif %}
 
 ptable_rows as (
     select
         cell_keys.*,
         cell_key_int / {{ modulus }}.0 as cell_key,
         {{ sdc.ckm_ptable_row('original', '(select max(i) from ' ~ ptable ~ ')', reuse_from) }} as ptable_row
-    from cell_keys
+    from {{ 'checked_cell_keys' if check_cell_keys else 'cell_keys' }} as cell_keys
 ),
 
 ptable_intervals as (
@@ -223,7 +238,8 @@ published as (
             then original + noise
         end as {{ sdc.sql_identifier('count') }}
         {%- if weight is not none %},
-        weight_sum as original_weighted_count
+        weight_sum as original_weighted_count,
+        weight_min
         {%- endif %}
     from overlay
 )
@@ -239,10 +255,20 @@ magnitude_weighted_counts as (
 weighted as (
     -- the weighted count: 0 where the count is 0 (a false zero stays a zero)
     select
-        published.*,
+        {%- for dim in dims %}
+        published.{{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        published.original, published.key_sum, published.cell_key_int, published.cell_key, published.ptable_row,
+        published.noise, published.{{ sdc.sql_identifier('count') }}, published.original_weighted_count,
         {%- if weighting == 'magnitude' %}
+        -- the perturbed sum of the weights plus the count's noise times the cell's smallest weight: with one
+        -- weight w for all, weighted_count / w is count + (magnitude noise) / w, and tells no more than count
+        -- (red team 6); unbiased as both noises are; at least one record's weight
         case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0
-             else coalesce(magnitude_weighted_counts.weighted_count, 0.0) end as weighted_count
+             else greatest(
+                 coalesce(magnitude_weighted_counts.weighted_count, 0.0)
+                     + cast(published.noise as {{ sdc.double_type() }}) * cast(published.weight_min as {{ sdc.double_type() }}),
+                 cast(published.weight_min as {{ sdc.double_type() }})) end as weighted_count
         {%- else %}
         case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0
              else cast(published.{{ sdc.sql_identifier('count') }} as {{ sdc.double_type() }}) * cast(published.original_weighted_count as {{ sdc.double_type() }}) / published.original end as weighted_count

@@ -41,6 +41,9 @@ walk as (
 select
     (select count(*) from nodes) as node_count,
     (select count(distinct code) from nodes) as distinct_codes,
+    (select {{ sdc.ckm_sorted_list("code || ' (under ' || parents || ')'") }} from (
+        select code, {{ sdc.ckm_sorted_list("coalesce(parent, 'no parent')") }} as parents
+        from nodes group by code having count(*) > 1) as repeated) as repeated_codes,
     (select count(*) from walk) as reached,
     (select {{ sdc.ckm_sorted_list('code') }} from nodes where parent is null) as roots,
     (select count(*) from nodes where parent is null) as root_count,
@@ -51,7 +54,16 @@ select
 {%- if row['node_count'] == 0 -%}{{ return(none) }}{%- endif -%}
 {%- set prefix = "hierarchy of dimension '" ~ dim ~ "': " -%}
 {%- if row['distinct_codes'] != row['node_count'] -%}
-  {{ exceptions.raise_compiler_error(prefix ~ "a code appears more than once") }}
+  {%- set types = [] -%}
+  {%- set numeric = [] -%}
+  {%- for column in adapter.get_columns_in_relation(hierarchy) if column.name | lower in ['code', 'parent'] -%}
+    {%- do types.append(column.name | lower ~ ' ' ~ column.dtype | lower) -%}
+    {%- if 'char' not in column.dtype | lower and 'text' not in column.dtype | lower and 'string' not in column.dtype | lower -%}
+      {%- do numeric.append(column.name) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ exceptions.raise_compiler_error(prefix ~ "codes appear more than once: " ~ row['repeated_codes']
+      ~ (("; the hierarchy's columns are " ~ types | join(', ') ~ ", which drops leading zeros (01 becomes 1): hierarchy seeds need text columns, e.g. column_types: {dimension: varchar, code: varchar, parent: varchar} in the seed's config") if numeric else "")) }}
 {%- endif -%}
 {%- if row['root_count'] != 1 -%}
   {{ exceptions.raise_compiler_error(prefix ~ "needs exactly one root (a code without parent), found: " ~ (row['roots'] or 'none')) }}

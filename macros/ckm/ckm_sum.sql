@@ -20,7 +20,9 @@
     δ_j   x_j ε_j m(x_j) (flex or simple multiplier); 1 below the separation point (small_cells table, j = 1
           only); |x| when |x| < δ_j
     a     |x / δ_j|, V = the ptable's noise at ratio a (interpolated between rows) for the j-th scrambled key
-    x     x + sign(x) δ_j sign(V) (μ + |V|), μ = mu_c for sensitive cells; no sign change
+    x     x + sign(x) δ_j sign(V) (μ + |V|), μ = mu_c for sensitive cells (τ-Argus: component 1 only, here
+          also below the separation point); where V = 0 in a sensitive cell, sign(V) is +1 for an even
+          component key and -1 for an odd one; no sign change
   Zero stays zero. The presets tauargus and cellkey differ where the tools do (params: see
   python/sdc/magnitude/params.py, which checks the same names).
 
@@ -32,14 +34,14 @@
     params     dict of magnitude parameters (preset, type, top_k, multiplier, mu_c, sensitive, same_key,
                use_zero_rkeys, separation), default var sdc_magnitude_params
     ptable     the magnitude ptable relation (columns i, v, p_int_lb, p_int_ub, type), default ref('sdc_nums_ptable')
-    totals, hierarchy, modulus, check_keys, complete: as ckm_count (complete: empty cells of the frame have
-               the value 0)
+    totals, hierarchy, modulus, check_keys, check_cell_keys, complete: as ckm_count (complete: empty cells of
+               the frame have the value 0; the cell keys checked are those of the cells with contributors)
     rules_preset  boundary semantics of the `sensitive` rules (as suppression_primary), default handbook
     audit      false (default): dimensions and measures only; true: also originals, cell key, sensitivity and
                each component's δ and noise (never publish these)
     caller_name   the macro named in error messages (ckm_count calls ckm_sum for a weighted count)
 #}
-{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum') %}
+{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum', check_cell_keys=none) %}
 {{- sdc.build_record_hook() -}}
 {%- set step_sql -%}
 {%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params') -%}
@@ -73,11 +75,14 @@
 {%- if value is not none -%}{%- do roles.update({value: 'value column'}) -%}{%- endif -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_sum_own_columns'), caller_name, roles=roles, top_contributions=true, patterns=sdc.setting('sdc_ckm_sum_own_patterns')) -%}
+{%- do sdc.ckm_check_columns(relation, dims, none, caller_name, {rk: 'record key column', value: 'value column', weight: 'weight column'}) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, caller_name, power_of_ten=true) -%}
 {%- do sdc.ckm_sum_check_numeric(relation, [value, weight], caller_name) -%}
-{%- if (check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys')) -%}
+{%- set check_keys = check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys') -%}
+{%- if check_keys -%}
   {%- do sdc.ckm_check_record_keys(relation, rk, none, modulus, caller_name) -%}
 {%- endif -%}
+{%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set grid = sdc.ckm_sum_ptable_grid(ptable, p, caller_name) -%}
 {%- set z_s = grid.separation_point -%}
 {%- set top_n = [p.top_k, 2] | max -%}
@@ -240,13 +245,22 @@ cell_keys as (
         "'the key sum ' || cast(key_sum_all as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(records as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
 ),
 
+{%- if check_cell_keys %}
+
+checked_cell_keys as (
+    -- the table's own cell keys must look uniform (red team 8: record keys that cancel within cells)
+{{ sdc.ckm_check_cell_keys('cell_keys', modulus, caller_name,
+       counted='records' if p.use_zero_rkeys else 'contributors_' ~ first, identity=['records', 'key_sum_all', 'key_sum_zero']) }}
+),
+{%- endif %}
+
 component_keys as (
     select
         *
         {%- for j in range(1, K + 1) %},
         {{ sdc.ckm_sum_scrambled('cell_key_int', digits, j - 1 if p.same_key else j) }} as key_{{ j }}
         {%- endfor %}
-    from cell_keys
+    from {{ 'checked_cell_keys' if check_cell_keys else 'cell_keys' }}
 ),
 
 ptable_intervals as (
@@ -436,18 +450,16 @@ end
 {#- the added noise: sign(x) |δ| sign(V) (μ + |V|); μ and the clamp as the preset says (ckm.md §3.5, 2 and 3) -#}
 {% macro ckm_sum_added(x, m, j, p) -%}
 {%- set delta, v, small = 'delta_' ~ m ~ '_' ~ j, 'v_' ~ m ~ '_' ~ j, 'small_' ~ m ~ '_' ~ j -%}
-{%- if p.mu_c > 0 and p.preset == 'tauargus' -%}
-  {%- set mu = ('case when sensitive and not ' ~ small ~ ' then ' ~ p.mu_c ~ ' else 0 end') if j == 1 else '0' -%}
-{%- elif p.mu_c > 0 -%}
-  {%- set mu = 'case when sensitive then ' ~ p.mu_c ~ ' else 0 end' -%}
-{%- else -%}
-  {%- set mu = '0' -%}
-{%- endif -%}
-{%- set added = 'sign(' ~ x ~ ') * abs(' ~ delta ~ ') * sign(' ~ v ~ ') * (' ~ mu ~ ' + abs(' ~ v ~ '))' -%}
+{%- set with_mu = p.mu_c > 0 and (j == 1 or p.preset != 'tauargus') -%}
+{%- set mu = ('case when sensitive then ' ~ p.mu_c ~ ' else 0 end') if with_mu else '0' -%}
+{#- sign(V); where V = 0 in a sensitive cell, +1 for an even component key, -1 for an odd one (its last binary
+    digit, unused by the lookup): a sensitive cell moves by at least mu_c δ (red team 7; τ-Argus adds nothing) -#}
+{%- set direction = ('case when ' ~ v ~ ' = 0 and sensitive then 1 - 2 * (key_' ~ j ~ ' % 2) else sign(' ~ v ~ ') end') if with_mu else 'sign(' ~ v ~ ')' -%}
+{%- set added = 'sign(' ~ x ~ ') * abs(' ~ delta ~ ') * ' ~ direction ~ ' * (' ~ mu ~ ' + abs(' ~ v ~ '))' -%}
 {%- if j == 1 or p.preset == 'cellkey' -%}
 case
-    when {{ v }} < 0 and {{ x }} > 0 then greatest({{ added }}, -{{ x }})
-    when {{ v }} < 0 and {{ x }} < 0 then least({{ added }}, -{{ x }})
+    when {{ direction }} < 0 and {{ x }} > 0 then greatest({{ added }}, -{{ x }})
+    when {{ direction }} < 0 and {{ x }} < 0 then least({{ added }}, -{{ x }})
     else {{ added }}
 end
 {%- else -%}

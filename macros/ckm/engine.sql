@@ -200,8 +200,10 @@ case when count(case when {{ condition }} then 1 end) > 0 then slice(sort_array(
 {% macro duckdb__ckm_merge_top_values(column, n) -%}
 list_slice(list_sort(flatten(list({{ column }}) filter (where {{ column }} is not null)), 'DESC'), 1, {{ n }})
 {%- endmacro %}
+{#- PostgreSQL: an empty cell of a complete frame has NULL for its list, and array_agg cannot stack a NULL array
+    among the 2-d ones ("cannot accumulate null arrays", red team 16): those are left out, as on DuckDB -#}
 {% macro default__ckm_merge_top_values(column, n) -%}
-(select (array_agg(x order by x desc) filter (where x is not null))[1:{{ n }}] from unnest(array_agg({{ column }})) as x)
+(select (array_agg(x order by x desc) filter (where x is not null))[1:{{ n }}] from unnest(array_agg({{ column }}) filter (where {{ column }} is not null)) as x)
 {%- endmacro %}
 {% macro spark__ckm_merge_top_values(column, n) -%}
 case when count({{ column }}) > 0 then slice(sort_array(flatten(collect_list({{ column }})), false), 1, {{ n }}) end

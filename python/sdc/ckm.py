@@ -261,7 +261,8 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
         sql = render_macro(
             con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
             hierarchy=_HIERARCHY if hierarchy is not None else None, ptable=_PTABLE, modulus=modulus,
-            reuse_from=reuse_from, check_keys=False, complete=complete, threshold=threshold, **weighted)
+            reuse_from=reuse_from, check_keys=False, check_cell_keys=check_keys, complete=complete,
+            threshold=threshold, **weighted)
     output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
     output += [WEIGHTED_OUTPUT] if weighting else []
     if audit:

@@ -37,6 +37,16 @@ def scramble(key: int, modulus: int, times: int) -> int:
     return key
 
 
+def noise_direction(v: float, key: int, mu: float) -> int:
+    """sign(V); where V = 0 and the cell gets mu_c (a sensitive cell), the sign is drawn from the component's
+    scrambled key: +1 for an even key, -1 for an odd one (its last binary digit, which the ptable lookup, by the
+    leading digits, does not use). So a sensitive cell always moves by at least mu_c δ (red team 7); τ-Argus and
+    cellKey add nothing there."""
+    if v != 0 or mu == 0:
+        return (v > 0) - (v < 0)
+    return 1 if key % 2 == 0 else -1
+
+
 def key_digits(modulus: int) -> int:
     """n of a modulus 10^n; magnitude tables scramble decimal digits, so other moduli are refused."""
     digits = len(str(modulus)) - 1
@@ -104,9 +114,10 @@ def perturb_cell(
         ratio = abs(x / delta)
         key = scramble(cell_key, modulus, params.key_shifts(j))
         v = float(table.lookup(Fraction(ratio), Fraction(key * INTERVAL_SCALE, modulus)))
-        mu = params.mu_c if sensitive and (not preset.mu_c_first_only or (j == 1 and not small)) else 0.0
-        added = sign * abs(delta) * ((v > 0) - (v < 0)) * (mu + abs(v))
-        if v < 0 and (j == 1 or not preset.clamp_first_only):
+        mu = params.mu_c if sensitive and (not preset.mu_c_first_only or j == 1) else 0.0
+        direction = noise_direction(v, key, mu)
+        added = sign * abs(delta) * direction * (mu + abs(v))
+        if direction < 0 and (j == 1 or not preset.clamp_first_only):
             added = max(added, -x) if x > 0 else min(added, -x)
         x += added
         out.append(Component(j, x_j, delta, table.type, ratio, v, added))

@@ -167,7 +167,7 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
         sql = render_macro(
             con, "ckm_sum", _MICRODATA, dims, value=value, weight=weight, params=dbt_params(params), ptable=_PTABLE,
             totals=totals, hierarchy=_HIERARCHY if hierarchy is not None else None, modulus=modulus,
-            check_keys=False, rules_preset=rules_preset, audit=audit, complete=complete)
+            check_keys=False, check_cell_keys=check_keys, rules_preset=rules_preset, audit=audit, complete=complete)
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
                       for d in dims)
     return f"select * from ({sql}) as cells order by {order}"

@@ -1,0 +1,108 @@
+"""A user's mistakes in a ckm_count / ckm_sum model are one line that names them (new-user trial D13, D10): a
+dimension or a fact that the relation does not have, a staging model whose join repeats records, and a
+hierarchy seed loaded with integer columns. A genuine relation of the same records builds (no false alarm)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import REPO, query
+from dbt_project_helper import ScratchProject
+from sdc.loader import load_microdata
+
+N = 3000
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mistakes")
+    rng = np.random.default_rng(13)
+    lines = ["person_id,region,kreis,whrswk,income"] + [
+        f"{i},{rng.choice(['north', 'south', 'west'])},{rng.choice(['01', '02', '09', '10'])},{rng.integers(0, 50)},"
+        f"{rng.integers(0, 9000)}" for i in range(1, N + 1)]
+    (root / "hi.csv").write_text("\n".join(lines) + "\n")
+    p = ScratchProject(root / "project")
+    load_microdata(p.db, root / "hi.csv", "persons", id_column="person_id", facts={"f_works": "whrswk > 0"})
+    p.sources(["persons"])
+    p.seed("sdc_nums_ptable", (REPO / "demo" / "seeds" / "sdc_nums_ptable.csv").read_text())
+    # a second table joined to the records: two rows per region (1:2), or a second row for 26 % of the people
+    p.seed("region_names", "region,name\nnorth,N\nnorth,Nord\nsouth,S\nsouth,Sued\nwest,W\nwest,West\n")
+    p.seed("extra_rows", "person_id\n" + "".join(f"{i}\n" for i in range(1, N + 1) if i % 100 < 26))
+    # a hierarchy of kreis whose codes look like numbers: 01, 02 under 1; 09, 10 under 2
+    p.seed("kreis_hierarchy", "dimension,code,parent\nkreis,0,\nkreis,1,0\nkreis,2,0\nkreis,01,1\n"
+                              "kreis,02,1\nkreis,09,2\nkreis,10,2\n")
+    models = {
+        "wrong_dim": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['regio']) }}",
+        "unloaded_fact": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region'], fact='whrswk') }}",
+        "wrong_sum_dim": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['regio'], value='income', "
+                         "params={'type': 'sum', 'separation': true, "
+                         "'multiplier': {'type': 'simple', 'p': 0.1, 'epsilon': [1]}}) }}",
+        "joined_twice": "{{ sdc.ckm_count(ref('persons_named'), dims=['region']) }}",
+        "joined_some": "{{ sdc.ckm_count(ref('persons_some_twice'), dims=['region']) }}",
+        "joined_once": "{{ sdc.ckm_count(ref('persons_once'), dims=['region']) }}",
+        "integer_hierarchy": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['kreis'], "
+                             "hierarchy=ref('kreis_hierarchy')) }}",
+    }
+    for name, sql in models.items():
+        p.model(name, sql, tags=["mistake"] if name != "joined_once" else [])
+    p.model("persons_named", "select p.*, r.name from {{ source('raw', 'persons') }} p "
+                             "join {{ ref('region_names') }} r using (region)", tags=["mistake"])
+    p.model("persons_some_twice", "select p.* from {{ source('raw', 'persons') }} p union all "
+                                  "select p.* from {{ source('raw', 'persons') }} p join {{ ref('extra_rows') }} "
+                                  "using (person_id)", tags=["mistake"])
+    p.model("persons_once", "select p.*, r.name from {{ source('raw', 'persons') }} p join "
+                            "(select region, min(name) as name from {{ ref('region_names') }} group by region) r "
+                            "using (region)")
+    (p.root / "seeds" / "schema.yml").write_text(
+        "version: 2\nseeds:\n  - name: kreis_hierarchy\n    config:\n      column_types: {code: integer, parent: integer}\n      tags: [mistake]\n")
+    result = p.dbt("build", "--exclude", "tag:mistake")
+    assert result.returncode == 0, result.stdout[-3000:]
+    return p
+
+
+def build(project, *models) -> str:
+    result = project.dbt("build", "--select", *models)
+    assert result.returncode == 1
+    return " ".join(result.stdout.split())  # dbt wraps long messages
+
+
+def test_a_dimension_that_is_not_a_column_is_named_with_the_columns(project):
+    out = build(project, "wrong_dim", "wrong_sum_dim")
+    assert "ckm_count: dimension 'regio' is not a column of \"warehouse\".\"raw\".\"persons\" (its columns: " \
+           "person_id, region, kreis, whrswk, income, " in out
+    assert "ckm_sum: dimension 'regio' is not a column of" in out
+    assert "Binder Error" not in out
+
+
+def test_a_column_that_is_not_a_loaded_fact_is_named_with_the_loaded_facts(project):
+    out = build(project, "unloaded_fact")
+    assert "ckm_count: fact 'whrswk' is not a loaded fact of \"warehouse\".\"raw\".\"persons\" (a fact is a 0/1 " \
+           "column with its key column rk_whrswk, as sdc load --config writes them; the loaded facts: f_works)" in out
+    assert "not found" not in out
+
+
+@pytest.mark.parametrize("model, staging, repeats", [("joined_twice", "persons_named", N),
+                                                     ("joined_some", "persons_some_twice", 780)])
+def test_a_join_that_repeats_records_is_named_as_such(project, model, staging, repeats):
+    out = build(project, f"{staging} {model}")
+    assert re.search(rf"ckm_count: the relation \S+{staging}\S* repeats records: {repeats} of \d+ record keys in "
+                     r"column rk are another record's key, where distinct records' random keys coincide about "
+                     r"[0-9.e-]+ times\. A join that matches a record more than once", out), out[-2000:]
+    assert "check_keys=false" not in out
+    assert not query(project.db, f"select table_name from information_schema.tables where table_name = '{model}'")
+
+
+def test_a_join_that_matches_each_record_once_builds(project):
+    assert query(project.db, "select original from joined_once where region = 'Total'") == [(N,)]
+
+
+def test_a_hierarchy_seed_with_integer_codes_names_the_codes_and_the_remedy(project):
+    out = build(project, "kreis_hierarchy integer_hierarchy")
+    # 01 and 02 became 1 and 2, the codes of their parents
+    assert "hierarchy of dimension 'kreis': codes appear more than once: 1 (under 0, 1), 2 (under 0, 1); the " \
+           "hierarchy's columns are code integer, parent integer, which drops leading zeros (01 becomes 1): " \
+           "hierarchy seeds need text columns, e.g. column_types: {dimension: varchar, code: varchar, parent: " \
+           "varchar}" in out, out[-2000:]

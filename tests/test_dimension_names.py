@@ -118,7 +118,11 @@ def test_macros_refuse_reserved_dimension_names_by_name(tmp_path, call, message)
 def test_ckm_published_drops_the_audit_columns_in_any_letter_case(tmp_path):
     import duckdb
     project = ScratchProject(tmp_path / "project")
-    project.model("cells", """select 'm' as sex, 3 as "count", 1 as "Noise", 2 as "ORIGINAL", 5 as "Cell_Key" """)
+    # a hand-made ckm_count output: ckm_published reads only relations whose build record names a CKM step
+    record = '{"sdc_build": {"invocation_id": "hand-made", "loads": {}, "step": "ckm_count", "reads": []}}'
+    hook = f"comment on table {{{{ this }}}} is '{record}'".replace('"', '\\"')
+    project.model("cells", f"""{{{{ config(post_hook="{hook}") }}}}
+select 'm' as sex, 3 as "count", 1 as "Noise", 2 as "ORIGINAL", 5 as "Cell_Key" """)
     project.model("published", "{{ sdc.ckm_published(ref('cells')) }}")
     result = project.dbt("build")
     assert result.returncode == 0, result.stdout[-2000:]

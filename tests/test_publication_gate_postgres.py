@@ -13,12 +13,14 @@ from dbt_project_helper import ScratchProject
 from sdc.loader import load_microdata
 from sdc.scratch import project_yaml
 from test_engine_postgres import postgres_type
+from test_engine_postgres_access import READER_PASSWORD
+from test_engine_postgres_access import as_reader as access_reader
 
 pytestmark = pytest.mark.postgres
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
 TABLE = "gate_survey"
-READER, PASSWORD = "gate_reader", "gate"
+READER = "gate_reader"
 PROJECT_EXTRA = """
 models:
   sdc:
@@ -68,7 +70,7 @@ def project(tmp_path_factory, postgres):
     with admin.cursor() as cur:
         cur.execute("select 1 from pg_roles where rolname = %s", (READER,))
         if cur.fetchone() is None:
-            cur.execute(f"create role {READER} login password '{PASSWORD}'")
+            cur.execute(f"create role {READER} login password '{READER_PASSWORD}'")
     admin.commit()
     admin.close()
     p = ScratchProject(root / "project", postgres=postgres, schema="gate")
@@ -84,14 +86,7 @@ def project(tmp_path_factory, postgres):
 
 
 def as_reader(server, sql):
-    conn = server.connect(user=READER, password=PASSWORD)
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            return cur.fetchall()
-    finally:
-        conn.close()
+    return access_reader(server, sql, role=READER)
 
 
 def test_protection_steps_and_views_over_them_are_granted(project):

@@ -14,7 +14,7 @@
   (python/sdc/release_gate.py): its build record must name a protection step (ckm_published over a ckm_count /
   ckm_sum output, suppression_published over a pattern, ckm_mean over protected relations), or it must be a view
   whose dependencies (pg_depend) are such relations only; a view must read exactly what its step read; and all
-  granted relations come from one load of each source table (their build records), so a stale pattern or a
+  granted relations come from one load of each source table, its last (their build records), so a stale pattern or a
   partial rebuild after a reload is not granted beside the new tables. On DuckDB, which has no GRANT, it does nothing (`sdc publish` writes a separate
   file instead).
 #}
@@ -202,12 +202,21 @@
 {% endmacro %}
 
 
-{#- every granted relation from one load of each source table (red team 20, new-user D6) -#}
+{#- every granted relation from one load of each source table, the last one in the load log (red team 20,
+    new-user D6: a suppression pattern sdc suppress --target wrote before a reload carries the older load) -#}
 {% macro gate_check_one_load(loads) %}
 {%- for table, found in loads.items() if found | length > 1 -%}
   {%- set shown = [] -%}
   {%- for at, relation in found.items() | sort -%}{%- do shown.append('load of ' ~ at ~ ': ' ~ relation) -%}{%- endfor -%}
   {{ exceptions.raise_compiler_error("grant_published: the tagged relations were built from different loads of " ~ table ~ " (" ~ shown | join('; ') ~ "): a stale pattern or a rebuild of part of the project after sdc load; run the whole build (sdc suppress --target again for a suppression pattern) before granting") }}
+{%- endfor -%}
+{%- set log = sdc.build_record_load_log() -%}
+{%- set raw = sdc.setting('sdc_raw_schema') | lower ~ '.' -%}
+{%- for table, found in loads.items() -%}
+  {%- set last = log.get(table[raw | length:] if table.startswith(raw) else table) -%}
+  {%- for at, relation in found.items() if last is not none and at != last -%}
+    {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " was built from the load of " ~ table ~ " of " ~ at ~ ", but its last sdc load is of " ~ last ~ ": run the whole build (sdc suppress --target again for a suppression pattern) after the last sdc load before granting") }}
+  {%- endfor -%}
 {%- endfor -%}
 {% endmacro %}
 
@@ -238,8 +247,10 @@
     {%- set audit_columns = adapter.get_columns_in_relation(audit) | map(attribute='name') | map('lower') | list -%}
     {%- for ckm_column, supp_column in [('original', 'freq'), ('original_value', 'value'), ('original_weighted_count', 'value')]
           if may_share and ckm_column in audit_columns and supp_column in pattern_columns -%}
-      {%- set totals = run_query('select (select max(cast(' ~ sdc.sql_identifier(ckm_column) ~ ' as double precision)) from ' ~ audit
+      {%- set found = run_query('select (select max(cast(' ~ sdc.sql_identifier(ckm_column) ~ ' as double precision)) from ' ~ audit
                                  ~ '), (select max(cast(' ~ sdc.sql_identifier(supp_column) ~ ' as double precision)) from ' ~ pattern ~ ')').rows[0] -%}
+      {#- agate gives Decimals: as floats, for the tolerance below -#}
+      {%- set totals = found | map('float') | list if found[0] is not none and found[1] is not none else [none, none] -%}
       {%- if totals[0] is not none and totals[1] is not none and totals[0] > 0 and (totals[0] - totals[1]) | abs <= 1e-9 * [1, totals[0] | abs] | max -%}
         {{ exceptions.raise_compiler_error("grant_published: " ~ audit ~ " (Cell Key Method) and " ~ pattern ~ " (cell suppression) hold the same population and variable (both have the grand total " ~ totals[0] ~ "): the suppression table would show the true value of cells the CKM perturbs and the CKM a value for cells suppression hides; publish this table by one method only") }}
       {%- endif -%}

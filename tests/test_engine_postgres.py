@@ -12,6 +12,7 @@ import pytest
 
 from dbt_project_helper import ScratchProject
 from engine_models import DERIVED, MICRODATA, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
+from sdc.build_record import build_record_of_comment
 from sdc.target_load import postgres_type
 
 pytestmark = pytest.mark.postgres
@@ -372,6 +373,12 @@ def test_sdc_suppress_target_writes_no_table_it_did_not_write_and_nothing_into_r
         run = sdc_cli(*base, "--pattern", "main.rt4_pattern", "--audit-table", "main.rt4_audit")
         assert run.returncode == 0, (attempt, run.stderr[-2000:])
     assert state() == before
-    assert pg_rows(pg.postgres, "select obj_description('main.rt4_pattern'::regclass, 'pg_class'), "
-                                "obj_description('main.rt4_audit'::regclass, 'pg_class')") == \
-        [("written by sdc suppress", "written by sdc suppress")]
+    (pattern_mark, audit_mark, cells_mark), = pg_rows(
+        pg.postgres, "select obj_description('main.rt4_pattern'::regclass, 'pg_class'), obj_description("
+                     "'main.rt4_audit'::regclass, 'pg_class'), obj_description('main.supp_primary'::regclass, 'pg_class')")
+    # a build record marked as sdc suppress's, with the loads of the cell table it was solved from (new-user D6)
+    record = build_record_of_comment(pattern_mark)
+    assert record == build_record_of_comment(audit_mark) == {
+        "written_by": "written by sdc suppress", "cells": "main.supp_primary",
+        "loads": build_record_of_comment(cells_mark)["loads"]}
+    assert list(record["loads"]) == ["raw.survey"]

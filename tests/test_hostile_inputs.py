@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from conftest import query
 from dbt_project_helper import DEMO_PTABLE, ScratchProject
+from sdc.build_record import build_record_comment, build_record_of_comment
 from sdc.ckm import COUNT_FACT, protect_table
 from sdc.conventions import (CKM_AUDIT_COLUMNS, CKM_OWN_COLUMNS, RECORD_KEY_COLUMN, SUPPRESSION_AUDIT_COLUMNS,
                              SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL)
@@ -1165,9 +1166,13 @@ def test_suppress_target_writes_no_table_it_did_not_write_and_nothing_into_raw(t
         line, = run.stderr.strip().splitlines()
         assert message in line, (extra, line)
         assert _warehouse_state(db) == before
+    loads = {"raw.persons": ["2026-01-02 03:04:05"]}  # the cell table's build record, as dbt would write it
+    _comment(db, "table main.supp_primary", build_record_comment({"loads": loads, "step": "suppression_primary"}))
     for attempt in (1, 2):  # the second run replaces the tables the first wrote
         run = run_cli(*base, "--pattern", "main.p", "--audit-table", "main.a2")
         assert run.returncode == 0, (attempt, run.stderr[-2000:])
+        if attempt == 1:  # the bare mark of a table written before build records: replaced as well
+            _comment(db, "table main.p", "written by sdc suppress")
     assert _warehouse_state(db) == before
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -1176,8 +1181,18 @@ def test_suppress_target_writes_no_table_it_did_not_write_and_nothing_into_raw(t
         cells = con.execute("select count(*) from main.p").fetchone()[0]
     finally:
         con.close()
-    assert marks == [("a2", "written by sdc suppress"), ("p", "written by sdc suppress")]
+    # each a build record marked as sdc suppress's, with the loads of the cells it was solved from (new-user D6)
+    record = {"written_by": "written by sdc suppress", "cells": "main.supp_primary", "loads": loads}
+    assert [(name, build_record_of_comment(comment)) for name, comment in marks] == [("a2", record), ("p", record)]
     assert cells == 18  # 5 states x 2 sexes, their totals and the total: (5 + 1) * (2 + 1)
+
+
+def _comment(db: Path, relation: str, text: str) -> None:
+    con = duckdb.connect(str(db))
+    try:
+        con.execute(f"comment on {relation} is {quote_literal(text)}")
+    finally:
+        con.close()
 
 
 def test_suppress_target_without_a_sensitive_cell_writes_an_empty_audit(tmp_path):

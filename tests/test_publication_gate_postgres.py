@@ -36,7 +36,7 @@ MODELS = {
     "protected/by_sex.sql": "{{ sdc.ckm_published(ref('ckm_by_sex')) }}",
     "protected/persons_view.sql": "{{ config(materialized='view') }}{{ sdc.ckm_published(ref('ckm_persons')) }}",
     # a BI view of one's own over a published table: granted
-    "protected/men.sql": "{{ config(materialized='view') }}select * from {{ ref('persons') }} where sex = '1'",
+    "protected/men.sql": "{{ config(materialized='view') }}select * from {{ ref('persons') }} where sex = 'male'",
 }
 
 
@@ -93,7 +93,7 @@ def test_protection_steps_and_views_over_them_are_granted(project):
     persons = as_reader(project.postgres, "select sex, roof, count from gate_protected.persons order by 1, 2")
     assert len(persons) == 3 * 6
     assert as_reader(project.postgres, "select sex, roof, count from gate_protected.men order by 1, 2") == \
-        [r for r in persons if r[0] == "1"]
+        [r for r in persons if r[0] == "male"] != []
 
 
 @pytest.mark.parametrize("name, sql, message", [
@@ -154,4 +154,91 @@ def test_tables_of_two_ptables_are_not_granted(project):
         assert "grant_published: the release mixes two count ptable: " in out, out[-3000:]
     finally:
         seed.write_text(original)
+    assert project.dbt("build").returncode == 0
+
+
+# New-user D6: cell suppression between two dbt selections (README, PostgreSQL), over the men only, so that the
+# CKM tables and the suppression table are not one population (that is refused on its own, D3)
+SUPPRESSION_MODELS = {
+    "audit/supp_men.sql": f"{{{{ config(materialized='view') }}}}select * from {{{{ source('raw', '{TABLE}') }}}} "
+                          "where sex = 'male'",
+    "audit/supp_cells.sql": "{{ sdc.suppression_cells(ref('supp_men'), dims=['roof'], value='income') }}",
+    "audit/supp_primary.sql": "{{ sdc.suppression_primary(ref('supp_cells'), ['freq:6', 'p:10']) }}",
+    "audit/supp_relations.sql": "{{ sdc.suppression_constraints(ref('supp_cells'), ['roof']) }}",
+    "protected/men_suppressed.sql": "{{ sdc.suppression_published('gate_audit.supp_pattern', ['roof'], value='value') }}",
+}
+
+
+def suppress(project) -> None:
+    """sdc suppress --target as the README runs it: the pattern solved from the cell table, written back."""
+    from sdc.cli import main
+
+    assert main(["suppress", "--target", "pg", "--profile", "sdc_scratch", "--profiles-dir", str(project.root),
+                 "--cells", "gate_audit.supp_primary", "--relations", "gate_audit.supp_relations",
+                 "--pattern", "gate_audit.supp_pattern", "--dims", "roof", "--magnitude"]) == 0
+
+
+def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
+    """New-user D6: after a reload and a whole dbt build, the suppression table was rebuilt from the pattern that
+    sdc suppress had solved on the old load, and granted beside the CKM tables of the new load. The pattern now
+    carries the loads of the cell table it was solved from; a release of two loads, or of one load that is not
+    the last, is not granted."""
+    for name, text in SUPPRESSION_MODELS.items():
+        (project.root / "models" / name).write_text(text)
+    try:
+        assert project.dbt("build", "--select", "supp_men", "supp_cells", "supp_primary", "supp_relations").returncode == 0
+        suppress(project)
+        result = project.dbt("build", "--select", "men_suppressed")
+        assert result.returncode == 0, result.stdout[-3000:]
+        granted = as_reader(project.postgres, "select roof, published_text from gate_protected.men_suppressed order by 1")
+        assert len(granted) == 6 and "Total" in [roof for roof, _ in granted]  # 5 roof codes and the total
+
+        load(project.staging, project.postgres)  # changed data arrive: the cells are rebuilt, the pattern is not
+        result = project.dbt("build")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0
+        assert "grant_published: the tagged relations were built from different loads of raw.gate_survey" in out, out[-3000:]
+        assert "gate_protected\".\"men_suppressed" in out or "gate_protected.men_suppressed" in out, out[-3000:]
+        with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # the rebuilt table is granted to no one
+            as_reader(project.postgres, "select * from gate_protected.men_suppressed limit 1")
+
+        suppress(project)  # the README's step after a reload: solve again, then build the publication
+        result = project.dbt("build", "--select", "men_suppressed")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert len(as_reader(project.postgres, "select * from gate_protected.men_suppressed")) == 6
+
+        load(project.staging, project.postgres)  # one load across the release, but not the last one
+        result = project.dbt("run", "--select", "men_suppressed")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0
+        assert "was built from the load of raw.gate_survey of " in out and "but its last sdc load is of" in out, \
+            out[-3000:]
+    finally:
+        for name in SUPPRESSION_MODELS:
+            (project.root / "models" / name).unlink()
+    assert project.dbt("build").returncode == 0  # the whole project after the last load: granted again
+    assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
+
+
+def test_one_population_by_both_methods_is_not_granted(project):
+    """New-user D3 on PostgreSQL: the persons counted by the CKM and the same persons' table by cell suppression
+    (the same grand total). The check stopped the hook with a Python type error (agate's Decimal against a float)
+    instead of its message."""
+    models = {**SUPPRESSION_MODELS, "audit/supp_men.sql": f"{{{{ config(materialized='view') }}}}select * from "
+                                                         f"{{{{ source('raw', '{TABLE}') }}}}"}
+    for name, text in models.items():
+        (project.root / "models" / name).write_text(text)
+    try:
+        assert project.dbt("build", "--select", "supp_men", "supp_cells", "supp_primary", "supp_relations").returncode == 0
+        suppress(project)
+        result = project.dbt("build", "--select", "men_suppressed")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0
+        assert "(cell suppression) hold the same population and variable (both have the grand total 4580" in out, \
+            out[-3000:]
+        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+            as_reader(project.postgres, "select * from gate_protected.men_suppressed limit 1")
+    finally:
+        for name in models:
+            (project.root / "models" / name).unlink()
     assert project.dbt("build").returncode == 0

@@ -816,6 +816,19 @@ def test_relations_built_from_two_loads_are_refused_and_one_build_publishes(tmp_
     assert build_record(built.db, "main_protected.by_sex")["loads"] == {"raw.persons": [second]}
     assert rows(out, "select * from by_sex order by all") == rows(built.db, "select * from main_protected.by_sex order by all")
 
+    # one load across the release, but sdc load ran again since: not the data the office loaded last (new-user D6)
+    assert main(["load", "--db", str(built.db), "--input", str(tmp_path / "persons.csv"), "--table", "persons",
+                 "--id", "id", "--key-mode", "keyed"]) == 0
+    third = loaded_at(built.db)
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+    assert main(["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "sdc publish: error: main_protected.by_region, main_protected.by_sex, main_protected.by_sex_view were built "
+        f"from the load of raw.persons of {second}, but its last sdc load is of {third}: run dbt build (and sdc "
+        "suppress --target again for a suppression pattern) after the last sdc load\n")
+    assert snapshot(tmp_path) == before
+
 
 @pytest.mark.parametrize("suffix", ["__dbt_backup", "__dbt_tmp"])
 def test_a_relation_left_by_an_interrupted_build_is_refused(built, tmp_path, capsys, suffix):

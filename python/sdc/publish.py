@@ -38,10 +38,10 @@ from pathlib import Path
 
 import duckdb
 
+from .build_record import build_record_of_comment
 from .conventions import (
     AUDIT_MACROS,
     CKM_SUM_AUDIT_PATTERNS,
-    BUILD_RECORD_KEY,
     DBT_LEFTOVER_SUFFIXES,
     KEY_FACT_PREFIX,
     LOAD_LOG_TABLE,
@@ -506,6 +506,13 @@ def _check_one_build(con, manifest: dict, marked: list[Marked], kinds: dict) -> 
             shown = "; ".join(f"load of {at}: {', '.join(relations)}" for at, relations in sorted(built.items()))
             raise SdcError(f"the tagged relations were built from different loads of {table} ({shown}): a dbt build "
                            "was interrupted or ran on part of the project; run dbt build after the last sdc load")
+    for table, built in sorted(versions.items()):  # one load, but not the last one: a stale release
+        (at, relations), = built.items()
+        last = log.get(table.split(".", 1)[1] if table.startswith(f"{RAW_SCHEMA}.") else table)
+        if last is not None and at != last:
+            raise SdcError(f"{', '.join(relations)} {'was' if len(relations) == 1 else 'were'} built from the load of "
+                           f"{table} of {at}, but its last sdc load is of {last}: run dbt build (and sdc suppress "
+                           "--target again for a suppression pattern) after the last sdc load")
 
 
 def _check_what_each_reads(con, manifest: dict, marked: list[Marked]) -> None:
@@ -534,10 +541,7 @@ def _build_record(con, schema: str, name: str) -> dict[str, list[str]] | None:
     """The loads in the build record (the comment) of a table, or None when it has none."""
     row = con.execute("select comment from duckdb_tables() where database_name = current_database() "
                       "and lower(schema_name) = lower(?) and lower(table_name) = lower(?)", [schema, name]).fetchone()
-    try:
-        loads = json.loads(row[0])[BUILD_RECORD_KEY]["loads"] if row and row[0] else None
-    except (json.JSONDecodeError, TypeError, KeyError):
-        return None
+    loads = (build_record_of_comment(row[0]) or {}).get("loads") if row else None
     if not isinstance(loads, dict) or not all(isinstance(v, list) for v in loads.values()):
         return None
     return {str(table): [str(at) for at in loaded] for table, loaded in loads.items()}

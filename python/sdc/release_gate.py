@@ -27,15 +27,14 @@ original) are equal.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
 
+from .build_record import build_record_of_comment
 from .conventions import (
     AUDIT_STEPS,
-    BUILD_RECORD_KEY,
     CKM_AUDIT_STEPS,
     PROTECTION_STEPS,
     RAW_SCHEMA,
@@ -104,12 +103,7 @@ class Warehouse:
         return self.relations[rel.key][1]
 
     def record(self, rel: Rel) -> dict | None:
-        comment = self.relations[rel.key][2]
-        try:
-            record = json.loads(comment)[BUILD_RECORD_KEY] if comment else None
-        except (json.JSONDecodeError, TypeError, KeyError):
-            return None
-        return record if isinstance(record, dict) else None
+        return build_record_of_comment(self.relations[rel.key][2])
 
     def view_sql(self, rel: Rel) -> str | None:
         return self.relations[rel.key][3]

@@ -11,20 +11,24 @@ its audit back in one transaction. Between two dbt selections:
 The pattern is the one the dbt-duckdb Python model (sdc.suppression.warehouse.secondary_suppression) gives.
 
 The pattern and audit tables never go into the raw schema (microdata, record keys, the load log), and replace
-only a table an earlier `sdc suppress --target` wrote: each carries the comment OUTPUT_MARK, checked before
-anything is dropped.
+only a table an earlier `sdc suppress --target` wrote: each carries a build record (its comment) marked
+written_by OUTPUT_MARK, checked before anything is dropped. The record holds the loads of the cell table the
+pattern was solved from, so that grant_published and sdc publish refuse a pattern older than a reload beside
+tables built from the new load (it would publish other cells than they do).
 """
 
 from __future__ import annotations
 
 import re
 
+from ..build_record import build_record_comment, build_record_of_comment
 from ..conventions import RAW_SCHEMA
 from ..errors import SdcError
 from ..quoting import quote_identifier
 from .warehouse import audit_columns, pattern_columns
 
-# The comment on every table sdc suppress --target writes: only such a table is replaced by a later run.
+# written_by in the build record of every table sdc suppress --target writes (before it, the whole comment):
+# only such a table is replaced by a later run.
 OUTPUT_MARK = "written by sdc suppress"
 
 _RELATION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -68,7 +72,8 @@ def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: 
     columns = pattern_columns(rows, names, members, dims, magnitude=magnitude, **options)
     pattern_rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
     audited = audit_columns(pattern_rows, members, dims, magnitude=magnitude) if audit else None
-    target.replace_tables([(pattern, columns)] + ([(audit, audited)] if audited else []), comment=OUTPUT_MARK)
+    comment = output_comment(target, cells)
+    target.replace_tables([(pattern, columns)] + ([(audit, audited)] if audited else []), comment=comment)
     statuses = {}
     for status in columns["status"]:
         statuses[status] = statuses.get(status, 0) + 1
@@ -84,9 +89,22 @@ def check_output_table(target, name: str, option: str) -> None:
     if (found[0] if found else schema or "").lower() == RAW_SCHEMA:
         raise SdcError(f"{option} {name}: schema {RAW_SCHEMA} holds the loaded microdata, their record keys and "
                        f"the load log; give {option} in another schema")
-    if found and tuple(found[1:]) != ("table", OUTPUT_MARK):
+    if found and (found[1] != "table" or not written_by_sdc_suppress(found[2])):
         raise SdcError(f"{option} {name}: a {found[1]} of that name exists that sdc suppress did not write; it is "
                        f"not replaced: give another {option}, or drop it first")
+
+
+def output_comment(target, cells: str) -> str:
+    """The build record of the tables solved from ``cells``: marked as sdc suppress's, with the loads in the
+    build record of ``cells`` (none when dbt wrote it no record)."""
+    found = target.existing_relation(cells)
+    loads = (build_record_of_comment(found[2] if found else None) or {}).get("loads") or {}
+    return build_record_comment({"written_by": OUTPUT_MARK, "cells": cells, "loads": loads})
+
+
+def written_by_sdc_suppress(comment) -> bool:
+    """True for the comment of a table sdc suppress --target wrote (a build record, or the bare mark)."""
+    return comment == OUTPUT_MARK or (build_record_of_comment(comment) or {}).get("written_by") == OUTPUT_MARK
 
 
 def _column_names(target, relation_sql: str, relation: str, option: str) -> list[str]:

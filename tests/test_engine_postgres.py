@@ -19,19 +19,22 @@ pytestmark = pytest.mark.postgres
 
 
 def copy_raw_tables(db, server, tables: list[str]) -> None:
-    """raw.<table> and the load log from the DuckDB file ``db`` into PostgreSQL, rows and types as they are."""
+    """raw.<table> from the DuckDB file ``db`` into PostgreSQL, rows and types as they are, with their rows of the
+    load log (the rows of other tables stay: test modules share the server). Rows are replaced, not the tables,
+    so views over them stay."""
     con = duckdb.connect(str(db), read_only=True)
     pg = server.connect()
+    names = ", ".join(f"'{table}'" for table in tables)
     try:
         with pg.cursor() as cur:
             cur.execute("create schema if not exists raw")
-            for table in [*tables, "sdc_loads"]:
+            for table, where in [*((table, "") for table in tables), ("sdc_loads", f" where table_name in ({names})")]:
                 columns = con.execute(f"describe raw.{table}").fetchall()
-                cur.execute(f"drop table if exists raw.{table}")
-                cur.execute(f"create table raw.{table} (" + ", ".join(f'"{c[0]}" {postgres_type(c[1])}' for c in columns) + ")")
-                rows = con.execute(f"select * from raw.{table}").fetchall()
-                placeholders = ", ".join(["%s"] * len(columns))
-                cur.executemany(f"insert into raw.{table} values ({placeholders})", rows)
+                cur.execute(f"create table if not exists raw.{table} ("
+                            + ", ".join(f'"{c[0]}" {postgres_type(c[1])}' for c in columns) + ")")
+                cur.execute(f"delete from raw.{table}{where}")
+                rows = con.execute(f"select * from raw.{table}{where}").fetchall()
+                cur.executemany(f"insert into raw.{table} values ({', '.join(['%s'] * len(columns))})", rows)
         pg.commit()
     finally:
         pg.close()

@@ -4,7 +4,6 @@ was granted to the BI role on main ba32997."""
 
 from __future__ import annotations
 
-import duckdb
 import psycopg2
 import pytest
 
@@ -12,7 +11,7 @@ from conftest import DATA
 from dbt_project_helper import ScratchProject
 from sdc.loader import load_microdata
 from sdc.scratch import project_yaml
-from test_engine_postgres import postgres_type
+from test_engine_postgres import copy_raw_tables
 from test_engine_postgres_access import READER_PASSWORD
 from test_engine_postgres_access import as_reader as access_reader
 
@@ -43,22 +42,7 @@ MODELS = {
 def load(staging: ScratchProject, server) -> None:
     """A new load of raw.gate_survey (sdc load into DuckDB), copied to PostgreSQL with its row of the load log."""
     load_microdata(staging.db, MICRODATA, TABLE, key_mode="existing", key_column="rkeys", modulus=10**7)
-    con = duckdb.connect(str(staging.db), read_only=True)
-    pg = server.connect()
-    try:
-        with pg.cursor() as cur:
-            cur.execute("create schema if not exists raw")
-            for table, where in ((TABLE, ""), ("sdc_loads", f" where table_name = '{TABLE}'")):
-                columns = con.execute(f"describe raw.{table}").fetchall()
-                cur.execute(f"create table if not exists raw.{table} ("
-                            + ", ".join(f'"{c[0]}" {postgres_type(c[1])}' for c in columns) + ")")
-                cur.execute(f"delete from raw.{table}{where}")
-                rows = con.execute(f"select * from raw.{table}{where}").fetchall()
-                cur.executemany(f"insert into raw.{table} values ({', '.join(['%s'] * len(columns))})", rows)
-        pg.commit()
-    finally:
-        pg.close()
-        con.close()
+    copy_raw_tables(staging.db, server, [TABLE])
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +162,19 @@ def suppress(project) -> None:
                  "--pattern", "gate_audit.supp_pattern", "--dims", "roof", "--magnitude"]) == 0
 
 
+def remove_suppression(project, models) -> None:
+    """The suppression models and what they built, so that the next test starts from the CKM project alone."""
+    for name in models:
+        (project.root / "models" / name).unlink()
+    con = project.postgres.connect()
+    with con.cursor() as cur:
+        cur.execute("drop table if exists gate_protected.men_suppressed, gate_audit.supp_pattern, gate_audit.supp_cells, "
+                    "gate_audit.supp_primary, gate_audit.supp_relations cascade")
+        cur.execute("drop view if exists gate_audit.supp_men cascade")
+    con.commit()
+    con.close()
+
+
 def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
     """New-user D6: after a reload and a whole dbt build, the suppression table was rebuilt from the pattern that
     sdc suppress had solved on the old load, and granted beside the CKM tables of the new load. The pattern now
@@ -214,8 +211,7 @@ def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
         assert "was built from the load of raw.gate_survey of " in out and "but its last sdc load is of" in out, \
             out[-3000:]
     finally:
-        for name in SUPPRESSION_MODELS:
-            (project.root / "models" / name).unlink()
+        remove_suppression(project, SUPPRESSION_MODELS)
     assert project.dbt("build").returncode == 0  # the whole project after the last load: granted again
     assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
 
@@ -239,6 +235,5 @@ def test_one_population_by_both_methods_is_not_granted(project):
         with pytest.raises(psycopg2.errors.InsufficientPrivilege):
             as_reader(project.postgres, "select * from gate_protected.men_suppressed limit 1")
     finally:
-        for name in models:
-            (project.root / "models" / name).unlink()
+        remove_suppression(project, models)
     assert project.dbt("build").returncode == 0

@@ -307,8 +307,10 @@ def sdc_cli(*args: str, env: dict | None = None):
                           timeout=300, env=dict(os.environ, **(env or {})))
 
 
-def pg_rows(server, sql: str) -> list[tuple]:
-    conn = server.connect()
+def pg_rows(server, sql: str, **login) -> list[tuple]:
+    """The rows of ``sql``, as the dbt role or as the role ``login`` names (user=, password=)."""
+    conn = server.connect(**login)
+    conn.autocommit = True  # each statement commits, as a BI tool's or an analyst's client does by default
     try:
         with conn.cursor() as cur:
             cur.execute(sql)

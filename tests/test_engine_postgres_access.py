@@ -16,7 +16,7 @@ from conftest import DATA
 from dbt_project_helper import DEMO_PTABLE, ScratchProject
 from sdc.loader import load_microdata
 from sdc.scratch import project_yaml
-from test_engine_postgres import copy_raw_tables
+from test_engine_postgres import copy_raw_tables, pg_rows
 from test_hostile_inputs import hostile_text
 
 pytestmark = pytest.mark.postgres
@@ -99,14 +99,7 @@ def _role_exists(cur, role):
 
 
 def as_reader(server, sql, role=READER):
-    conn = server.connect(user=role, password=READER_PASSWORD)
-    conn.autocommit = True  # each statement commits, as a BI tool's or an analyst's client does by default
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            return cur.fetchall()
-    finally:
-        conn.close()
+    return pg_rows(server, sql, user=role, password=READER_PASSWORD)
 
 
 def test_the_reader_reads_every_protected_relation(granted):

@@ -1,6 +1,7 @@
 """The models that run on every engine (tests/test_engine_postgres.py, tests/test_engine_spark.py): counts with cube
-totals, a hierarchy and a threshold, a fact, weighted counts both ways, a magnitude table, means, quality, the SQL
-steps of cell suppression and microaggregation; and how two engines' published cells are compared."""
+totals, a hierarchy and a threshold, a fact, weighted counts both ways and of a fact, a magnitude table, means,
+quality, the SQL steps of cell suppression and microaggregation; and how two engines' published cells are
+compared."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ MODELS = {
                 "weight='sampling_weight', weighted_count='mean_weight') }}",
     "weighted_magnitude": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof'], modulus=10000000, "
                           "weight='sampling_weight', params=%(params)s) }}",
+    "weighted_fact": "{{ sdc.ckm_count(source('raw', 'survey'), ['water', 'roof'], modulus=10000000, fact='f_high', "
+                     "weight='sampling_weight', params=%(params)s) }}",
     "counts_age": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'age'], modulus=10000000, "
                   "hierarchy=ref('sdc_hierarchies')) }}",
     "income": "{{ sdc.ckm_sum(source('raw', 'survey'), ['sex', 'age'], value='income', weight='sampling_weight', "

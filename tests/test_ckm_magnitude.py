@@ -205,12 +205,14 @@ def _tables(separation=True, parity=False):
     return combine(*parts)
 
 
-def _expected(df, dims, params, tables, value, weight=None, rules_inclusive=False):
-    """Each cell of the cube tabulated in pandas, then perturbed by the one-cell method."""
+def _expected(df, dims, params, tables, value, weight=None, rules_inclusive=False, rank_by_value=True):
+    """Each cell of the cube tabulated in pandas, then perturbed by the one-cell method (weighted
+    contributions ranked by their records' values; rank_by_value=False: by themselves)."""
     params = parse_params(params)
     d = df.copy()
     contribution = d[value] * d[weight] if weight else d[value]
     d["c"] = [Decimal(repr(float(x))).quantize(Decimal("0.000001"), ROUND_HALF_EVEN) for x in contribution]
+    d["v"] = [Decimal(repr(float(x))).quantize(Decimal("0.000001"), ROUND_HALF_EVEN) for x in d[value]]
     d["wt"] = d[weight] if weight else 1.0
     out = {}
     for keep in [(True, True), (True, False), (False, True), (False, False)]:
@@ -227,7 +229,8 @@ def _expected(df, dims, params, tables, value, weight=None, rules_inclusive=Fals
             sensitive = any(0 < records < int(r.split(":")[1]) for r in params.sensitive if r.startswith("freq:"))
             x = float(sum(part["c"]))
             out[cell] = perturb_cell(params, tables, x, contributions, ck, M, weight_sum=float(part["wt"].sum()),
-                                     sensitive=sensitive)[0]
+                                     sensitive=sensitive,
+                                     values=[float(v) for v in part["v"]] if rank_by_value else None)[0]
     return out
 
 
@@ -268,6 +271,29 @@ def test_sql_equals_the_one_cell_method_with_parity_and_weights():
     for row in got.itertuples():
         assert row.value == pytest.approx(unweighted[(row.region, row.size)], rel=1e-9, abs=1e-6)
         assert row.weighted_value == pytest.approx(weighted[(row.region, row.size)], rel=1e-9, abs=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["tauargus", "cellkey"])
+def test_sql_equals_the_one_cell_method_on_weighted_contributions_ranked_by_value(preset):
+    """Both presets rank the weighted contributions by their records' values, a tie by the larger weight (as
+    τ-Argus and cellKey do): three components, separation, mu_c; turnover in hundreds, so that values tie."""
+    df = _microdata(seed=5)
+    df["turnover"] = (df["turnover"] / 100).round() * 100
+    params = {"preset": preset, "type": "top_contr", "top_k": 3, "multiplier": FLEX, "mu_c": 2,
+              "sensitive": ["freq:40"], "separation": True}
+    tables = _tables()
+    got = sum_table(df, ["region", "size"], value="turnover", weight="w", record_key="rk", modulus=M,
+                    params=params, ptable=tables)
+    weighted = _expected(df, ["region", "size"], params, tables, "turnover", weight="w")
+    unweighted = _expected(df, ["region", "size"], params, tables, "turnover")
+    assert len(got) == len(weighted) == 20
+    for row in got.itertuples():
+        assert row.weighted_value == pytest.approx(weighted[(row.region, row.size)], rel=1e-9, abs=1e-6)
+        assert row.value == pytest.approx(unweighted[(row.region, row.size)], rel=1e-9, abs=1e-6)
+    # the ranking decides: in most cells the records of the largest values are not those of the largest
+    # weighted contributions
+    by_contribution = _expected(df, ["region", "size"], params, tables, "turnover", weight="w", rank_by_value=False)
+    assert sum(weighted[c] != by_contribution[c] for c in weighted) >= 10
 
 
 # ------------------------------------------------------------------------------------------- properties

@@ -194,7 +194,6 @@ def test_a_text_weight_column_is_refused(tmp_path, capsys):
     ({"weighted_count": "magnitude"}, "needs its parameters: give params="),
     ({"weighted_count": "mean_weight", "params": PARAMS}, "takes no magnitude params"),
     ({"weighted_count": "average"}, "weighted_count must be one of magnitude, mean_weight"),
-    ({"weighted_count": "mean_weight", "count_var": "cnt_highincome"}, "weight and count_var together"),
     ({"weighted_count": "mean_weight", "weight": "sex"}, "dimension 'sex' is also the weight column"),
 ])
 def test_weighted_count_arguments_are_checked(options, message):

@@ -43,7 +43,8 @@
                audit column perturbed keeps it); default none (every count published)
     weight     positive, finite weight column: adds `weighted_count` (and the audit column
                original_weighted_count, the exact sum of the weights); zero stays zero, a count perturbed to
-               0 has weighted count 0, a count the threshold hides has none
+               0 has weighted count 0, a count the threshold hides has none. With a fact, the weights of the
+               fact's records (as cellKey weights a count variable)
     weighted_count  how the weighted count is perturbed, default var sdc_weighted_count ('magnitude'):
                'magnitude'    the sum of the weights, perturbed by the magnitude method (ckm_sum with
                               weight=; params= and nums_ptable= as ckm_sum's params= and ptable=), plus the
@@ -69,6 +70,11 @@
 {%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 {%- set rk = sdc.setting('sdc_record_key_column') -%}
 {%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ sdc.sql_identifier(fact) ~ ')' -%}
+{#- the weight a record adds to its cell's weighted count: none for a record outside the fact -#}
+{%- set counted_weight = 'cast(m.' ~ sdc.sql_identifier(weight) ~ ' as decimal(38, 6))' if weight is not none else none -%}
+{%- if weight is not none and fact is not none -%}
+  {%- set counted_weight = 'case when m.' ~ sdc.sql_identifier(fact) ~ ' = 1 then ' ~ counted_weight ~ ' end' -%}
+{%- endif -%}
 {%- set key_column = rk if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact -%}
 {%- set wide = sdc.wide_integer_type() -%}
 {%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
@@ -84,9 +90,6 @@
 {%- set weighting = weighted_count if weighted_count is not none else sdc.setting('sdc_weighted_count') -%}
 {%- if weight is not none and weighting not in ['magnitude', 'mean_weight'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: weighted_count must be 'magnitude' or 'mean_weight', got '" ~ weighting ~ "'") }}
-{%- endif -%}
-{%- if weight is not none and fact is not none -%}
-  {{ exceptions.raise_compiler_error("ckm_count: weight= and fact= together are not supported; count the fact's records with weight= on a relation of only those records (where " ~ fact ~ " = 1): their record keys are the fact's keys") }}
 {%- endif -%}
 {%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
@@ -111,8 +114,8 @@ with leaf_cells as (
         {{ count_expr }} as original,
         {{ sdc.ckm_key_sum(sdc.sql_identifier(key_column), modulus) }} as key_sum,
         {%- if weight is not none %}
-        sum(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_sum,
-        min(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_min,
+        sum({{ counted_weight }}) as weight_sum,
+        min({{ counted_weight }}) as weight_min,
         {%- endif %}
         max({{ sdc.sql_identifier(key_column) }}) as max_key
     {%- if weight is not none %}
@@ -247,7 +250,7 @@ published as (
 
 magnitude_weighted_counts as (
     -- the sum of the weights of every cell, perturbed by the magnitude method
-{{ sdc.ckm_sum(relation, dims, weight=weight, params=params, ptable=nums_ptable, totals=totals, hierarchy=hierarchy, modulus=modulus, check_keys=false, complete=false, caller_name='ckm_count') | indent(4) }}
+{{ sdc.ckm_sum(relation, dims, weight=weight, fact=fact, params=params, ptable=nums_ptable, totals=totals, hierarchy=hierarchy, modulus=modulus, check_keys=false, complete=false, caller_name='ckm_count') | indent(4) }}
 )
 {%- endif %}
 {%- if weight is not none %},

@@ -16,7 +16,9 @@
   For each measure and component j = 1..K (K = top_k for type top_contr, else 1; no more than the cell's
   contributors), with x the cell value so far:
     x_j   magnifier: the j-th largest |contribution| (top_contr), |x| / sum of weights (mean), largest minus
-          smallest contribution (range), |x| (sum)
+          smallest contribution (range), |x| (sum). For weighted_value the contributions are ranked as
+          τ-Argus and cellKey rank them: by the record's |value| (unweighted), a tie by the larger weight,
+          and x_j is the j-th record's |value x weight|
     δ_j   x_j ε_j m(x_j) (flex or simple multiplier); 1 below the separation point (small_cells table, j = 1
           only); |x| when |x| < δ_j
     a     |x / δ_j|, V = the ptable's noise at ratio a (interpolated between rows) for the j-th scrambled key
@@ -31,6 +33,8 @@
     dims       dimension columns
     value      numeric column to sum; none with a weight: the weighted count
     weight     positive weight column; none: unweighted
+    fact       0/1 column: only the records where it is 1 enter the table (ckm_count's weighted count of a
+               fact); none: every record
     params     dict of magnitude parameters (preset, type, top_k, multiplier, mu_c, sensitive, same_key,
                use_zero_rkeys, separation), default var sdc_magnitude_params
     ptable     the magnitude ptable relation (columns i, v, p_int_lb, p_int_ub, type), default ref('sdc_nums_ptable')
@@ -41,7 +45,7 @@
                each component's δ and noise (never publish these)
     caller_name   the macro named in error messages (ckm_count calls ckm_sum for a weighted count)
 #}
-{% macro ckm_sum(relation, dims, value=none, weight=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum', check_cell_keys=none) %}
+{% macro ckm_sum(relation, dims, value=none, weight=none, fact=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum', check_cell_keys=none) %}
 {{- sdc.build_record_hook() -}}
 {%- set step_sql -%}
 {%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params') -%}
@@ -67,15 +71,16 @@
 {%- set measures = [] -%}
 {%- if value is not none -%}{%- do measures.append({'name': 'value', 'expr': sdc.sql_identifier(value), 'label': 'column ' ~ value}) -%}{%- endif -%}
 {%- if value is not none and weight is not none -%}
-  {%- do measures.append({'name': 'weighted_value', 'expr': sdc.sql_identifier(value) ~ ' * ' ~ sdc.sql_identifier(weight), 'label': value ~ ' x ' ~ weight}) -%}
+  {%- do measures.append({'name': 'weighted_value', 'expr': sdc.sql_identifier(value) ~ ' * ' ~ sdc.sql_identifier(weight), 'label': value ~ ' x ' ~ weight, 'ranked_by': 'value'}) -%}
 {%- elif weight is not none -%}
   {%- do measures.append({'name': 'weighted_count', 'expr': sdc.sql_identifier(weight), 'label': 'column ' ~ weight}) -%}
 {%- endif -%}
 {%- set roles = {rk: 'record key column'} -%}
 {%- if value is not none -%}{%- do roles.update({value: 'value column'}) -%}{%- endif -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
+{%- if fact is not none -%}{%- do roles.update({fact: 'fact column'}) -%}{%- endif -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_sum_own_columns'), caller_name, roles=roles, top_contributions=true, patterns=sdc.setting('sdc_ckm_sum_own_patterns')) -%}
-{%- do sdc.ckm_check_columns(relation, dims, none, caller_name, {rk: 'record key column', value: 'value column', weight: 'weight column'}) -%}
+{%- do sdc.ckm_check_columns(relation, dims, fact, caller_name, {rk: 'record key column', value: 'value column', weight: 'weight column'}) -%}
 {%- do sdc.ckm_check_modulus(relation, modulus, caller_name, power_of_ten=true) -%}
 {%- do sdc.ckm_sum_check_numeric(relation, [value, weight], caller_name) -%}
 {%- set check_keys = check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys') -%}
@@ -95,7 +100,7 @@
 {%- set first = measures[0].name -%}
 
 with records as (
-    -- the microdata's contributions, as exact decimals once checked
+    -- the microdata's contributions (with a fact, of its records only), as exact decimals once checked
     select
         {%- for dim in dims %}
         m.{{ sdc.sql_identifier(dim) }},
@@ -108,6 +113,9 @@ with records as (
         cast({{ measure.expr }} as {{ sdc.double_type() }}) as raw_{{ measure.name }}{{ ',' if not loop.last }}
         {%- endfor %}
     from {{ relation }} as m
+    {%- if fact is not none %}
+    where m.{{ sdc.sql_identifier(fact) }} = 1
+    {%- endif %}
 ),
 
 checked_records as (
@@ -160,7 +168,11 @@ leaf_cells as (
         {%- set c = 'c_' ~ measure.name %}
         sum({{ c }}) as original_{{ measure.name }},
         count(*) filter (where {{ c }} <> 0) as contributors_{{ measure.name }},
+        {%- if measure.ranked_by is defined %}
+        {{ sdc.ckm_top_values(sdc.ckm_sum_rank_key('c_' ~ measure.ranked_by, c), top_n, c ~ ' <> 0', wide) }} as top_{{ measure.name }}
+        {%- else %}
         {{ sdc.ckm_top_values('abs(d_' ~ measure.name ~ ')', top_n, c ~ ' <> 0') }} as top_{{ measure.name }}
+        {%- endif %}
         {%- if p.type == 'range' %},
         max({{ c }}) filter (where {{ c }} <> 0) as high_{{ measure.name }},
         min({{ c }}) filter (where {{ c }} <> 0) as low_{{ measure.name }}
@@ -310,7 +322,9 @@ magnifiers as {{ sdc.cte_materialized() }}(
         {%- for measure in measures %}
         {%- set m = measure.name %}
         {%- for j in range(1, K + 1) %},
-        {%- if p.type == 'top_contr' %}
+        {%- if p.type == 'top_contr' and measure.ranked_by is defined %}
+        {{ sdc.ckm_sum_ranked_contribution(sdc.array_element('top_' ~ m, j)) }} as mag_{{ m }}_{{ j }}
+        {%- elif p.type == 'top_contr' %}
         cast({{ sdc.array_element('top_' ~ m, j) }} as {{ sdc.double_type() }}) as mag_{{ m }}_{{ j }}
         {%- elif p.type == 'mean' %}
         case when contributors_{{ m }} > 0 then abs(cast(original_{{ m }} as {{ sdc.double_type() }}) / cast(weight_sum as {{ sdc.double_type() }})) end as mag_{{ m }}_{{ j }}
@@ -430,6 +444,24 @@ select * from published
 {%- endset -%}
 {{ sdc.step('ckm_sum', [relation], step_sql, {'ptables': sdc.step_ptables(none, ptable if ptable is not none else ref('sdc_nums_ptable')), 'params': sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params')}) }}
 {% endmacro %}
+
+
+{#- The rank of a weighted contribution among its cell's, as τ-Argus (its largest unweighted values, each with
+    its record's weight) and cellKey 1.0.2 (ordered by |value|, then by weight) rank them: by the record's
+    |value|, then by |value x weight| (for one |value|, the larger weight), both exact 6-decimal numbers, packed
+    into one integer (each part in millionths, below 10^18) so that the engines' lists of the n largest numbers
+    rank the pairs. A tie in both parts is a tie in |value x weight| too: the magnifier does not depend on it. -#}
+{% macro ckm_sum_rank_key(value, contribution) -%}
+{%- set wide = sdc.wide_integer_type() -%}
+cast(cast(abs({{ value }}) as decimal(38, 6)) * 1000000 as {{ wide }}) * 1000000000000000000
+    + cast(cast(abs({{ contribution }}) as decimal(38, 6)) * 1000000 as {{ wide }})
+{%- endmacro %}
+
+
+{#- |value x weight| of a packed rank (NULL past the cell's contributors) -#}
+{% macro ckm_sum_ranked_contribution(rank) -%}
+cast(({{ rank }}) % 1000000000000000000 as {{ sdc.double_type() }}) / 1000000
+{%- endmacro %}
 
 
 {#- δ_j before the cap: x_j ε_j m(x_j); τ-Argus keeps ε_j below fp, cellKey leaves it out there (ckm.md §3.5, 1) -#}

@@ -173,24 +173,26 @@ language plpgsql as $sdc$ begin raise exception '%', message; end $sdc$
 {%- endmacro %}
 
 
-{#- ckm_top_values(expr, n, condition): an aggregate, the n largest values of expr among the rows where condition
-    holds, in descending order, as an array (shorter when there are fewer; NULL when none). ckm_merge_top_values(
-    column, n): the n largest of the arrays of column over the grouped rows (a subtotal's largest contributions
-    are the largest of its leaves'). Arrays are 1-based: top[1] is the largest. -#}
-{% macro ckm_top_values(expr, n, condition) %}
-  {{ return(adapter.dispatch('ckm_top_values', 'sdc')(expr, n, condition)) }}
+{#- ckm_top_values(expr, n, condition, element_type): an aggregate, the n largest values of expr (of type
+    element_type, default double) among the rows where condition holds, in descending order, as an array
+    (shorter when there are fewer; NULL when none). ckm_merge_top_values(column, n): the n largest of the arrays
+    of column over the grouped rows (a subtotal's largest contributions are the largest of its leaves'). Arrays
+    are 1-based: top[1] is the largest. -#}
+{% macro ckm_top_values(expr, n, condition, element_type=none) %}
+  {{ return(adapter.dispatch('ckm_top_values', 'sdc')(expr, n, condition, element_type or sdc.double_type())) }}
 {% endmacro %}
-{% macro duckdb__ckm_top_values(expr, n, condition) -%}
+{% macro duckdb__ckm_top_values(expr, n, condition, element_type) -%}
 max({{ expr }}, {{ n }}) filter (where {{ condition }})
 {%- endmacro %}
-{# PostgreSQL: padded with NULLs to exactly n values, so that arrays of leaves stack into one 2-d array #}
-{% macro default__ckm_top_values(expr, n, condition) -%}
+{# PostgreSQL: padded with NULLs to exactly n values, so that arrays of leaves stack into one 2-d array; the
+   NULLs of the values' type (an array of another type would convert the values) #}
+{% macro default__ckm_top_values(expr, n, condition, element_type) -%}
 (array_agg({{ expr }} order by {{ expr }} desc) filter (where {{ condition }}))[1:{{ n }}]
-    || array_fill(null::{{ sdc.double_type() }}, array[{{ n }} - coalesce(cardinality((array_agg({{ expr }} order by {{ expr }} desc) filter (where {{ condition }}))[1:{{ n }}]), 0)])
+    || array_fill(null::{{ element_type }}, array[{{ n }} - coalesce(cardinality((array_agg({{ expr }} order by {{ expr }} desc) filter (where {{ condition }}))[1:{{ n }}]), 0)])
 {%- endmacro %}
 
 {# Spark: collect_list skips NULLs; an empty array is NULL as on the other engines #}
-{% macro spark__ckm_top_values(expr, n, condition) -%}
+{% macro spark__ckm_top_values(expr, n, condition, element_type) -%}
 case when count(case when {{ condition }} then 1 end) > 0 then slice(sort_array(collect_list(case when {{ condition }} then {{ expr }} end), false), 1, {{ n }}) end
 {%- endmacro %}
 

@@ -88,7 +88,8 @@ def count_table(
                 the table's own rule (an ONS table, or its sdc file, carries it)
     check_keys  refuse record keys that cannot be uniform random (the record key checks); False only for
                 hand-picked teaching keys
-    weight      positive, finite weight column: adds ``weighted_count``, 0 where ``count`` is 0
+    weight      positive, finite weight column: adds ``weighted_count``, 0 where ``count`` is 0; with
+                ``count_var``, the weights of the records it counts (as cellKey weights a count variable)
     weighted_count  "magnitude" (default): the sum of the weights perturbed by the magnitude method, with
                 ``params`` (dict or YAML file, sdc.magnitude.params) and ``nums_ptable`` (default the params'
                 ptable); "mean_weight": count' * sum of weights / count, as cellKey and τ-Argus, which
@@ -216,9 +217,6 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     """Set up the run's relations on ``con`` and return the query of the table with its column names."""
     dims = _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names,
                             weighting.weight if weighting else None)
-    if weighting and count_var:
-        raise SdcError("weight and count_var together are not supported: count the records of the count variable "
-                       "(a filtered input) with weight")
     table = _ptable(ptable)
     if table.key_modulus is not None and table.key_modulus != modulus:
         raise SdcError(

@@ -42,7 +42,9 @@ MULTIPLIER_NAMES = {"flex": ("type", "fp", "p", "epsilon", "q"), "simple": ("typ
 @dataclass(frozen=True)
 class Preset:
     """Where τ-Argus and cellKey differ (ckm.md §3.5, points 1-4; point 5, τ-Argus's manual-protection
-    status that skips a cell, has no counterpart here: sdc never publishes a cell unperturbed)."""
+    status that skips a cell, has no counterpart here: sdc never publishes a cell unperturbed). Not here, as
+    the tools agree: a weighted sum's largest contributions are those of the largest unweighted values, x_j
+    their weighted contributions (τ-Argus GetXj; cellKey orders by |value|, then weight, as sdc does on ties)."""
 
     name: str
     # 1. flex multiplier below fp: x_j · p_small · ε_j (τ-Argus) or x_j · p_small, ε_j left out (cellKey)

@@ -59,11 +59,21 @@ def key_digits(modulus: int) -> int:
     return digits
 
 
-def magnifiers(params: MagnitudeParams, x: float, contributions: list[float], weight_sum: float) -> list[float]:
-    """|x_j| for j = 1..K: the largest contributions, or one of mean, range, sum. Stops at the contributors."""
-    nonzero = [c for c in contributions if c != 0]
+def magnifiers(params: MagnitudeParams, x: float, contributions: list[float], weight_sum: float,
+               values: list[float] | None = None) -> list[float]:
+    """|x_j| for j = 1..K: the largest contributions, or one of mean, range, sum. Stops at the contributors.
+
+    Weighted contributions (value x weight) are ranked as τ-Argus and cellKey rank them: by the record's
+    unweighted |value| (``values``, one per contribution), a tie by the larger |contribution| (the larger
+    weight); x_j is the j-th record's |contribution|. Without ``values`` the contributions rank themselves."""
     if params.magnifier == "top_contr":
-        return sorted((abs(c) for c in nonzero), reverse=True)[: params.top_k]
+        ranks = values if values is not None else contributions
+        if len(ranks) != len(contributions):
+            raise SdcError(f"values rank the contributions, one each: got {len(ranks)} values for "
+                           f"{len(contributions)} contributions")
+        ranked = sorted(((abs(v), abs(c)) for v, c in zip(ranks, contributions) if c != 0), reverse=True)
+        return [c for _, c in ranked[: params.top_k]]
+    nonzero = [c for c in contributions if c != 0]
     if not nonzero:
         return []
     if params.magnifier == "mean":
@@ -83,6 +93,7 @@ def perturb_cell(
     *,
     weight_sum: float | None = None,  # sum of the weights of the cell's records (default: its record count)
     sensitive: bool = False,
+    values: list[float] | None = None,  # unweighted values of the contributions' records, which rank them
 ) -> tuple[float, list[Component]]:
     """Perturbed value of a cell with value x (sum of its contributions) and integer cell key in [0, modulus)."""
     if x == 0:
@@ -96,7 +107,7 @@ def perturb_cell(
     main = tables.tables["all"] if "all" in tables.tables else tables.tables["even" if contributors % 2 == 0 else "odd"]
     sign = 1 if x > 0 else -1
     out = []
-    for j, x_j in enumerate(magnifiers(params, x, contributions, weight_sum or len(contributions)), start=1):
+    for j, x_j in enumerate(magnifiers(params, x, contributions, weight_sum or len(contributions), values), start=1):
         eps = mult.epsilon[j - 1]
         small = z_s > 0 and x_j < z_s
         if not small:

@@ -4,6 +4,8 @@ was granted to the BI role on main ba32997."""
 
 from __future__ import annotations
 
+import contextlib
+
 import psycopg2
 import pytest
 
@@ -162,17 +164,27 @@ def suppress(project) -> None:
                  "--pattern", "gate_audit.supp_pattern", "--dims", "roof", "--magnitude"]) == 0
 
 
-def remove_suppression(project, models) -> None:
-    """The suppression models and what they built, so that the next test starts from the CKM project alone."""
-    for name in models:
-        (project.root / "models" / name).unlink()
-    con = project.postgres.connect()
-    with con.cursor() as cur:
-        cur.execute("drop table if exists gate_protected.men_suppressed, gate_audit.supp_pattern, gate_audit.supp_cells, "
-                    "gate_audit.supp_primary, gate_audit.supp_relations cascade")
-        cur.execute("drop view if exists gate_audit.supp_men cascade")
-    con.commit()
-    con.close()
+@contextlib.contextmanager
+def suppression_table(project, models):
+    """The README's three steps with ``models``: the cell steps, sdc suppress --target, then the published table;
+    yields the last dbt run. Afterwards the models and what they built are gone, so that the next test starts
+    from the CKM project alone."""
+    for name, text in models.items():
+        (project.root / "models" / name).write_text(text)
+    try:
+        assert project.dbt("build", "--select", "supp_men", "supp_cells", "supp_primary", "supp_relations").returncode == 0
+        suppress(project)
+        yield project.dbt("build", "--select", "men_suppressed")
+    finally:
+        for name in models:
+            (project.root / "models" / name).unlink()
+        con = project.postgres.connect()
+        with con.cursor() as cur:
+            cur.execute("drop table if exists gate_protected.men_suppressed, gate_audit.supp_pattern, "
+                        "gate_audit.supp_cells, gate_audit.supp_primary, gate_audit.supp_relations cascade")
+            cur.execute("drop view if exists gate_audit.supp_men cascade")
+        con.commit()
+        con.close()
 
 
 def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
@@ -180,12 +192,7 @@ def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
     sdc suppress had solved on the old load, and granted beside the CKM tables of the new load. The pattern now
     carries the loads of the cell table it was solved from; a release of two loads, or of one load that is not
     the last, is not granted."""
-    for name, text in SUPPRESSION_MODELS.items():
-        (project.root / "models" / name).write_text(text)
-    try:
-        assert project.dbt("build", "--select", "supp_men", "supp_cells", "supp_primary", "supp_relations").returncode == 0
-        suppress(project)
-        result = project.dbt("build", "--select", "men_suppressed")
+    with suppression_table(project, SUPPRESSION_MODELS) as result:
         assert result.returncode == 0, result.stdout[-3000:]
         granted = as_reader(project.postgres, "select roof, published_text from gate_protected.men_suppressed order by 1")
         assert len(granted) == 6 and "Total" in [roof for roof, _ in granted]  # 5 roof codes and the total
@@ -210,8 +217,6 @@ def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
         assert result.returncode != 0
         assert "was built from the load of raw.gate_survey of " in out and "but its last sdc load is of" in out, \
             out[-3000:]
-    finally:
-        remove_suppression(project, SUPPRESSION_MODELS)
     assert project.dbt("build").returncode == 0  # the whole project after the last load: granted again
     assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
 
@@ -222,18 +227,11 @@ def test_one_population_by_both_methods_is_not_granted(project):
     instead of its message."""
     models = {**SUPPRESSION_MODELS, "audit/supp_men.sql": f"{{{{ config(materialized='view') }}}}select * from "
                                                          f"{{{{ source('raw', '{TABLE}') }}}}"}
-    for name, text in models.items():
-        (project.root / "models" / name).write_text(text)
-    try:
-        assert project.dbt("build", "--select", "supp_men", "supp_cells", "supp_primary", "supp_relations").returncode == 0
-        suppress(project)
-        result = project.dbt("build", "--select", "men_suppressed")
+    with suppression_table(project, models) as result:
         out = result.stdout.replace("\n  ", " ")
         assert result.returncode != 0
         assert "(cell suppression) hold the same population and variable (both have the grand total 4580" in out, \
             out[-3000:]
         with pytest.raises(psycopg2.errors.InsufficientPrivilege):
             as_reader(project.postgres, "select * from gate_protected.men_suppressed limit 1")
-    finally:
-        remove_suppression(project, models)
     assert project.dbt("build").returncode == 0

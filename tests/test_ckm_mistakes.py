@@ -106,3 +106,48 @@ def test_a_hierarchy_seed_with_integer_codes_names_the_codes_and_the_remedy(proj
            "hierarchy's columns are code integer, parent integer, which drops leading zeros (01 becomes 1): " \
            "hierarchy seeds need text columns, e.g. column_types: {dimension: varchar, code: varchar, parent: " \
            "varchar}" in out, out[-2000:]
+
+
+SPARK_SEED_MESSAGE = (
+    "hierarchy of dimension 'age': needs exactly one root (a code without parent); its top code has the parent "
+    "text 'None', which is what dbt-spark's seeds load for an empty cell: dbt-spark seeds need the dispatch step "
+    "of the README's section \"The same project on PostgreSQL and Spark\" (dispatch: macro_namespace dbt, "
+    "search_order [your project, 'sdc', 'dbt']), then dbt seed again")
+
+
+def test_a_root_whose_parent_is_the_text_none_names_the_spark_seed_dispatch_step():
+    """dbt-spark's own seed loader writes an empty cell as the text 'None' (issue 26): the hierarchy's root then
+    has a parent and no code is a root. ckm_count names that cause and the README's remedy instead of 'found:
+    none'; the same hierarchy with a real NULL builds, and a hierarchy without a root for another reason keeps
+    its message. Rendered in-process (sdc.macro_renderer), the macros' one implementation."""
+    import duckdb
+
+    from conftest import DATA
+    from sdc.errors import SdcError
+    from sdc.hierarchy import read_hierarchy
+    from sdc.macro_renderer import render_macro
+
+    con = duckdb.connect()
+    con.execute("create table micro as select age, cast(rkeys * 10000000 as bigint) as rk "
+                f"from read_csv('{DATA / 'cellkey_testdata_with_rkeys.csv'}')")
+    con.execute(f"create table pt as select * from read_csv('{REPO / 'demo' / 'seeds' / 'sdc_ptable.csv'}')")
+    con.execute("create table hier (dimension varchar, code varchar, parent varchar)")
+    con.executemany("insert into hier values (?, ?, ?)",  # the root's parent as NULL, as sdc's seed loader writes it
+                    [(dim, code, parent or None) for dim, code, parent
+                     in read_hierarchy(DATA / "cellkey_testdata_hierarchies.csv") if dim == "age"])
+
+    def count(hierarchy):
+        return render_macro(con, "ckm_count", "micro", ["age"], hierarchy=hierarchy, modulus=10**7,
+                            refs={"sdc_ptable": "pt"})
+
+    sql = count("hier")  # the root's parent NULL: 9 cells, the total of all 4580 records
+    assert con.execute(f"select count(*), max(original) from ({sql})").fetchall() == [(9, 4580)]
+    con.execute("create table spark_seeded as select dimension, code, coalesce(parent, 'None') as parent from hier")
+    with pytest.raises(SdcError) as raised:
+        count("spark_seeded")
+    assert str(raised.value) == SPARK_SEED_MESSAGE
+    # a cycle above the top code (its parent 'young' is below it): no root, and nothing named 'None'
+    con.execute("create table cycle as select dimension, code, coalesce(parent, 'young') as parent from hier")
+    with pytest.raises(SdcError, match="^hierarchy of dimension 'age': needs exactly one root \\(a code without "
+                                       "parent\\), found: none$"):
+        count("cycle")

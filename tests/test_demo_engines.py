@@ -77,7 +77,9 @@ def on_duckdb(inputs):
 def build_demo_on(target: str, env: dict, tmp: Path) -> None:
     """The same loads into the target, the SQL models, the secondary step outside dbt, then what depends on it."""
     run = runner(env)
-    profile = ["--target", target, "--profile", "sdc_demo", "--profiles-dir", str(DEMO)]
+    # the profile as dbt finds it: demo/dbt_project.yml's profile: (the working directory), profiles.yml from
+    # $DBT_PROFILES_DIR
+    profile = ["--target", target]
     for table, extra in (("students", ["--config", str(FACTS_CONFIG)]), ("enterprises", [])):
         run(str(BIN / "sdc"), "load", *profile, "--input", str(tmp / f"{table}.parquet"), "--table", table,
             "--id", "id", "--key-mode", "keyed", *extra)

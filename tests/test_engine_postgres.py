@@ -250,7 +250,7 @@ def test_sdc_load_target_mistakes_are_named_and_change_nothing(postgres, tmp_pat
     base = ["load", "--profiles-dir", str(tmp_path), "--input", str(MICRODATA), "--table", "mistakes",
             "--key-mode", "existing", "--key-column", "rkeys", "--modulus", "10000000"]
     cases = [
-        (["--target", "pg"], "--target needs --profile"),
+        (["--target", "pg"], "--target needs a dbt profile: give --profile NAME, or run sdc in a dbt project"),
         (["--target", "pg", "--profile", "nope"], "has no profile 'nope'"),
         (["--target", "prod", "--profile", "census"], "profile 'census' has no target 'prod' (targets: pg, down, cluster)"),
         (["--target", "cluster", "--profile", "census"], "target 'cluster' is a Spark target of method 'thrift'; sdc connects to Spark through a PySpark session "
@@ -259,7 +259,7 @@ def test_sdc_load_target_mistakes_are_named_and_change_nothing(postgres, tmp_pat
         (["--target", "pg", "--profile", "census", "--db", "x.duckdb"], "not allowed with argument"),
     ]
     for extra, message in cases:
-        run = subprocess.run([str(sdc), *base, *extra], capture_output=True, text=True, timeout=300)
+        run = subprocess.run([str(sdc), *base, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert run.returncode == 2 and message in run.stderr, (extra, run.stderr)
     # a load that fails (keys that are not uniform) changes nothing in the target: no table, no log entry
     bad = tmp_path / "bad.csv"

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from engine_models import DERIVED, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
 from sdc.build_record import build_record_of_comment
 from sdc.quoting import quote_spark_identifier
+from test_ckm_mistakes import SPARK_SEED_MESSAGE
 from test_hostile_inputs import PAYLOADS, names
 
 pytestmark = pytest.mark.spark
@@ -225,21 +226,26 @@ def test_a_cell_too_large_for_an_exact_bigint_key_sum_stops_the_build(built):
 
 def test_a_failing_check_stops_the_spark_build_with_its_message(built):
     """raise_error in Spark SQL: a ptable with a gap in an interval, and a weight of 0, each stop their model
-    naming the problem, as on DuckDB and PostgreSQL (one dbt run for both)."""
+    naming the problem, as on DuckDB and PostgreSQL; a hierarchy as dbt-spark's own seed loader writes it (the
+    root's parent the text 'None') names the README's dispatch step (issue 26). One dbt run for all three."""
     _, spark = built
     pyspark(spark.root, "spark.sql('create table raw.survey_weights as select *, case when row_id = 17 then 0d "
-                        "else 1d end as bad_weight from raw.survey')\n")
-    spark.sources(["survey", "survey_weights"])
+                        "else 1d end as bad_weight from raw.survey')\n"
+                        "spark.sql(\"create table raw.none_hierarchy as select dimension, code, "
+                        "coalesce(parent, 'None') as parent from main.sdc_hierarchies\")\n")
+    spark.sources(["survey", "survey_weights", "none_hierarchy"])
     ptable = (spark.root / "seeds" / "sdc_ptable.csv").read_text().splitlines()
     gap = next(line for line in ptable if line.startswith("8,8,"))  # the stay interval of the last row
     spark.seed("pt_gap", "\n".join(line for line in ptable if line != gap) + "\n")
     models = {"gap": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex'], modulus=10000000, ptable=ref('pt_gap')) }}",
               "bad_weight": "{{ sdc.ckm_count(source('raw', 'survey_weights'), ['sex', 'roof'], modulus=10000000, "
-                            "weight='bad_weight', weighted_count='mean_weight') }}"}
+                            "weight='bad_weight', weighted_count='mean_weight') }}",
+              "none_root": "{{ sdc.ckm_count(source('raw', 'survey'), ['age'], modulus=10000000, "
+                           "hierarchy=source('raw', 'none_hierarchy')) }}"}
     for name, sql in models.items():
         spark.model(name, "{{ config(materialized='table') }}" + sql)
     try:
-        result = spark.dbt("build", "--select", "pt_gap gap bad_weight")
+        result = spark.dbt("build", "--select", "pt_gap gap bad_weight none_root")
     finally:
         for name in models:
             (spark.root / "models" / f"{name}.sql").unlink()
@@ -248,6 +254,7 @@ def test_a_failing_check_stops_the_spark_build_with_its_message(built):
     # Spark writes the double 0 as 0.0
     assert "weight column bad_weight must be positive and finite; a record has 0.0 (in the cell sex = " \
         in result.stdout, result.stdout[-4000:]
+    assert SPARK_SEED_MESSAGE in " ".join(result.stdout.split()), result.stdout[-4000:]  # dbt wraps long lines
 
 
 SUBSTITUTING_PROFILE = """    substituting:

@@ -109,10 +109,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     where = load.add_mutually_exclusive_group(required=True)
     where.add_argument("--db", help="DuckDB database file")
-    where.add_argument("--target", help="or the warehouse of this dbt target (postgres, duckdb or spark of method session, run in the folder dbt runs in; with --profile)")
-    load.add_argument("--profile", help="with --target: the dbt profile (the name in profiles.yml)")
-    load.add_argument("--profiles-dir", default=os.environ.get("DBT_PROFILES_DIR", "~/.dbt"),
-                      help="with --target: folder of profiles.yml (default $DBT_PROFILES_DIR, else ~/.dbt)")
+    where.add_argument("--target", help="or the warehouse of this dbt target (postgres, duckdb or spark of method session; run in the folder dbt runs in)")
+    _add_profile_options(load, "with --target: ")
     load.add_argument("--input", required=True, help="microdata file (.csv or .parquet)")
     load.add_argument("--table", required=True, help="target table name in schema raw")
     load.add_argument("--id", dest="id_column", help="record id column (needed by key modes random and keyed)")
@@ -241,9 +239,7 @@ def _parser() -> argparse.ArgumentParser:
         "the relations of suppression_constraints through the dbt profile, write the pattern (and its LP audit) "
         "back in one transaction")
     warehouse.add_argument("--target", help="the dbt target to connect to (postgres, duckdb or spark of method session)")
-    warehouse.add_argument("--profile", help="the dbt profile (the name in profiles.yml)")
-    warehouse.add_argument("--profiles-dir", default=os.environ.get("DBT_PROFILES_DIR", "~/.dbt"),
-                           help="folder of profiles.yml (default $DBT_PROFILES_DIR, else ~/.dbt)")
+    _add_profile_options(warehouse, "")
     warehouse.add_argument("--cells", metavar="SCHEMA.TABLE", help="the cell table (suppression_primary)")
     warehouse.add_argument("--relations", metavar="SCHEMA.TABLE", help="the relations (suppression_constraints)")
     warehouse.add_argument("--pattern", metavar="SCHEMA.TABLE", help="the pattern table to write (replaced)")
@@ -348,6 +344,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_profile_options(group, prefix: str) -> None:
+    """--profile, --project-dir and --profiles-dir of a command with --target; unset, they are found as dbt finds
+    them (sdc.profiles.find_profile)."""
+    group.add_argument("--profile", help=f"{prefix}the dbt profile (the name in profiles.yml; default: profile: in "
+                       "the dbt project's dbt_project.yml)")
+    group.add_argument("--project-dir", metavar="DIR",
+                       help=f"{prefix}the dbt project whose dbt_project.yml names the profile (default as dbt: "
+                       "$DBT_PROJECT_DIR, else the working directory or its nearest parent with dbt_project.yml)")
+    group.add_argument("--profiles-dir", help=f"{prefix}folder of profiles.yml (default as dbt: $DBT_PROFILES_DIR, "
+                       "else the working directory if it holds profiles.yml, else ~/.dbt)")
+
+
+def _profile(args: argparse.Namespace) -> tuple:
+    from .profiles import find_profile
+
+    return find_profile(args.profile, args.project_dir, args.profiles_dir)
+
+
 def _run_load(args: argparse.Namespace) -> int:
     from .loader import load_microdata, read_facts_config
 
@@ -359,12 +373,12 @@ def _run_load(args: argparse.Namespace) -> int:
         secret = value.encode("utf-8")
     facts = read_facts_config(args.config) if args.config else {}
     if args.target:  # the same load, into the warehouse of a dbt target
-        if not args.profile:
-            raise SdcError("--target needs --profile (the profile in profiles.yml that holds the target)")
         from .target_load import load_into_target
 
+        profiles_dir, profile = _profile(args)
+
         def load(_, *rest, **options):
-            return load_into_target(args.profiles_dir, args.profile, args.target, *rest, **options)
+            return load_into_target(profiles_dir, profile, args.target, *rest, **options)
     else:
         load = load_microdata
     report = load(
@@ -500,11 +514,11 @@ def _run_suppress_in_warehouse(args: argparse.Namespace, time_limit: float) -> i
     if given:
         raise SdcError(f"{', '.join(given)}: the warehouse's cell table has its rules and values already "
                        "(suppression_cells, suppression_primary); with --target give --cells, --relations, --pattern")
-    missing = [flag for flag, value in (("--profile", args.profile), ("--cells", args.cells),
-                                        ("--relations", args.relations), ("--pattern", args.pattern)) if not value]
+    missing = [flag for flag, value in (("--cells", args.cells), ("--relations", args.relations),
+                                        ("--pattern", args.pattern)) if not value]
     if missing:
         raise SdcError(f"--target needs {', '.join(missing)}")
-    with connect_target(args.profiles_dir, args.profile, args.target) as target:
+    with connect_target(*_profile(args), args.target) as target:
         result = suppress_tables(target, cells=args.cells, relations=args.relations, pattern=args.pattern,
                                  audit=args.audit_table, dims=_split(args.dims), magnitude=args.magnitude,
                                  method=args.method, cost=args.cost, mark=args.mark,

@@ -9,6 +9,11 @@ dbt reads, so the step reads and writes where the models are.
 PostgreSQL and DuckDB: a DB-API connection (target.connection), one transaction. Spark (method session):
 sdc.spark_target.SparkWarehouse.
 
+Which profile and profiles.yml, as dbt chooses them (dbt-core 1.11, dbt/cli/resolvers.py): the profile is
+--profile, else the ``profile:`` of the project's dbt_project.yml (the project: --project-dir, else
+$DBT_PROJECT_DIR, else the working directory or its nearest parent holding dbt_project.yml); profiles.yml lies
+in --profiles-dir, else $DBT_PROFILES_DIR, else the working directory if it holds one, else ~/.dbt.
+
 profiles.yml may use ``{{ env_var('NAME') }}`` and ``{{ env_var('NAME', 'default') }}`` and dbt's filters
 (as_number, as_bool, as_text, as_native), rendered as dbt renders it: in a sandboxed Jinja environment, so a
 template that reaches for Python's internals (``env_var.__globals__``) is refused and runs nothing.
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SdcError
+from .files import read_text
 from .quoting import quote_identifier, quote_literal
 
 ENGINES = ("postgres", "duckdb", "spark")
@@ -141,16 +147,11 @@ def plain_value(value):
     return value
 
 
-def read_target(profiles_dir: str | Path, profile: str, target: str | None = None) -> dict:
-    """The output ``target`` (default: the profile's own target) of ``profile`` in profiles_dir/profiles.yml,
-    with env_var() rendered."""
+def _render(text: str, path: Path) -> str:
+    """``text`` of the file ``path`` with env_var() rendered as dbt renders profiles.yml: in a sandbox (no
+    attribute of Python's internals), with only env_var and dbt's filters."""
     import jinja2
     import jinja2.sandbox
-    import yaml
-
-    path = Path(profiles_dir).expanduser() / "profiles.yml"
-    if not path.is_file():
-        raise SdcError(f"no profiles.yml in {Path(profiles_dir).expanduser()} (--profiles-dir)")
 
     def env_var(name, default=None):
         if name in os.environ:
@@ -159,17 +160,66 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
             raise SdcError(f"{path}: env_var('{name}') is not set")
         return default
 
-    # as dbt renders profiles.yml: a sandbox (no attribute of Python's internals), only env_var and dbt's filters
     environment = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined)
     for name in ("as_number", "as_bool", "as_text", "as_native"):  # dbt's filters; YAML reads the values
         environment.filters[name] = lambda value: value
     try:
-        text = environment.from_string(path.read_text()).render(env_var=env_var)
-        profiles = yaml.safe_load(text) or {}
+        return environment.from_string(text).render(env_var=env_var)
     except jinja2.sandbox.SecurityError as exc:
         raise SdcError(f"{path}: refused, {exc} (a profile may use env_var() and dbt's filters, as dbt allows)") from None
-    except (jinja2.TemplateError, yaml.YAMLError) as exc:
+    except jinja2.TemplateError as exc:
         raise SdcError(f"{path}: cannot read it ({exc})") from None
+
+
+def _read_yaml(path: Path, text: str) -> dict:
+    import yaml
+
+    try:
+        content = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise SdcError(f"{path}: cannot read it ({exc})") from None
+    if not isinstance(content, dict):
+        raise SdcError(f"{path}: cannot read it (not a mapping of names)")
+    return content
+
+
+def find_profile(profile: str | None, project_dir: str | Path | None,
+                 profiles_dir: str | Path | None) -> tuple[Path, str]:
+    """(the folder of profiles.yml, the profile's name), chosen as dbt chooses them (see the module docstring)
+    from the options --profile, --project-dir and --profiles-dir (None where not given)."""
+    cwd = Path.cwd()
+    if profiles_dir is None:
+        profiles_dir = os.environ.get("DBT_PROFILES_DIR") or (cwd if (cwd / "profiles.yml").is_file() else "~/.dbt")
+    if profile is not None:
+        return Path(profiles_dir).expanduser(), profile
+    how = ("give --profile NAME, or run sdc in a dbt project (or name it with --project-dir) whose dbt_project.yml "
+           "names the profile (profile: NAME)")
+    if project_dir is None:
+        project_dir = os.environ.get("DBT_PROJECT_DIR")
+    if project_dir is not None:
+        folder = Path(project_dir).expanduser()
+        if not (folder / "dbt_project.yml").is_file():
+            raise SdcError(f"no dbt_project.yml in {folder} (--project-dir); --target needs a dbt profile: {how}")
+    else:  # dbt's default: the working directory or its nearest parent that is a dbt project
+        folder = next((f for f in [cwd, *cwd.parents] if (f / "dbt_project.yml").is_file()), None)
+        if folder is None:
+            raise SdcError(f"--target needs a dbt profile: {how}; there is no dbt_project.yml in {cwd} or above it")
+    path = folder / "dbt_project.yml"
+    name = _read_yaml(path, read_text(path, "dbt project file")).get("profile")
+    if isinstance(name, str) and "{{" in name:  # dbt renders the project's values, env_var() included
+        name = _render(name, path).strip()
+    if not isinstance(name, str) or not name:
+        raise SdcError(f"--target needs a dbt profile: {how}; {path} names none")
+    return Path(profiles_dir).expanduser(), name
+
+
+def read_target(profiles_dir: str | Path, profile: str, target: str | None = None) -> dict:
+    """The output ``target`` (default: the profile's own target) of ``profile`` in profiles_dir/profiles.yml,
+    with env_var() rendered."""
+    path = Path(profiles_dir).expanduser() / "profiles.yml"
+    if not path.is_file():
+        raise SdcError(f"no profiles.yml in {Path(profiles_dir).expanduser()} (--profiles-dir)")
+    profiles = _read_yaml(path, _render(read_text(path, "dbt profiles file"), path))
     if profile not in profiles:
         raise SdcError(f"{path} has no profile {profile!r} (profiles: {', '.join(map(str, profiles)) or 'none'})")
     outputs = profiles[profile].get("outputs") or {}

@@ -1,5 +1,5 @@
 """The models that run on every engine (tests/test_engine_postgres.py, tests/test_engine_spark.py): counts with cube
-totals, a hierarchy and a threshold, a fact, weighted counts both ways and of a fact, a magnitude table, means,
+totals, a hierarchy and a threshold, a fact, weighted counts both ways and of a fact, magnitude tables, means,
 quality, the SQL steps of cell suppression and microaggregation; and how two engines' published cells are
 compared."""
 
@@ -36,6 +36,11 @@ MODELS = {
                   "params=%(params)s, audit=true) }}",
     "weighted_gap": "{{ sdc.ckm_count(ref('survey_gap'), ['sex', 'roof'], modulus=10000000, "
                     "weight='sampling_weight', params=%(params)s) }}",
+    # type range as τ-Argus takes it: the largest minus the smallest |income| of the cell's records, zeros included
+    "income_range": "{{ sdc.ckm_sum(source('raw', 'survey'), ['sex', 'roof'], value='income', "
+                    "weight='sampling_weight', modulus=10000000, params={'preset': 'tauargus', 'type': 'range', "
+                    "'multiplier': {'type': 'flex', 'fp': 500, 'p': [0.25, 0.05], 'epsilon': [1], 'q': 3}}, "
+                    "audit=true) }}",
 }
 # the input of the models with an empty cell: the survey without its 11 records of (female, r5)
 STAGING = {"survey_gap": "select * from {{ source('raw', 'survey') }} where not (sex = 'female' and roof = 'r5')"}

@@ -16,12 +16,14 @@
   For each measure and component j = 1..K (K = top_k for type top_contr, else 1; no more than the cell's
   contributors), with x the cell value so far:
     x_j   magnifier: the j-th largest |contribution| (top_contr), |x| / sum of weights (mean), largest minus
-          smallest contribution (range), |x| (sum). For weighted_value the contributions are ranked as
-          τ-Argus and cellKey rank them: by the record's |value| (unweighted), a tie by the larger weight,
-          and x_j is the j-th record's |value x weight|
+          smallest value over the cell's records, zeros included (range: of the unweighted values, also for
+          weighted_value, as both tools; tauargus of their absolute values, cellkey signed), |x| (sum). For
+          weighted_value the contributions are ranked as τ-Argus and cellKey rank them: by the record's
+          |value| (unweighted), a tie by the larger weight, and x_j is the j-th record's |value x weight|
     δ_j   x_j ε_j m(x_j) (flex or simple multiplier); 1 below the separation point (small_cells table, j = 1
           only); |x| when |x| < δ_j
-    a     |x / δ_j|, V = the ptable's noise at ratio a (interpolated between rows) for the j-th scrambled key
+    a     |x / δ_j|, V = the ptable's noise at ratio a (interpolated between rows) for the j-th scrambled key;
+          with even/odd tables, the one of the parity of the cell's records, zeros included (as both tools)
     x     x + sign(x) δ_j sign(V) (μ + |V|), μ = mu_c for sensitive cells (τ-Argus: component 1 only, here
           also below the separation point); where V = 0 in a sensitive cell, sign(V) is +1 for an even
           component key and -1 for an odd one; no sign change
@@ -174,8 +176,11 @@ leaf_cells as (
         {{ sdc.ckm_top_values('abs(d_' ~ measure.name ~ ')', top_n, c ~ ' <> 0') }} as top_{{ measure.name }}
         {%- endif %}
         {%- if p.type == 'range' %},
-        max({{ c }}) filter (where {{ c }} <> 0) as high_{{ measure.name }},
-        min({{ c }}) filter (where {{ c }} <> 0) as low_{{ measure.name }}
+        {#- over every record, zeros included, of the unweighted values (τ-Argus GetXj "D", cellKey's spread) #}
+        {%- set spread = 'c_' ~ (measure.ranked_by if measure.ranked_by is defined else measure.name) %}
+        {%- set spread = 'abs(' ~ spread ~ ')' if p.range_of_absolute_values else spread %}
+        max({{ spread }}) as high_{{ measure.name }},
+        min({{ spread }}) as low_{{ measure.name }}
         {%- endif %}{{ ',' if not loop.last }}
         {%- endfor %}
     from checked_records
@@ -316,7 +321,8 @@ noise_by_row as (
 ),
 
 magnifiers as {{ sdc.cte_materialized() }}(
-    -- x_j of every component and measure (NULL beyond the cell's contributors), and the table for the cell
+    -- x_j of every component and measure (NULL beyond the cell's contributors), and the table for the cell (the
+    -- parity of its records, zeros included)
     select
         component_keys.*
         {%- for measure in measures %}
@@ -335,7 +341,7 @@ magnifiers as {{ sdc.cte_materialized() }}(
         {%- endif %}
         {%- endfor %},
         {%- if grid.parity %}
-        case when contributors_{{ m }} % 2 = 0 then 'even' else 'odd' end as table_{{ m }},
+        case when records % 2 = 0 then 'even' else 'odd' end as table_{{ m }},
         {%- else %}
         'all' as table_{{ m }},
         {%- endif %}

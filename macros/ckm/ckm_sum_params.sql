@@ -21,6 +21,8 @@
 {%- if preset not in ['tauargus', 'cellkey'] -%}
   {{ exceptions.raise_compiler_error(where ~ ": preset must be tauargus or cellkey, got " ~ preset) }}
 {%- endif -%}
+{#- where the presets differ, as fields of python/sdc/magnitude/params.py Preset (same names) -#}
+{%- set rules = {'tauargus': {'range_of_absolute_values': true}, 'cellkey': {'range_of_absolute_values': false}}[preset] -%}
 {%- set type = params.get('type', 'top_contr') -%}
 {%- if type not in ['top_contr', 'mean', 'range', 'sum'] -%}
   {{ exceptions.raise_compiler_error(where ~ ": type must be one of top_contr, mean, range, sum, got " ~ type) }}
@@ -93,7 +95,8 @@
   {%- do flags.update({name: value}) -%}
 {%- endfor -%}
 {{ return({'preset': preset, 'type': type, 'top_k': top_k, 'multiplier': {'type': mult.type, 'p': mult.get('p'), 'fp': mult.get('fp'), 'q': mult.get('q'), 'epsilon': epsilon},
-           'mu_c': mu_c, 'sensitive': sensitive | list, 'same_key': flags.same_key, 'use_zero_rkeys': flags.use_zero_rkeys, 'separation': flags.separation}) }}
+           'mu_c': mu_c, 'sensitive': sensitive | list, 'same_key': flags.same_key, 'use_zero_rkeys': flags.use_zero_rkeys, 'separation': flags.separation,
+           'range_of_absolute_values': rules.range_of_absolute_values}) }}
 {% endmacro %}
 
 

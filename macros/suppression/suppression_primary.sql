@@ -87,12 +87,17 @@ with primary_status as (
         {%- else %}
         cast(null as {{ sdc.text_type() }}) as rule,
         {%- endif %}
+        {%- if checks %}
         greatest(0
             {%- for check in checks %},
             case when {{ check.cond }} then
                 case when {{ check.level }} > 0 then {{ check.level }} else {{ cfg.freq_protection }} end
             else 0 end
             {%- endfor %}) as protection_upper
+        {%- else %}
+        -- no rule: Spark's greatest needs two arguments
+        0 as protection_upper
+        {%- endif %}
     from {{ cells }} as cells
 )
 

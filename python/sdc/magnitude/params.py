@@ -15,7 +15,8 @@ One YAML file (``sdc ckm --params FILE.yml``), a dict (Python API) or dbt argume
     ptable: nums_ptable.csv     # magnitude ptable (sdc ptable --table nums), relative to this file
 
 The flex multiplier (τ-Argus ``<SCALING> F(σ0, σ1, x*, q, ε2..)``): ``p = [p_small, p_large]`` = [σ1, σ0],
-``fp`` = x*. The two presets differ in five points (reference ckm.md §3.5), which ``Preset`` names.
+``fp`` = x*. The two presets differ where the tools do (reference ckm.md §3.5, and the range magnifier),
+which ``Preset`` names.
 """
 
 from __future__ import annotations
@@ -41,10 +42,13 @@ MULTIPLIER_NAMES = {"flex": ("type", "fp", "p", "epsilon", "q"), "simple": ("typ
 
 @dataclass(frozen=True)
 class Preset:
-    """Where τ-Argus and cellKey differ (ckm.md §3.5, points 1-4; point 5, τ-Argus's manual-protection
-    status that skips a cell, has no counterpart here: sdc never publishes a cell unperturbed). Not here, as
-    the tools agree: a weighted sum's largest contributions are those of the largest unweighted values, x_j
-    their weighted contributions (τ-Argus GetXj; cellKey orders by |value|, then weight, as sdc does on ties)."""
+    """Where τ-Argus and cellKey differ (ckm.md §3.5, points 1-4, and the range magnifier; point 5, τ-Argus's
+    manual-protection status that skips a cell, has no counterpart here: sdc never publishes a cell
+    unperturbed). Not here, as the tools agree: a weighted sum's largest contributions are those of the
+    largest unweighted values, x_j their weighted contributions (τ-Argus GetXj; cellKey orders by |value|,
+    then weight, as sdc does on ties); the even/odd ptable goes by the parity of the cell's records, zeros
+    included (τ-Argus Freq, cellKey nrow); a record of value 0 among the top k adds no noise in either tool
+    (δ_j = 0), so sdc's components stop at the cell's contributors."""
 
     name: str
     # 1. flex multiplier below fp: x_j · p_small · ε_j (τ-Argus) or x_j · p_small, ε_j left out (cellKey)
@@ -55,11 +59,16 @@ class Preset:
     clamp_first_only: bool
     # 4. component 1 uses the scrambled cell key (τ-Argus always; cellKey with same_key: false)
     same_key_default: bool
+    # 5. type range: max|v| - min|v| (τ-Argus GetXj "D") or max(v) - min(v) (cellKey's spread), both over the
+    # cell's records, zeros included, and of the unweighted values, also for a weighted sum
+    range_of_absolute_values: bool
 
 
 PRESET = {
-    "tauargus": Preset("tauargus", epsilon_below_fp=True, mu_c_first_only=True, clamp_first_only=True, same_key_default=False),
-    "cellkey": Preset("cellkey", epsilon_below_fp=False, mu_c_first_only=False, clamp_first_only=False, same_key_default=True),
+    "tauargus": Preset("tauargus", epsilon_below_fp=True, mu_c_first_only=True, clamp_first_only=True,
+                       same_key_default=False, range_of_absolute_values=True),
+    "cellkey": Preset("cellkey", epsilon_below_fp=False, mu_c_first_only=False, clamp_first_only=False,
+                      same_key_default=True, range_of_absolute_values=False),
 }
 
 

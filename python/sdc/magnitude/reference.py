@@ -63,23 +63,25 @@ def magnifiers(params: MagnitudeParams, x: float, contributions: list[float], we
                values: list[float] | None = None) -> list[float]:
     """|x_j| for j = 1..K: the largest contributions, or one of mean, range, sum. Stops at the contributors.
 
-    Weighted contributions (value x weight) are ranked as τ-Argus and cellKey rank them: by the record's
-    unweighted |value| (``values``, one per contribution), a tie by the larger |contribution| (the larger
-    weight); x_j is the j-th record's |contribution|. Without ``values`` the contributions rank themselves."""
+    ``contributions`` holds one per record of the cell, zeros included. Weighted contributions (value x
+    weight) are ranked as τ-Argus and cellKey rank them: by the record's unweighted |value| (``values``, one
+    per contribution), a tie by the larger |contribution| (the larger weight); x_j is the j-th record's
+    |contribution|. The range is that of the unweighted values over all records, zeros included (τ-Argus and
+    cellKey; the preset says whether of their sizes). Without ``values`` the contributions stand for them."""
+    ranks = values if values is not None else contributions
+    if len(ranks) != len(contributions):
+        raise SdcError(f"values rank the contributions, one each: got {len(ranks)} values for "
+                       f"{len(contributions)} contributions")
     if params.magnifier == "top_contr":
-        ranks = values if values is not None else contributions
-        if len(ranks) != len(contributions):
-            raise SdcError(f"values rank the contributions, one each: got {len(ranks)} values for "
-                           f"{len(contributions)} contributions")
         ranked = sorted(((abs(v), abs(c)) for v, c in zip(ranks, contributions) if c != 0), reverse=True)
         return [c for _, c in ranked[: params.top_k]]
-    nonzero = [c for c in contributions if c != 0]
-    if not nonzero:
+    if all(c == 0 for c in contributions):
         return []
     if params.magnifier == "mean":
         return [abs(x / weight_sum)]
     if params.magnifier == "range":
-        return [max(nonzero) - min(nonzero)]
+        spread = [abs(v) for v in ranks] if params.preset.range_of_absolute_values else list(ranks)
+        return [max(spread) - min(spread)]
     return [abs(x)]
 
 
@@ -87,13 +89,13 @@ def perturb_cell(
     params: MagnitudeParams,
     tables: NumsPTableSet,
     x: float,
-    contributions: list[float],
+    contributions: list[float],  # one per record of the cell, zeros included
     cell_key: int,
     modulus: int,
     *,
     weight_sum: float | None = None,  # sum of the weights of the cell's records (default: its record count)
     sensitive: bool = False,
-    values: list[float] | None = None,  # unweighted values of the contributions' records, which rank them
+    values: list[float] | None = None,  # unweighted values of the records: they rank them and give the range
 ) -> tuple[float, list[Component]]:
     """Perturbed value of a cell with value x (sum of its contributions) and integer cell key in [0, modulus)."""
     if x == 0:
@@ -103,8 +105,9 @@ def perturb_cell(
     if params.separation and small_table is None:
         raise SdcError("separation is on, but the magnitude ptable has no small_cells part")
     z_s = params.separation_point(small_table.variance_of_last_row() if small_table else None)
-    contributors = sum(1 for c in contributions if c != 0)
-    main = tables.tables["all"] if "all" in tables.tables else tables.tables["even" if contributors % 2 == 0 else "odd"]
+    # parity of the cell's records, zeros included, as τ-Argus (Freq) and cellKey (nrow) count them
+    parity = "even" if len(contributions) % 2 == 0 else "odd"
+    main = tables.tables["all"] if "all" in tables.tables else tables.tables[parity]
     sign = 1 if x > 0 else -1
     out = []
     for j, x_j in enumerate(magnifiers(params, x, contributions, weight_sum or len(contributions), values), start=1):

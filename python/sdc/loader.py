@@ -52,7 +52,6 @@ from .conventions import (
 )
 from .database import connect, first_line, is_numeric_type, transaction
 from .errors import SdcError
-from .fact_rules import parse_fact_rule
 from .macro_renderer import private_connection
 from .files import disk_full, read_failure, read_text
 from .quoting import quote_identifier, quote_literal, quote_path
@@ -519,6 +518,14 @@ def _arrow(con, sql: str):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
         return con.execute(sql).to_arrow_table()
+
+
+def parse_fact_rule(name: str, rule: str, columns: list[str]) -> tuple[str, list[str]]:
+    """sdc.fact_rules.parse_fact_rule, imported on the first rule: it needs sqlglot, a tenth of a second to
+    import that a command without fact rules (sdc ckm) should not pay."""
+    from .fact_rules import parse_fact_rule as parse
+
+    return parse(name, rule, columns)
 
 
 def fact_sql(con, columns, name, rule, relation: str = "sdc_input") -> str:

@@ -83,10 +83,49 @@ def assemble(entries: list[Entry], source: str) -> tuple[PTable, list[str]]:
         notes.append(f"interval bounds rounded to {INTERVAL_DECIMALS} decimals (largest change {rounded_by:.1E})")
     if dropped:
         notes.append(f"{dropped} empty interval(s) (p = 0) dropped")
-    table = PTable(np.array(i_col), np.array(j_col), np.array(lb_col, dtype=np.int64), np.array(ub_col, dtype=np.int64))
-    for stats in table.row_stats():
-        if abs(stats.mean) > MEAN_TOLERANCE:
-            notes.append(f"row i={stats.i}: mean noise {stats.mean:+.6f} (not unbiased)")
+    return _with_mean_notes(PTable(np.array(i_col), np.array(j_col), np.array(lb_col), np.array(ub_col)), notes)
+
+
+def assemble_adjacent(i: np.ndarray, v: np.ndarray, ub_units: np.ndarray, line: np.ndarray,
+                      source: str) -> tuple[PTable, list[str]]:
+    """``assemble`` for intervals that are adjacent by construction, with vectorised checks: sorted by row,
+    each row's first starting at 0, each next one where the one before ends, the last ending at 1, bounds in
+    10^-8 units (an integer-key table read by numpy, formats.py). The same table, notes and first error
+    as ``assemble`` of the same entries; the checks that cannot fail for such intervals are left out."""
+    if i[0] < 0:  # sorted: the first row is the least
+        raise SdcError(f"{source}, line {line[0]}: row i={i[0]} is negative")
+    starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+    present = i[starts][i[starts] > 0]
+    max_i = int(i[-1])
+    if len(present) < max_i:
+        first = int(np.flatnonzero(np.r_[present != np.arange(1, len(present) + 1), True])[0]) + 1
+        raise SdcError(
+            f"{source}: row i={first} is missing; rows must run 1..{max_i} without gaps "
+            f"(the last row stands for every larger value); {max_i - len(present)} rows are missing"
+        )
+    lb_units = np.r_[0, ub_units[:-1]]
+    lb_units[starts] = 0
+    wide = ub_units > lb_units
+    bad = np.flatnonzero(wide & ((i + v < 0) | ((i == 0) & (v != 0))))
+    if len(bad):
+        k = bad[0]
+        where = f"{source}, line {line[k]}, row i={i[k]}"
+        if i[k] + v[k] < 0:
+            raise SdcError(f"{where}: noise v={v[k]:+d} would publish {i[k] + v[k]}, below 0")
+        raise SdcError(f"{where}: zero cells must stay zero, but row 0 has noise v={v[k]:+d}")
+    notes: list[str] = []
+    i, v, lb_units, ub_units = i[wide], v[wide], lb_units[wide], ub_units[wide]
+    if i[0] != 0:
+        i, v, lb_units, ub_units = np.r_[0, i], np.r_[0, v], np.r_[0, lb_units], np.r_[INTERVAL_SCALE, ub_units]
+        notes.append("row i=0 added: zero cells stay zero")
+    if not wide.all():
+        notes.append(f"{len(wide) - int(wide.sum())} empty interval(s) (p = 0) dropped")
+    return _with_mean_notes(PTable(i, i + v, lb_units, ub_units), notes)
+
+
+def _with_mean_notes(table: PTable, notes: list[str]) -> tuple[PTable, list[str]]:
+    notes += [f"row i={stats.i}: mean noise {stats.mean:+.6f} (not unbiased)" for stats in table.row_stats()
+              if abs(stats.mean) > MEAN_TOLERANCE]
     return table, notes
 
 

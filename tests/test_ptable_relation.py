@@ -1,10 +1,13 @@
-"""The ptable relation (sdc.ptable.relation) and the numpy reader of integer-key files (ONS, Cantabular).
+"""The ptable relation (sdc.ptable.relation) and the numpy reader of files of plain numbers (ONS, Cantabular,
+sdc, SAS, τ-Argus).
 
 The relation is built from numpy arrays in one statement; these tests compare it, row for row and type for
 type, with a reference made here the slow way (one text per value, as the relation was built before), for
 the kinds of table sdc meets: ONS's shipped table, a randomised ONS table (256 keys, each row's noise values
 shuffled over the keys, so consecutive keys rarely share one), a 4096-key table, sdc-built tables, τ-Argus
-files and magnitude ptables. The numpy reader is compared with the line reader on the same files.
+files and magnitude ptables. The numpy reader is compared with the line reader on the same files: the same
+table and notes, and where a file is refused, the same message (the numpy reader leaves every file it would
+refuse, and every unusual one, to the line reader).
 """
 
 import functools
@@ -148,25 +151,58 @@ def test_a_table_is_read_only_and_its_columns_are_made_once():
 # ------------------------------------------------------------------ the numpy reader against the line reader
 
 
-def both_readers(text: str):
-    """(numpy reader, line reader) of one file: a key written as the range k-k sends it to the line reader."""
-    lines = text.split("\n")
-    i, key, v = lines[3].split(",")
-    lines[3] = f"{i},{key}-{key},{v}"
-    return parse_ptable(text, source="t.csv"), parse_ptable("\n".join(lines), source="t.csv")
+def line_read(text: str, **kwargs):
+    """The line reader's result: a space after the last number (which it strips) keeps numpy out."""
+    return parse_ptable(text.rstrip("\n") + " \n", source="t.csv", **kwargs)
 
 
-@pytest.mark.parametrize("text", [random_ons_ptable(750, 256), random_ons_ptable(12, 4096), ons_10_5_rule(30),
-                                  ons_10_5_rule(750)], ids=["random 256", "random 4096", "10_5 rule", "10_5 rule 750"])
-def test_the_numpy_reader_gives_the_line_readers_table_and_notes(text):
-    (fast, fmt, notes), (slow, slow_fmt, slow_notes) = both_readers(text)
-    assert (fmt, notes) == (slow_fmt, slow_notes) and len(notes) >= 2
+@functools.cache
+def sdc_built():
+    return create_ptable(PTableParams(D=4, V=2, js=1)).table
+
+
+# without row 0; a p that differs from its interval's width by 10^-6 (allowed); an empty interval (dropped)
+HAND_MADE = """i,j,p,v,p_int_lb,p_int_ub
+1,0,0.30000100,-1,0,0.3
+1,1,0.4,0,0.3,0.7
+1,2,0,1,0.7,0.7
+1,3,0.3,2,0.7,1
+2,2,1,0,0,1
+"""
+PLAIN_FILES = {
+    "ons random 256": lambda: random_ons_ptable(750, 256),
+    "ons random 4096": lambda: random_ons_ptable(12, 4096),
+    "ons 10_5 rule": lambda: ons_10_5_rule(30),
+    "ons 10_5 rule to 750, semicolons": lambda: ons_10_5_rule(750).replace(",", ";"),
+    "sdc file with reuse_from": lambda: render_ptable(random_256(), "sdc"),
+    "sas file": lambda: render_ptable(sdc_built(), "sas"),
+    "tauargus file": lambda: render_ptable(sdc_built(), "tauargus"),
+    "tauargus by hand": lambda: TAUARGUS,
+    "sdc by hand": lambda: HAND_MADE,
+}
+
+
+@pytest.mark.parametrize("label", PLAIN_FILES)
+def test_the_numpy_reader_gives_the_line_readers_table_and_notes(label, monkeypatch):
+    import sdc.ptable.formats
+
+    text = PLAIN_FILES[label]()
+    slow, slow_fmt, slow_notes = line_read(text)
+    monkeypatch.setattr(sdc.ptable.formats, "_read_lines", lambda *args: pytest.fail("read line by line"))
+    fast, fmt, notes = parse_ptable(text, source="t.csv")
+    assert (fmt, notes) == (slow_fmt, slow_notes)
     for column in ("i", "j", "lb_units", "ub_units"):
         assert getattr(fast, column).tolist() == getattr(slow, column).tolist()
     assert (fast.reuse_from, fast.key_modulus) == (slow.reuse_from, slow.key_modulus)
 
 
-@pytest.mark.parametrize("change, message", [
+def test_the_hand_made_file_keeps_its_p_column_tolerance_and_drops_the_empty_interval():
+    table, _, notes = parse_ptable(HAND_MADE)
+    assert table.ub_units[table.i == 1].tolist() == [30_000_000, 70_000_000, 100_000_000]
+    assert notes[:2] == ["row i=0 added: zero cells stay zero", "1 empty interval(s) (p = 0) dropped"]
+
+
+ONS_PROBLEMS = [
     (lambda lines: [("-" + line) if line.startswith("2,") else line for line in lines],
      r"t\.csv, line 258: row i=-2 is negative"),
     (lambda lines: [line for line in lines if not line.startswith("2,")],
@@ -175,13 +211,41 @@ def test_the_numpy_reader_gives_the_line_readers_table_and_notes(text):
      r"t\.csv, line 2, row i=1: noise v=-2 would publish -1, below 0"),
     (lambda lines: lines[:1] + [f"0,{k},{1 if k == 9 else 0}" for k in range(256)] + lines[1:],
      r"t\.csv, line 2, row i=0: zero cells must stay zero, but row 0 has noise v=\+1"),
-])
-def test_the_numpy_reader_refuses_what_the_line_reader_refuses_with_its_message(change, message):
-    lines = change(random_ons_ptable(3, 256).rstrip("\n").split("\n"))
+]
+SDC_PROBLEMS = [
+    (lambda lines: [line.replace("1,2,0,1,0.7,0.7", "1,2,0,1,0.71,0.71") for line in lines],
+     r"t\.csv, line 4, row i=1: gap in the intervals: lower bound 0.71 but the previous interval ends at 0.7"),
+    (lambda lines: [line.replace("0.30000100", "0.30000101") for line in lines],
+     r"line 2, row i=1: p = 0.30000101 disagrees with its interval \[0, 0.3\) of width 0.3"),
+    (lambda lines: [line.replace("1,3,0.3,2", "1,4,0.3,2") for line in lines], r"line 5, row i=1: j=4 but i \+ v = 3"),
+    (lambda lines: [line.replace("2,2,1,0,0,1", "2,2,0.9,0,0,0.9") for line in lines],
+     r"row i=2: the intervals end at 0.9, not at 1"),
+    (lambda lines: [line.replace("1,0,0.30000100,-1", "1,-1,0.30000100,-2") for line in lines],
+     r"line 2, row i=1: noise v=-2 would publish -1, below 0"),
+    (lambda lines: [lines[0] + ",reuse_from"] + [line + (",2" if k else ",1") for k, line in enumerate(lines[1:])],
+     r"column reuse_from must hold one row number on every line, found 1, 2"),
+    (lambda lines: [lines[0] + ",reuse_from"] + [line + ",3" for line in lines[1:]],
+     r"reuse_from 3 is not a row of the table \(1\.\.2\)"),
+]
+
+
+@pytest.mark.parametrize("text, change, message",
+                         [(random_ons_ptable(3, 256), *problem) for problem in ONS_PROBLEMS]
+                         + [(HAND_MADE, *problem) for problem in SDC_PROBLEMS])
+def test_a_file_of_plain_numbers_is_refused_with_the_line_readers_message(text, change, message):
+    text = "\n".join(change(text.rstrip("\n").split("\n"))) + "\n"
     with pytest.raises(SdcError, match=message) as fast_error:
-        parse_ptable("\n".join(lines) + "\n", source="t.csv")
-    i, key, v = lines[-1].split(",")  # the last key as a range: the line reader
-    lines[-1] = f"{i},{key}-{key},{v}"
+        parse_ptable(text, source="t.csv")
     with pytest.raises(SdcError) as slow_error:
-        parse_ptable("\n".join(lines) + "\n", source="t.csv")
+        line_read(text)
     assert str(fast_error.value) == str(slow_error.value)
+
+
+@pytest.mark.parametrize("field", ["1e-1", "0.123456789", " 0.5", "0,5", "+0.5", "0.5.1", "", "-", "0x1", "½"])
+def test_a_field_that_is_no_plain_number_leaves_the_file_to_the_line_reader(field, monkeypatch):
+    import sdc.ptable.formats
+
+    lines = []
+    monkeypatch.setattr(sdc.ptable.formats, "_read_lines", lambda *args: lines.append(1) or ("read", [], []))
+    text = HAND_MADE.replace("1,1,0.4,0,0.3,0.7", f"1,1,{field},0,0.3,0.7")
+    assert parse_ptable(text.replace(",", ";") if field == "0,5" else text)[0] == "read" and lines == [1]

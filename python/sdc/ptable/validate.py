@@ -27,6 +27,7 @@ from .table import PTable
 
 # Tolerance for a file's p column against its interval widths, and for a row mean reported as biased.
 P_COLUMN_TOLERANCE = Decimal("1e-6")
+_P_TOLERANCE_UNITS = int(P_COLUMN_TOLERANCE * INTERVAL_SCALE)
 MEAN_TOLERANCE = 1e-6
 
 
@@ -86,36 +87,35 @@ def assemble(entries: list[Entry], source: str) -> tuple[PTable, list[str]]:
     return _with_mean_notes(PTable(np.array(i_col), np.array(j_col), np.array(lb_col), np.array(ub_col)), notes)
 
 
-def assemble_adjacent(i: np.ndarray, v: np.ndarray, ub_units: np.ndarray, line: np.ndarray,
-                      source: str) -> tuple[PTable, list[str]]:
-    """``assemble`` for intervals that are adjacent by construction, with vectorised checks: sorted by row,
-    each row's first starting at 0, each next one where the one before ends, the last ending at 1, bounds in
-    10^-8 units (an integer-key table read by numpy, formats.py). The same table, notes and first error
-    as ``assemble`` of the same entries; the checks that cannot fail for such intervals are left out."""
-    if i[0] < 0:  # sorted: the first row is the least
-        raise SdcError(f"{source}, line {line[0]}: row i={i[0]} is negative")
+def assemble_arrays(i: np.ndarray, v: np.ndarray, ub_units: np.ndarray, lb_units: np.ndarray | None = None,
+                    p_units: np.ndarray | None = None) -> tuple[PTable, list[str]] | None:
+    """``assemble`` with numpy, for a file read by numpy (formats.py): one entry per line, in the file's order,
+    bounds and p as whole 10^-8 units (no rounding needed), lower bounds None for the cumulative formats.
+    The table and notes ``assemble`` gives where it accepts the entries; None where it would refuse them:
+    the caller then reads the file line by line, which names the problem."""
+    order = np.argsort(i, kind="stable")  # assemble's order: by row, each row's entries as in the file
+    i, v, ub_units = i[order], v[order], ub_units[order]
     starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
-    present = i[starts][i[starts] > 0]
-    max_i = int(i[-1])
-    if len(present) < max_i:
-        first = int(np.flatnonzero(np.r_[present != np.arange(1, len(present) + 1), True])[0]) + 1
-        raise SdcError(
-            f"{source}: row i={first} is missing; rows must run 1..{max_i} without gaps "
-            f"(the last row stands for every larger value); {max_i - len(present)} rows are missing"
-        )
-    lb_units = np.r_[0, ub_units[:-1]]
-    lb_units[starts] = 0
-    wide = ub_units > lb_units
-    bad = np.flatnonzero(wide & ((i + v < 0) | ((i == 0) & (v != 0))))
-    if len(bad):
-        k = bad[0]
-        where = f"{source}, line {line[k]}, row i={i[k]}"
-        if i[k] + v[k] < 0:
-            raise SdcError(f"{where}: noise v={v[k]:+d} would publish {i[k] + v[k]}, below 0")
-        raise SdcError(f"{where}: zero cells must stay zero, but row 0 has noise v={v[k]:+d}")
+    rows = i[starts]
+    if rows[0] < 0 or len(rows[rows > 0]) != rows[-1]:  # a negative row, or a row missing from 1..max i
+        return None
+    previous = np.r_[0, ub_units[:-1]]
+    previous[starts] = 0  # each row starts at 0, each next interval where the one before ends
+    if lb_units is not None and (lb_units[order] != previous).any():
+        return None
+    width = ub_units - previous
+    wide = width > 0
+    ends = np.r_[starts[1:], len(i)] - 1
+    if (width < 0).any() or (ub_units[ends] != INTERVAL_SCALE).any() or (wide & ((i + v < 0) | ((i == 0) & (v != 0)))).any():
+        return None
+    if p_units is not None:
+        p_units = p_units[order]
+        if (p_units < 0).any() or (np.abs(p_units - width) > _P_TOLERANCE_UNITS).any() \
+                or (np.abs(np.add.reduceat(p_units, starts) - INTERVAL_SCALE) > _P_TOLERANCE_UNITS).any():
+            return None
     notes: list[str] = []
-    i, v, lb_units, ub_units = i[wide], v[wide], lb_units[wide], ub_units[wide]
-    if i[0] != 0:
+    i, v, lb_units, ub_units = i[wide], v[wide], previous[wide], ub_units[wide]
+    if rows[0] != 0:
         i, v, lb_units, ub_units = np.r_[0, i], np.r_[0, v], np.r_[0, lb_units], np.r_[INTERVAL_SCALE, ub_units]
         notes.append("row i=0 added: zero cells stay zero")
     if not wide.all():

@@ -2,7 +2,7 @@
 (PTable.records(): one decimal text per value, cast by DuckDB), side by side in one run (prints figures).
 
 Tables: ONS's shipped ptable_10_5_rule.csv (750 x 256 keys, one noise per row: 751 intervals), a randomised
-ONS table of the same size (bench/random_ons_ptable.py: about 140 000 intervals), a randomised 4096-key table
+ONS table of the same size (bench/random_ons_ptable.py: 161 338 intervals), a randomised 4096-key table
 (rows 1..50), the randomised 256-key table written as an sdc file, and a magnitude ptable set.
 Columns: the file's lines, the table's intervals, reading the file (sdc.ptable.formats), the relation on a
 fresh table (first), again for the same table (its columns are kept: DuckDB's copy is all that is left),

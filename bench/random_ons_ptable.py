@@ -1,8 +1,8 @@
 """A randomised ONS-format ptable for the benchmarks, the same on every run (seeded).
 
-ONS's shipped ptable_10_5_rule.csv gives every key of a row the same noise (one interval per row); the tables
-ONS uses in production draw each key's noise from the row's distribution, so runs of one noise over
-consecutive keys are short and the table has about as many intervals as lines. This one takes each row's
+ONS's shipped ptable_10_5_rule.csv gives every key of a row the same noise (one interval per row); in a table
+whose keys draw their noise from the row's distribution, runs of one noise over consecutive keys are short
+and the table has nearly as many intervals as lines (here 161 338 for 192 000). This one takes each row's
 distribution from an sdc-built table (D = 5, V = 3, js = 2), gives every noise value its share of the keys
 (largest remainders) and shuffles them over the keys of the row.
 

@@ -29,7 +29,7 @@ import numpy as np
 from ..conventions import INTERVAL_SCALE, NUMS_PTABLE_COLUMNS, NUMS_PTABLE_TYPES, NUMS_V_DECIMALS
 from ..errors import SdcError
 from ..files import read_text, write_text_atomically
-from .table import format_units
+from .table import format_units, read_only_copies
 
 V_SCALE = 10**NUMS_V_DECIMALS
 # ptable refuses D * step >= 50 (pt_create_pParams.R): rows would have 100 and more entries
@@ -125,11 +125,7 @@ class NumsPTable:
     ub_units: np.ndarray
 
     def __post_init__(self):
-        # read-only copies, as PTable's: what is derived once (columns) stays true
-        for name in ("i", "v_units", "lb_units", "ub_units"):
-            values = np.array(getattr(self, name), dtype=np.int64)
-            values.flags.writeable = False
-            object.__setattr__(self, name, values)
+        read_only_copies(self, ("i", "v_units", "lb_units", "ub_units"))  # as PTable's: columns stay true
 
     @cached_property
     def columns(self) -> dict[str, np.ndarray]:

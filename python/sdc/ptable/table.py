@@ -45,10 +45,7 @@ class PTable:
     key_modulus: int | None = None
 
     def __post_init__(self):
-        for name in ("i", "j", "lb_units", "ub_units"):
-            values = np.array(getattr(self, name), dtype=np.int64)
-            values.flags.writeable = False
-            object.__setattr__(self, name, values)
+        read_only_copies(self, ("i", "j", "lb_units", "ub_units"))
 
     @property
     def v(self) -> np.ndarray:
@@ -132,6 +129,14 @@ class PTable:
                 }
             )
         return out
+
+
+def read_only_copies(table, names: tuple[str, ...]) -> None:
+    """Make the arrays ``names`` of a frozen table read-only whole-number copies of what it was given."""
+    for name in names:
+        values = np.array(getattr(table, name), dtype=np.int64)
+        values.flags.writeable = False
+        object.__setattr__(table, name, values)
 
 
 def ptable_row(n: int, max_i: int, reuse_from: int | None = None) -> int:

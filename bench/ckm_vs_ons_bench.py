@@ -10,8 +10,11 @@ DataFrame. For each N (microdata records: ONS's shape, integer keys 0..255, var1
   in memory  count_table(df, ...) against create_perturbed_table(df, ...) on the same DataFrame, in one
              process (best of R runs each)
 
-Both use ONS's shipped ptable (tests/data/ons/ptable_10_5_rule.csv); the published counts are compared cell by
-cell, so the figures are for the same table. Prints the times and the ratios ONS / sdc.
+Each N runs with two ptables: ONS's shipped ptable_10_5_rule.csv (tests/data/ons/: one noise per row, 751
+intervals) and a randomised ONS table of the same size (bench/random_ons_ptable.py, made here: 256 keys, each
+row's noise values shuffled over the keys: about 160 000 intervals, as in a table drawn key by key). The published
+counts are compared cell by cell, so the figures are for the same table. Prints the times and the ratios
+ONS / sdc.
 
 Usage: .venv/bin/python bench/ckm_vs_ons_bench.py [N ...]      (default 1e5 1e6 1e7)
 """
@@ -28,6 +31,8 @@ import time
 from pathlib import Path
 
 import duckdb
+
+from random_ons_ptable import write_random_ons_ptable
 
 ROOT = Path(__file__).resolve().parent.parent
 ONS_VENV = ROOT / "bench" / ".venv-ons"
@@ -116,32 +121,39 @@ def main(sizes: list[int]) -> None:
     sdc = ROOT / ".venv" / "bin" / "sdc"
     print(f"machine: {os.cpu_count()} cores; ONS cell-key-perturbation 3.1.0 (pandas 2.3.3) vs sdc "
           f"(duckdb {duckdb.__version__}); best of {REPEATS} each")
-    print(f"{'records':>10}  {'process sdc':>11}  {'process ONS':>11}  {'ONS/sdc':>7}  "
+    print(f"{'records':>10}  {'ptable':<8} {'process sdc':>11}  {'process ONS':>11}  {'ONS/sdc':>7}  "
           f"{'in-memory sdc':>13}  {'in-memory ONS':>13}  {'ONS/sdc':>7}  same")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     with tempfile.TemporaryDirectory(prefix="sdc-bench-ons-") as tmp:
+        ptables = {"shipped": PTABLE, "random": Path(tmp) / "ptable_random_256.csv"}
+        write_random_ons_ptable(ptables["random"])
         for n in sizes:
             data = Path(tmp) / f"data_{n}.csv"
             generate(data, n)
-            ours_out, ons_out = Path(tmp) / "sdc.csv", Path(tmp) / "ons.csv"
-            process = {"sdc": [], "ons": []}
-            for _ in range(REPEATS):
-                ours_out.unlink(missing_ok=True)
-                process["sdc"].append(timed([str(sdc), "ckm", "--input", str(data), "--dims", ",".join(DIMS),
-                                             "--record-key", "record_key", "--modulus", "256", "--ptable", str(PTABLE),
-                                             "--totals", "none", "--threshold", "10", "--out", str(ours_out)]))
-                process["ons"].append(timed([str(python), "-c", ONS_PROCESS, str(data), str(PTABLE), str(ons_out)]))
-            same_files = published(ours_out) == published(ons_out)
-            result = subprocess.run([str(python), "-c", IN_MEMORY, str(data), str(PTABLE), str(REPEATS)],
-                                    capture_output=True, text=True, env=env)
-            if result.returncode != 0:
-                raise SystemExit(result.stderr)
-            memory = json.loads(result.stdout.strip().splitlines()[-1])
-            p_sdc, p_ons = min(process["sdc"]), min(process["ons"])
-            print(f"{n:>10}  {p_sdc:>10.2f}s  {p_ons:>10.2f}s  {p_ons / p_sdc:>6.1f}x  "
-                  f"{memory['sdc']:>12.3f}s  {memory['ons']:>12.3f}s  {memory['ons'] / memory['sdc']:>6.1f}x  "
-                  f"{'yes' if same_files and memory['same'] else 'NO'}", flush=True)
+            for label, ptable in ptables.items():
+                compare(n, label, data, ptable, Path(tmp), python, sdc, env)
             data.unlink()
+
+
+def compare(n: int, label: str, data: Path, ptable: Path, tmp: Path, python: Path, sdc: Path, env: dict) -> None:
+    ours_out, ons_out = tmp / "sdc.csv", tmp / "ons.csv"
+    process = {"sdc": [], "ons": []}
+    for _ in range(REPEATS):
+        ours_out.unlink(missing_ok=True)
+        process["sdc"].append(timed([str(sdc), "ckm", "--input", str(data), "--dims", ",".join(DIMS),
+                                     "--record-key", "record_key", "--modulus", "256", "--ptable", str(ptable),
+                                     "--totals", "none", "--threshold", "10", "--out", str(ours_out)]))
+        process["ons"].append(timed([str(python), "-c", ONS_PROCESS, str(data), str(ptable), str(ons_out)]))
+    same_files = published(ours_out) == published(ons_out)
+    result = subprocess.run([str(python), "-c", IN_MEMORY, str(data), str(ptable), str(REPEATS)],
+                            capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        raise SystemExit(result.stderr)
+    memory = json.loads(result.stdout.strip().splitlines()[-1])
+    p_sdc, p_ons = min(process["sdc"]), min(process["ons"])
+    print(f"{n:>10}  {label:<8} {p_sdc:>10.2f}s  {p_ons:>10.2f}s  {p_ons / p_sdc:>6.1f}x  "
+          f"{memory['sdc']:>12.3f}s  {memory['ons']:>12.3f}s  {memory['ons'] / memory['sdc']:>6.1f}x  "
+          f"{'yes' if same_files and memory['same'] else 'NO'}", flush=True)
 
 
 if __name__ == "__main__":

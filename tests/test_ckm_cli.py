@@ -246,6 +246,27 @@ def test_a_ptable_file_rewritten_in_place_is_read_again(tmp_path):
     assert tables[1]["count"].tolist() == [4, 3, 1]  # Total (row 2, the last) and x (2 records) now get +1
 
 
+def test_a_ptable_dataframe_is_parsed_once_per_content(monkeypatch):
+    # count_table keeps a DataFrame ptable parsed by its content: the same values parse once, a value changed
+    # in place (the noise of row 2 from 0 to 1) parses again and gives the new table
+    import pandas as pd
+
+    import sdc.ckm
+    from sdc.ckm import count_table
+
+    parsed = []
+    parse = sdc.ckm.parse_ptable
+    monkeypatch.setattr(sdc.ckm, "parse_ptable", lambda *args, **kwargs: parsed.append(1) or parse(*args, **kwargs))
+    ptable = pd.DataFrame({"pcv": [1] * 4 + [2] * 4, "ckey": list(range(4)) * 2, "pvalue": [0] * 8})
+    data = pd.DataFrame({"a": ["x", "x", "y"], "key": [0, 1, 3]})
+    counts = [count_table(data, ["a"], record_key="key", modulus=4, ptable=ptable, check_keys=False)["count"].tolist()
+              for _ in range(2)]
+    assert counts == [[3, 2, 1], [3, 2, 1]] and len(parsed) == 1
+    ptable.loc[ptable["pcv"] == 2, "pvalue"] = 1
+    changed = count_table(data, ["a"], record_key="key", modulus=4, ptable=ptable, check_keys=False)
+    assert changed["count"].tolist() == [4, 3, 1] and len(parsed) == 2
+
+
 def test_totals_none_with_a_hierarchy_gives_the_leaves_only():
     from sdc.ckm import count_table
 

@@ -16,6 +16,8 @@ import hashlib
 import os
 from pathlib import Path
 
+import numpy as np
+
 from .record_keys import check_record_keys
 from .conventions import CKM_OWN_COLUMNS, CKM_SUM_MEASURES, KEY_FACT_PREFIX, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
 from .dimension_names import check_dimension_names
@@ -303,8 +305,38 @@ def _ptable(ptable) -> PTable:
             return read_ptable(path)[0]  # names the problem
         return _read_ptable_file(str(path.resolve()), digest)
     if hasattr(ptable, "to_csv") and hasattr(ptable, "columns"):  # a pandas DataFrame
-        return parse_ptable(ptable.to_csv(index=False), source="the ptable DataFrame")[0]
+        return _frame_ptable(ptable)
     raise SdcError(f"ptable must be a file path, a DataFrame or a PTable, got {type(ptable).__name__}")
+
+
+_FRAME_PTABLES: dict[str, PTable] = {}  # by _frame_digest, the last few
+_FRAME_PTABLES_KEPT = 8
+
+
+def _frame_ptable(frame) -> PTable:
+    """A DataFrame ptable, parsed once per content (a notebook passes the same table for every call)."""
+    digest = _frame_digest(frame)
+    table = _FRAME_PTABLES.get(digest) if digest else None
+    if table is None:
+        table = parse_ptable(frame.to_csv(index=False), source="the ptable DataFrame")[0]
+        if digest:
+            if len(_FRAME_PTABLES) >= _FRAME_PTABLES_KEPT:
+                del _FRAME_PTABLES[next(iter(_FRAME_PTABLES))]
+            _FRAME_PTABLES[digest] = table
+    return table
+
+
+def _frame_digest(frame) -> str | None:
+    """SHA-256 of the column names, types and values of a DataFrame of numbers: equal digests, equal CSV text.
+    None for other columns (text, pandas' nullable types), whose bytes are not their values: such a table is
+    parsed every time."""
+    digest = hashlib.sha256()
+    for name, column in frame.items():
+        if not isinstance(column.dtype, np.dtype) or column.dtype.kind not in "iufb":
+            return None
+        digest.update(f"{name!r}:{column.dtype.str}:{len(column)};".encode())
+        digest.update(np.ascontiguousarray(column.to_numpy()).tobytes())
+    return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=8)

@@ -52,7 +52,6 @@ from .conventions import (
 )
 from .database import connect, first_line, is_numeric_type, transaction
 from .errors import SdcError
-from .fact_rules import parse_fact_rule
 from .macro_renderer import private_connection
 from .files import disk_full, read_failure, read_text
 from .quoting import quote_identifier, quote_literal, quote_path
@@ -206,12 +205,13 @@ def _check_arguments(table, id_column, key_mode, modulus, secret, key_column, fa
 PLAIN_NUMBER = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?"
 
 
-def source_sql(path: Path, numbers: Iterable[str] = (), *, plain_numbers: bool = False) -> str:
+def source_sql(path: Path, numbers: Iterable[str] = (), *, plain_numbers: bool = False, con=None) -> str:
     """SQL that reads the data file ``path``. A Parquet file has its own types. A text file (.csv, .tsv, .txt)
     is read as text, every value exactly as delivered (no BOOLEAN, date or time sniffing: ``yes``, ``T``,
     ``2024-01-01``, ``01`` and `` a `` stay as they are), except numbers: the columns in ``numbers`` that DuckDB
     reads as numbers, and with ``plain_numbers`` every column DuckDB reads as numbers whose every value is
-    written plainly (PLAIN_NUMBER: not `` 5``, ``+5``, ``.5``, ``0x10`` or ``nan``), keep that type."""
+    written plainly (PLAIN_NUMBER: not `` 5``, ``+5``, ``.5``, ``0x10`` or ``nan``), keep that type. The file's
+    types are sniffed on ``con`` where given (a connection costs a command 10 ms), else on one of their own."""
     if not path.is_file():
         raise SdcError(f"input file not found: {path}")
     literal = quote_path(path)
@@ -232,7 +232,7 @@ def source_sql(path: Path, numbers: Iterable[str] = (), *, plain_numbers: bool =
     numbers = set(numbers)
     kept = {}
     if numbers or plain_numbers:
-        sniffed = text_file_numbers(f"read_csv({literal}, {options})")
+        sniffed = text_file_numbers(f"read_csv({literal}, {options})", con)
         kept = {c: t for c, t in sniffed.items() if c in numbers}
         if plain_numbers:
             kept.update(_plainly_written({c: t for c, t in sniffed.items() if c not in numbers}, text + ")"))
@@ -240,16 +240,17 @@ def source_sql(path: Path, numbers: Iterable[str] = (), *, plain_numbers: bool =
     return text + (f", types = {{{types}}})" if kept else ")")
 
 
-def text_file_numbers(sniffed_source: str) -> dict[str, str]:
-    """The columns DuckDB's sniffer reads as numbers in ``sniffed_source``, with their types; none where the
-    file cannot be read (the command's own read then names the problem)."""
-    con = duckdb.connect()
+def text_file_numbers(sniffed_source: str, con=None) -> dict[str, str]:
+    """The columns DuckDB's sniffer reads as numbers in ``sniffed_source``, with their types (on ``con``, else a
+    connection of its own); none where the file cannot be read (the command's own read then names the problem)."""
+    own = duckdb.connect() if con is None else None
     try:
-        described = con.execute(f"describe select * from {sniffed_source}").fetchall()
+        described = (own or con).execute(f"describe select * from {sniffed_source}").fetchall()
     except duckdb.Error:
         return {}
     finally:
-        con.close()
+        if own is not None:
+            own.close()
     return {row[0]: row[1] for row in described if is_numeric_type(row[1])}
 
 
@@ -460,30 +461,28 @@ def existing_key_sql(con, columns, key_column, modulus, relation: str = "sdc_inp
     if key_column not in columns:
         raise SdcError(f"record key column {key_column!r} is not in the input ({column_list(columns)})")
     col = f"{relation}.{quote(key_column)}"
-    kind = con.execute(f"select typeof({quote(key_column)}) from {relation} limit 1").fetchone()
+    key = quote(key_column)
+    kind = con.execute(f"select typeof({key}) from {relation} limit 1").fetchone()
     kind = kind[0] if kind else "INTEGER"
-    nulls = con.execute(f"select count(*) from {relation} where {quote(key_column)} is null").fetchone()[0]
+    decimals = kind in ("DOUBLE", "FLOAT", "REAL") or kind.startswith("DECIMAL")
+    integers = kind in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT")
+    if decimals:
+        bad = f"not ({key} >= 0 and {key} < 1) or abs({key} * {modulus} - round({key} * {modulus})) > 1e-6"
+    else:
+        bad = f"{key} < 0 or {key} >= {modulus}" if integers else "false"
+    # one pass for both checks; the first bad key, to name it, only where there is one
+    nulls, any_bad = con.execute(f"select count(*) - count({key}), coalesce(bool_or({bad}), false) from {relation}").fetchone()
     if nulls:
         raise SdcError(f"record key column {key_column!r} is NULL in {nulls} rows")
-    if kind in ("DOUBLE", "FLOAT", "REAL") or kind.startswith("DECIMAL"):
-        bad = con.execute(
-            f"select {quote(key_column)} from {relation} where not ({quote(key_column)} >= 0 and {quote(key_column)} < 1) "
-            f"or abs({quote(key_column)} * {modulus} - round({quote(key_column)} * {modulus})) > 1e-6 limit 1"
-        ).fetchone()
-        if bad:
-            raise SdcError(
-                f"record key column {key_column!r}: {bad[0]!r} is not in [0, 1) with at most the "
-                f"{len(str(modulus)) - 1} decimals of modulus {modulus} (keys must be k / {modulus})"
-            )
-        return f"cast(round({col} * {modulus}) as bigint)"
-    if kind in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT"):
-        bad = con.execute(
-            f"select {quote(key_column)} from {relation} where {quote(key_column)} < 0 or {quote(key_column)} >= {modulus} limit 1"
-        ).fetchone()
-        if bad:
-            raise SdcError(f"record key column {key_column!r}: {bad[0]} is outside [0, {modulus})")
-        return f"cast({col} as bigint)"
-    raise SdcError(f"record key column {key_column!r} has type {kind}; expected integers or decimals in [0, 1)")
+    if not (decimals or integers):
+        raise SdcError(f"record key column {key_column!r} has type {kind}; expected integers or decimals in [0, 1)")
+    if any_bad:
+        value = con.execute(f"select {key} from {relation} where {bad} limit 1").fetchone()[0]
+        if decimals:
+            raise SdcError(f"record key column {key_column!r}: {value!r} is not in [0, 1) with at most the "
+                           f"{len(str(modulus)) - 1} decimals of modulus {modulus} (keys must be k / {modulus})")
+        raise SdcError(f"record key column {key_column!r}: {value} is outside [0, {modulus})")
+    return f"cast(round({col} * {modulus}) as bigint)" if decimals else f"cast({col} as bigint)"
 
 
 def _compute_facts_apart(con, columns, facts) -> None:
@@ -519,6 +518,14 @@ def _arrow(con, sql: str):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
         return con.execute(sql).to_arrow_table()
+
+
+def parse_fact_rule(name: str, rule: str, columns: list[str]) -> tuple[str, list[str]]:
+    """sdc.fact_rules.parse_fact_rule, imported on the first rule: it needs sqlglot, a tenth of a second to
+    import that a command without fact rules (sdc ckm) should not pay."""
+    from .fact_rules import parse_fact_rule as parse
+
+    return parse(name, rule, columns)
 
 
 def fact_sql(con, columns, name, rule, relation: str = "sdc_input") -> str:

@@ -27,7 +27,7 @@ def register_microdata(con, data, name: str, needed: list[str], numbers=()) -> t
         path = Path(data)
         if path.is_dir():
             raise SdcError(f"input file {path} is a folder")
-        source = source_sql(path, numbers=[c for c in numbers if c])
+        source = source_sql(path, numbers=[c for c in numbers if c], con=con)
         try:
             if path.suffix.lower() == ".parquet":
                 con.execute(f"create view {quote(name)} as select * from {source}")

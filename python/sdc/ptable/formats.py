@@ -40,7 +40,7 @@ from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE, PTABLE_COLUMNS
 from ..errors import SdcError
 from ..files import read_text, write_text_atomically
 from .table import PTable, format_units
-from .validate import Entry, assemble
+from .validate import Entry, assemble, assemble_arrays
 
 # ONS ptables have rows 1..750; larger counts reuse rows 501..750 (create_perturbed_table.py).
 ONS_LAST_ROW = 750
@@ -48,6 +48,8 @@ ONS_REUSE_FROM = 501
 REUSE_FROM_COLUMN = "reuse_from"
 # the columns of an integer-key table (ons, cantabular) and their names in either format
 _INTEGER_KEY_COLUMNS = {"i": ("pcv", "cell_value"), "key": ("ckey", "cell_key"), "v": ("pvalue", "perturbation")}
+# the columns of an interval table (sdc, sas, tauargus) and their names
+_INTERVAL_COLUMNS = {"i": ("i",), "j": ("j",), "v": ("v",), "p": ("p", "p_ij"), "ub": ("p_int_ub", "p_ij_ub")}
 
 IMPORT_FORMATS = ("sdc", "sas", "tauargus", "ons", "cantabular", "overlay", "cum_zuf")
 EXPORT_FORMATS = ("sdc", "tauargus", "sas")
@@ -80,11 +82,21 @@ def parse_ptable(text: str, fmt: str = "auto", source: str = "<ptable>") -> tupl
         fmt = detect_format(header, sep, source)
     elif fmt not in IMPORT_FORMATS:
         raise SdcError(f"unknown ptable format {fmt!r}; known: {', '.join(IMPORT_FORMATS)}")
-    fast = _plain_integer_keys(header, text, sep, source) if fmt in ("ons", "cantabular") else None
-    rows = []
-    if fast is None:
-        lines = [(n, line.rstrip("\r\n")) for n, line in enumerate(io.StringIO(text), start=1) if line.strip()]
-        rows = [(n, _cells(line, sep)) for n, line in lines[1:]]
+    read = _read_plain_numbers(fmt, header, text, sep, source) or _read_lines(fmt, header, text, sep, source)
+    table, notes, more_notes = read
+    if fmt in ("ons", "cantabular") and table.max_i == ONS_LAST_ROW:
+        table = replace(table, reuse_from=ONS_REUSE_FROM)
+        notes.append(
+            f"counts above {ONS_LAST_ROW} reuse rows {ONS_REUSE_FROM}..{ONS_LAST_ROW} as in ONS "
+            f"(row = ((n-1) mod 250) + 501); the sdc file keeps the rule in its column {REUSE_FROM_COLUMN}"
+        )
+    return table, fmt, notes + more_notes
+
+
+def _read_lines(fmt, header, text, sep, source) -> tuple[PTable, list[str], list[str]]:
+    """The file line by line, each value checked as it is read: (table, the reader's notes, assemble's)."""
+    lines = [(n, line.rstrip("\r\n")) for n, line in enumerate(io.StringIO(text), start=1) if line.strip()]
+    rows = [(n, _cells(line, sep)) for n, line in lines[1:]]
     reader = {
         "sdc": _read_interval_columns,
         "sas": _read_interval_columns,
@@ -92,24 +104,16 @@ def parse_ptable(text: str, fmt: str = "auto", source: str = "<ptable>") -> tupl
         "overlay": _read_overlay,
         "cum_zuf": _read_cum_zuf,
     }
-    if fast is not None:
-        entries, notes, key_modulus = fast
-    elif fmt in ("ons", "cantabular"):
+    if fmt in ("ons", "cantabular"):
         entries, notes, key_modulus = _read_integer_keys(header, rows, sep, source)
     else:
         entries, notes = reader[fmt](header, rows, sep, source)
         key_modulus = None
     table, more_notes = assemble(entries, source)
     table = replace(table, key_modulus=key_modulus)
-    if fmt in ("ons", "cantabular") and table.max_i == ONS_LAST_ROW:
-        table = replace(table, reuse_from=ONS_REUSE_FROM)
-        notes.append(
-            f"counts above {ONS_LAST_ROW} reuse rows {ONS_REUSE_FROM}..{ONS_LAST_ROW} as in ONS "
-            f"(row = ((n-1) mod 250) + 501); the sdc file keeps the rule in its column {REUSE_FROM_COLUMN}"
-        )
     if fmt in ("sdc", "sas"):
         table = replace(table, reuse_from=_reuse_from_column(header, rows, table.max_i, source))
-    return table, fmt, notes + more_notes
+    return table, notes, more_notes
 
 
 def _reuse_from_column(header, rows, max_i: int, source: str) -> int | None:
@@ -221,11 +225,7 @@ _LARGEST_NUMBER = 2**53
 
 def _read_interval_columns(header, rows, sep, source):
     """sdc, sas and tauargus: one interval per line with i, j, v, p and the bounds."""
-    cols = _columns(
-        header,
-        {"i": ("i",), "j": ("j",), "v": ("v",), "p": ("p", "p_ij"), "ub": ("p_int_ub", "p_ij_ub")},
-        source,
-    )
+    cols = _columns(header, _INTERVAL_COLUMNS, source)
     lower = [h.lower() for h in header]
     lb_col = lower.index("p_int_lb") if "p_int_lb" in lower else None
     type_col = lower.index("type") if "type" in lower else None
@@ -317,59 +317,135 @@ def _integer_key_notes(modulus: int, top: int) -> list[str]:
 
 
 
-def _plain_integer_keys(header, text, sep, source):
-    """The common integer-key file (ONS's: 192 000 lines of three plain integers, every key of every row once)
-    read with numpy, ten times faster than line by line. None for anything else (key ranges, blank lines, a
-    missing or repeated key, ...): the line reader then reads it, or refuses it naming the line."""
-    if sep != "," or len(header) != 3 or text[:1].isspace():
+def _read_plain_numbers(fmt, header, text, sep, source) -> tuple[PTable, list[str], list[str]] | None:
+    """A file of plain numbers read with numpy, a hundred times faster than line by line (ONS's tables have
+    192 000 lines): what _read_lines gives, or None where _read_lines must read it (anything unusual in the
+    text, a problem to name with its line)."""
+    if fmt not in ("ons", "cantabular", "sdc", "sas", "tauargus") or any(h.lower() == "type" for h in header):
+        return None  # a type column holds text (a magnitude ptable's)
+    fields = _numeric_lines(len(header), text, sep)
+    if fields is None:
         return None
+    if fmt in ("ons", "cantabular"):
+        return _plain_integer_keys(header, fields, source)
+    return _plain_intervals(fmt, header, fields, source)
+
+
+# ASCII bytes a plain number file may hold: digits, '-', '.', the separator (',' after replacing) and newlines
+_PLAIN_BYTES = np.zeros(256, dtype=bool)
+_PLAIN_BYTES[list(b"0123456789-.,\n")] = True
+
+
+def _numeric_lines(columns: int, text: str, sep: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The lines after the header (lines x columns) where every field is a plain number: an optional '-', digits,
+    at most one '.' and INTERVAL_DECIMALS decimals, 17 characters at most. Each field as its digits without the
+    point, a whole number, and its decimal places: "-0.3625" is (-3625, 4), exact (numpy reads whole numbers
+    ten times faster than decimals). None for anything else: a blank line, an empty field, a space, a quote,
+    an exponent, a key range a-b, a decimal comma, a line of other length."""
     body = text.partition("\n")[2].replace("\r\n", "\n").rstrip("\n")
-    if not body or ",\n" in body or "\n," in body or ",," in body \
-            or "\n\n" in body or body[0] == "," or body[-1] in ",-" or "-," in body or "-\n" in body \
-            or body.count("-") != body.count(",-") + body.count("\n-") + body.startswith("-"):  # a range a-b
+    if text[:1].isspace() or not body or (sep != "," and "," in body):
         return None
-    # exactly two commas on every line: a line of 4 fields next to one of 2 would pass a count of the whole
+    body = body.replace(sep, ",") if sep != "," else body
     raw = np.frombuffer(body.encode(), dtype=np.uint8)
-    ends = np.flatnonzero(raw == ord("\n"))
-    commas_before = np.cumsum(raw == ord(","))
-    per_line = np.diff(np.r_[0, commas_before[ends], commas_before[-1]])
-    if (per_line != 2).any():
+    separator = (raw == ord(",")) | (raw == ord("\n"))
+    field_start = np.r_[True, separator[:-1]]
+    if not _PLAIN_BYTES[raw].all() or ((raw == ord("-")) & ~field_start).any():
         return None
-    lines = len(per_line)
-    cols = _columns(header, _INTEGER_KEY_COLUMNS, source)
-    # numpy stops at the first text that is no integer ("1.5", "5a", a quote): then the line reader takes
-    # over, which reads or refuses it naming the line; spaces around numbers both skip
-    with warnings.catch_warnings():
+    separators = np.flatnonzero(separator)
+    field_ends = np.r_[separators, len(raw)]
+    line_ends = np.flatnonzero(np.r_[raw[separators] == ord("\n"), True])  # among the fields' ends
+    # the same number of fields on every line: a line of 4 next to one of 2 would pass a count of the whole
+    if (np.diff(np.r_[-1, line_ends]) != columns).any():
+        return None
+    dots = np.flatnonzero(raw == ord("."))
+    field = np.searchsorted(field_ends, dots)  # the field of each point
+    places = np.zeros(len(field_ends), dtype=np.int64)
+    places[field] = field_ends[field] - dots - 1
+    points = np.bincount(field, minlength=len(field_ends))
+    signs = np.bincount(np.searchsorted(field_ends, np.flatnonzero(raw == ord("-"))), minlength=len(field_ends))
+    length = np.diff(np.r_[-1, field_ends]) - 1
+    if (length > 17).any() or (length - signs - points < 1).any() or (points > 1).any() \
+            or (places > INTERVAL_DECIMALS).any():
+        return None  # a field of more than 17 characters, without a digit, with two points or too many decimals
+    with warnings.catch_warnings():  # numpy stops at a field that is no number: fewer values
         warnings.simplefilter("ignore")
         try:
-            values = np.fromstring(body.replace("\n", ","), dtype=np.int64, sep=",")
+            digits = np.fromstring(body.replace(".", "").replace("\n", ","), dtype=np.int64, sep=",")
         except ValueError:  # numpy 2 raises where older versions warned
             return None
-    if len(values) != 3 * lines:  # a field that is no integer
+    if len(digits) != len(places):
         return None
-    if (np.abs(values) >= _LARGEST_NUMBER).any():  # numpy clamps what overflows 64 bits: leave it to the line reader
+    return digits.reshape(-1, columns), places.reshape(-1, columns)
+
+
+def _whole(digits: np.ndarray, places: np.ndarray) -> np.ndarray | None:
+    """Fields without decimals below 2^53 (as the line reader takes them), else None."""
+    if places.any() or (np.abs(digits) >= _LARGEST_NUMBER).any():
         return None
-    values = values.reshape(-1, 3)
-    i, key, v = values[:, cols["i"]], values[:, cols["key"]], values[:, cols["v"]]
+    return digits
+
+
+def _units(digits: np.ndarray, places: np.ndarray) -> np.ndarray | None:
+    """Fields of at most 8 decimals (_numeric_lines checked it) below 10^6 in exact 10^-8 units, else None."""
+    if (np.abs(digits) >= 10**6 * 10**places).any():
+        return None
+    return digits * 10 ** (INTERVAL_DECIMALS - places)
+
+
+def _plain_integer_keys(header, fields, source):
+    """ONS and Cantabular files with every key of every row once, each on its own line (no ranges): consecutive
+    keys with the same noise become one interval, as _read_integer_keys makes them."""
+    numbers = _whole(*fields) if len(header) == 3 else None
+    if numbers is None:
+        return None
+    cols = _columns(header, _INTEGER_KEY_COLUMNS, source)
+    i, key, v = numbers[:, cols["i"]], numbers[:, cols["key"]], numbers[:, cols["v"]]
     if ((i[1:] < i[:-1]) | ((i[1:] == i[:-1]) & (key[1:] <= key[:-1]))).any():  # ONS's file is in order already
         order = np.lexsort((key, i))
         i, key, v = i[order], key[order], v[order]
-    else:
-        order = np.arange(len(i))
     modulus = int(key.max()) + 1
     starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
     rows, counts = i[starts], np.diff(np.r_[starts, len(i)])
     if key.min() < 0 or (counts != modulus).any() or (key != np.tile(np.arange(modulus), len(rows))).any():
         return None
-    # one interval per run of equal noise in a row: a run ends where the row ends or the noise changes
+    # one interval per run of equal noise in a row: a run ends where the row ends or the noise changes. Its
+    # upper bound (k + 1) / K floored to 10^-8 units, in integers as _floor_bound (K <= lines: no overflow)
     run_ends = np.ones(len(i), dtype=bool)
     run_ends[:-1] = (i[1:] != i[:-1]) | (v[1:] != v[:-1])
-    first_line = dict(zip(rows.tolist(), (np.minimum.reduceat(order, starts) + 2).tolist()))
-    entries = [
-        Entry(i=row, v=noise, ub=_floor_bound(k + 1, modulus), line=first_line[row])
-        for row, noise, k in zip(i[run_ends].tolist(), v[run_ends].tolist(), key[run_ends].tolist())
-    ]
-    return entries, _integer_key_notes(modulus, int(rows.max())), modulus
+    assembled = assemble_arrays(i[run_ends], v[run_ends], (key[run_ends] + 1) * INTERVAL_SCALE // modulus)
+    if assembled is None:
+        return None
+    table, more_notes = assembled
+    return replace(table, key_modulus=modulus), _integer_key_notes(modulus, int(rows.max())), more_notes
+
+
+def _plain_intervals(fmt, header, fields, source):
+    """sdc, sas and tauargus files: one interval per line, as _read_interval_columns reads them."""
+    lower = [h.lower() for h in header]
+    try:
+        cols = _columns(header, _INTERVAL_COLUMNS, source)
+    except SdcError:
+        return None
+    digits, places = fields
+
+    def column(k, convert):
+        return convert(digits[:, k], places[:, k])
+
+    i, j, v = (column(cols[c], _whole) for c in ("i", "j", "v"))
+    ub, p = column(cols["ub"], _units), column(cols["p"], _units)
+    lb = column(lower.index("p_int_lb"), _units) if "p_int_lb" in lower else None
+    if any(x is None for x in (i, j, v, ub, p)) or ("p_int_lb" in lower and lb is None) or (j != i + v).any():
+        return None
+    assembled = assemble_arrays(i, v, ub, lb, p)
+    if assembled is None:
+        return None
+    table, more_notes = assembled
+    if fmt in ("sdc", "sas") and REUSE_FROM_COLUMN in lower:  # one row number on every line, else _read_lines names it
+        reuse = column(lower.index(REUSE_FROM_COLUMN), _whole)
+        if reuse is None or (reuse != reuse[0]).any() or not 1 <= reuse[0] <= table.max_i:
+            return None
+        table = replace(table, reuse_from=int(reuse[0]))
+    return table, [], more_notes
 
 
 def _floor_bound(k: int, modulus: int) -> Decimal:

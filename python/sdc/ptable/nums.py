@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
@@ -28,7 +29,7 @@ import numpy as np
 from ..conventions import INTERVAL_SCALE, NUMS_PTABLE_COLUMNS, NUMS_PTABLE_TYPES, NUMS_V_DECIMALS
 from ..errors import SdcError
 from ..files import read_text, write_text_atomically
-from .table import format_units
+from .table import format_units, read_only_copies
 
 V_SCALE = 10**NUMS_V_DECIMALS
 # ptable refuses D * step >= 50 (pt_create_pParams.R): rows would have 100 and more entries
@@ -123,6 +124,17 @@ class NumsPTable:
     lb_units: np.ndarray
     ub_units: np.ndarray
 
+    def __post_init__(self):
+        read_only_copies(self, ("i", "v_units", "lb_units", "ub_units"))  # as PTable's: columns stay true
+
+    @cached_property
+    def columns(self) -> dict[str, np.ndarray]:
+        """The columns of conventions.NUMS_PTABLE_COLUMNS as numbers: j and v in 10^-4 units, p and the bounds
+        in 10^-8 units (the exact decimals of the relation, sdc.ptable.relation), type as text."""
+        return {"i": self.i, "j": self.i * V_SCALE + self.v_units, "p": self.ub_units - self.lb_units,
+                "v": self.v_units, "p_int_lb": self.lb_units, "p_int_ub": self.ub_units,
+                "type": np.full(len(self.i), self.type, dtype=object)}
+
     @property
     def v(self) -> np.ndarray:
         return self.v_units / V_SCALE
@@ -214,6 +226,12 @@ class NumsPTableSet:
 
     def records(self) -> list[dict]:
         return [r for kind in NUMS_PTABLE_TYPES if kind in self.tables for r in self.tables[kind].records()]
+
+    @property
+    def columns(self) -> dict[str, np.ndarray]:
+        """The tables' columns one after the other, in the order of ``records``."""
+        parts = [self.tables[kind].columns for kind in NUMS_PTABLE_TYPES if kind in self.tables]
+        return {c: np.concatenate([part[c] for part in parts]) for c in NUMS_PTABLE_COLUMNS}
 
 
 @dataclass(frozen=True)

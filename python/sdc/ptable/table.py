@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
@@ -28,7 +29,8 @@ class PTable:
 
     Bounds are held as integers in units of 10^-8 (``lb_units``, ``ub_units``), so a file written and
     read again is identical and interval checks are exact. Entries of one ``i`` are ordered by their
-    lower bound and partition [0, 1).
+    lower bound and partition [0, 1). The arrays are read-only copies: a table never changes once made,
+    so what is derived from it once (``columns``) stays true.
     """
 
     i: np.ndarray
@@ -42,9 +44,19 @@ class PTable:
     # for tables of intervals, which serve any modulus.
     key_modulus: int | None = None
 
+    def __post_init__(self):
+        read_only_copies(self, ("i", "j", "lb_units", "ub_units"))
+
     @property
     def v(self) -> np.ndarray:
         return self.j - self.i
+
+    @cached_property
+    def columns(self) -> dict[str, np.ndarray]:
+        """The columns of conventions.PTABLE_COLUMNS as whole numbers, p and the bounds in 10^-8 units (the
+        exact decimals of the relation, sdc.ptable.relation): computed once per table."""
+        return {"i": self.i, "j": self.j, "p": self.ub_units - self.lb_units, "v": self.v,
+                "p_int_lb": self.lb_units, "p_int_ub": self.ub_units}
 
     @property
     def p(self) -> np.ndarray:
@@ -83,21 +95,13 @@ class PTable:
         raise SdcError(f"no interval of row i={row} contains the cell key {cell_key}")
 
     def row_stats(self) -> list[RowStats]:
-        stats = []
-        p, v = self.p, self.v
-        for row in self.row_values():
-            mask = self.i == row
-            pr, vr = p[mask], v[mask]
-            stats.append(
-                RowStats(
-                    i=row,
-                    mean=float(pr @ vr),
-                    variance=float(pr @ vr.astype(float) ** 2),
-                    p_stay=float(pr[vr == 0].sum()),
-                    p_sum=float(pr.sum()),
-                )
-            )
-        return stats
+        """One RowStats per row, in order of i: sums per row at once (ONS's tables have 750 rows)."""
+        order = np.argsort(self.i, kind="stable")
+        i, p, v = self.i[order], self.p[order], self.v[order].astype(float)
+        starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+        sums = [np.add.reduceat(x, starts) for x in (p * v, p * v**2, np.where(v == 0, p, 0.0), p)]
+        return [RowStats(i=int(row), mean=float(mean), variance=float(variance), p_stay=float(stay), p_sum=float(total))
+                for row, mean, variance, stay, total in zip(i[starts], *sums)]
 
     def transition_matrix(self) -> tuple[list[int], list[int], np.ndarray]:
         """(rows i, columns j, P[i, j]) with P summed over split intervals of the same (i, j)."""
@@ -125,6 +129,14 @@ class PTable:
                 }
             )
         return out
+
+
+def read_only_copies(table, names: tuple[str, ...]) -> None:
+    """Make the arrays ``names`` of a frozen table read-only whole-number copies of what it was given."""
+    for name in names:
+        values = np.array(getattr(table, name), dtype=np.int64)
+        values.flags.writeable = False
+        object.__setattr__(table, name, values)
 
 
 def ptable_row(n: int, max_i: int, reuse_from: int | None = None) -> int:

@@ -27,6 +27,7 @@ from .table import PTable
 
 # Tolerance for a file's p column against its interval widths, and for a row mean reported as biased.
 P_COLUMN_TOLERANCE = Decimal("1e-6")
+_P_TOLERANCE_UNITS = int(P_COLUMN_TOLERANCE * INTERVAL_SCALE)
 MEAN_TOLERANCE = 1e-6
 
 
@@ -83,10 +84,48 @@ def assemble(entries: list[Entry], source: str) -> tuple[PTable, list[str]]:
         notes.append(f"interval bounds rounded to {INTERVAL_DECIMALS} decimals (largest change {rounded_by:.1E})")
     if dropped:
         notes.append(f"{dropped} empty interval(s) (p = 0) dropped")
-    table = PTable(np.array(i_col), np.array(j_col), np.array(lb_col, dtype=np.int64), np.array(ub_col, dtype=np.int64))
-    for stats in table.row_stats():
-        if abs(stats.mean) > MEAN_TOLERANCE:
-            notes.append(f"row i={stats.i}: mean noise {stats.mean:+.6f} (not unbiased)")
+    return _with_mean_notes(PTable(np.array(i_col), np.array(j_col), np.array(lb_col), np.array(ub_col)), notes)
+
+
+def assemble_arrays(i: np.ndarray, v: np.ndarray, ub_units: np.ndarray, lb_units: np.ndarray | None = None,
+                    p_units: np.ndarray | None = None) -> tuple[PTable, list[str]] | None:
+    """``assemble`` with numpy, for a file read by numpy (formats.py): one entry per line, in the file's order,
+    bounds and p as whole 10^-8 units (no rounding needed), lower bounds None for the cumulative formats.
+    The table and notes ``assemble`` gives where it accepts the entries; None where it would refuse them:
+    the caller then reads the file line by line, which names the problem."""
+    order = np.argsort(i, kind="stable")  # assemble's order: by row, each row's entries as in the file
+    i, v, ub_units = i[order], v[order], ub_units[order]
+    starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
+    rows = i[starts]
+    if rows[0] < 0 or len(rows[rows > 0]) != rows[-1]:  # a negative row, or a row missing from 1..max i
+        return None
+    previous = np.r_[0, ub_units[:-1]]
+    previous[starts] = 0  # each row starts at 0, each next interval where the one before ends
+    if lb_units is not None and (lb_units[order] != previous).any():
+        return None
+    width = ub_units - previous
+    wide = width > 0
+    ends = np.r_[starts[1:], len(i)] - 1
+    if (width < 0).any() or (ub_units[ends] != INTERVAL_SCALE).any() or (wide & ((i + v < 0) | ((i == 0) & (v != 0)))).any():
+        return None
+    if p_units is not None:
+        p_units = p_units[order]
+        if (p_units < 0).any() or (np.abs(p_units - width) > _P_TOLERANCE_UNITS).any() \
+                or (np.abs(np.add.reduceat(p_units, starts) - INTERVAL_SCALE) > _P_TOLERANCE_UNITS).any():
+            return None
+    notes: list[str] = []
+    i, v, lb_units, ub_units = i[wide], v[wide], previous[wide], ub_units[wide]
+    if rows[0] != 0:
+        i, v, lb_units, ub_units = np.r_[0, i], np.r_[0, v], np.r_[0, lb_units], np.r_[INTERVAL_SCALE, ub_units]
+        notes.append("row i=0 added: zero cells stay zero")
+    if not wide.all():
+        notes.append(f"{len(wide) - int(wide.sum())} empty interval(s) (p = 0) dropped")
+    return _with_mean_notes(PTable(i, i + v, lb_units, ub_units), notes)
+
+
+def _with_mean_notes(table: PTable, notes: list[str]) -> tuple[PTable, list[str]]:
+    notes += [f"row i={stats.i}: mean noise {stats.mean:+.6f} (not unbiased)" for stats in table.row_stats()
+              if abs(stats.mean) > MEAN_TOLERANCE]
     return table, notes
 
 

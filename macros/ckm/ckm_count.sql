@@ -95,9 +95,8 @@
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
 {%- if weight is not none -%}{%- do sdc.ckm_sum_check_numeric(relation, [weight], 'ckm_count') -%}{%- endif -%}
 {%- set check_keys = check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys') -%}
-{%- if check_keys -%}
-  {%- do sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count') -%}
-{%- endif -%}
+{#- keys the record key check has seen are all in [0, M); else the query itself looks for a key at or above M -#}
+{%- set check_key_range = not (check_keys and sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count')) -%}
 {%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
@@ -114,7 +113,7 @@ with leaf_cells as (
         sum(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_sum,
         min(cast(m.{{ sdc.sql_identifier(weight) }} as decimal(38, 6))) as weight_min,
         {%- endif %}
-        max({{ sdc.sql_identifier(key_column) }}) as max_key
+        {{ 'max(' ~ sdc.sql_identifier(key_column) ~ ')' if check_key_range else 'null' }} as max_key
     {%- if weight is not none %}
     from (
         -- weights are positive and finite: a weighted count of 0 would be an empty cell that has records
@@ -141,10 +140,9 @@ leaf_levels as (
 ),
 
 checked_leaf_levels as (
-{{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
-      -- a key at or above M was drawn for a larger modulus than this CKM uses
-      and {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
-            "'a record key of column " ~ sdc.sql_text(key_column) ~ " in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
+    {#- a key at or above M was drawn for a larger modulus than this CKM uses #}
+{{ sdc.ckm_check_leaves('leaf_levels', dims, levels, [('max_key >= ' ~ modulus,
+    "'a record key of column " ~ sdc.sql_text(key_column) ~ " in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'")] if check_key_range else []) }}
 ),
 
 paired_metrics as (
@@ -163,19 +161,15 @@ paired_metrics as (
     {{ sdc.group_by_grouping_sets(sets) }}
 ),
 
-checked_key_sums as (
+cell_keys as (
     -- the keys of n records, uniform on [0, M), sum to about n (M - 1) / 2 (ckm_key_sum_implausible): a cell
     -- far from that was keyed for another modulus, whatever the load log says about the relation
-    select * from paired_metrics
-    where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('original', 'key_sum', modulus),
-        "'the key sum ' || cast(key_sum as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(original as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
-),
-
-cell_keys as (
     select
         *,
         cast(key_sum % {{ modulus }} as bigint) as cell_key_int
-    from checked_key_sums
+    from paired_metrics
+    where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('original', 'key_sum', modulus),
+        "'the key sum ' || cast(key_sum as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(original as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
 ),
 {%- if check_cell_keys %}
 

@@ -100,6 +100,7 @@
 {%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
+{%- set max_i = sdc.ckm_ptable_max_i(ptable, 'ckm_count') -%}
 
 with leaf_cells as (
     -- one pass over the microdata: original count and key sum of every cell of the finest level
@@ -182,26 +183,18 @@ ptable_rows as (
     select
         cell_keys.*,
         cell_key_int / {{ modulus }}.0 as cell_key,
-        {{ sdc.ckm_ptable_row('original', '(select max(i) from ' ~ ptable ~ ')', reuse_from) }} as ptable_row
+        {{ sdc.ckm_ptable_row('original', max_i if max_i is not none else '(select max(i) from ' ~ ptable ~ ')', reuse_from) }} as ptable_row
     from {{ 'checked_cell_keys' if check_cell_keys else 'cell_keys' }} as cell_keys
 ),
 
 ptable_intervals as (
+    -- no two intervals of a row overlap (ckm_ptable_max_i checked them)
     select
         i,
         v,
         cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
-        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled,
-        lead(p_int_lb) over (partition by i order by p_int_lb, p_int_ub) as next_lb,
-        p_int_ub
+        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
     from {{ ptable }}
-),
-
-checked_ptable_intervals as (
-    -- overlapping intervals would give a cell two noise values: two published rows, one of them the original
-    select i, v, lb_scaled, ub_scaled from ptable_intervals
-    where {{ sdc.ckm_fail_if('next_lb < p_int_ub',
-        "'the perturbation table has overlapping intervals in row i = ' || cast(i as " ~ sdc.text_type() ~ ") || ' (one ends at ' || cast(p_int_ub as " ~ sdc.text_type() ~ ") || ', the next starts at ' || cast(next_lb as " ~ sdc.text_type() ~ ") || ')'") }}
 ),
 
 overlay as (
@@ -209,7 +202,7 @@ overlay as (
         ptable_rows.*,
         ptable_intervals.v as noise
     from ptable_rows
-    left join checked_ptable_intervals as ptable_intervals
+    left join ptable_intervals
         on ptable_intervals.i = ptable_rows.ptable_row
         and {{ sdc.ckm_interval_match('ptable_rows.cell_key_int', 'ptable_intervals.lb_scaled', 'ptable_intervals.ub_scaled') }}
 ),

@@ -1,14 +1,15 @@
 """Magnitude CKM cost against the CKM count table on the same data (prints figures; no assertions).
 
 For N generated records (3 dimensions: 60 WZ divisions x 10 regions x 5 size classes, a heavy-tailed turnover,
-8-digit record keys) it times, on one DuckDB database, best of R runs each:
+8-digit record keys) it times, on one DuckDB database, side by side (R rounds, each query once per round):
   plain   create table as select ..., sum(turnover) ... group by cube (wz, region, size)
   count   the SQL of sdc.ckm_count(..., totals='cube') (the published frame: every cell, empty ones too)
   sum     the SQL of sdc.ckm_sum(..., value='turnover', totals='cube') with type top_contr, top_k 3, the flex
           multiplier and separation (top 3 contributions of every cell, subtotals included, from the records)
   floor   the one pass over the records that any magnitude CKM needs: per finest cell the count, key sums,
           the exact sum and the top 3 contributions (no subtotals, no perturbation)
-and prints the ratios sum / count (the issue's target: at most 2), floor / count and each to plain. Then, end
+and prints best and median times with their ratios to count (sum / count: the issue's target is at most 2)
+and the ratio of the median CPU times (ckm_bench.print_side_by_side). Then, end
 to end (what a user waits for), the processes `sdc ckm` (count table) and `sdc ckm --value turnover --params`
 on the same records as a Parquet file, writing the CSV table. The SQL is the macros'
 own, rendered in this process (sdc.macro_renderer: the text dbt compiles); dbt's start-up is not timed.
@@ -26,7 +27,7 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from ckm_bench import best_of  # noqa: E402  (bench/ is the script's folder)
+from ckm_bench import print_side_by_side, side_by_side, side_by_side_header, timed  # noqa: E402  (bench/ is the script's folder)
 from sdc.macro_renderer import render_macro
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.nums import NumsPTableParams, combine, create_num_ptable
@@ -37,6 +38,7 @@ from sdc.ptable.relation import create_nums_ptable_table, create_ptable_table
 SDC = Path(sys.executable).parent / "sdc"
 
 REPEATS = 3
+ROUNDS = 7
 PARAMS = {"preset": "tauargus", "type": "top_contr", "top_k": 3, "separation": True,
           "multiplier": {"type": "flex", "fp": 1000, "p": [0.3, 0.03], "epsilon": [1, 0.5, 0.2], "q": 3}}
 
@@ -78,19 +80,17 @@ def main(sizes: list[int]) -> None:
                      "sum(rk) filter (where turnover = 0) as zero_keys, sum(cast(turnover as decimal(18, 6))) as s, "
                      "count(*) filter (where turnover <> 0) as contributors, "
                      "max(abs(turnover), 3) filter (where turnover <> 0) as top from micro group by wz, region, size")
-        print(f"DuckDB {duckdb.__version__}, {os.cpu_count()} cores, best of {REPEATS}; 3 dimensions "
+        print(f"DuckDB {duckdb.__version__}, {os.cpu_count()} cores, {ROUNDS} rounds side by side; 3 dimensions "
               "(60 x 10 x 5), cube; ckm_sum: top_contr, top_k 3, flex, separation")
-        print(f"{'records':>12} {'plain s':>9} {'count s':>9} {'floor s':>9} {'sum s':>9} {'sum/count':>10} "
-              f"{'floor/count':>12} {'count/plain':>12} {'sum/plain':>10} {'cells':>7}")
+        print(side_by_side_header("records", "count"))
         for n in sizes:
             generate(con, n)
-            plain = best_of(con, plain_sql, REPEATS)
-            count = best_of(con, count_sql, REPEATS)
-            cells = con.execute("select count(*) from bench_result").fetchone()[0]
-            floor = best_of(con, floor_sql, REPEATS)
-            summed = best_of(con, sum_sql, REPEATS)
-            print(f"{n:>12,} {plain:>9.3f} {count:>9.3f} {floor:>9.3f} {summed:>9.3f} {summed / count:>10.2f} "
-                  f"{floor / count:>12.2f} {count / plain:>12.2f} {summed / plain:>10.2f} {cells:>7}", flush=True)
+            queries = {"plain": plain_sql, "count": count_sql, "floor": floor_sql, "sum": sum_sql}
+            cells = {}
+            for name, sql in queries.items():
+                timed(con, sql)
+                cells[name] = con.execute("select count(*) from bench_result").fetchone()[0]
+            print_side_by_side(f"{n:,}", side_by_side(con, queries, ROUNDS), "count", cells)
             con.execute(f"copy micro to '{files / f'micro_{n}.parquet'}' (format parquet)")
         con.close()
         print("end to end, processes (read Parquet, protect, write CSV):")

@@ -21,15 +21,17 @@
         select
             count(*) as different_cells,
             count(distinct cell_key_int) as distinct_cell_keys,
-            coalesce(max(greatest(
-                cast(position as {{ sdc.double_type() }}) / total - cast(cell_key_int as {{ sdc.double_type() }}) / {{ modulus }},
-                cast(cell_key_int as {{ sdc.double_type() }}) / {{ modulus }} - cast(position - 1 as {{ sdc.double_type() }}) / total)), 0) as ks
+            coalesce(max(greatest(position / total - x, x - (position - 1) / total)), 0) as ks
         from (
+            -- the different record sets, in the order of their cell keys x (a fraction of 1)
             select
                 cell_key_int,
+                cast(cell_key_int as {{ sdc.double_type() }}) / {{ modulus }} as x,
                 row_number() over (order by cell_key_int) as position,
-                count(*) over () as total
-            from (select distinct {{ identity | join(', ') }}, cell_key_int from {{ cells }} where {{ counted }} > 0) as different
+                cast(count(*) over () as {{ sdc.double_type() }}) as total
+            from {{ cells }}
+            where {{ counted }} > 0
+            group by {{ identity | join(', ') }}, cell_key_int
         ) as ranked
     ) as spread
     where {{ sdc.ckm_fail_if(

@@ -5,7 +5,8 @@
   or, for a relation derived from the loaded tables, the one modulus they all share. With keys drawn for
   M = 256 and a CKM for M = 10^8, every cell key would lie below 256 / 10^8 and nearly every cell would
   get the same noise: the original would be the published value minus that noise.
-  (ckm_count also checks in SQL that no key reaches M, which catches keys drawn for a larger modulus.)
+  (No key reaches M either, which catches keys drawn for a larger modulus: the record key checks see every key,
+  or, where they do not run, ckm_count's query itself finds the largest key of each cell.)
   power_of_ten: the loaded modulus must be a power of 10 (the magnitude CKM scrambles decimal digits).
 #}
 {% macro ckm_check_modulus(relation, modulus, caller_name, power_of_ten=false) %}

@@ -14,9 +14,10 @@
   build, run before the model (like ckm_check_modulus). Off with var sdc_check_record_keys: false, or
   ckm_count(check_keys=false), for hand-picked teaching keys only. Not made in a dbt unit test: its given rows
   are hand-picked by design, publish nothing, and are a CTE that a query of their own cannot read.
+  Returns true when it checked the keys (every key of the relation then lies in [0, M)), false when it did not.
 #}
 {% macro ckm_check_record_keys(relation, key_column, fact, modulus, caller_name) %}
-{%- if not execute or (model is defined and model.resource_type == 'unit_test') -%}{{ return(none) }}{%- endif -%}
+{%- if not execute or (model is defined and model.resource_type == 'unit_test') -%}{{ return(false) }}{%- endif -%}
 {%- set bins = sdc.setting('sdc_record_key_bins') -%}
 {%- set width = (modulus + bins - 1) // bins -%}
 {%- set k = sdc.sql_identifier(key_column) -%}
@@ -99,6 +100,7 @@ from key_summary, key_distance
       ~ "): " ~ reason ~ ". Keys must be secret random integers (sdc load --key-mode random draws them); only for "
       ~ "hand-picked teaching keys: var sdc_check_record_keys: false, or " ~ caller_name ~ "(check_keys=false)") }}
 {%- endif -%}
+{{ return(true) }}
 {% endmacro %}
 
 

@@ -98,12 +98,12 @@
 {%- do sdc.ckm_check_modulus(relation, modulus, 'ckm_count') -%}
 {%- if weight is not none -%}{%- do sdc.ckm_sum_check_numeric(relation, [weight], 'ckm_count') -%}{%- endif -%}
 {%- set check_keys = check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys') -%}
-{%- if check_keys -%}
-  {%- do sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count') -%}
-{%- endif -%}
+{#- keys the record key check has seen are all in [0, M); else the query itself looks for a key at or above M -#}
+{%- set check_key_range = not (check_keys and sdc.ckm_check_record_keys(relation, key_column, fact, modulus, 'ckm_count')) -%}
 {%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
+{%- set max_i = sdc.ckm_ptable_max_i(ptable, 'ckm_count') -%}
 
 with leaf_cells as (
     -- one pass over the microdata: original count and key sum of every cell of the finest level
@@ -117,7 +117,7 @@ with leaf_cells as (
         sum({{ counted_weight }}) as weight_sum,
         min({{ counted_weight }}) as weight_min,
         {%- endif %}
-        max({{ sdc.sql_identifier(key_column) }}) as max_key
+        {{ 'max(' ~ sdc.sql_identifier(key_column) ~ ')' if check_key_range else 'null' }} as max_key
     {%- if weight is not none %}
     from (
         -- weights are positive and finite: a weighted count of 0 would be an empty cell that has records
@@ -144,10 +144,9 @@ leaf_levels as (
 ),
 
 checked_leaf_levels as (
-{{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
-      -- a key at or above M was drawn for a larger modulus than this CKM uses
-      and {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
-            "'a record key of column " ~ sdc.sql_text(key_column) ~ " in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
+    {#- a key at or above M was drawn for a larger modulus than this CKM uses #}
+{{ sdc.ckm_check_leaves('leaf_levels', dims, levels, [('max_key >= ' ~ modulus,
+    "'a record key of column " ~ sdc.sql_text(key_column) ~ " in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'")] if check_key_range else []) }}
 ),
 
 paired_metrics as (
@@ -166,19 +165,15 @@ paired_metrics as (
     {{ sdc.group_by_grouping_sets(sets) }}
 ),
 
-checked_key_sums as (
+cell_keys as (
     -- the keys of n records, uniform on [0, M), sum to about n (M - 1) / 2 (ckm_key_sum_implausible): a cell
     -- far from that was keyed for another modulus, whatever the load log says about the relation
-    select * from paired_metrics
-    where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('original', 'key_sum', modulus),
-        "'the key sum ' || cast(key_sum as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(original as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
-),
-
-cell_keys as (
     select
         *,
         cast(key_sum % {{ modulus }} as bigint) as cell_key_int
-    from checked_key_sums
+    from paired_metrics
+    where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('original', 'key_sum', modulus),
+        "'the key sum ' || cast(key_sum as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(original as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
 ),
 {%- if check_cell_keys %}
 
@@ -191,29 +186,20 @@ ptable_rows as (
     select
         cell_keys.*,
         cell_key_int / {{ modulus }}.0 as cell_key,
-        {{ sdc.ckm_ptable_row('original', '(select max(i) from ' ~ ptable ~ ')', reuse_from) }} as ptable_row
+        {{ sdc.ckm_ptable_row('original', max_i if max_i is not none else '(select max(i) from ' ~ ptable ~ ')', reuse_from) }} as ptable_row
     from {{ 'checked_cell_keys' if check_cell_keys else 'cell_keys' }} as cell_keys
 ),
 
 ptable_intervals as (
-    -- the rows the cells look up, not the whole table (an ONS table drawn key by key has 160 000 intervals)
+    -- the rows the cells look up, not the whole table (an ONS table drawn key by key has 160 000 intervals);
+    -- no two intervals of a row overlap (ckm_ptable_max_i checked them when the model was compiled)
     select
         i,
         v,
         cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
-        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled,
-        lead(p_int_lb) over (partition by i order by p_int_lb, p_int_ub) as next_lb,
-        p_int_ub
+        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
     from {{ ptable }}
     where i in (select ptable_row from ptable_rows)
-),
-
-checked_ptable_intervals as (
-    -- overlapping intervals would give a cell two noise values: two published rows, one of them the original.
-    -- Checked in the rows looked up, as a gap is (a cell finds no noise); the seed's data test checks every row
-    select i, v, lb_scaled, ub_scaled from ptable_intervals
-    where {{ sdc.ckm_fail_if('next_lb < p_int_ub',
-        "'the perturbation table has overlapping intervals in row i = ' || cast(i as " ~ sdc.text_type() ~ ") || ' (one ends at ' || cast(p_int_ub as " ~ sdc.text_type() ~ ") || ', the next starts at ' || cast(next_lb as " ~ sdc.text_type() ~ ") || ')'") }}
 ),
 
 overlay as (
@@ -221,7 +207,7 @@ overlay as (
         ptable_rows.*,
         ptable_intervals.v as noise
     from ptable_rows
-    left join checked_ptable_intervals as ptable_intervals
+    left join ptable_intervals
         on ptable_intervals.i = ptable_rows.ptable_row
         and {{ sdc.ckm_interval_match('ptable_rows.cell_key_int', 'ptable_intervals.lb_scaled', 'ptable_intervals.ub_scaled') }}
 ),

@@ -37,3 +37,29 @@ case when {{ n }} <= {{ max_i }} then {{ n }}
 {%- endif -%}
 {{ return(rule['low'] | int) }}
 {% endmacro %}
+
+
+{#
+  ckm_ptable_max_i(ptable, caller_name): the last row i of the count ptable, read when the model is compiled,
+  after the check that no two intervals of a row overlap: an overlap gives a cell two noise values, two
+  published rows, one of them the original (issue 17). Read once here, the query that perturbs the cells needs
+  neither a window over the ptable nor a subquery for max i. none where there is nothing to read: dbt's parse
+  phase, a ptable without rows (dbt build --empty), a dbt unit test (its given rows are a CTE that a query of
+  its own cannot read; hand-picked, they publish nothing): the query then reads max(i) itself.
+#}
+{% macro ckm_ptable_max_i(ptable, caller_name) %}
+{%- if not execute or (model is defined and model.resource_type == 'unit_test') -%}{{ return(none) }}{%- endif -%}
+{%- set ordered -%}
+select i, p_int_ub, lead(p_int_lb) over (partition by i order by p_int_lb, p_int_ub) as next_lb from {{ ptable }}
+{%- endset -%}
+{%- set row = run_query('select max(i) as max_i, min(case when next_lb < p_int_ub then i end) as overlap_i from ('
+                        ~ ordered ~ ') as ordered').rows[0] -%}
+{%- if row['overlap_i'] is not none -%}
+  {%- set overlap = run_query('select cast(p_int_ub as ' ~ sdc.text_type() ~ ') as ub, cast(next_lb as ' ~ sdc.text_type()
+                              ~ ') as lb from (' ~ ordered ~ ') as ordered where i = ' ~ (row['overlap_i'] | int)
+                              ~ ' and next_lb < p_int_ub order by next_lb').rows[0] -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": the perturbation table has overlapping intervals in row i = " ~ (row['overlap_i'] | int)
+      ~ " (one ends at " ~ overlap['ub'] ~ ", the next starts at " ~ overlap['lb'] ~ ")") }}
+{%- endif -%}
+{{ return(row['max_i'] | int if row['max_i'] is not none else none) }}
+{% endmacro %}

@@ -86,9 +86,8 @@
 {%- do sdc.ckm_check_modulus(relation, modulus, caller_name, power_of_ten=true) -%}
 {%- do sdc.ckm_sum_check_numeric(relation, [value, weight], caller_name) -%}
 {%- set check_keys = check_keys if check_keys is not none else sdc.setting('sdc_check_record_keys') -%}
-{%- if check_keys -%}
-  {%- do sdc.ckm_check_record_keys(relation, rk, none, modulus, caller_name) -%}
-{%- endif -%}
+{#- keys the record key check has seen are all in [0, M); else the query itself looks for a key at or above M -#}
+{%- set check_key_range = not (check_keys and sdc.ckm_check_record_keys(relation, rk, none, modulus, caller_name)) -%}
 {%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set grid = sdc.ckm_sum_ptable_grid(ptable, p, caller_name) -%}
 {%- set z_s = grid.separation_point -%}
@@ -165,7 +164,7 @@ leaf_cells as (
         {{ sdc.ckm_key_sum('record_key', modulus) }} as key_sum_all,
         -- the keys of the records that contribute nothing (left out of the cell key unless use_zero_rkeys)
         coalesce({{ sdc.ckm_key_sum('record_key', modulus, 'c_' ~ first ~ ' = 0') }}, 0) as key_sum_zero,
-        max(record_key) as max_key,
+        {{ 'max(record_key)' if check_key_range else 'null' }} as max_key,
         {%- for measure in measures %}
         {%- set c = 'c_' ~ measure.name %}
         sum({{ c }}) as original_{{ measure.name }},
@@ -205,9 +204,8 @@ leaf_levels as (
 ),
 
 checked_leaf_levels as (
-{{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
-      and {{ sdc.ckm_fail_if('max_key >= ' ~ modulus,
-            "'a record key in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'") }}
+{{ sdc.ckm_check_leaves('leaf_levels', dims, levels, [('max_key >= ' ~ modulus,
+    "'a record key in the cell ' || " ~ sdc.ckm_cell_text(dims) ~ " || ' is not below the modulus " ~ modulus ~ " the CKM uses: the keys were loaded with a larger modulus; set modulus= or var sdc_key_modulus to it'")] if check_key_range else []) }}
 ),
 
 paired_metrics as (

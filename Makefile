@@ -19,7 +19,7 @@ PTABLE_ARGS := --D 5 --V 3 --js 2 --pstay 0.5
 NUMS_PTABLE_ARGS := --table nums --D 5 --V 1 --step 2
 NUMS_SMALL_ARGS  := --table nums --D 5 --V 1 --step 5 --icat 1,3,5 --optim 4,1,1 --type small_cells
 
-.PHONY: demo test bench venv lock clean
+.PHONY: demo test test-quick bench venv lock clean
 
 venv: $(STAMP)
 
@@ -51,8 +51,16 @@ demo: $(STAMP)
 	$(SDC) publish --db warehouse/sdc.duckdb --project-dir $(DEMO) --out warehouse/publication.duckdb --parquet warehouse/publication
 	$(SDC) demo report --db warehouse/sdc.duckdb
 
+# One pytest worker per core (pytest-xdist), a test module per worker at a time: its module fixtures (a dbt build,
+# a Spark Connect server) are made once. tests/conftest.py starts the longest modules first.
+PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+
+# The DuckDB suite alone: no PostgreSQL server, no JVM.
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not postgres and not spark"
 
 bench: $(STAMP)
 	$(BIN)/python bench/ptable_bench.py
@@ -60,7 +68,7 @@ bench: $(STAMP)
 # Re-resolve the pinned versions (needs the package index).
 lock:
 	rm -rf /tmp/sdc-lock-venv && $(PYTHON) -m venv /tmp/sdc-lock-venv
-	/tmp/sdc-lock-venv/bin/pip install --quiet "setuptools==80.9.0" "dbt-core~=1.11.0" "dbt-duckdb~=1.11.0" "dbt-postgres~=1.11.0" "dbt-spark[session]~=1.11.0" "duckdb~=2.0" numpy scipy highspy matplotlib pyyaml pandas pyarrow sqlglot pytest hypothesis
+	/tmp/sdc-lock-venv/bin/pip install --quiet "setuptools==80.9.0" "dbt-core~=1.11.0" "dbt-duckdb~=1.11.0" "dbt-postgres~=1.11.0" "dbt-spark[session]~=1.11.0" "pyspark[connect]" "duckdb~=2.0" numpy scipy highspy matplotlib pyyaml pandas pyarrow sqlglot pytest pytest-xdist hypothesis
 	{ head -2 requirements.lock; /tmp/sdc-lock-venv/bin/pip freeze; echo "setuptools==80.9.0"; } > requirements.lock.new && mv requirements.lock.new requirements.lock
 
 clean:

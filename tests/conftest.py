@@ -98,3 +98,17 @@ def engine_reference(tmp_path_factory):
     result = duck.dbt("build")
     assert result.returncode == 0, result.stdout[-4000:]
     return duck
+
+
+# The longest modules (minutes on 2 cores: JVM, servers, dbt builds), started first: `make test` gives each
+# pytest-xdist worker a whole module at a time in collection order, and one of these left for last would run
+# alone while the other worker idles.
+LONGEST_MODULES = ("test_engine_spark.py", "test_demo_engines.py", "test_publication_gate_postgres.py",
+                   "test_hostile_inputs.py", "test_publication_gate.py", "test_record_key_checks.py",
+                   "test_engine_postgres_access.py", "test_suppression_primary.py", "test_ckm_weighted_counts.py",
+                   "test_ckm_sql.py", "test_ckm_safety.py", "test_readme_examples.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: k for k, name in enumerate(LONGEST_MODULES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest in their own order

@@ -25,13 +25,52 @@ SPARK_PROFILE = """sdc_scratch:
       schema: {schema}
       threads: 1
       server_side_parameters:
-        spark.master: "local[2]"
-        spark.driver.bindAddress: "127.0.0.1"
-        spark.driver.host: "127.0.0.1"
-        spark.ui.enabled: "false"
-        spark.sql.shuffle.partitions: "4"
-        spark.sql.variable.substitute: "false"
-"""
+{parameters}"""
+# a local session of its own; on a Spark Connect server (tests/spark_server.py) only the per-session part
+SPARK_SESSION = {"spark.master": "local[2]", "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+                 "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
+                 "spark.sql.variable.substitute": "false"}
+
+
+def spark_parameters(parameters: dict, remote: str | None, indent: int = 8) -> str:
+    """server_side_parameters as YAML lines: all of them for a session of its own, the per-session ones for a
+    session on the server ``remote``."""
+    from spark_server import session_parameters
+
+    chosen = session_parameters(parameters) if remote else parameters
+    return "".join(f'{" " * indent}{k}: "{v}"\n' for k, v in chosen.items())
+
+
+def dbt_in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """``dbt *args`` as the command line runs it in ``cwd`` with the environment ``env`` (its console output, its
+    exit code: 0, 1 for failed nodes, 2 for an error), invoked in this process: a dbt process spends ~1.5 s of
+    CPU importing dbt before it starts, which was the larger part of most test runs. Afterwards the adapter
+    is reset and DuckDB's file closed, so the test reads it as a dbt process would have left it."""
+    import gc
+    import io
+
+    from dbt.adapters.factory import reset_adapters
+    from dbt.cli.main import dbtRunner
+    from dbt_common.events.functions import capture_stdout_logs, stop_capture_stdout_logs
+
+    saved_env, saved_cwd, output = dict(os.environ), os.getcwd(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    capture_stdout_logs(output)
+    try:
+        result = dbtRunner().invoke(args)
+    finally:
+        stop_capture_stdout_logs()
+        reset_adapters()
+        if "dbt.adapters.duckdb.connections" in sys.modules:  # its database stays open in the process otherwise
+            sys.modules["dbt.adapters.duckdb.connections"].DuckDBConnectionManager.close_all_connections()
+        gc.collect()
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    code = 0 if result.success else 2 if result.exception is not None else 1
+    return subprocess.CompletedProcess([str(DBT), *args], code, output.getvalue(), "")
 
 
 class ScratchProject:
@@ -39,8 +78,10 @@ class ScratchProject:
     of its own (``schema``), and runs the package's on-run-start hook (engine_setup) as a project using sdc
     as a package would."""
 
-    def __init__(self, root: Path, postgres=None, schema: str = "main", spark: bool = False):
+    def __init__(self, root: Path, postgres=None, schema: str = "main", spark: bool = False,
+                 spark_remote: str | None = None):
         self.root = root
+        self.spark_remote = spark_remote  # sc://... of a Spark Connect server that holds this project's catalog
         self.db = root / "warehouse.duckdb"
         self.postgres, self.schema, self.spark = postgres, schema, spark
         root.mkdir(parents=True, exist_ok=True)
@@ -48,7 +89,8 @@ class ScratchProject:
             # Spark's varchar needs a length: the hierarchy seed's text columns as string
             (root / "dbt_project.yml").write_text(project_yaml().replace("varchar", "string")
                                                   + 'on-run-start: ["{{ sdc.engine_setup() }}"]\n')
-            (root / "profiles.yml").write_text(SPARK_PROFILE.format(schema=schema))
+            (root / "profiles.yml").write_text(
+                SPARK_PROFILE.format(schema=schema, parameters=spark_parameters(SPARK_SESSION, spark_remote)))
         elif postgres is None:
             (root / "dbt_project.yml").write_text(project_yaml())
             (root / "profiles.yml").write_text(PROFILES_YAML)
@@ -75,10 +117,21 @@ class ScratchProject:
             f"version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n{listed}\n"
         )
 
-    def dbt(self, *args: str) -> subprocess.CompletedProcess:
+    def env(self, **extra: str) -> dict:
+        """The environment of a dbt or sdc run in this project."""
         env = dict(os.environ, DBT_PROFILES_DIR=str(self.root), SDC_DUCKDB_PATH=str(self.db),
-                   DBT_SEND_ANONYMOUS_USAGE_STATS="False", SPARK_LOCAL_IP="127.0.0.1")
-        return subprocess.run([str(DBT), *args], cwd=self.root, env=env, capture_output=True, text=True, timeout=600)
+                   DBT_SEND_ANONYMOUS_USAGE_STATS="False", SPARK_LOCAL_IP="127.0.0.1", **extra)
+        if self.spark_remote:
+            env["SPARK_REMOTE"] = self.spark_remote
+        return env
+
+    def dbt(self, *args: str) -> subprocess.CompletedProcess:
+        # a dbt-spark session is the process's: each run in a process of its own (and every run so, to compare,
+        # with SDC_TESTS_DBT_SUBPROCESS=1)
+        if self.spark or os.environ.get("SDC_TESTS_DBT_SUBPROCESS"):
+            return subprocess.run([str(DBT), *args], cwd=self.root, env=self.env(), capture_output=True, text=True,
+                                  timeout=600)
+        return dbt_in_process(list(args), self.root, self.env())
 
     def compiled_sql(self, model: str) -> str:
         return (self.root / "target" / "compiled" / "sdc" / "models" / f"{model}.sql").read_text()

@@ -64,10 +64,10 @@ PARAMS = {"preset": "tauargus", "type": "top_contr", "top_k": 3, "mu_c": 1, "sen
                                              "q": 3}}
 
 
-def project(root, server=None, spark: bool = False) -> ScratchProject:
+def project(root, server=None, spark: bool = False, spark_remote: str | None = None) -> ScratchProject:
     """The models above in a scratch project: on DuckDB (with the secondary step as a dbt Python model), on the
     PostgreSQL ``server``, or on a local Spark session."""
-    p = ScratchProject(root, postgres=server, spark=spark)
+    p = ScratchProject(root, postgres=server, spark=spark, spark_remote=spark_remote)
     rows = read_hierarchy(DATA / "cellkey_testdata_hierarchies.csv")
     p.seed("sdc_hierarchies", "dimension,code,parent\n" + "".join(f"{d},{c},{pa or ''}\n" for d, c, pa in rows))
     p.sources(["survey"])

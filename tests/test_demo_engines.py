@@ -114,25 +114,71 @@ def on_postgres(inputs, postgres):
         conn.close()
 
 
+def demo_spark_server_profile(folder: Path, spark_dir: Path) -> dict:
+    """The demo profile's spark target split for a Spark Connect server: returns the settings its local session
+    starts with (the server's: master, warehouse and metastore under ``spark_dir``, its SDC_SPARK_DIR) and writes
+    a copy of demo/profiles.yml into ``folder`` whose spark output keeps only what a session sets for itself."""
+    import yaml
+
+    from spark_server import session_parameters
+
+    text = (DEMO / "profiles.yml").read_text()
+    parameters = yaml.safe_load(text)["sdc_demo"]["outputs"]["spark"]["server_side_parameters"]
+    started = {k: v.replace("{{ env_var('SDC_SPARK_DIR', '../warehouse/spark') }}", str(spark_dir))
+               for k, v in parameters.items()}
+    assert not any("{{" in v for v in started.values()), started
+    kept = session_parameters(parameters)
+    # the file as it is (its env_var templates), less the lines of the settings the server fixes
+    lines = [line for line in text.splitlines(keepends=True)
+             if line.strip().split(":", 1)[0] not in set(parameters) - set(kept)]
+    (folder / "profiles.yml").write_text("".join(lines))
+    return started
+
+
 @pytest.fixture(scope="module")
 def on_spark(inputs):
-    """The demo profile's spark target: a local session whose catalog and tables lie under SDC_SPARK_DIR."""
-    env = dict(base_env(inputs), SDC_SPARK_DIR=str(inputs / "spark"), SPARK_LOCAL_IP="127.0.0.1")
-    build_demo_on("spark", env, inputs)
-    # read through sdc's own connection to the target (one session for all tables)
-    code = ("import json, decimal\nfrom sdc.profiles import connect_target\n"
-            f"with connect_target({str(DEMO)!r}, 'sdc_demo', 'spark') as spark:\n"
-            "    _, names = spark.query('show tables in protected')\n"
-            "    out = {}\n"
-            "    for _, name, _ in names:\n"
-            "        columns, rows = spark.query(f'select * from protected.{name}')\n"
-            "        out[name] = [columns, [[float(v) if isinstance(v, decimal.Decimal) else v for v in r] for r in rows]]\n"
-            "print(json.dumps(out, default=str))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=inputs, env=env, capture_output=True, text=True,
-                            timeout=600)
+    """The demo profile's spark target, its dbt and sdc runs on one Spark Connect server (tests/spark_server.py)
+    started with that target's settings: catalog and tables under SDC_SPARK_DIR. (The profile's own local
+    session: test_the_demo_profile_starts_a_local_spark_session_of_its_own.)"""
+    from spark_server import spark_connect_server
+
+    folder = inputs / "spark_connect"
+    folder.mkdir()
+    with spark_connect_server(folder, demo_spark_server_profile(folder, inputs / "spark")) as remote:
+        env = dict(base_env(inputs), DBT_PROFILES_DIR=str(folder), SPARK_LOCAL_IP="127.0.0.1", SPARK_REMOTE=remote)
+        build_demo_on("spark", env, inputs)
+        # read through sdc's own connection to the target (one session for all tables)
+        code = ("import json, decimal\nfrom sdc.profiles import connect_target\n"
+                f"with connect_target({str(folder)!r}, 'sdc_demo', 'spark') as spark:\n"
+                "    _, names = spark.query('show tables in protected')\n"
+                "    out = {}\n"
+                "    for _, name, _ in names:\n"
+                "        columns, rows = spark.query(f'select * from protected.{name}')\n"
+                "        out[name] = [columns, [[float(v) if isinstance(v, decimal.Decimal) else v for v in r] "
+                "for r in rows]]\n"
+                "print(json.dumps(out, default=str))")
+        result = subprocess.run([sys.executable, "-c", code], cwd=inputs, env=env, capture_output=True, text=True,
+                                timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     tables = json.loads(result.stdout.strip().splitlines()[-1])
     return {name: (columns, [tuple(r) for r in rows]) for name, (columns, rows) in tables.items()}
+
+
+@pytest.mark.spark
+def test_the_demo_profile_starts_a_local_spark_session_of_its_own(tmp_path):
+    """The demo's spark target as a user runs it, no server: `sdc load --target spark` starts a local session
+    whose catalog (metastore_db) and tables lie under SDC_SPARK_DIR, where dbt's session finds them."""
+    write_enterprises(tmp_path / "enterprises.parquet")
+    env = dict(base_env(tmp_path), SDC_SPARK_DIR=str(tmp_path / "spark"), SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("SPARK_REMOTE", None)
+    runner(env)(str(BIN / "sdc"), "load", "--target", "spark", "--input", str(tmp_path / "enterprises.parquet"),
+                "--table", "enterprises", "--id", "id", "--key-mode", "keyed")
+    assert (tmp_path / "spark" / "metastore_db").is_dir()
+    written = tmp_path / "spark" / "tables" / "raw.db" / "enterprises"
+    assert written.is_dir() and any(written.glob("*.parquet"))
+    rows = duckdb.execute(f"select count(*), count(distinct rk) from '{written}/*.parquet'").fetchone()
+    assert rows[0] == duckdb.execute(f"select count(*) from '{tmp_path / 'enterprises.parquet'}'").fetchone()[0]
+    assert rows[1] > 0.99 * rows[0]
 
 
 @pytest.mark.parametrize("engine", [pytest.param("on_postgres", marks=pytest.mark.postgres),

@@ -1,11 +1,11 @@
-"""The models of tests/engine_models.py on a local Spark session (dbt-spark, method session) publish the same
+"""The models of tests/engine_models.py on local Spark (dbt-spark, method session) publish the same
 cells as on DuckDB: counts (cube, hierarchy and threshold, fact, weighted both ways), the magnitude table, means,
 quality, cell suppression's SQL steps and microaggregation. Spark starts slowly (a JVM per process), so this
-module builds one project once.
+module builds one project once, and its dbt and sdc runs go to one Spark Connect server (tests/spark_server.py)
+that keeps the project's catalog; test_sdc_spark_sessions_do_not_substitute_variables starts a session of its own.
 
 The microdata are loaded with record keys once (sdc load into DuckDB, the reference build) and written to Spark's
-warehouse as they are, by a PySpark process in the project folder (its Derby metastore is the one dbt's session
-uses)."""
+warehouse as they are, by a PySpark session on the same server."""
 
 from __future__ import annotations
 
@@ -22,25 +22,24 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from dbt_project_helper import SPARK_SESSION, spark_parameters
 from engine_models import DERIVED, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
 from sdc.build_record import build_record_of_comment
 from sdc.quoting import quote_spark_identifier
+from sdc.spark_target import NO_SUBSTITUTION
+from spark_server import spark_connect_server
 from test_ckm_mistakes import SPARK_SEED_MESSAGE
 from test_hostile_inputs import PAYLOADS, names
 
 pytestmark = pytest.mark.spark
 
 SESSION = ("from pyspark.sql import SparkSession\n"
-           "spark = (SparkSession.builder.master('local[2]').config('spark.driver.bindAddress', '127.0.0.1')"
-           ".config('spark.driver.host', '127.0.0.1').config('spark.ui.enabled', 'false')"
-           ".config('spark.sql.variable.substitute', 'false')"
-           ".enableHiveSupport().getOrCreate())\n")
+           "spark = SparkSession.builder.config('spark.sql.variable.substitute', 'false').getOrCreate()\n")
 
 
-def pyspark(folder: Path, code: str) -> str:
-    """Run ``code`` with a Spark session in ``folder`` (its metastore); returns the last line it prints."""
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    result = subprocess.run([sys.executable, "-c", SESSION + code], cwd=folder, env=env, capture_output=True,
+def pyspark(p, code: str) -> str:
+    """Run ``code`` with a session on the server of the project ``p``; returns the last line it prints."""
+    result = subprocess.run([sys.executable, "-c", SESSION + code], cwd=p.root, env=p.env(), capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
@@ -55,16 +54,17 @@ def built(tmp_path_factory, engine_reference):
     for table in ("survey", "sdc_loads"):
         con.execute(f"copy raw.{table} to '{root / (table + '.parquet')}' (format parquet)")
     con.close()
-    p = project(root / "project", spark=True)
-    pyspark(p.root, "spark.sql('create database if not exists raw')\n" + "".join(
-        f"spark.read.parquet('{root / (t + '.parquet')}').write.mode('overwrite').saveAsTable('raw.{t}')\n"
-        for t in ("survey", "sdc_loads")))
-    result = p.dbt("build")
-    assert result.returncode == 0, result.stdout[-6000:]
-    return engine_reference, p
+    with spark_connect_server(root / "project") as remote:
+        p = project(root / "project", spark=True, spark_remote=remote)
+        pyspark(p, "spark.sql('create database if not exists raw')\n" + "".join(
+            f"spark.read.parquet('{root / (t + '.parquet')}').write.mode('overwrite').saveAsTable('raw.{t}')\n"
+            for t in ("survey", "sdc_loads")))
+        result = p.dbt("build")
+        assert result.returncode == 0, result.stdout[-6000:]
+        yield engine_reference, p
 
 
-def read_spark(folder: Path, queries: dict[str, str]) -> dict[str, tuple[list[str], list[tuple]]]:
+def read_spark(p, queries: dict[str, str]) -> dict[str, tuple[list[str], list[tuple]]]:
     """Each query's columns and rows, all read by one PySpark process (a JVM start each would cost ~15 s).
     Decimals travel as floats, as plain_cells makes them on DuckDB."""
     code = ("import json, decimal\nout = {}\n"
@@ -73,13 +73,13 @@ def read_spark(folder: Path, queries: dict[str, str]) -> dict[str, tuple[list[st
             "    out[name] = [df.columns, [[float(v) if isinstance(v, decimal.Decimal) else v for v in r] "
             "for r in df.collect()]]\n"
             "print(json.dumps(out, default=str))")
-    return {name: (columns, [tuple(r) for r in rows]) for name, (columns, rows) in json.loads(pyspark(folder, code)).items()}
+    return {name: (columns, [tuple(r) for r in rows]) for name, (columns, rows) in json.loads(pyspark(p, code)).items()}
 
 
 @pytest.fixture(scope="module")
 def spark_cells(built):
     _, spark = built
-    return read_spark(spark.root, {model: f"select * from main.{model}" for model in [*MODELS, *DERIVED]})
+    return read_spark(spark, {model: f"select * from main.{model}" for model in [*MODELS, *DERIVED]})
 
 
 def duckdb_cells(p, sql: str) -> tuple[list[str], list[tuple]]:
@@ -101,10 +101,10 @@ def test_every_published_cell_is_the_same_on_duckdb_and_spark(built, spark_cells
     assert_same_cells(plain_cells(cells_duck), plain_cells(cells_spark), model)
 
 
-def sdc_cli(folder: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """The sdc CLI in ``folder`` (where the session's metastore is), as a user runs it beside dbt."""
-    return subprocess.run([str(Path(sys.executable).parent / "sdc"), *args], cwd=folder, capture_output=True,
-                          text=True, timeout=600, env=dict(env or os.environ, SPARK_LOCAL_IP="127.0.0.1"))
+def sdc_cli(p, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """The sdc CLI in the project ``p``'s folder, on its Spark, as a user runs it beside dbt."""
+    return subprocess.run([str(Path(sys.executable).parent / "sdc"), *args], cwd=p.root, capture_output=True,
+                          text=True, timeout=600, env=p.env(**env))
 
 
 def test_secondary_suppression_on_spark_between_two_dbt_selections(built):
@@ -112,7 +112,7 @@ def test_secondary_suppression_on_spark_between_two_dbt_selections(built):
     relations through the session, writes the pattern and its audit, and a second dbt selection publishes it.
     The pattern is the one DuckDB's Python model made."""
     duck, spark = built
-    run = sdc_cli(spark.root, "suppress", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir",
+    run = sdc_cli(spark, "suppress", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir",
                   str(spark.root), "--cells", "main.supp_primary", "--relations", "main.supp_relations",
                   "--pattern", "main.supp_pattern", "--audit-table", "main.supp_audit", "--dims", "roof,water",
                   "--magnitude", "--publish-intervals")
@@ -122,7 +122,7 @@ def test_secondary_suppression_on_spark_between_two_dbt_selections(built):
     result = spark.dbt("build", "--select", "supp_published")
     assert result.returncode == 0, result.stdout[-3000:]
     pick = "select roof, water, status, published_text from main.supp_pattern"
-    theirs = read_spark(spark.root, {
+    theirs = read_spark(spark, {
         "pattern": pick, "audit": "select count(*), bool_and(protected) from main.supp_audit",
         "published": "select count_if(value is null), count_if(published_text = cast(value as string) or "
                      "published_text = cast(cast(value as bigint) as string)) from main.supp_published"})
@@ -140,15 +140,15 @@ def test_sdc_load_into_spark_gives_the_keys_of_duckdb_and_keeps_stored_keys(buil
     secret = "a test secret of at least thirty-two bytes, not the demo's"
     common = ["--profile", "sdc_scratch", "--profiles-dir", str(spark.root), "--target", "spark",
               "--input", str(MICRODATA), "--id", "row_id"]
-    keyed = sdc_cli(spark.root, "load", *common, "--table", "keyed_survey", "--key-mode", "keyed",
-                    env=dict(os.environ, SDC_KEY_SECRET=secret))
+    keyed = sdc_cli(spark, "load", *common, "--table", "keyed_survey", "--key-mode", "keyed",
+                    SDC_KEY_SECRET=secret)
     assert keyed.returncode == 0, keyed.stderr[-3000:]
     for run in (1, 2):
-        random = sdc_cli(spark.root, "load", *common, "--table", "random_survey", "--key-mode", "random")
+        random = sdc_cli(spark, "load", *common, "--table", "random_survey", "--key-mode", "random")
         assert random.returncode == 0, (run, random.stderr[-3000:])
         if run == 1:
-            first = read_spark(spark.root, {"keys": "select row_id, rk from raw.random_survey"})["keys"][1]
-    theirs = read_spark(spark.root, {
+            first = read_spark(spark, {"keys": "select row_id, rk from raw.random_survey"})["keys"][1]
+    theirs = read_spark(spark, {
         "keyed": "select row_id, rk, sex from raw.keyed_survey",
         "random": "select row_id, rk from raw.random_survey",
         "log": "select table_name, key_mode, modulus from raw.sdc_loads where table_name like '%_survey'",
@@ -195,7 +195,7 @@ def test_spark_quoting_round_trips_hostile_text_as_literals_and_names(built, val
     finally:
         (spark.root / "models" / "hostile_quoting.sql").unlink()
     assert result.returncode == 0, result.stdout[-3000:]
-    back = read_spark(spark.root, {"values": "select n, v from main.hostile_quoting",
+    back = read_spark(spark, {"values": "select n, v from main.hostile_quoting",
                                    "survey": "select count(*) from raw.survey",
                                    # the Python side's quoting (sdc load/suppress --target on Spark)
                                    "names": "select " + ", ".join(f"{i} as {quote_spark_identifier(v)}"
@@ -210,7 +210,7 @@ def test_a_cell_too_large_for_an_exact_bigint_key_sum_stops_the_build(built):
     cell has at most (2^63 - 1) / M records. Keys for M = 4 * 10^17 allow 23; the survey's cells have more."""
     _, spark = built
     modulus = 4 * 10**17
-    pyspark(spark.root, "spark.sql('create table raw.bigkeys as select sex, rk * 40000000000 as rk from raw.survey')\n"
+    pyspark(spark, "spark.sql('create table raw.bigkeys as select sex, rk * 40000000000 as rk from raw.survey')\n"
                         "spark.sql(\"insert into raw.sdc_loads select 'bigkeys', 'existing', "
                         f"{modulus}, 4580, current_timestamp()\")\n")
     spark.sources(["survey", "bigkeys"])
@@ -229,7 +229,7 @@ def test_a_failing_check_stops_the_spark_build_with_its_message(built):
     naming the problem, as on DuckDB and PostgreSQL; a hierarchy as dbt-spark's own seed loader writes it (the
     root's parent the text 'None') names the README's dispatch step (issue 26). One dbt run for all three."""
     _, spark = built
-    pyspark(spark.root, "spark.sql('create table raw.survey_weights as select *, case when row_id = 17 then 0d "
+    pyspark(spark, "spark.sql('create table raw.survey_weights as select *, case when row_id = 17 then 0d "
                         "else 1d end as bad_weight from raw.survey')\n"
                         "spark.sql(\"create table raw.none_hierarchy as select dimension, code, "
                         "coalesce(parent, 'None') as parent from main.sdc_hierarchies\")\n")
@@ -264,11 +264,7 @@ SUBSTITUTING_PROFILE = """    substituting:
       schema: main
       threads: 1
       server_side_parameters:
-        spark.master: "local[2]"
-        spark.driver.bindAddress: "127.0.0.1"
-        spark.driver.host: "127.0.0.1"
-        spark.ui.enabled: "false"
-"""
+{parameters}"""
 RT3_SECRET = "rt3-secret-of-at-least-thirty-two-bytes-0123456789"
 
 
@@ -281,7 +277,7 @@ def test_spark_variable_substitution_never_reaches_a_table(built):
     _, spark = built
     profiles = spark.root / "profiles.yml"
     original = profiles.read_text()
-    pyspark(spark.root, "spark.sql(\"create table raw.rt3_hierarchy as select 'sex' as dimension, "
+    pyspark(spark, "spark.sql(\"create table raw.rt3_hierarchy as select 'sex' as dimension, "
                         "'${env:SDC_KEY_SECRET}' as code, cast(null as string) as parent union all "
                         "select 'sex', 'male', '${env:SDC_KEY_SECRET}' union all "
                         "select 'sex', 'female', '${env:SDC_KEY_SECRET}'\")\n"
@@ -290,9 +286,11 @@ def test_spark_variable_substitution_never_reaches_a_table(built):
     spark.sources(["survey", "rt3_hierarchy", "rt3_survey"])
     spark.seed("rt3_hierarchies", "dimension,code,parent\nsex,${env:SDC_KEY_SECRET},\n"
                                   "sex,male,${env:SDC_KEY_SECRET}\nsex,female,${env:SDC_KEY_SECRET}\n")
-    profiles.write_text(original + SUBSTITUTING_PROFILE)
-    env = dict(os.environ, SDC_KEY_SECRET=RT3_SECRET, DBT_PROFILES_DIR=str(spark.root), SPARK_LOCAL_IP="127.0.0.1",
-               DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+    # Spark's own default: substitution on (the server leaves it so; each session of the other target turns it off)
+    parameters = {k: v for k, v in SPARK_SESSION.items() if k != NO_SUBSTITUTION}
+    profiles.write_text(original + SUBSTITUTING_PROFILE.format(
+        parameters=spark_parameters(parameters, spark.spark_remote) or "        {}\n"))
+    env = spark.env(SDC_KEY_SECRET=RT3_SECRET)
     # the dimension's name reaches SQL while dbt parses the project (a parse error stops every node): a run of its own
     runs = [("rt3_counts", "{{ sdc.ckm_count(source('raw', 'survey'), ['sex'], modulus=10000000, "
                            "hierarchy=source('raw', 'rt3_hierarchy')) }}", "rt3_hierarchies rt3_counts"),
@@ -320,11 +318,11 @@ def test_spark_variable_substitution_never_reaches_a_table(built):
         assert refusal in message, (node, seed_and_hierarchy.stdout[-4000:])
     assert refusal in named.stdout and "model rt3_named" in named.stdout, named.stdout[-4000:]
     assert not any(RT3_SECRET in r.stdout + r.stderr for r in results)
-    tables = read_spark(spark.root, {"tables": "show tables in main"})["tables"][1]
+    tables = read_spark(spark, {"tables": "show tables in main"})["tables"][1]
     made = sorted(row[1] for row in tables if row[1].startswith("rt3_"))
     assert "rt3_counts" not in made and "rt3_named" not in made
     for table in made:  # dbt may leave the seed's table, empty or with its rows as text
-        rows = read_spark(spark.root, {"rows": f"select * from main.{table}"})["rows"][1]
+        rows = read_spark(spark, {"rows": f"select * from main.{table}"})["rows"][1]
         assert RT3_SECRET not in json.dumps(rows), table
 
 
@@ -359,18 +357,18 @@ def test_sdc_suppress_on_spark_writes_no_table_it_did_not_write_and_nothing_into
             "--cells", "main.supp_primary", "--relations", "main.supp_relations", "--dims", "roof,water", "--magnitude"]
     counts = {"survey": "select count(*), sum(rk) from raw.survey", "loads": "select count(*) from raw.sdc_loads",
               "cube": "select count(*), sum(count) from main.cube"}
-    before = read_spark(spark.root, counts)
+    before = read_spark(spark, counts)
     refused = [(["--pattern", "raw.survey", "--audit-table", "raw.sdc_loads"], "--pattern raw.survey: schema raw holds"),
                (["--pattern", "main.rt4_pattern", "--audit-table", "main.cube"],
                 "--audit-table main.cube: a table of that name exists that sdc suppress did not write")]
     for extra, message in refused:
-        run = sdc_cli(spark.root, *base, *extra)
+        run = sdc_cli(spark, *base, *extra)
         assert run.returncode == 2 and "Traceback" not in run.stderr, (extra, run.stderr[-3000:])
         assert message in run.stderr.strip().splitlines()[-1], (extra, run.stderr[-3000:])
     for attempt in (1, 2):  # the second replaces what the first wrote
-        run = sdc_cli(spark.root, *base, "--pattern", "main.rt4_pattern", "--audit-table", "main.rt4_audit")
+        run = sdc_cli(spark, *base, "--pattern", "main.rt4_pattern", "--audit-table", "main.rt4_audit")
         assert run.returncode == 0, (attempt, run.stderr[-3000:])
-    after = read_spark(spark.root, {**counts, "mark": "describe table extended main.rt4_pattern"})
+    after = read_spark(spark, {**counts, "mark": "describe table extended main.rt4_pattern"})
     assert {k: after[k] for k in counts} == before and before["survey"][1][0][0] == 4580
     comment, = [row[1] for row in after["mark"][1] if row[0] == "Comment"]
     assert build_record_of_comment(comment)["written_by"] == "written by sdc suppress"

@@ -19,7 +19,8 @@ from sdc.cli import main
 from sdc.errors import SdcError
 from sdc.loader import load_microdata
 from sdc.publish import publish
-from test_publish import DBT, PROFILES_YML, PROJECT_YML, REPO, Built, dbt, edited_manifest, rows
+from dbt_project_helper import dbt_in_process
+from test_publish import PROFILES_YML, PROJECT_YML, REPO, Built, dbt, edited_manifest, rows
 
 BASE = {
     "sources.yml": "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: persons\n",
@@ -89,7 +90,7 @@ def dbt_result(built: Built, *args: str) -> subprocess.CompletedProcess:
     """A dbt command that may fail (dbt() asserts success)."""
     env = dict(os.environ, DBT_PROFILES_DIR=str(built.project), SDC_DUCKDB_PATH=str(built.db),
                DBT_SEND_ANONYMOUS_USAGE_STATS="False")
-    return subprocess.run([str(DBT), *args], cwd=built.project, env=env, capture_output=True, text=True, timeout=600)
+    return dbt_in_process(list(args), built.project, env)
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from dbt_project_helper import dbt_in_process
 from sdc.cli import main
 from sdc.conventions import (
     CKM_AUDIT_COLUMNS,
@@ -31,7 +32,6 @@ from sdc.publish import publish, unpublishable
 from sdc.quoting import quote_identifier, quote_literal
 
 REPO = Path(__file__).resolve().parent.parent
-DBT = Path(sys.executable).parent / "dbt"
 OLDEST_CLIENT = "1.0.0"  # the oldest DuckDB that reads the publication's storage format v1.0.0
 
 # ------------------------------------------------------------------------------------------ a real dbt project
@@ -122,7 +122,7 @@ def make_project(root: Path, models: dict[str, str]) -> Built:
 def dbt(built: Built, *args: str) -> None:
     env = dict(os.environ, DBT_PROFILES_DIR=str(built.project), SDC_DUCKDB_PATH=str(built.db),
                DBT_SEND_ANONYMOUS_USAGE_STATS="False")
-    result = subprocess.run([str(DBT), *args], cwd=built.project, env=env, capture_output=True, text=True, timeout=600)
+    result = dbt_in_process(list(args), built.project, env)
     assert result.returncode == 0, result.stdout[-4000:]
 
 

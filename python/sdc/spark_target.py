@@ -26,6 +26,11 @@ STAGING_SUFFIX = "__sdc_staging"
 NO_SUBSTITUTION = "spark.sql.variable.substitute"
 
 
+def _is_connect_session(session) -> bool:
+    """A session on a Spark Connect server ($SPARK_REMOTE): the builder returns one where that is set."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
 class SparkWarehouse:
     type = "spark"
     text_type = "string"
@@ -47,7 +52,8 @@ class SparkWarehouse:
         # be replaced by the secret); also on a session that already existed
         self.session = builder.config(NO_SUBSTITUTION, "false").getOrCreate()
         self.session.conf.set(NO_SUBSTITUTION, "false")
-        self.session.sparkContext.setLogLevel("ERROR")  # its warnings are no news to a user of sdc
+        if not _is_connect_session(self.session):  # a Spark Connect session has no SparkContext of its own
+            self.session.sparkContext.setLogLevel("ERROR")  # its warnings are no news to a user of sdc
         self.schema = output.get("schema", "default")
 
     def quote(self, name: str) -> str:

@@ -11,7 +11,6 @@ on an in-memory DuckDB that reads the data where they lie. No dbt process, no co
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from pathlib import Path
@@ -27,7 +26,8 @@ from .hierarchy import create_hierarchy_table, hierarchy_rows
 from .loader import column_list, existing_key_sql, fact_sql, quote
 from .microdata_input import register_microdata
 from .macro_renderer import Relation, private_connection, render_macro, run_sql, sql_errors
-from .ptable.formats import parse_ptable, read_ptable
+from .ptable.file_cache import read_ptable_file
+from .ptable.formats import parse_ptable
 from .ptable.relation import create_nums_ptable_table, create_ptable_table
 from .ptable.table import PTable
 
@@ -298,12 +298,7 @@ def _ptable(ptable) -> PTable:
     if isinstance(ptable, PTable):
         return ptable
     if isinstance(ptable, (str, os.PathLike)):
-        path = Path(ptable)
-        try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            return read_ptable(path)[0]  # names the problem
-        return _read_ptable_file(str(path.resolve()), digest)
+        return read_ptable_file(ptable)
     if hasattr(ptable, "to_csv") and hasattr(ptable, "columns"):  # a pandas DataFrame
         return _frame_ptable(ptable)
     raise SdcError(f"ptable must be a file path, a DataFrame or a PTable, got {type(ptable).__name__}")
@@ -337,13 +332,6 @@ def _frame_digest(frame) -> str | None:
         digest.update(f"{name!r}:{column.dtype.str}:{len(column)};".encode())
         digest.update(np.ascontiguousarray(column.to_numpy()).tobytes())
     return digest.hexdigest()
-
-
-@functools.lru_cache(maxsize=8)
-def _read_ptable_file(path: str, digest: str) -> PTable:
-    """A ptable file read once per process while its content stays the same (its SHA-256 ``digest``): a
-    notebook protects many tables with one ptable, and ONS's has 192 000 lines."""
-    return read_ptable(path)[0]
 
 
 def _reuse_from(table: PTable, reuse_from: int | None) -> int | None:

@@ -16,7 +16,6 @@ import contextvars
 import functools
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ import jinja2
 from .errors import SdcError
 from .quoting import quote_literal
 from .scratch import package_dir, scratch_folder
+from .user_cache import user_cache_folder
 
 # one {% macro name(...) %} ... {% endmacro %} block; dbt, too, compiles each block as a template of its own
 _MACRO_BLOCK = re.compile(r"\{%-?\s*macro\s+(\w+)\s*\(.*?\{%-?\s*endmacro\s*-?%\}", re.DOTALL)
@@ -287,19 +287,10 @@ class MacroLibrary:
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled macros kept between processes (a command then renders in milliseconds, not a tenth of a
-    second), in the user's cache folder ($XDG_CACHE_HOME or ~/.cache, then sdc/jinja), which holds no data:
-    only code compiled from the package's macros, keyed by their text. None where that folder cannot be
-    made the user's own (mode 0700): then every process compiles what it renders."""
-    try:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        folder = base / "sdc" / "jinja"
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = folder.stat()
-        if info.st_uid != os.getuid() or info.st_mode & 0o077:
-            return None
-    except (OSError, RuntimeError):  # RuntimeError: no home folder to be found
-        return None
-    return jinja2.FileSystemBytecodeCache(str(folder))
+    second), in the user's cache folder (user_cache: sdc/jinja), keyed by the macros' text. None where that
+    folder cannot be made the user's own: then every process compiles what it renders."""
+    folder = user_cache_folder("jinja")
+    return jinja2.FileSystemBytecodeCache(str(folder)) if folder else None
 
 
 @functools.cache

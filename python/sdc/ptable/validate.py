@@ -88,11 +88,12 @@ def assemble(entries: list[Entry], source: str) -> tuple[PTable, list[str]]:
 
 
 def assemble_arrays(i: np.ndarray, v: np.ndarray, ub_units: np.ndarray, lb_units: np.ndarray | None = None,
-                    p_units: np.ndarray | None = None) -> tuple[PTable, list[str]] | None:
+                    p_units: np.ndarray | None = None, mean_notes: bool = True) -> tuple[PTable, list[str]] | None:
     """``assemble`` with numpy, for a file read by numpy (formats.py): one entry per line, in the file's order,
     bounds and p as whole 10^-8 units (no rounding needed), lower bounds None for the cumulative formats.
     The table and notes ``assemble`` gives where it accepts the entries; None where it would refuse them:
-    the caller then reads the file line by line, which names the problem."""
+    the caller then reads the file line by line, which names the problem. ``mean_notes`` False: no notes on
+    biased rows (a table checked again, whose notes were given when it was read)."""
     order = np.argsort(i, kind="stable")  # assemble's order: by row, each row's entries as in the file
     i, v, ub_units = i[order], v[order], ub_units[order]
     starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]])
@@ -120,7 +121,8 @@ def assemble_arrays(i: np.ndarray, v: np.ndarray, ub_units: np.ndarray, lb_units
         notes.append("row i=0 added: zero cells stay zero")
     if not wide.all():
         notes.append(f"{len(wide) - int(wide.sum())} empty interval(s) (p = 0) dropped")
-    return _with_mean_notes(PTable(i, i + v, lb_units, ub_units), notes)
+    table = PTable(i, i + v, lb_units, ub_units)
+    return _with_mean_notes(table, notes) if mean_notes else (table, notes)
 
 
 def _with_mean_notes(table: PTable, notes: list[str]) -> tuple[PTable, list[str]]:

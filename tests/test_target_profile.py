@@ -170,3 +170,43 @@ def test_suppress_target_finds_the_profile_the_same_way(home, tmp_path, monkeypa
                  "--pattern", "main.nope_pattern", "--dims", "sex"]) == 2
     assert capsys.readouterr().err == (f"sdc suppress: error: --target needs a dbt profile: {HOW}; there is no "
                                        f"dbt_project.yml in {project} or above it\n")
+
+
+def test_profiles_yml_is_read_as_yaml_first_and_its_values_rendered_as_dbt_does(home, tmp_path, monkeypatch):
+    """dbt reads profiles.yml as YAML and then renders each value; sdc did it the other way round, so YAML's
+    single-quoted style (quotes doubled inside), which dbt reads, stopped sdc, and a template in a comment was
+    rendered (here: an unset variable)."""
+    project = dbt_project(tmp_path / "census")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("SDC_TEST_WAREHOUSE", str(tmp_path / "census.duckdb"))
+    monkeypatch.delenv("SDC_TEST_UNSET", raising=False)
+    (project / "profiles.yml").write_text(
+        "# the path comes from {{ env_var('SDC_TEST_UNSET') }}, see the runbook\n"
+        "census:\n  target: duck\n  outputs:\n    duck:\n      type: duckdb\n"
+        "      path: '{{ env_var(''SDC_TEST_WAREHOUSE'') }}'\n      threads: \"{{ 2 | as_number }}\"\n")
+    assert load() == 0
+    assert loaded(tmp_path / "census.duckdb") == EXPECTED
+
+
+def test_profile_values_take_dbts_types_and_a_password_is_kept_as_written(home, tmp_path):
+    from sdc.errors import SdcError
+    from sdc.profiles import read_target
+
+    def target(**values):
+        lines = "".join(f"      {k}: {v}\n" for k, v in values.items())
+        (tmp_path / "profiles.yml").write_text(f"census:\n  target: pg\n  outputs:\n    pg:\n      type: postgres\n{lines}")
+        return read_target(tmp_path, "census")
+
+    assert target(port="\"{{ '5432' | as_number }}\"", keepalives="\"{{ 'True' | as_bool }}\"",
+                  sslmode="\"{{ 'require' }}\"", dbname="\"{{ '007' }}\"") == {
+        "type": "postgres", "port": 5432, "keepalives": True, "sslmode": "require", "dbname": "007"}
+    # a password may hold what looks like Jinja: dbt keeps one that renders to nothing valid as written
+    assert target(password="'se{%cret{{'")["password"] == "se{%cret{{"
+    for value, message in (("\"{{ 'abc' | as_number }}\"", "could not convert value 'abc' into type 'number'"),
+                           ("\"{{ 'true' | as_bool }}\"", "could not convert value 'true' into type 'bool'")):
+        with pytest.raises(SdcError) as caught:
+            target(port=value)
+        assert str(caught.value).startswith(f"{tmp_path / 'profiles.yml'}: census.outputs.pg.port: ") \
+            and message in str(caught.value)
+    with pytest.raises(SdcError, match=r"profiles\.yml: cannot read it"):
+        target(host="\"{{ 'db' \"")  # not a password: a broken template is an error

@@ -15,13 +15,17 @@ $DBT_PROJECT_DIR, else the working directory or its nearest parent holding dbt_p
 in --profiles-dir, else $DBT_PROFILES_DIR, else the working directory if it holds one, else ~/.dbt.
 
 profiles.yml may use ``{{ env_var('NAME') }}`` and ``{{ env_var('NAME', 'default') }}`` and dbt's filters
-(as_number, as_bool, as_text, as_native), rendered as dbt renders it: in a sandboxed Jinja environment, so a
-template that reaches for Python's internals (``env_var.__globals__``) is refused and runs nothing.
+(as_number, as_bool, as_text, as_native), rendered as dbt renders it: the YAML is read first, then each text
+value is rendered in a sandboxed Jinja environment, so a template that reaches for Python's internals
+(``env_var.__globals__``) is refused and runs nothing, and a value is text unless a filter makes it a number
+or a bool.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import datetime
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,9 +151,11 @@ def plain_value(value):
     return value
 
 
-def _render(text: str, path: Path) -> str:
-    """``text`` of the file ``path`` with env_var() rendered as dbt renders profiles.yml: in a sandbox (no
-    attribute of Python's internals), with only env_var and dbt's filters."""
+def _render(text: str, path: Path):
+    """The value ``text`` of the file ``path`` rendered as dbt renders a profile's or project's values: in a
+    sandbox (no attribute of Python's internals), with only env_var and dbt's filters. As in dbt, the result
+    is text, except where the one expression of the value ends in as_number, as_bool or as_native: then the
+    Python literal it renders to (a number, a bool: else an error naming the value)."""
     import jinja2
     import jinja2.sandbox
 
@@ -160,15 +166,87 @@ def _render(text: str, path: Path) -> str:
             raise SdcError(f"{path}: env_var('{name}') is not set")
         return default
 
-    environment = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined)
-    for name in ("as_number", "as_bool", "as_text", "as_native"):  # dbt's filters; YAML reads the values
-        environment.filters[name] = lambda value: value
+    environment = _profile_environment()(undefined=jinja2.StrictUndefined)
+    environment.filters.update(as_text=_Text, as_native=_Native, as_number=_Number, as_bool=_Bool)
     try:
         return environment.from_string(text).render(env_var=env_var)
     except jinja2.sandbox.SecurityError as exc:
         raise SdcError(f"{path}: refused, {exc} (a profile may use env_var() and dbt's filters, as dbt allows)") from None
     except jinja2.TemplateError as exc:
         raise SdcError(f"{path}: cannot read it ({exc})") from None
+
+
+class _Text(str):
+    """as_text: the value stays text."""
+
+
+class _Native(str):
+    """as_native: the value is read as a Python literal where it is one."""
+
+
+class _Number(_Native):
+    pass
+
+
+class _Bool(_Native):
+    pass
+
+
+def _native_concat(parts):
+    """A value's rendered parts as dbt joins them: several parts are text; one part is itself, unless a filter
+    marked it for reading as a literal."""
+    parts = list(parts)
+    if not parts:
+        return ""
+    if len(parts) > 1:
+        return "".join(str(part) for part in parts)
+    (part,) = parts
+    if isinstance(part, _Text):
+        return str(part)
+    if not isinstance(part, _Native):
+        return part
+    try:
+        value = ast.literal_eval(part)
+    except (ValueError, SyntaxError, MemoryError):
+        value = str(part)
+    if isinstance(part, _Bool) and not isinstance(value, bool):
+        raise SdcError(f"could not convert value '{part}' into type 'bool' (as_bool: True or False)")
+    if isinstance(part, _Number) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise SdcError(f"could not convert value '{part}' into type 'number' (as_number)")
+    return value
+
+
+def _profile_environment():
+    import jinja2.nativetypes
+    import jinja2.sandbox
+
+    class ProfileEnvironment(jinja2.sandbox.SandboxedEnvironment):
+        code_generator_class = jinja2.nativetypes.NativeCodeGenerator
+        concat = staticmethod(_native_concat)
+
+    return ProfileEnvironment
+
+
+def _render_values(value, path: Path, key: str = ""):
+    """Every text value of a parsed YAML file rendered (``_render``), as dbt renders profiles.yml: after the
+    YAML is read, value by value, so the YAML's quoting is the YAML's. A password that is no valid template
+    stays as written, as in dbt (passwords may hold '{%' or '{{')."""
+    if isinstance(value, dict):
+        return {k: _render_values(v, path, f"{key}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render_values(v, path, key) for v in value]
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if not isinstance(value, str):
+        return value
+    try:
+        return _render(value, path)
+    except SdcError as exc:
+        if "password" in key and "refused," not in str(exc):
+            return value
+        if str(exc).startswith(str(path)):
+            raise
+        raise SdcError(f"{path}: {key.lstrip('.')}: {exc}") from None
 
 
 def _read_yaml(path: Path, text: str) -> dict:
@@ -206,8 +284,9 @@ def find_profile(profile: str | None, project_dir: str | Path | None,
             raise SdcError(f"--target needs a dbt profile: {how}; there is no dbt_project.yml in {cwd} or above it")
     path = folder / "dbt_project.yml"
     name = _read_yaml(path, read_text(path, "dbt project file")).get("profile")
-    if isinstance(name, str) and "{{" in name:  # dbt renders the project's values, env_var() included
-        name = _render(name, path).strip()
+    if isinstance(name, str):  # dbt renders the project's values, env_var() included
+        name = _render_values(name, path, "profile")
+        name = name.strip() if isinstance(name, str) else name
     if not isinstance(name, str) or not name:
         raise SdcError(f"--target needs a dbt profile: {how}; {path} names none")
     return Path(profiles_dir).expanduser(), name
@@ -219,7 +298,7 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
     path = Path(profiles_dir).expanduser() / "profiles.yml"
     if not path.is_file():
         raise SdcError(f"no profiles.yml in {Path(profiles_dir).expanduser()} (--profiles-dir)")
-    profiles = _read_yaml(path, _render(read_text(path, "dbt profiles file"), path))
+    profiles = _render_values(_read_yaml(path, read_text(path, "dbt profiles file")), path)
     if profile not in profiles:
         raise SdcError(f"{path} has no profile {profile!r} (profiles: {', '.join(map(str, profiles)) or 'none'})")
     outputs = profiles[profile].get("outputs") or {}

@@ -217,19 +217,29 @@ def csv_field(value) -> str:
 def read_text(path, what: str) -> str:
     """The text of a UTF-8 file (a byte-order mark dropped), with one-line errors naming the file for a
     missing file, a folder and bytes that are not UTF-8."""
+    return decode_text(read_bytes(path, what), path, what)
+
+
+def read_bytes(path, what: str) -> bytes:
+    """The bytes of a file, with one-line errors naming the file for a missing file and a folder."""
     path = Path(path)
     if path.is_dir():
         raise SdcError(f"{what} {path} is a folder")
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise SdcError(f"{what} not found: {path}") from None
     except OSError as exc:
         raise SdcError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
+def decode_text(data: bytes, path, what: str) -> str:
+    """The bytes ``data`` of the file ``path`` as UTF-8 text (a byte-order mark dropped), or an error naming
+    the first byte that is not UTF-8."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SdcError(_not_utf8(what, path, exc.object[exc.start], exc.start)) from None
+        raise SdcError(_not_utf8(what, Path(path), exc.object[exc.start], exc.start)) from None
 
 
 def read_csv_rows(path, what: str) -> list[dict]:

@@ -3,7 +3,7 @@
 ONS's tables have 192 000 lines: reading and checking one takes 30-50 ms, a sixth of what ``sdc ckm`` takes
 on 10^5 records. The checked table (its arrays, its reuse rule and key modulus) is kept in the process and,
 as an .npz file, in the user's cache folder (sdc.user_cache: sdc/ptables, mode 0700), named by the SHA-256
-of the file's text and of this package's source: a changed file, or a changed reader, is read afresh. A
+of the file's bytes and of this package's source: a changed file, or a changed reader, is read afresh. A
 table taken from the cache is checked again (sdc.ptable.validate: every row a partition of [0, 1), no
 negative counts); one that cannot be loaded or fails that check is read from its file and stored anew.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import read_text
+from ..files import decode_text, read_bytes
 from ..user_cache import user_cache_folder
 from .formats import parse_ptable
 from .table import PTable
@@ -36,23 +36,23 @@ _read: dict[str, PTable] = {}  # by digest, the last _IN_PROCESS_KEPT tables rea
 
 def read_ptable_file(path: str | os.PathLike) -> PTable:
     """The checked table of a ptable file (any format ``read_ptable`` reads), read once per content."""
-    text = read_text(Path(path), "ptable file")  # names a missing or unreadable file
-    digest = hashlib.sha256(_reader_fingerprint() + text.encode("utf-8")).hexdigest()
+    data = read_bytes(path, "ptable file")  # names a missing or unreadable file
+    digest = hashlib.sha256(_reader_fingerprint() + data).hexdigest()
     table = _read.get(digest)
     if table is None:
-        table = _cached_or_parsed(digest, text, str(path))
+        table = _cached_or_parsed(digest, data, Path(path))
         if len(_read) >= _IN_PROCESS_KEPT:
             del _read[next(iter(_read))]
         _read[digest] = table
     return table
 
 
-def _cached_or_parsed(digest: str, text: str, source: str) -> PTable:
+def _cached_or_parsed(digest: str, data: bytes, path: Path) -> PTable:
     folder = user_cache_folder(CACHE_FOLDER)
     cached = _load(folder / f"{digest}.npz") if folder else None
     if cached is not None:
         return cached
-    table = parse_ptable(text, source=source)[0]
+    table = parse_ptable(decode_text(data, path, "ptable file"), source=str(path))[0]
     if folder:
         _store(folder, digest, table)
     return table

@@ -202,6 +202,8 @@ def test_profile_values_take_dbts_types_and_a_password_is_kept_as_written(home, 
         "type": "postgres", "port": 5432, "keepalives": True, "sslmode": "require", "dbname": "007"}
     # a password may hold what looks like Jinja: dbt keeps one that renders to nothing valid as written
     assert target(password="'se{%cret{{'")["password"] == "se{%cret{{"
+    with pytest.raises(SdcError, match=r"profiles\.yml: env_var\('SDC_TEST_UNSET_PASSWORD'\) is not set"):
+        target(password="\"{{ env_var('SDC_TEST_UNSET_PASSWORD') }}\"")  # a template, not a password as written
     for value, message in (("\"{{ 'abc' | as_number }}\"", "could not convert value 'abc' into type 'number'"),
                            ("\"{{ 'true' | as_bool }}\"", "could not convert value 'true' into type 'bool'")):
         with pytest.raises(SdcError) as caught:

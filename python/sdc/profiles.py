@@ -151,11 +151,12 @@ def plain_value(value):
     return value
 
 
-def _render(text: str, path: Path):
-    """The value ``text`` of the file ``path`` rendered as dbt renders a profile's or project's values: in a
-    sandbox (no attribute of Python's internals), with only env_var and dbt's filters. As in dbt, the result
-    is text, except where the one expression of the value ends in as_number, as_bool or as_native: then the
-    Python literal it renders to (a number, a bool: else an error naming the value)."""
+def _render(text: str, path: Path, key: str = "", literal_if_invalid: bool = False):
+    """The value ``text`` (at ``key``) of the file ``path`` rendered as dbt renders a profile's or project's
+    values: in a sandbox (no attribute of Python's internals), with only env_var and dbt's filters. As in dbt,
+    a value of several parts is text, a value of one expression keeps its type (env_var gives text), and
+    as_number, as_bool and as_native read the text as a Python literal (a number, a bool: else an error naming
+    the value). ``literal_if_invalid``: a text that is no valid template is the value as written."""
     import jinja2
     import jinja2.sandbox
 
@@ -168,12 +169,25 @@ def _render(text: str, path: Path):
 
     environment = _profile_environment()(undefined=jinja2.StrictUndefined)
     environment.filters.update(as_text=_Text, as_native=_Native, as_number=_Number, as_bool=_Bool)
+    where = f"{path}: {key}: " if key else f"{path}: "
     try:
-        return environment.from_string(text).render(env_var=env_var)
+        template = environment.from_string(text)
+    except jinja2.TemplateSyntaxError as exc:
+        if literal_if_invalid:
+            return text
+        raise SdcError(f"{path}: cannot read it ({exc})") from None
+    try:
+        return template.render(env_var=env_var)
     except jinja2.sandbox.SecurityError as exc:
         raise SdcError(f"{path}: refused, {exc} (a profile may use env_var() and dbt's filters, as dbt allows)") from None
     except jinja2.TemplateError as exc:
         raise SdcError(f"{path}: cannot read it ({exc})") from None
+    except _ConversionError as exc:
+        raise SdcError(f"{where}{exc}") from None
+
+
+class _ConversionError(ValueError):
+    """A value that as_number or as_bool cannot make a number or a bool."""
 
 
 class _Text(str):
@@ -210,9 +224,9 @@ def _native_concat(parts):
     except (ValueError, SyntaxError, MemoryError):
         value = str(part)
     if isinstance(part, _Bool) and not isinstance(value, bool):
-        raise SdcError(f"could not convert value '{part}' into type 'bool' (as_bool: True or False)")
+        raise _ConversionError(f"could not convert value '{part}' into type 'bool' (as_bool: True or False)")
     if isinstance(part, _Number) and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise SdcError(f"could not convert value '{part}' into type 'number' (as_number)")
+        raise _ConversionError(f"could not convert value '{part}' into type 'number' (as_number)")
     return value
 
 
@@ -230,23 +244,17 @@ def _profile_environment():
 def _render_values(value, path: Path, key: str = ""):
     """Every text value of a parsed YAML file rendered (``_render``), as dbt renders profiles.yml: after the
     YAML is read, value by value, so the YAML's quoting is the YAML's. A password that is no valid template
-    stays as written, as in dbt (passwords may hold '{%' or '{{')."""
+    stays as written, as in dbt (passwords may hold '{%' or '{{'); one that is, and names an unset variable,
+    is an error."""
     if isinstance(value, dict):
-        return {k: _render_values(v, path, f"{key}.{k}") for k, v in value.items()}
+        return {k: _render_values(v, path, f"{key}.{k}" if key else str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [_render_values(v, path, key) for v in value]
     if isinstance(value, datetime.date):
         return value.isoformat()
     if not isinstance(value, str):
         return value
-    try:
-        return _render(value, path)
-    except SdcError as exc:
-        if "password" in key and "refused," not in str(exc):
-            return value
-        if str(exc).startswith(str(path)):
-            raise
-        raise SdcError(f"{path}: {key.lstrip('.')}: {exc}") from None
+    return _render(value, path, key, literal_if_invalid="password" in key)
 
 
 def _read_yaml(path: Path, text: str) -> dict:

@@ -1,9 +1,9 @@
 """Ptable files read once per content, also across processes (sdc.ptable.file_cache): the checked table is
 kept in the user's cache folder (XDG_CACHE_HOME/sdc/ptables, 0700). These tests read tables with the cache
 and without it and compare them entry for entry with the reader's table; they spoil the cache (cut short,
-another file's bytes, a bound moved, a negative count) and check that each spoiled entry is read from the file
-again; and they run ``sdc ckm`` twice to see that the second process finds the table and publishes the same
-counts."""
+another file's bytes, a bound moved, a negative count, another table's sound file) and check that each
+spoiled entry is read from the file again; and they run ``sdc ckm`` twice to see that the second process finds
+the table and publishes the same counts."""
 
 import subprocess
 import sys
@@ -93,7 +93,7 @@ def spoil(file, **arrays):
 
 
 @pytest.mark.parametrize("spoiled", ["cut short", "another file's bytes", "a bound moved", "a negative count",
-                                     "a reuse row beyond the table", "unequal lengths"])
+                                     "a reuse row beyond the table", "unequal lengths", "another table's file"])
 def test_a_spoiled_cache_file_is_not_used_the_file_is_read_again(cache_home, tmp_path, spoiled):
     path = tmp_path / "ptable.csv"
     path.write_text(ons_10_5_rule(20))
@@ -114,10 +114,16 @@ def test_a_spoiled_cache_file_is_not_used_the_file_is_read_again(cache_home, tmp
         spoil(file, j=j)
     elif spoiled == "a reuse row beyond the table":
         spoil(file, rules=np.array([21, 256]))
-    else:
+    elif spoiled == "unequal lengths":
         spoil(file, j=j[:-1])
+    else:  # a sound cache file of another table (row 12 changed), copied under this one's name
+        other = tmp_path / "other.csv"
+        other.write_text(ons_10_5_rule(20).replace("\n12,7,-2\n", "\n12,7,1\n"))
+        file_cache.read_ptable_file(other)
+        (other_file,) = set(cached_files(cache_home)) - {file}
+        file.write_bytes(other_file.read_bytes())
     assert_same_table(read_again(path), expected)
-    (file,) = cached_files(cache_home)  # stored anew, and sound
+    (file,) = [f for f in cached_files(cache_home) if f.name.startswith(file.name[:64])]  # stored anew, sound
     assert_same_table(file_cache._load(file), expected)
 
 

@@ -202,7 +202,7 @@ def test_profile_values_take_dbts_types_and_a_password_is_kept_as_written(home, 
         "type": "postgres", "port": 5432, "keepalives": True, "sslmode": "require", "dbname": "007"}
     # a password may hold what looks like Jinja: dbt keeps one that renders to nothing valid as written
     assert target(password="'se{%cret{{'")["password"] == "se{%cret{{"
-    with pytest.raises(SdcError, match=r"profiles\.yml: env_var\('SDC_TEST_UNSET_PASSWORD'\) is not set"):
+    with pytest.raises(SdcError, match=r"profiles\.yml: census\.outputs\.pg\.password: env_var\('SDC_TEST_UNSET_PASSWORD'\) is not set"):
         target(password="\"{{ env_var('SDC_TEST_UNSET_PASSWORD') }}\"")  # a template, not a password as written
     for value, message in (("\"{{ 'abc' | as_number }}\"", "could not convert value 'abc' into type 'number'"),
                            ("\"{{ 'true' | as_bool }}\"", "could not convert value 'true' into type 'bool'")):
@@ -210,5 +210,34 @@ def test_profile_values_take_dbts_types_and_a_password_is_kept_as_written(home, 
             target(port=value)
         assert str(caught.value).startswith(f"{tmp_path / 'profiles.yml'}: census.outputs.pg.port: ") \
             and message in str(caught.value)
-    with pytest.raises(SdcError, match=r"profiles\.yml: cannot read it"):
-        target(host="\"{{ 'db' \"")  # not a password: a broken template is an error
+    with pytest.raises(SdcError, match=r"profiles\.yml: census\.outputs\.pg\.host: cannot read it"):
+        target(host="\"{{ 'db' \"")  # not a password: a broken template is an error, named by its key
+
+
+def test_only_the_chosen_profile_and_target_are_rendered_as_in_dbt(home, tmp_path, monkeypatch, capsys):
+    """A developer's profiles.yml beside a production target whose settings come from variables that are not
+    set here, and another profile with a broken value: dbt renders only the target it uses, and so does sdc
+    (it rendered every value of the file, and stopped on the production target's unset variable)."""
+    project = dbt_project(tmp_path / "census")
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("SDC_TEST_PROD_HOST", raising=False)
+    (project / "profiles.yml").write_text(
+        f"census:\n  target: \"{{{{ env_var('SDC_TEST_TARGET', 'duck') }}}}\"\n  outputs:\n"
+        f"    duck:\n      type: duckdb\n      path: {tmp_path / 'census.duckdb'}\n"
+        "    prod:\n      type: postgres\n      host: \"{{ env_var('SDC_TEST_PROD_HOST') }}\"\n"
+        "      port: \"{{ env_var('SDC_TEST_PROD_PORT') | as_number }}\"\n"
+        "other:\n  target: x\n  outputs:\n    x:\n      type: postgres\n      host: \"{{ 'broken' \"\n")
+    assert load() == 0
+    assert loaded(tmp_path / "census.duckdb") == EXPECTED
+    capsys.readouterr()
+    assert main(["load", "--target", "prod", *LOAD]) == 2
+    assert capsys.readouterr().err == (f"sdc load: error: {project / 'profiles.yml'}: census.outputs.prod.host: "
+                                       "env_var('SDC_TEST_PROD_HOST') is not set\n")
+    from sdc.errors import SdcError
+    from sdc.profiles import read_target
+
+    monkeypatch.delenv("SDC_TEST_TARGET", raising=False)
+    assert read_target(project, "census")["type"] == "duckdb"  # the profile's own target, rendered
+    monkeypatch.setenv("SDC_TEST_TARGET", "prod")
+    with pytest.raises(SdcError, match=r"census\.outputs\.prod\.host: env_var\('SDC_TEST_PROD_HOST'\) is not set"):
+        read_target(project, "census")

@@ -160,28 +160,29 @@ def _render(text: str, path: Path, key: str = "", literal_if_invalid: bool = Fal
     import jinja2
     import jinja2.sandbox
 
+    where = f"{path}: {key}: " if key else f"{path}: "
+
     def env_var(name, default=None):
         if name in os.environ:
             return os.environ[name]
         if default is None:
-            raise SdcError(f"{path}: env_var('{name}') is not set")
+            raise SdcError(f"{where}env_var('{name}') is not set")
         return default
 
     environment = _profile_environment()(undefined=jinja2.StrictUndefined)
     environment.filters.update(as_text=_Text, as_native=_Native, as_number=_Number, as_bool=_Bool)
-    where = f"{path}: {key}: " if key else f"{path}: "
     try:
         template = environment.from_string(text)
     except jinja2.TemplateSyntaxError as exc:
         if literal_if_invalid:
             return text
-        raise SdcError(f"{path}: cannot read it ({exc})") from None
+        raise SdcError(f"{where}cannot read it ({exc})") from None
     try:
         return template.render(env_var=env_var)
     except jinja2.sandbox.SecurityError as exc:
         raise SdcError(f"{path}: refused, {exc} (a profile may use env_var() and dbt's filters, as dbt allows)") from None
     except jinja2.TemplateError as exc:
-        raise SdcError(f"{path}: cannot read it ({exc})") from None
+        raise SdcError(f"{where}cannot read it ({exc})") from None
     except _ConversionError as exc:
         raise SdcError(f"{where}{exc}") from None
 
@@ -306,14 +307,19 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
     path = Path(profiles_dir).expanduser() / "profiles.yml"
     if not path.is_file():
         raise SdcError(f"no profiles.yml in {Path(profiles_dir).expanduser()} (--profiles-dir)")
-    profiles = _render_values(_read_yaml(path, read_text(path, "dbt profiles file")), path)
+    profiles = _read_yaml(path, read_text(path, "dbt profiles file"))
     if profile not in profiles:
         raise SdcError(f"{path} has no profile {profile!r} (profiles: {', '.join(map(str, profiles)) or 'none'})")
-    outputs = profiles[profile].get("outputs") or {}
-    name = target or profiles[profile].get("target")
+    # as dbt: only the chosen profile's target name and the chosen output are rendered, so another target's
+    # unset variables (a production server's, on a developer's machine) stop nothing
+    chosen = profiles[profile] if isinstance(profiles[profile], dict) else {}
+    outputs = chosen.get("outputs") if isinstance(chosen.get("outputs"), dict) else {}
+    name = target or _render_values(chosen.get("target"), path, f"{profile}.target")
     if name not in outputs:
         raise SdcError(f"profile {profile!r} has no target {name!r} (targets: {', '.join(map(str, outputs)) or 'none'})")
-    output = dict(outputs[name])
+    if not isinstance(outputs[name], dict):
+        raise SdcError(f"{path}: target {name!r} of profile {profile!r} is not a mapping of settings")
+    output = _render_values(outputs[name], path, f"{profile}.outputs.{name}")
     if output.get("type") not in ENGINES:
         raise SdcError(f"target {name!r} is of type {output.get('type')!r}; sdc connects to {', '.join(ENGINES)}")
     return output

@@ -5,7 +5,9 @@ on 10^5 records. The checked table (its arrays, its reuse rule and key modulus) 
 as an .npz file, in the user's cache folder (sdc.user_cache: sdc/ptables, mode 0700), named by the SHA-256
 of the file's bytes and of this package's source: a changed file, or a changed reader, is read afresh. A
 table taken from the cache is checked again (sdc.ptable.validate: every row a partition of [0, 1), no
-negative counts); one that cannot be loaded or fails that check is read from its file and stored anew.
+negative counts; the digest it was stored under, against a copied file); one that cannot be loaded or fails
+that check is read from its file and stored anew. Only someone who can write the user's 0700 folder can put a
+different table there, as they could change sdc's own code.
 """
 
 from __future__ import annotations
@@ -70,12 +72,16 @@ def _reader_fingerprint() -> bytes:
 
 
 def _load(file: Path) -> PTable | None:
-    """The table stored in ``file`` if it is there, complete and passes the checks of a table read; else None."""
+    """The table stored in ``file`` if it is there, complete, the one its name says (it holds the digest it
+    was stored under) and passes the checks of a table read; else None."""
     try:
         with np.load(file, allow_pickle=False) as stored:
             arrays = {name: stored[name] for name in _ARRAYS}
             reuse_from, key_modulus = (int(x) for x in stored["rules"])
+            named = str(stored["digest"])
     except Exception:  # noqa: BLE001 - missing, cut short or not an npz file: a miss, read the file again
+        return None
+    if f"{named}.npz" != file.name:  # another table's file, copied or renamed
         return None
     i, j, lb, ub = (arrays[name] for name in _ARRAYS)
     if any(a.ndim != 1 or a.dtype.kind != "i" or len(a) != len(i) for a in (i, j, lb, ub)) or not len(i):
@@ -100,7 +106,8 @@ def _store(folder: Path, digest: str, table: PTable) -> None:
     part = folder / f".{digest}.{os.getpid()}.npz"
     arrays = {name: _compact(getattr(table, name)) for name in _ARRAYS}
     try:
-        np.savez(part, **arrays, rules=np.array([table.reuse_from or 0, table.key_modulus or 0], dtype=np.int64))
+        np.savez(part, **arrays, rules=np.array([table.reuse_from or 0, table.key_modulus or 0], dtype=np.int64),
+                 digest=np.array(digest))
         os.replace(part, folder / f"{digest}.npz")
         _mark_used(folder / f"{digest}.npz")
         _remove_old(folder)

@@ -26,7 +26,7 @@ from .hierarchy import create_hierarchy_table, hierarchy_rows
 from .loader import column_list, existing_key_sql, fact_sql, quote
 from .microdata_input import register_microdata
 from .macro_renderer import Relation, private_connection, render_macro, run_sql, sql_errors
-from .ptable.file_cache import read_ptable_file
+from .ptable.file_cache import read_ptable_file, remembered
 from .ptable.formats import parse_ptable
 from .ptable.relation import create_nums_ptable_table, create_ptable_table
 from .ptable.table import PTable
@@ -304,21 +304,11 @@ def _ptable(ptable) -> PTable:
     raise SdcError(f"ptable must be a file path, a DataFrame or a PTable, got {type(ptable).__name__}")
 
 
-_FRAME_PTABLES: dict[str, PTable] = {}  # by _frame_digest, the last few
-_FRAME_PTABLES_KEPT = 8
-
-
 def _frame_ptable(frame) -> PTable:
     """A DataFrame ptable, parsed once per content (a notebook passes the same table for every call)."""
     digest = _frame_digest(frame)
-    table = _FRAME_PTABLES.get(digest) if digest else None
-    if table is None:
-        table = parse_ptable(frame.to_csv(index=False), source="the ptable DataFrame")[0]
-        if digest:
-            if len(_FRAME_PTABLES) >= _FRAME_PTABLES_KEPT:
-                del _FRAME_PTABLES[next(iter(_FRAME_PTABLES))]
-            _FRAME_PTABLES[digest] = table
-    return table
+    parse = lambda: parse_ptable(frame.to_csv(index=False), source="the ptable DataFrame")[0]  # noqa: E731
+    return remembered(f"frame:{digest}", parse) if digest else parse()
 
 
 def _frame_digest(frame) -> str | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import datetime
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,7 +232,9 @@ def _native_concat(parts):
     return value
 
 
+@functools.cache
 def _profile_environment():
+    """The class of the sandbox that renders to dbt's types (made on first use: jinja2 is imported lazily)."""
     import jinja2.nativetypes
     import jinja2.sandbox
 

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,9 +42,15 @@ def read_ptable_file(path: str | os.PathLike) -> PTable:
     hasher = hashlib.sha256(_reader_fingerprint())
     hasher.update(data)
     digest = hasher.hexdigest()
+    return remembered(digest, lambda: _cached_or_parsed(digest, data, Path(path)))
+
+
+def remembered(digest: str, read: Callable[[], PTable]) -> PTable:
+    """The table of content ``digest`` read in this process before, else ``read()`` kept for the next call
+    (ptable files here, DataFrames passed as ``ptable=`` in sdc.ckm)."""
     table = _read.get(digest)
     if table is None:
-        table = _cached_or_parsed(digest, data, Path(path))
+        table = read()
         if len(_read) >= _IN_PROCESS_KEPT:
             _read.pop(next(iter(_read), None), None)
         _read[digest] = table

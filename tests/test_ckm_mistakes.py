@@ -88,9 +88,13 @@ def test_a_column_that_is_not_a_loaded_fact_is_named_with_the_loaded_facts(proje
                                                      ("joined_some", "persons_some_twice", 780)])
 def test_a_join_that_repeats_records_is_named_as_such(project, model, staging, repeats):
     out = build(project, f"{staging} {model}")
-    assert re.search(rf"ckm_count: the relation \S+{staging}\S* repeats records: {repeats} of \d+ record keys in "
-                     r"column rk are another record's key, where distinct records' random keys coincide about "
-                     r"[0-9.e-]+ times\. A join that matches a record more than once", out), out[-2000:]
+    found = re.search(rf"ckm_count: the relation \S+{staging}\S* repeats records: (\d+) of \d+ record keys in "
+                      r"column rk are another record's key, where distinct records' random keys coincide about "
+                      r"[0-9.e-]+ times\. A join that matches a record more than once", out)
+    assert found, out[-2000:]
+    # the join's repeats, and the keys of distinct records that coincide by chance: the keys are drawn anew for
+    # every load (key mode random), and 6,000 keys below 10^8 share a value about 0.18 times (1 in about 6 runs)
+    assert repeats <= int(found.group(1)) <= repeats + 3, found.group(0)
     assert "check_keys=false" not in out
     assert not query(project.db, f"select table_name from information_schema.tables where table_name = '{model}'")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +26,12 @@ from .files import check_not_an_input, check_output_file, csv_field, write_text_
 from .hierarchy import create_hierarchy_table, hierarchy_rows
 from .loader import column_list, existing_key_sql, fact_sql, quote
 from .microdata_input import register_microdata
-from .macro_renderer import Relation, private_connection, render_macro, run_sql, sql_errors
+from .macro_renderer import Relation, RememberedQueries, private_connection, render_macro, run_sql, sql_errors
 from .ptable.file_cache import read_ptable_file, remembered
 from .ptable.formats import parse_ptable
 from .ptable.relation import create_nums_ptable_table, create_ptable_table
 from .ptable.table import PTable
+from .shared_database import shared_connection
 
 CKM_COMMAND = "sdc ckm"  # the mark of its outputs (sdc.files)
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
@@ -40,12 +42,12 @@ WEIGHTED_AUDIT = "original_weighted_count"  # the exact sum of the weights (audi
 COUNT_FACT = "f_sdc_count"
 TOTALS = ("cube", "rollup", "none")
 
-# the relations of one run, in the in-memory database
+# the relations of one run, in DuckDB's temp catalog: the connection's own (shared_database)
 _INPUT = "sdc_input"
-_MICRODATA = Relation("memory", "main", "sdc_microdata")
-_PTABLE = Relation("memory", "main", "sdc_ptable")
-_HIERARCHY = Relation("memory", "main", "sdc_hierarchies")
-_NUMS_PTABLE = Relation("memory", "main", "sdc_nums_ptable")
+_MICRODATA = Relation("temp", "main", "sdc_microdata")
+_PTABLE = Relation("temp", "main", "sdc_ptable")
+_HIERARCHY = Relation("temp", "main", "sdc_hierarchies")
+_NUMS_PTABLE = Relation("temp", "main", "sdc_nums_ptable")
 
 
 def count_table(
@@ -99,7 +101,7 @@ def count_table(
     digits      round ``weighted_count`` to this many decimals (negative: to tens, hundreds, ...) after the
                 noise, as it is published; default unrounded
     """
-    with private_connection("ckm") as con:
+    with shared_connection() as con:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
                                   threshold, audit, complete, reuse_from, check_keys,
                                   weighting=_Weighting.of(weight, weighted_count, params, nums_ptable, modulus))
@@ -227,7 +229,7 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
         )
     reuse_from = _reuse_from(table, reuse_from)
     needed = dims + [record_key] + ([count_var] if count_var else []) + ([weighting.weight] if weighting else [])
-    label, columns = register_microdata(con, data, _INPUT, needed, numbers=needed[len(dims):])
+    label, columns = register_microdata(con, data, _INPUT, needed, numbers=needed[len(dims):], temporary=True)
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
@@ -237,10 +239,10 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     if count_var:
         counted = fact_sql(con, columns, COUNT_FACT, count_var, relation=_INPUT)
         key_fact = quote(KEY_FACT_PREFIX + COUNT_FACT)
-        con.execute(f"create view {_MICRODATA} as select *, {RECORD_KEY_COLUMN} * {COUNT_FACT} as {key_fact} "
+        con.execute(f"create temp view {_MICRODATA} as select *, {RECORD_KEY_COLUMN} * {COUNT_FACT} as {key_fact} "
                     f"from (select {selected}, {counted} as {COUNT_FACT} from {_INPUT})")
     else:
-        con.execute(f"create view {_MICRODATA} as select {selected} from {_INPUT}")
+        con.execute(f"create temp view {_MICRODATA} as select {selected} from {_INPUT}")
     if check_keys:
         # the check ckm_count makes (ckm_check_record_keys), in its Python twin, to name the input's column
         counted = _MICRODATA if not count_var else f"(select * from {_MICRODATA} where {COUNT_FACT} = 1)"
@@ -262,7 +264,7 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
             con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
             hierarchy=_HIERARCHY if hierarchy is not None else None, ptable=_PTABLE, modulus=modulus,
             reuse_from=reuse_from, check_keys=False, check_cell_keys=check_keys, complete=complete,
-            threshold=threshold, **weighted)
+            threshold=threshold, remembered=_ptable_queries(table), **weighted)
     output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
     output += [WEIGHTED_OUTPUT] if weighting else []
     if audit:
@@ -302,6 +304,22 @@ def _ptable(ptable) -> PTable:
     if hasattr(ptable, "to_csv") and hasattr(ptable, "columns"):  # a pandas DataFrame
         return _frame_ptable(ptable)
     raise SdcError(f"ptable must be a file path, a DataFrame or a PTable, got {type(ptable).__name__}")
+
+
+# the results of the ptable checks of a rendering, kept with the table object (one per content: file_cache)
+_PTABLE_QUERIES: dict[int, tuple[weakref.ref, RememberedQueries]] = {}
+_CALL_RELATIONS = (_INPUT, _MICRODATA.identifier, _HIERARCHY.identifier, _NUMS_PTABLE.identifier)
+
+
+def _ptable_queries(table: PTable) -> RememberedQueries:
+    """The queries over ``_PTABLE`` alone give the same rows for the same ``table`` object: kept while it lives."""
+    key = id(table)
+    entry = _PTABLE_QUERIES.get(key)
+    if entry is None or entry[0]() is not table:
+        entry = (weakref.ref(table, lambda _: _PTABLE_QUERIES.pop(key, None)),
+                 RememberedQueries(str(_PTABLE), _CALL_RELATIONS))
+        _PTABLE_QUERIES[key] = entry
+    return entry[1]
 
 
 def _frame_ptable(frame) -> PTable:

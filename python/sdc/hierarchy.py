@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .errors import SdcError
 from .files import read_csv_rows
+from .quoting import temporary
 
 
 def hierarchy_rows(source) -> list[tuple[str, str, str | None]]:
@@ -28,7 +29,7 @@ def hierarchy_rows(source) -> list[tuple[str, str, str | None]]:
 def create_hierarchy_table(con, name: str, rows) -> None:
     """The table ``name`` (SQL, already quoted) as the seed sdc_hierarchies holds a hierarchy: dimension,
     code, parent as text, for the commands that render the macros on a DuckDB of their own."""
-    con.execute(f"create table {name} (dimension varchar, code varchar, parent varchar)")
+    con.execute(f"create {temporary(name)}table {name} (dimension varchar, code varchar, parent varchar)")
     if rows:
         con.executemany(f"insert into {name} values (?, ?, ?)", [tuple(r) for r in rows])
 

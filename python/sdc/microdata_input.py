@@ -17,12 +17,15 @@ from .loader import quote, source_sql
 KINDS = "a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/.parquet path"
 
 
-def register_microdata(con, data, name: str, needed: list[str], numbers=()) -> tuple[str, list[str]]:
+def register_microdata(con, data, name: str, needed: list[str], numbers=(), temporary: bool = False
+                       ) -> tuple[str, list[str]]:
     """Make ``data`` the relation ``name`` (a plain name) on ``con``; returns how messages name the data and
     all of its columns (a text file keeps only the needed ones, but a message lists what the file has).
     A text file's columns are text exactly as delivered (codes are never read as BOOLEAN or dates), but for
     ``numbers``, the numeric columns the command needs (record key, weight, value), which DuckDB reads as
-    numbers (sdc.loader.source_sql)."""
+    numbers (sdc.loader.source_sql). ``temporary``: the relation goes to DuckDB's temp catalog, the connection's
+    own (sdc.shared_database)."""
+    kind = "temp " if temporary else ""
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if path.is_dir():
@@ -30,11 +33,11 @@ def register_microdata(con, data, name: str, needed: list[str], numbers=()) -> t
         source = source_sql(path, numbers=[c for c in numbers if c], con=con)
         try:
             if path.suffix.lower() == ".parquet":
-                con.execute(f"create view {quote(name)} as select * from {source}")
+                con.execute(f"create {kind}view {quote(name)} as select * from {source}")
             else:
                 wanted = ", ".join(quote(c) for c in dict.fromkeys(needed))
                 try:
-                    con.execute(f"create table {quote(name)} as select {wanted} from {source}")
+                    con.execute(f"create {kind}table {quote(name)} as select {wanted} from {source}")
                 except duckdb.BinderException:  # a needed column is missing: the caller names it, with the file's
                     pass
                 else:
@@ -49,5 +52,5 @@ def register_microdata(con, data, name: str, needed: list[str], numbers=()) -> t
     if not (hasattr(data, "columns") or hasattr(data, "schema")):
         raise SdcError(f"the microdata must be {KINDS}, got {type(data).__name__}")
     con.register(f"{name}_data", data)
-    con.execute(f"create view {quote(name)} as select * from {quote(name + '_data')}")
+    con.execute(f"create {kind}view {quote(name)} as select * from {quote(name + '_data')}")
     return "the data", [r[0] for r in con.execute(f"describe {quote(name)}").fetchall()]

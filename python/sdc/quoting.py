@@ -61,3 +61,9 @@ def quote_path(path) -> str:
         # in a pattern DuckDB takes a backslash for a path separator, and no escape keeps it
         raise SdcError(f"{text!r}: a path with a backslash and one of * ? [ cannot be read; rename the file")
     return quote_literal("".join(f"[{c}]" if c in "*?[" else c for c in text))
+
+
+def temporary(name: str) -> str:
+    """``"temp "`` where the relation ``name`` (quoted SQL) lies in DuckDB's temp catalog (``"temp"."main"."x"``:
+    one connection's own, dropped when it closes), as CREATE must then say; else ``""``."""
+    return "temp " if name.startswith('"temp".') else ""

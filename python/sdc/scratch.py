@@ -61,12 +61,18 @@ def scratch_folder(kind: str) -> Iterator[Path]:
     folders of sdc processes that no longer run, so nothing outlives the next run. The folder's name holds
     its process id (sdc-scratch-<kind>-<pid>-<random>): a process killed the moment the folder exists still
     leaves a folder that names its owner."""
-    remove_orphaned_scratch_folders()
-    folder = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{kind}-{os.getpid()}-"))
+    folder = make_scratch_folder(kind)
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def make_scratch_folder(kind: str) -> Path:
+    """A new private scratch folder named for this process (the caller removes it); first removes the
+    folders of sdc processes that no longer run."""
+    remove_orphaned_scratch_folders()
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{kind}-{os.getpid()}-"))
 
 
 def remove_orphaned_scratch_folders() -> list[Path]:

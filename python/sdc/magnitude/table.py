@@ -21,6 +21,7 @@ from ..microdata_input import register_microdata
 from ..ptable.nums import NumsPTableSet, parse_nums_ptable, read_nums_ptable
 from ..ptable.relation import create_nums_ptable_table
 from ..record_keys import check_record_keys
+from ..shared_database import shared_connection
 from .params import MagnitudeParams, parse_params, read_params
 from .reference import key_digits
 
@@ -63,7 +64,7 @@ def sum_table(
     """
     from ..ckm import rounded
 
-    with private_connection("ckm") as con:
+    with shared_connection() as con:
         sql = _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy,
                                totals, rules_preset, audit, check_keys, complete)
         return run_sql(con, rounded(con, sql, dims, digits)).df()
@@ -149,13 +150,14 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
     params = magnitude_params(params)
     tables = nums_ptable(ptable, params)
     needed = dims + [record_key] + [c for c in (value, weight) if c]
-    label, columns = register_microdata(con, data, _INPUT, needed, numbers=needed[len(dims):])
+    label, columns = register_microdata(con, data, _INPUT, needed, numbers=needed[len(dims):],
+                                        temporary=True)
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
     key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
     carried = [quote(c) for c in dims + [c for c in (value, weight) if c]]
-    con.execute(f"create view {_MICRODATA} as select {', '.join(carried)}, {key_sql} as {RECORD_KEY_COLUMN} "
+    con.execute(f"create temp view {_MICRODATA} as select {', '.join(carried)}, {key_sql} as {RECORD_KEY_COLUMN} "
                 f"from {_INPUT}")
     if check_keys:
         with sql_errors():
@@ -205,10 +207,10 @@ def mean_table(sums, counts, dims: list[str], numerator: str = "value", denomina
 
 
 def _run_macro_on_frames(macro: str, frames: dict, *args, **kwargs):
-    with private_connection("ckm") as con:
+    with shared_connection() as con:
         for name, frame in frames.items():
             con.register(f"{name}_frame", frame)
-            con.execute(f"create view {name} as select * from {name}_frame")
+            con.execute(f"create temp view {name} as select * from {name}_frame")
         with sql_errors():
             sql = render_macro(con, macro, *frames, *args, **kwargs)
             return run_sql(con, sql).df()

@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from ..conventions import NUMS_PTABLE_COLUMNS, NUMS_V_DECIMALS, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES
-from ..quoting import quote_identifier
+from ..quoting import quote_identifier, temporary
 from .table import PTable
 
 # the name under which the arrays are visible to the statement that copies them (then it is dropped)
@@ -38,7 +38,7 @@ def _create_table(con, name: str, columns: dict[str, np.ndarray], types: dict[st
     con.register(_SCAN, {c: columns[c] for c in types})
     try:
         selected = ", ".join(_typed(quote_identifier(c), kind) for c, kind in types.items())
-        con.execute(f"create or replace table {name} as select {selected} from {_SCAN}")
+        con.execute(f"create or replace {temporary(name)}table {name} as select {selected} from {_SCAN}")
     finally:
         con.unregister(_SCAN)
 

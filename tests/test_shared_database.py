@@ -1,0 +1,173 @@
+"""The table functions of a notebook (count_table, sum_table, mean_table) share one in-memory DuckDB per process
+(sdc.shared_database): a connection per call, the call's relations in DuckDB's temp catalog. These tests check
+that calls leave nothing behind (also after an error), that calls from several threads at once give the tables
+of calls one after another, that the spill folder is private and removed at exit, that a forked child works,
+and that the ptable checks remembered per table object (macro_renderer.RememberedQueries) never carry one
+table's answer to another table, nor an answer about the call's data to another call."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import stat
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+import sdc.ckm as ckm
+from sdc import shared_database
+from sdc.ckm import count_table, mean_table, sum_table
+from sdc.errors import SdcError
+from sdc.macro_renderer import RememberedQueries, macro_session, _run_query
+from sdc.ptable.formats import parse_ptable
+from sdc.ptable.nums import NumsPTableParams, combine, create_num_ptable
+
+from conftest import ons_10_5_rule
+
+ONS = Path(__file__).parent / "data" / "ons"
+PTABLE = ONS / "ptable_10_5_rule.csv"
+DATA = ONS / "ons_testdata_1000.csv"
+COUNT = dict(record_key="record_key", modulus=256, ptable=PTABLE, totals="none")
+
+
+def relations_left():
+    """Every table and view a new connection to the shared database sees, temporary ones included."""
+    con = shared_database._database().cursor()
+    try:
+        tables = con.execute("select database_name, schema_name, table_name from duckdb_tables()").fetchall()
+        views = con.execute("select database_name, schema_name, view_name from duckdb_views() "
+                            "where not internal").fetchall()
+        return tables + views
+    finally:
+        con.close()
+
+
+def magnitude_data(n=400):
+    """Records with 8-digit keys (the magnitude method scrambles decimal digits) and a value."""
+    con = duckdb.connect()
+    try:
+        return con.execute(f"""
+            select 'r' || (range % 4) as region, 'g' || (range % 3) as grp,
+                   cast(hash(range * 7 + 1) % 100000000 as bigint) as rk,
+                   100 + cast(hash(range * 3 + 2) % 5000 as double) as income
+            from range({n})""").df()
+    finally:
+        con.close()
+
+
+MAGNITUDE_PARAMS = {"type": "top_contr", "top_k": 2, "multiplier": {"type": "simple", "p": 0.05, "epsilon": [1, 0.5]}}
+
+
+def magnitude_ptable():
+    return combine(create_num_ptable(NumsPTableParams(D=5, V=1, icat=[1, 5])).table)
+
+
+def test_calls_leave_nothing_in_the_shared_database_also_after_an_error():
+    count_table(DATA, ["var1", "var8"], **COUNT)
+    count_table(pd.read_csv(DATA), ["var1"], audit=True, **COUNT)
+    with pytest.raises(SdcError, match="column 'nope' is not in"):
+        count_table(DATA, ["nope"], **COUNT)
+    with pytest.raises(SdcError, match="record keys in column 'record_key' of the data are not uniform"):
+        count_table(pd.read_csv(DATA).assign(record_key=7), ["var8"], **COUNT)  # refused after its relations exist
+    assert relations_left() == []
+
+
+def test_magnitude_and_mean_tables_leave_nothing_either():
+    data = magnitude_data()
+    sums = sum_table(data, ["region"], value="income", record_key="rk", modulus=10**8, params=MAGNITUDE_PARAMS,
+                     ptable=magnitude_ptable())
+    counts = count_table(data.assign(rk=data.rk % 256), ["region"], record_key="rk", modulus=256, ptable=PTABLE)
+    means = mean_table(sums, counts, ["region"])
+    expected = sums.set_index("region")["value"] / counts.set_index("region")["count"]
+    assert means.set_index("region")["mean_value"].to_dict() == pytest.approx(expected.to_dict())
+    assert len(means) == 5
+    assert relations_left() == []
+
+
+def test_calls_from_several_threads_at_once_give_the_tables_of_calls_one_after_another():
+    frame = pd.read_csv(DATA)
+    jobs = [(["var1", "var8"], None), (["var5"], 10), (["var1", "var5"], 5), (["var8"], None)] * 3
+
+    def run(job):
+        dims, threshold = job
+        return count_table(frame, dims, threshold=threshold, audit=True, **COUNT)
+
+    alone = [run(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(run, jobs))
+    for (dims, _), one, other in zip(jobs, alone, together):
+        assert one.shape[0] > 1 and one.equals(other), dims
+    assert relations_left() == []
+
+
+def test_the_spill_folder_is_the_processes_own_and_removed_at_exit(tmp_path):
+    script = (
+        "import os, stat, sys\n"
+        "from sdc.ckm import count_table\n"
+        "from sdc import shared_database\n"
+        f"count_table({str(DATA)!r}, ['var1'], record_key='record_key', modulus=256, ptable={str(PTABLE)!r})\n"
+        "con = shared_database._database().cursor()\n"
+        "folder = con.execute(\"select current_setting('temp_directory')\").fetchone()[0]\n"
+        "print(folder, oct(stat.S_IMODE(os.stat(folder).st_mode)), os.getpid())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert result.returncode == 0, result.stderr
+    folder, mode, pid = result.stdout.split()
+    assert Path(folder).parent == tmp_path and f"-session-{pid}-" in Path(folder).name
+    assert mode == "0o700"
+    assert not Path(folder).exists()
+
+
+def _count_in_child(queue):
+    queue.put(count_table(DATA, ["var1", "var8"], **COUNT).to_dict("records"))
+
+
+def test_a_forked_child_opens_a_database_of_its_own():
+    parent = count_table(DATA, ["var1", "var8"], **COUNT).to_dict("records")
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_count_in_child, args=(queue,))
+    child.start()
+    records = queue.get(timeout=120)
+    child.join(timeout=60)
+    assert child.exitcode == 0 and records == parent
+    assert count_table(DATA, ["var1", "var8"], **COUNT).to_dict("records") == parent  # the parent's still works
+
+
+def test_remembered_ptable_checks_answer_for_their_own_table_only(monkeypatch):
+    """Two ptables of different last rows (20: noise 0, 23: noise +2, each for every larger count), used in
+    turn, each with its checks remembered: every call publishes what a call that remembers nothing publishes."""
+    short = parse_ptable(ons_10_5_rule(20), source="short")[0]
+    full = parse_ptable(ons_10_5_rule(23), source="longer")[0]
+    options = dict(COUNT, audit=True)
+    remembered = [count_table(DATA, ["var1"], **dict(options, ptable=t)) for t in (short, full, short, full)]
+    assert len(ckm._ptable_queries(short).results) >= 1  # the checks were kept ...
+    monkeypatch.setattr(ckm, "_ptable_queries", lambda table: RememberedQueries("none", ()))  # ... now none is
+    fresh = [count_table(DATA, ["var1"], **dict(options, ptable=t)) for t in (short, full)]
+    assert remembered[0].equals(fresh[0]) and remembered[2].equals(fresh[0])
+    assert remembered[1].equals(fresh[1]) and remembered[3].equals(fresh[1])
+    assert not fresh[0].equals(fresh[1])  # rows above 20 differ: the test sees a mixed-up table
+    assert (fresh[0]["original"] > 23).all() and set(fresh[0]["noise"]) == {0} and set(fresh[1]["noise"]) == {2}
+
+
+def test_a_query_that_names_the_calls_data_is_never_remembered():
+    con = duckdb.connect()
+    con.execute("create table ptable as select 1 as i")
+    con.execute("create table micro as select 5 as x")
+    remembered = RememberedQueries('"ptable"', ('micro',))
+    both = 'select (select max(i) from "ptable") + (select max(x) from micro) as s'
+    alone = 'select max(i) as s from "ptable"'
+    with macro_session(con, remembered=remembered):
+        assert _run_query(alone).rows[0]["s"] == 1 and _run_query(both).rows[0]["s"] == 6
+        con.execute("update micro set x = 7")
+        assert _run_query(both).rows[0]["s"] == 8  # run again: it reads the call's data
+        con.execute("update ptable set i = 2")  # (a ptable never changes; this shows what is kept)
+        assert _run_query(alone).rows[0]["s"] == 1
+    assert list(remembered.results) == [alone]
+    con.close()

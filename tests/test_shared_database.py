@@ -36,15 +36,18 @@ COUNT = dict(record_key="record_key", modulus=256, ptable=PTABLE, totals="none")
 
 
 def relations_left():
-    """Every table and view a new connection to the shared database sees, temporary ones included."""
+    """Every table and view a new connection to the shared database sees, temporary ones included, but the
+    ptables kept for later calls (each checked to be one of those)."""
     con = shared_database._database().cursor()
     try:
         tables = con.execute("select database_name, schema_name, table_name from duckdb_tables()").fetchall()
         views = con.execute("select database_name, schema_name, view_name from duckdb_views() "
                             "where not internal").fetchall()
-        return tables + views
     finally:
         con.close()
+    kept = {("memory", "main", entry.name) for entry in shared_database._kept.values()}
+    assert kept <= set(tables) and len(kept) <= shared_database.KEPT
+    return sorted(set(tables + views) - kept)
 
 
 def magnitude_data(n=400):
@@ -147,8 +150,9 @@ def test_remembered_ptable_checks_answer_for_their_own_table_only(monkeypatch):
     full = parse_ptable(ons_10_5_rule(23), source="longer")[0]
     options = dict(COUNT, audit=True)
     remembered = [count_table(DATA, ["var1"], **dict(options, ptable=t)) for t in (short, full, short, full)]
-    assert len(ckm._ptable_queries(short).results) >= 1  # the checks were kept ...
-    monkeypatch.setattr(ckm, "_ptable_queries", lambda table: RememberedQueries("none", ()))  # ... now none is
+    kept = [entry for (key, _), (_, entry) in ckm._PTABLE_QUERIES.items() if key == id(short)]
+    assert kept and all(len(entry.results) >= 1 for entry in kept)  # the checks were kept ...
+    monkeypatch.setattr(ckm, "_ptable_queries", lambda *_: RememberedQueries("none", ()))  # ... now none is
     fresh = [count_table(DATA, ["var1"], **dict(options, ptable=t)) for t in (short, full)]
     assert remembered[0].equals(fresh[0]) and remembered[2].equals(fresh[0])
     assert remembered[1].equals(fresh[1]) and remembered[3].equals(fresh[1])
@@ -171,3 +175,39 @@ def test_a_query_that_names_the_calls_data_is_never_remembered():
         assert _run_query(alone).rows[0]["s"] == 1
     assert list(remembered.results) == [alone]
     con.close()
+
+
+def ptables_of_last_rows(rows):
+    """ONS's 10/5 rule cut at each of ``rows``: a count above the last row takes its noise, pcv mod 5 of it."""
+    return [parse_ptable(ons_10_5_rule(last), source=f"rule to {last}")[0] for last in rows]
+
+
+def test_more_ptables_than_are_kept_from_several_threads_each_give_their_own_table(monkeypatch):
+    """Twelve ptables (last rows 20..31: noise 0, -1, -2, +2, +1, ...) in three rounds from four threads at once,
+    two kept: tables are made, kept and dropped meanwhile, also while more calls use them than are kept; every
+    call publishes its own table's noise."""
+    monkeypatch.setattr(shared_database, "KEPT", 2)
+    tables = ptables_of_last_rows(range(20, 32))
+    frame = pd.read_csv(DATA)
+
+    def noise(table):
+        return set(count_table(frame, ["var1"], **dict(COUNT, ptable=table, audit=True))["noise"])
+
+    expected = [{ {0: 0, 1: -1, 2: -2, 3: 2, 4: 1}[t.max_i % 5] } for t in tables]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for _ in range(3):
+            assert list(pool.map(noise, tables)) == expected
+    assert len(shared_database._kept) == shared_database.KEPT
+    assert relations_left() == []
+
+
+def test_the_kept_table_of_a_ptable_no_longer_used_is_dropped():
+    first, second = ptables_of_last_rows([20, 21])
+    count_table(DATA, ["var1"], **dict(COUNT, ptable=first))
+    name = shared_database._kept[id(first)].name
+    del first
+    count_table(DATA, ["var1"], **dict(COUNT, ptable=second))
+    con = shared_database._database().cursor()
+    assert con.execute("select count(*) from duckdb_tables() where table_name = ?", [name]).fetchone() == (0,)
+    con.close()
+    assert relations_left() == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import weakref
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ from .ptable.file_cache import read_ptable_file, remembered
 from .ptable.formats import parse_ptable
 from .ptable.relation import create_nums_ptable_table, create_ptable_table
 from .ptable.table import PTable
-from .shared_database import shared_connection
+from .shared_database import kept_table, shared_connection
 
 CKM_COMMAND = "sdc ckm"  # the mark of its outputs (sdc.files)
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
@@ -101,10 +102,11 @@ def count_table(
     digits      round ``weighted_count`` to this many decimals (negative: to tens, hundreds, ...) after the
                 noise, as it is published; default unrounded
     """
-    with shared_connection() as con:
+    with shared_connection() as con, ExitStack() as keep:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
                                   threshold, audit, complete, reuse_from, check_keys,
-                                  weighting=_Weighting.of(weight, weighted_count, params, nums_ptable, modulus))
+                                  weighting=_Weighting.of(weight, weighted_count, params, nums_ptable, modulus),
+                                  keep=keep)
         return run_sql(con, rounded(con, sql, dims, digits)).df()
 
 
@@ -217,8 +219,10 @@ class _Weighting:
 
 def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var, threshold,
                      audit, complete, reuse_from, check_keys, option_names=False,
-                     weighting: _Weighting | None = None) -> tuple[str, list[str]]:
-    """Set up the run's relations on ``con`` and return the query of the table with its column names."""
+                     weighting: _Weighting | None = None, keep: ExitStack | None = None) -> tuple[str, list[str]]:
+    """Set up the run's relations on ``con`` and return the query of the table with its column names. With
+    ``keep`` (on the shared database) the ptable's relation is the one kept for the table (made on its first
+    call), held until ``keep`` closes."""
     dims = _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names,
                             weighting.weight if weighting else None)
     table = _ptable(ptable)
@@ -248,7 +252,12 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
         counted = _MICRODATA if not count_var else f"(select * from {_MICRODATA} where {COUNT_FACT} = 1)"
         with sql_errors():
             check_record_keys(con, counted, RECORD_KEY_COLUMN, modulus, f"in column {record_key!r} of {label}")
-    create_ptable_table(con, str(_PTABLE), table)
+    if keep is None:
+        create_ptable_table(con, str(_PTABLE), table)
+        ptable_relation = _PTABLE
+    else:
+        ptable_relation = keep.enter_context(
+            kept_table(table, lambda shared, name: create_ptable_table(shared, name, table)))
     if hierarchy is not None:
         create_hierarchy_table(con, str(_HIERARCHY), hierarchy_rows(hierarchy))
     weighted = {}
@@ -262,9 +271,9 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     with sql_errors():  # the rendering runs queries (hierarchy shape, reuse rule)
         sql = render_macro(
             con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
-            hierarchy=_HIERARCHY if hierarchy is not None else None, ptable=_PTABLE, modulus=modulus,
+            hierarchy=_HIERARCHY if hierarchy is not None else None, ptable=ptable_relation, modulus=modulus,
             reuse_from=reuse_from, check_keys=False, check_cell_keys=check_keys, complete=complete,
-            threshold=threshold, remembered=_ptable_queries(table), **weighted)
+            threshold=threshold, remembered=_ptable_queries(table, ptable_relation), **weighted)
     output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
     output += [WEIGHTED_OUTPUT] if weighting else []
     if audit:
@@ -307,17 +316,18 @@ def _ptable(ptable) -> PTable:
 
 
 # the results of the ptable checks of a rendering, kept with the table object (one per content: file_cache)
-_PTABLE_QUERIES: dict[int, tuple[weakref.ref, RememberedQueries]] = {}
+_PTABLE_QUERIES: dict[tuple[int, str], tuple[weakref.ref, RememberedQueries]] = {}
 _CALL_RELATIONS = (_INPUT, _MICRODATA.identifier, _HIERARCHY.identifier, _NUMS_PTABLE.identifier)
 
 
-def _ptable_queries(table: PTable) -> RememberedQueries:
-    """The queries over ``_PTABLE`` alone give the same rows for the same ``table`` object: kept while it lives."""
-    key = id(table)
+def _ptable_queries(table: PTable, relation: Relation) -> RememberedQueries:
+    """The queries over ``relation`` alone, which holds ``table``'s rows (made from it in every call, or kept for
+    it under a name never used twice), give the same rows for the same ``table`` object: kept while it lives."""
+    key = (id(table), str(relation))
     entry = _PTABLE_QUERIES.get(key)
     if entry is None or entry[0]() is not table:
         entry = (weakref.ref(table, lambda _: _PTABLE_QUERIES.pop(key, None)),
-                 RememberedQueries(str(_PTABLE), _CALL_RELATIONS))
+                 RememberedQueries(str(relation), _CALL_RELATIONS))
         _PTABLE_QUERIES[key] = entry
     return entry[1]
 

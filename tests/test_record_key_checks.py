@@ -443,3 +443,53 @@ def test_false_alarm_rate_of_the_cell_key_check_by_simulation():
         con.register("cells", cells)
         with pytest.raises(duckdb.Error, match="the cell keys of the table are not uniform"):
             con.execute(f"select count(*) from ({sql}) as checked").fetchall()
+
+
+def keyed_frame(keys, n=600):
+    """ONS-shaped records with integer keys below 256 (drawn), the given ones in the first rows."""
+    import pandas as pd
+
+    rng = np.random.default_rng(26)
+    frame = pd.DataFrame({"region": rng.integers(1, 4, n), "rk": rng.integers(0, 256, n),
+                          "f": rng.integers(0, 2, n), "income": rng.integers(100, 900, n).astype(float)})
+    frame["rk"] = frame["rk"].astype("Int64")
+    for row, key in enumerate(keys):
+        frame.loc[row, "rk"] = key
+    return frame
+
+
+@pytest.mark.parametrize("keys, message", [
+    ([None, None], "record key column 'rk' is NULL in 2 rows"),
+    ([300], r"record key column 'rk': 300 is outside \[0, 256\)"),
+    ([-1, 5], r"record key column 'rk': -1 is outside \[0, 256\)"),
+])
+@pytest.mark.parametrize("count_var", [None, "f"])
+def test_null_and_outside_integer_keys_are_named_as_the_input_column(keys, message, count_var):
+    """Without a count variable the record key checks alone scan integer keys (one pass over the microdata
+    fewer); a NULL or a key outside [0, M) is still named as the input's column, with the first such key, as
+    where the input's column is scanned first (with count_var, whose checks see only the counted records)."""
+    from sdc.ckm import count_table
+
+    frame = keyed_frame(keys)
+    with pytest.raises(SdcError, match=message):
+        count_table(frame, ["region"], record_key="rk", modulus=256, ptable=DATA / "ons" / "ptable_10_5_rule.csv",
+                    count_var=count_var)
+    if count_var:  # the bad keys also in records the count variable leaves out
+        with pytest.raises(SdcError, match=message):
+            count_table(frame.assign(f=0), ["region"], record_key="rk", modulus=256,
+                        ptable=DATA / "ons" / "ptable_10_5_rule.csv", count_var=count_var)
+
+
+@pytest.mark.parametrize("keys, message", [
+    ([None], "record key column 'rk' is NULL in 1 rows"),
+    ([10**8], r"record key column 'rk': 100000000 is outside \[0, 100000000\)"),
+])
+def test_a_magnitude_table_names_null_and_outside_integer_keys_as_the_input_column(keys, message):
+    from sdc.ckm import sum_table
+
+    frame = keyed_frame(keys)
+    frame["rk"] = (frame["rk"] * 390_625 + 17).where(frame.index >= len(keys), frame["rk"])  # keys below 10^8
+    params = {"type": "top_contr", "top_k": 1, "multiplier": {"type": "simple", "p": 0.1, "epsilon": [1]}}
+    with pytest.raises(SdcError, match=message):
+        sum_table(frame, ["region"], value="income", record_key="rk", modulus=10**8, params=params,
+                  ptable=REPO / "demo" / "seeds" / "sdc_nums_ptable.csv")

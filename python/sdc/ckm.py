@@ -237,7 +237,8 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
-    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
+    checked_later = check_keys and not count_var  # the record key checks then see every record's key
+    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT, checked_later=checked_later)
     selected = ", ".join([quote(d) for d in dims] + ([quote(weighting.weight)] if weighting else [])
                          + [f"{key_sql} as {RECORD_KEY_COLUMN}"])
     if count_var:
@@ -250,8 +251,7 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     if check_keys:
         # the check ckm_count makes (ckm_check_record_keys), in its Python twin, to name the input's column
         counted = _MICRODATA if not count_var else f"(select * from {_MICRODATA} where {COUNT_FACT} = 1)"
-        with sql_errors():
-            check_record_keys(con, counted, RECORD_KEY_COLUMN, modulus, f"in column {record_key!r} of {label}")
+        check_input_keys(con, counted, columns, record_key, modulus, label, checked_later)
     if keep is None:
         create_ptable_table(con, str(_PTABLE), table)
         ptable_relation = _PTABLE
@@ -284,6 +284,19 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
                       for d in dims)
     return f"select {', '.join(quote(c) for c in output)} from ({sql}) as cells order by {order}", output
+
+
+def check_input_keys(con, relation: str, columns, record_key: str, modulus: int, label: str,
+                     checked_later: bool) -> None:
+    """The record key checks over ``relation``'s keys; where they refuse keys whose NULLs and range were left to
+    them (existing_key_sql, checked_later), the input's column is checked first, for its message."""
+    try:
+        with sql_errors():
+            check_record_keys(con, relation, RECORD_KEY_COLUMN, modulus, f"in column {record_key!r} of {label}")
+    except SdcError:
+        if checked_later:
+            existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)  # raises for a NULL or a key outside
+        raise
 
 
 def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names, weight=None) -> list[str]:

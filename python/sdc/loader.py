@@ -455,15 +455,27 @@ def _store_random_keys(con, table, id_column, id_text, target, modulus) -> None:
     )
 
 
-def existing_key_sql(con, columns, key_column, modulus, relation: str = "sdc_input") -> str:
+# integer types that cast to BIGINT without a conversion error: the record key checks see their NULLs and range
+_BIGINT_KEY_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+
+
+def existing_key_sql(con, columns, key_column, modulus, relation: str = "sdc_input",
+                     checked_later: bool = False) -> str:
     """SQL for the integer record key from the input column key_column (integers in [0, M), or decimals k / M
-    in [0, 1)), after checking it: NULLs (with their count), values outside the range, other types."""
+    in [0, 1)), after checking it: NULLs (with their count), values outside the range, other types.
+
+    ``checked_later``: the record key checks will see every one of these keys (count NULLs and keys outside
+    [0, M)); for integer keys the scan here is then left to them (one pass over the microdata fewer: 25-45 ms
+    at 10^7 records), and the caller calls this again, without it, when they refuse the keys, for the message
+    that names NULLs and the first key outside the range (record_keys.check_record_keys)."""
     if key_column not in columns:
         raise SdcError(f"record key column {key_column!r} is not in the input ({column_list(columns)})")
     col = f"{relation}.{quote(key_column)}"
     key = quote(key_column)
     kind = con.execute(f"select typeof({key}) from {relation} limit 1").fetchone()
     kind = kind[0] if kind else "INTEGER"
+    if checked_later and kind in _BIGINT_KEY_TYPES:
+        return f"cast({col} as bigint)"
     decimals = kind in ("DOUBLE", "FLOAT", "REAL") or kind.startswith("DECIMAL")
     integers = kind in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT")
     if decimals:

@@ -20,14 +20,13 @@ from ..macro_renderer import private_connection, render_macro, run_sql, sql_erro
 from ..microdata_input import register_microdata
 from ..ptable.nums import NumsPTableSet, parse_nums_ptable, read_nums_ptable
 from ..ptable.relation import create_nums_ptable_table
-from ..record_keys import check_record_keys
 from ..shared_database import shared_connection
 from .params import MagnitudeParams, parse_params, read_params
 from .reference import key_digits
 
 TOTALS = ("cube", "rollup", "none")
 # the run's relations: named as sdc.ckm names them, the ptable apart
-from ..ckm import _HIERARCHY, _INPUT, _MICRODATA  # noqa: E402
+from ..ckm import _HIERARCHY, _INPUT, _MICRODATA, check_input_keys  # noqa: E402
 from ..ckm import _NUMS_PTABLE as _PTABLE  # noqa: E402
 
 
@@ -155,13 +154,12 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
-    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)
+    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT, checked_later=check_keys)
     carried = [quote(c) for c in dims + [c for c in (value, weight) if c]]
     con.execute(f"create temp view {_MICRODATA} as select {', '.join(carried)}, {key_sql} as {RECORD_KEY_COLUMN} "
                 f"from {_INPUT}")
     if check_keys:
-        with sql_errors():
-            check_record_keys(con, _MICRODATA, RECORD_KEY_COLUMN, modulus, f"in column {record_key!r} of {label}")
+        check_input_keys(con, str(_MICRODATA), columns, record_key, modulus, label, checked_later=True)
     create_nums_ptable_table(con, str(_PTABLE), tables)
     if hierarchy is not None:
         create_hierarchy_table(con, str(_HIERARCHY), hierarchy_rows(hierarchy))

@@ -1,6 +1,7 @@
 """Protect one frequency table straight from microdata (as ONS's function and cellKey do), in this process:
 the dbt macro ``ckm_count`` is rendered here (macro_renderer: the same SQL as the warehouse models) and run
-on an in-memory DuckDB that reads the data where they lie. No dbt process, no copy of the microdata on disk.
+on an in-memory DuckDB that reads the data where they lie (for ``count_table`` the process's shared one:
+shared_database). No dbt process, no copy of the microdata on disk.
 
     import sdc.ckm
     table = sdc.ckm.count_table(df, ["region", "sex"], record_key="rkey", modulus=256,

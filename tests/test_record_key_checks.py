@@ -463,17 +463,18 @@ def keyed_frame(keys, n=600):
     ([300], r"record key column 'rk': 300 is outside \[0, 256\)"),
     ([-1, 5], r"record key column 'rk': -1 is outside \[0, 256\)"),
 ])
-@pytest.mark.parametrize("count_var", [None, "f"])
-def test_null_and_outside_integer_keys_are_named_as_the_input_column(keys, message, count_var):
+@pytest.mark.parametrize("count_var, check_keys", [(None, True), ("f", True), (None, False)])
+def test_null_and_outside_integer_keys_are_named_as_the_input_column(keys, message, count_var, check_keys):
     """Without a count variable the record key checks alone scan integer keys (one pass over the microdata
     fewer); a NULL or a key outside [0, M) is still named as the input's column, with the first such key, as
-    where the input's column is scanned first (with count_var, whose checks see only the counted records)."""
+    where the input's column is scanned first (with count_var, whose checks see only the counted records, and
+    without the checks)."""
     from sdc.ckm import count_table
 
     frame = keyed_frame(keys)
     with pytest.raises(SdcError, match=message):
         count_table(frame, ["region"], record_key="rk", modulus=256, ptable=DATA / "ons" / "ptable_10_5_rule.csv",
-                    count_var=count_var)
+                    count_var=count_var, check_keys=check_keys)
     if count_var:  # the bad keys also in records the count variable leaves out
         with pytest.raises(SdcError, match=message):
             count_table(frame.assign(f=0), ["region"], record_key="rk", modulus=256,

@@ -36,8 +36,9 @@ COUNT = dict(record_key="record_key", modulus=256, ptable=PTABLE, totals="none")
 
 
 def relations_left():
-    """Every table and view a new connection to the shared database sees, temporary ones included, but the
-    ptables kept for later calls (each checked to be one of those)."""
+    """Every table and view of the shared database, but the ptables kept for later calls (each checked to be one
+    of those). A new connection does not see another's temporary relations: that each call's connection is
+    closed, with them, is test_a_calls_connection_is_closed_with_its_temporary_relations."""
     con = shared_database._database().cursor()
     try:
         tables = con.execute("select database_name, schema_name, table_name from duckdb_tables()").fetchall()
@@ -68,6 +69,16 @@ MAGNITUDE_PARAMS = {"type": "top_contr", "top_k": 2, "multiplier": {"type": "sim
 
 def magnitude_ptable():
     return combine(create_num_ptable(NumsPTableParams(D=5, V=1, icat=[1, 5])).table)
+
+
+def test_a_calls_connection_is_closed_with_its_temporary_relations():
+    with pytest.raises(SdcError, match="stopped"):
+        with shared_database.shared_connection() as con:
+            con.execute("create temp table sdc_input as select 1 as x")
+            assert con.execute("select count(*) from duckdb_tables() where temporary").fetchone() == (1,)
+            raise SdcError("stopped")
+    with pytest.raises(duckdb.ConnectionException, match="closed"):
+        con.execute("select 1")
 
 
 def test_calls_leave_nothing_in_the_shared_database_also_after_an_error():
@@ -141,6 +152,75 @@ def test_a_forked_child_opens_a_database_of_its_own():
     child.join(timeout=60)
     assert child.exitcode == 0 and records == parent
     assert count_table(DATA, ["var1", "var8"], **COUNT).to_dict("records") == parent  # the parent's still works
+
+
+FORKED_WORKER = """
+import multiprocessing, os, sys
+from sdc import shared_database
+from sdc.ckm import count_table
+
+def work(queue):
+    count_table({data!r}, ["var1"], record_key="record_key", modulus=256, ptable={ptable!r})
+    queue.put(shared_database._open.folder.name)
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("fork")
+    manager = context.Manager()
+    queue = manager.Queue()
+    pool = context.Pool(2)
+    pool.map(work, [queue] * 4)
+    pool.close()
+    pool.join()  # the workers end with os._exit: no atexit
+    names = set()
+    while not queue.empty():
+        names.add(queue.get())
+    print(" ".join(sorted(names)))
+"""
+
+
+def test_the_spill_folders_of_multiprocessing_workers_are_removed_when_they_end(tmp_path):
+    script = tmp_path / "workers.py"
+    script.write_text(FORKED_WORKER.format(data=str(DATA), ptable=str(PTABLE)))
+    (tmp_path / "tmp").mkdir()
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            env=dict(os.environ, TMPDIR=str(tmp_path / "tmp")))
+    assert result.returncode == 0, result.stderr
+    names = result.stdout.split()
+    assert names and all(name.startswith("sdc-scratch-session-") for name in names)
+    assert sorted(p.name for p in (tmp_path / "tmp").iterdir() if p.name.startswith("sdc-")) == []
+
+
+def test_a_child_forked_while_another_thread_holds_the_lock_works():
+    import threading
+
+    parent = count_table(DATA, ["var8"], **COUNT).to_dict("records")
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with shared_database._lock:
+            inside.set()
+            leave.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    inside.wait(10)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_count_var8_in_child, args=(queue,))
+    child.start()
+    try:
+        assert queue.get(timeout=60) == parent
+    finally:
+        leave.set()
+        holder.join()
+        child.join(timeout=30)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0
+
+
+def _count_var8_in_child(queue):
+    queue.put(count_table(DATA, ["var8"], **COUNT).to_dict("records"))
 
 
 def test_remembered_ptable_checks_answer_for_their_own_table_only(monkeypatch):

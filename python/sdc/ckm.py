@@ -33,7 +33,7 @@ from .ptable.file_cache import read_ptable_file, remembered
 from .ptable.formats import parse_ptable
 from .ptable.relation import create_nums_ptable_table, create_ptable_table
 from .ptable.table import PTable
-from .shared_database import kept_table, shared_connection
+from .shared_database import kept_names, kept_table, shared_connection
 
 CKM_COMMAND = "sdc ckm"  # the mark of its outputs (sdc.files)
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
@@ -340,6 +340,9 @@ def _ptable_queries(table: PTable, relation: Relation) -> RememberedQueries:
     key = (id(table), str(relation))
     entry = _PTABLE_QUERIES.get(key)
     if entry is None or entry[0]() is not table:
+        kept = kept_names()
+        for old in [k for k in _PTABLE_QUERIES if k[1] != str(_PTABLE) and k[1] not in kept]:
+            _PTABLE_QUERIES.pop(old, None)  # of a kept table dropped since: its name comes never again
         entry = (weakref.ref(table, lambda _: _PTABLE_QUERIES.pop(key, None)),
                  RememberedQueries(str(relation), _CALL_RELATIONS))
         _PTABLE_QUERIES[key] = entry

@@ -529,3 +529,36 @@ def test_a_magnitude_table_names_null_and_outside_integer_keys_as_the_input_colu
     with pytest.raises(SdcError, match=message):
         sum_table(frame, ["region"], value="income", record_key="rk", modulus=10**8, params=params,
                   ptable=REPO / "demo" / "seeds" / "sdc_nums_ptable.csv")
+
+
+TWIN_CASES = {
+    # (M, keys, how many): 300 key values spread over M = 1000, where DuckDB's estimate says 310
+    "few values, bins of one value": (1000, "(range % 300) * 3", 2000),
+    "bunched, bins of one value": (1000, "hash(range) % 500", 5000),
+    "uniform, bins of one value": (256, "hash(range) % 256", 5000),
+    "bunched, wide bins": (M, f"hash(range) % {M // 3}", 5000),
+    "uniform, wide bins": (M, f"hash(range) % {M}", 5000),
+    "ten values, wide bins": (M, f"(range % 10) * {M // 10} + 1234567", 1000),
+}
+
+
+@pytest.mark.parametrize("case", TWIN_CASES)
+def test_the_macro_and_its_python_twin_judge_alike(case):
+    """ckm_check_record_keys (the dbt models' check, rendered here) and record_keys.py (sdc ckm, count_table,
+    sdc load) refuse the same keys for the same reason, with the same figures; they pass the same keys."""
+    from sdc.macro_renderer import render_macro
+
+    modulus, keys, n = TWIN_CASES[case]
+    con = duckdb.connect()
+    con.execute(f"create table keys as select cast({keys} as bigint) as rk from range({n})")
+    reason = problem(statistics(con, "keys", "rk", modulus), modulus)
+    if reason is None:
+        assert render_macro(con, "ckm_check_record_keys", "keys", "rk", None, modulus, "ckm_count") is True
+        assert case.startswith("uniform")
+        return
+    with pytest.raises(SdcError) as refused:
+        render_macro(con, "ckm_check_record_keys", "keys", "rk", None, modulus, "ckm_count")
+    assert f"are not uniform random on [0, {modulus}): {reason}. Keys must be" in str(refused.value)
+    assert reason.startswith("distinct share" if "values" in case else "Kolmogorov-Smirnov distance")
+    if case.startswith("few values"):
+        assert "300 distinct values in 2000 keys" in reason

@@ -26,30 +26,36 @@
     {%- if fact is not none %} where {{ sdc.sql_identifier(fact) }} = 1{% endif %}
 {%- endset -%}
 {%- set statistics_sql -%}
-with record_keys as (
-{{ record_keys_sql }}
+with key_bins as (
+    -- one pass: bin j holds the keys in [j w, (j + 1) w), w = ceil(M / bins); bin -1 the keys that are not whole
+    -- numbers in [0, M), bin NULL the NULLs
+    select
+        case when k < 0 or k >= {{ modulus }} or k <> floor(k) then -1
+             else {{ sdc.ckm_integer_div('cast(k as bigint)', width) }} end as bin,
+        count(*) as records
+    from ({{ record_keys_sql }}) as record_keys
+    group by 1
 ),
 
 key_summary as (
     select
-        count(*) as n,
-        count(*) - count(k) as nulls,
-        sum(case when k < 0 or k >= {{ modulus }} or k <> floor(k) then 1 else 0 end) as outside,
-        {{ sdc.ckm_distinct_count('k') }} as distinct_keys
-    from record_keys
-),
-
-key_bins as (
-    -- bin j holds the keys in [j w, (j + 1) w), w = ceil(M / bins)
-    select {{ sdc.ckm_integer_div('cast(k as bigint)', width) }} as bin, count(*) as records
-    from record_keys
-    where k >= 0 and k < {{ modulus }}
-    group by 1
+        cast(coalesce(sum(records), 0) as bigint) as n,
+        cast(coalesce(sum(case when bin is null then records end), 0) as bigint) as nulls,
+        cast(coalesce(sum(case when bin = -1 then records end), 0) as bigint) as outside,
+        {% if width == 1 -%}
+        -- a bin per key value: the distinct keys are the non-empty bins, counted
+        count(case when bin >= 0 then 1 end) as distinct_keys
+        {%- else -%}
+        -- a second pass (the keys as a CTE read twice cost more than two passes)
+        (select {{ sdc.ckm_distinct_count('k') }} from ({{ record_keys_sql }}) as record_keys) as distinct_keys
+        {%- endif %}
+    from key_bins
 ),
 
 cumulated_bins as (
     select bin, records, sum(records) over (order by bin rows between unbounded preceding and current row) as upto
     from key_bins
+    where bin >= 0
 ),
 
 key_distance as (

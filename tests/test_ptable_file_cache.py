@@ -7,6 +7,7 @@ the table and publishes the same counts."""
 
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -26,8 +27,10 @@ def cache_home(tmp_path, monkeypatch):
     """An empty cache home of the test's own; the process's tables forgotten before and after."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     file_cache._read.clear()
+    file_cache._digests.clear()
     yield tmp_path / "cache"
     file_cache._read.clear()
+    file_cache._digests.clear()
 
 
 def cached_files(home):
@@ -82,6 +85,30 @@ def test_a_changed_file_is_read_again_and_a_copy_elsewhere_is_found(cache_home, 
     refuse_to_parse(monkeypatch)
     assert_same_table(read_again(copy), after)  # named by its content, not by its path
     assert len(cached_files(cache_home)) == 2
+
+
+def test_a_settled_file_is_not_hashed_again_until_it_changes(cache_home, tmp_path, monkeypatch):
+    """The digest of an unchanged file is kept by its inode, size and times; a change of the same size (a
+    later change time) is read again. A file changed within the last 2 s is hashed on every call: a write within
+    the same tick of the file system's clock would leave its times as they were."""
+    path = tmp_path / "ptable.csv"
+    path.write_text(ons_10_5_rule(20))
+    first = file_cache.read_ptable_file(path)
+    assert file_cache.read_ptable_file(path) is first and not file_cache._digests  # changed just now: hashed
+    monkeypatch.setattr(file_cache, "_SETTLED_NS", 0)
+    assert file_cache.read_ptable_file(path) is first and len(file_cache._digests) == 1
+
+    def unread(*args):
+        raise AssertionError("the file was read again")
+    with monkeypatch.context() as unchanged:
+        unchanged.setattr(file_cache, "read_bytes", unread)
+        assert file_cache.read_ptable_file(path) is first
+    time.sleep(0.05)  # past a tick of the file system's clock
+    changed = ons_10_5_rule(20).replace("\n12,7,-2\n", "\n12,7,+1\n")  # the same number of bytes
+    assert len(changed) == len(ons_10_5_rule(20))
+    path.write_text(changed)
+    after = file_cache.read_ptable_file(path)
+    assert (first.lookup(12, 7.5 / 256), after.lookup(12, 7.5 / 256)) == (-2, 1)
 
 
 def spoil(file, **arrays):

@@ -37,7 +37,7 @@ _ARRAYS = ("i", "j", "lb_units", "ub_units")
 _read: dict[str, PTable] = {}  # by digest, the last _IN_PROCESS_KEPT tables read in this process
 # the digest of a file by its device, inode, size and times, once its last change was _SETTLED_NS before it was
 # read: a later write gives it a later change time (which no one can set), even where the file system's clock
-# moves in steps of milliseconds. Spares hashing its bytes again (2 ms for ONS's 4 MB table) on every call.
+# moves in steps of milliseconds. Spares hashing its bytes again (2 ms for ONS's 2 MB table) on every call.
 _digests: dict[tuple[int, ...], str] = {}
 _SETTLED_NS = 2 * 10**9
 

@@ -7,7 +7,6 @@ the table and publishes the same counts."""
 
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -27,10 +26,10 @@ def cache_home(tmp_path, monkeypatch):
     """An empty cache home of the test's own; the process's tables forgotten before and after."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     file_cache._read.clear()
-    file_cache._digests.clear()
+    file_cache._last_read.clear()
     yield tmp_path / "cache"
     file_cache._read.clear()
-    file_cache._digests.clear()
+    file_cache._last_read.clear()
 
 
 def cached_files(home):
@@ -87,28 +86,23 @@ def test_a_changed_file_is_read_again_and_a_copy_elsewhere_is_found(cache_home, 
     assert len(cached_files(cache_home)) == 2
 
 
-def test_a_settled_file_is_not_hashed_again_until_it_changes(cache_home, tmp_path, monkeypatch):
-    """The digest of an unchanged file is kept by its inode, size and times; a change of the same size (a
-    later change time) is read again. A file changed within the last 2 s is hashed on every call: a write within
-    the same tick of the file system's clock would leave its times as they were."""
+def test_a_file_read_again_with_the_same_bytes_is_not_hashed_again(cache_home, tmp_path, monkeypatch):
+    """The bytes of a file's last read are kept with their digest: the same bytes again are compared, not hashed;
+    a change of the same size, made at once (no file time could tell), is hashed and read again."""
     path = tmp_path / "ptable.csv"
     path.write_text(ons_10_5_rule(20))
     first = file_cache.read_ptable_file(path)
-    assert file_cache.read_ptable_file(path) is first and not file_cache._digests  # changed just now: hashed
-    monkeypatch.setattr(file_cache, "_SETTLED_NS", 0)
-    assert file_cache.read_ptable_file(path) is first and len(file_cache._digests) == 1
-
-    def unread(*args):
-        raise AssertionError("the file was read again")
-    with monkeypatch.context() as unchanged:
-        unchanged.setattr(file_cache, "read_bytes", unread)
-        assert file_cache.read_ptable_file(path) is first
-    time.sleep(0.05)  # past a tick of the file system's clock
+    hashed = []
+    real_sha256 = file_cache.hashlib.sha256
+    monkeypatch.setattr(file_cache.hashlib, "sha256", lambda *a: hashed.append(1) or real_sha256(*a))
+    assert file_cache.read_ptable_file(path) is first and not hashed
     changed = ons_10_5_rule(20).replace("\n12,7,-2\n", "\n12,7,+1\n")  # the same number of bytes
     assert len(changed) == len(ons_10_5_rule(20))
     path.write_text(changed)
     after = file_cache.read_ptable_file(path)
-    assert (first.lookup(12, 7.5 / 256), after.lookup(12, 7.5 / 256)) == (-2, 1)
+    assert hashed == [1] and (first.lookup(12, 7.5 / 256), after.lookup(12, 7.5 / 256)) == (-2, 1)
+    path.write_text(ons_10_5_rule(20))  # back as it was: hashed again, the first table
+    assert file_cache.read_ptable_file(path) is first and hashed == [1, 1]
 
 
 def spoil(file, **arrays):

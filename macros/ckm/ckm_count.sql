@@ -193,14 +193,16 @@ ptable_rows as (
 ptable_intervals as (
     -- the range of rows the cells look up, not the whole table (an ONS table drawn key by key has 160 000
     -- intervals): a filter of the scan, where a semi join with the cells' rows built its hash table over the
-    -- ptable; no two intervals of a row overlap (ckm_ptable_max_i checked them when the model was compiled)
+    -- ptable; one reference to the cells (Spark inlines each); no two intervals of a row overlap
+    -- (ckm_ptable_max_i checked them when the model was compiled)
     select
         i,
         v,
         cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
         cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
     from {{ ptable }}
-    where i >= (select min(ptable_row) from ptable_rows) and i <= (select max(ptable_row) from ptable_rows)
+    cross join (select min(ptable_row) as first_row, max(ptable_row) as last_row from ptable_rows) as rows_used
+    where i >= rows_used.first_row and i <= rows_used.last_row
 ),
 
 overlay as (

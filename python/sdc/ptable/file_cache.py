@@ -54,9 +54,7 @@ def read_ptable_file(path: str | os.PathLike) -> PTable:
         digest = hasher.hexdigest()
         _last_read.pop(where, None)
         if len(data) <= _LAST_READ_MAX_BYTES:
-            if len(_last_read) >= _IN_PROCESS_KEPT:
-                _last_read.pop(next(iter(_last_read)), None)
-            _last_read[where] = (data, digest)
+            _keep(_last_read, where, (data, digest))
     return remembered(digest, lambda: _cached_or_parsed(digest, data, Path(path)))
 
 
@@ -66,10 +64,15 @@ def remembered(digest: str, read: Callable[[], PTable]) -> PTable:
     table = _read.get(digest)
     if table is None:
         table = read()
-        if len(_read) >= _IN_PROCESS_KEPT:
-            _read.pop(next(iter(_read), None), None)
-        _read[digest] = table
+        _keep(_read, digest, table)
     return table
+
+
+def _keep(store: dict, key, value) -> None:
+    """``store[key] = value``, the oldest entry dropped where the store holds _IN_PROCESS_KEPT already."""
+    if len(store) >= _IN_PROCESS_KEPT:
+        store.pop(next(iter(store)), None)
+    store[key] = value
 
 
 def _cached_or_parsed(digest: str, data: bytes, path: Path) -> PTable:

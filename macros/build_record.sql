@@ -35,6 +35,7 @@
     {%- do ptables.update({kind: sdc.relation_content_md5(relation) if relation is not none else none}) -%}
   {%- endfor -%}
   {%- do record['sdc_build'].update({'step': header['step'], 'reads': header['reads'], 'ptables': ptables}) -%}
+  {%- if header.get('call') is not none -%}{%- do record['sdc_build'].update({'call': header['call']}) -%}{%- endif -%}
   {#- the loads of what the step reads, also where dbt does not know it (a pattern sdc suppress --target wrote) -#}
   {%- for item in header['reads'] if item['schema'] is not none -%}
     {%- set read = sdc.build_record_of_relation(item['database'] or target.database, item['schema'], item['name']) -%}
@@ -168,6 +169,26 @@ where lower(n.nspname) = lower({{ sdc.sql_string(schema) }}) and lower(c.relname
 {%- set header = {'step': name, 'reads': sdc.step_relations(reads)} -%}
 {%- do header.update(details or {}) -%}
 {{- '/* sdc-step ' ~ (tojson(header) | replace('*', '\\u002a')) ~ ' */\n' ~ sql ~ '\n/* sdc-step-end ' ~ local_md5(sql) ~ ' */' -}}
+{% endmacro %}
+
+
+{# a step's arguments for its header: relations as {database, schema, name}, the rules of the names that the
+   macros use (labels, key columns) beside them under 'settings' #}
+{% macro step_call(arguments) %}
+{%- set found = {} -%}
+{%- for name, value in arguments.items() -%}
+  {%- if value is not none and value is not string and value.identifier is defined and value.identifier is not none -%}
+    {%- do found.update({name: sdc.step_relations([value])[0]}) -%}
+  {%- else -%}
+    {%- do found.update({name: value}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set settings = {} -%}
+{%- for name in ['sdc_total_label', 'sdc_record_key_column', 'sdc_key_fact_prefix', 'sdc_interval_decimals'] -%}
+  {%- do settings.update({name: sdc.setting(name)}) -%}
+{%- endfor -%}
+{%- do found.update({'settings': settings}) -%}
+{{ return(found) }}
 {% endmacro %}
 
 

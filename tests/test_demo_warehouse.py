@@ -81,7 +81,8 @@ def test_publication_file_holds_only_the_protected_tables(demo):
     assert databases == ["publication"]
     # the relations tagged sdc_publish (demo/dbt_project.yml: the protected folder), and the index that
     # lists them and marks the file as written by sdc publish
-    assert tables == [("main", name) for name in PROTECTED] + [("sdc_publication", "relations")]
+    assert tables == [("main", name) for name in PROTECTED] + [("sdc_publication", "relations"),
+                                                                ("sdc_publication", "release_audit")]
     assert index == [(name, f"sdc.protected.{name}", f"model.sdc_demo.{name}", "table") for name in PROTECTED]
     assert views == []
     names = {c for (c,) in columns}

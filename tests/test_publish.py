@@ -144,10 +144,14 @@ def edited_manifest(built: Built, tmp: Path, tag: tuple[str, ...] = (), untag: t
 
 # ------------------------------------------------------------------------------------------ hand-made warehouses
 def node(name: str, schema: str = "protected", database: str = "wh", *, tags=("sdc_publish",),
-         macros=("macro.sdc.ckm_published",), parents=(), resource="model", materialized="table", alias=None) -> dict:
-    return {"resource_type": resource, "name": name, "alias": alias or name, "schema": schema, "database": database,
-            "tags": list(tags), "config": {"materialized": materialized, "tags": list(tags)},
-            "depends_on": {"macros": list(macros), "nodes": list(parents)}}
+         macros=("macro.sdc.ckm_published",), parents=(), resource="model", materialized="table", alias=None,
+         compiled_code: str | None = None) -> dict:
+    found = {"resource_type": resource, "name": name, "alias": alias or name, "schema": schema, "database": database,
+             "tags": list(tags), "config": {"materialized": materialized, "tags": list(tags)},
+             "depends_on": {"macros": list(macros), "nodes": list(parents)}}
+    if compiled_code is not None:
+        found["compiled_code"] = compiled_code
+    return found
 
 
 def write_manifest(path: Path, nodes: dict, sources: dict | None = None, macros: dict | None = None) -> Path:
@@ -156,11 +160,14 @@ def write_manifest(path: Path, nodes: dict, sources: dict | None = None, macros:
 
 
 def record_build(con, schema: str, table: str, loads: dict | None = None, step: str | None = "ckm_published",
-                 reads: list[dict] | None = None) -> None:
+                 reads: list[dict] | None = None, sql: str | None = None) -> None:
     """The build record that macros/build_record.sql commits with each relation the sdc macros build; by default
-    that of a ckm_published step over the hand-made audit relation audit.cells (made_audit_parent), so that the
-    tests of the other checks get past the gate of what a relation reads."""
+    that of a ckm_published step over the hand-made audit relation audit.cells (made_audit_parent), which the gate
+    of what a relation reads lets pass and the verification of its content refuses; with ``sql`` and no step,
+    that of a table of one's own built from that SQL."""
     record = {"invocation_id": "hand-made", "loads": loads or {}}
+    if sql is not None:
+        record["sql_md5"] = hashlib.md5(sql.encode("utf-8")).hexdigest()
     if step is not None:
         database = con.execute("select current_database()").fetchone()[0]
         record.update(step=step, ptables={} if step != "ckm_count" else {"count": "hand-made"},
@@ -177,17 +184,18 @@ def made_audit_parent(con) -> None:
 
 
 def hand_made(tmp: Path, tables: dict[str, str], schema: str = "protected", name: str = "wh") -> tuple[Path, Path]:
-    """A warehouse <name>.duckdb with the tables (name -> select) in ``schema``, each with a build record, and a
-    manifest that tags them."""
+    """A warehouse <name>.duckdb with the tables (name -> select) in ``schema``, each a table of one's own with
+    its build record and its SQL in the manifest (what a model that reads no relation gives), and a manifest
+    that tags them."""
     db = tmp / f"{name}.duckdb"
     con = duckdb.connect(str(db))
     con.execute(f"create schema if not exists {quote_identifier(schema)}")
     made_audit_parent(con)
     for table, select in tables.items():
         con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as {select}")
-        record_build(con, schema, table)
+        record_build(con, schema, table, step=None, sql=select)
     con.close()
-    nodes = {f"model.p.{t}": node(t, schema, name) for t in tables}
+    nodes = {f"model.p.{t}": node(t, schema, name, macros=(), compiled_code=tables[t]) for t in tables}
     return db, write_manifest(tmp / "manifest.json", nodes)
 
 
@@ -263,7 +271,7 @@ def test_cli_reads_the_manifest_of_the_working_directory(built, tmp_path, monkey
     monkeypatch.chdir(built.project)
     out = tmp_path / "pub.duckdb"
     assert main(["publish", "--db", str(built.db), "--out", str(out)]) == 0
-    assert capsys.readouterr().out == f"published 2 relations to {out}\n"
+    assert capsys.readouterr().out.startswith(f"published 2 relations to {out}\nverified ")
     assert [t for (t,) in rows(out, "select table_name from duckdb_tables() where schema_name = 'main' order by 1")] \
         == PUBLISHED
 
@@ -275,7 +283,8 @@ def test_a_tagged_seed_and_snapshot_are_published(built, tmp_path):
         rows(built.db, "select * from main.sdc_ptable order by all")
     db, _ = hand_made(tmp_path, {"persons_snapshot": "select 'm' as sex, 3 as count"}, schema="snapshots")
     snap = write_manifest(tmp_path / "snap.json", {"snapshot.p.persons_snapshot": node(
-        "persons_snapshot", "snapshots", resource="snapshot", materialized="snapshot")})
+        "persons_snapshot", "snapshots", resource="snapshot", materialized="snapshot",
+        compiled_code="select 'm' as sex, 3 as count")})
     assert publish(db, tmp_path / "snap.duckdb", manifest=snap) == ["persons_snapshot"]
     assert rows(tmp_path / "snap.duckdb", "select * from persons_snapshot") == [("m", 3)]
 
@@ -315,7 +324,8 @@ def test_lineage_counts_a_protection_macro_called_through_a_project_macro(tmp_pa
     db, _ = hand_made(tmp_path, {"t": "select 'm' as sex, 3 as count"})
     source = {"source.p.raw.persons": {"resource_type": "source", "source_name": "raw", "name": "persons"}}
     audit = node("audit", "audit", tags=(), macros=["macro.sdc.ckm_count"], parents=["source.p.raw.persons"])
-    wrapped = node("t", macros=["macro.p.my_publish"], parents=["model.p.audit"])
+    wrapped = node("t", macros=["macro.p.my_publish"], parents=["model.p.audit"],
+                   compiled_code="select 'm' as sex, 3 as count")
     nodes = {"model.p.t": wrapped, "model.p.audit": audit}
     macros = {"macro.p.my_publish": {"depends_on": {"macros": ["macro.sdc.ckm_published"]}}}
     assert publish(db, tmp_path / "a.duckdb", manifest=write_manifest(tmp_path / "a.json", nodes, source, macros)) == ["t"]
@@ -587,8 +597,9 @@ def test_a_previous_publication_is_replaced(built, tmp_path):
 def test_a_failure_after_tables_were_copied_leaves_the_previous_publication(tmp_path):
     tables = {"a_ok": SUPPRESSED_OK, "z_leak": "select * from (values ('a', 5, '5'), ('b', 2, 'x')) t(dim, freq, published_text)"}
     db, _ = hand_made(tmp_path, tables)
-    good = write_manifest(tmp_path / "good.json", {"model.p.a_ok": node("a_ok")})
-    bad = write_manifest(tmp_path / "bad.json", {"model.p.a_ok": node("a_ok"), "model.p.z_leak": node("z_leak")})
+    own = {t: node(t, macros=(), compiled_code=sql) for t, sql in tables.items()}
+    good = write_manifest(tmp_path / "good.json", {"model.p.a_ok": own["a_ok"]})
+    bad = write_manifest(tmp_path / "bad.json", {"model.p.a_ok": own["a_ok"], "model.p.z_leak": own["z_leak"]})
     out, folder = tmp_path / "pub" / "pub.duckdb", tmp_path / "pub" / "parquet"
     out.parent.mkdir()
     publish(db, out, folder, manifest=good)
@@ -677,9 +688,10 @@ def test_hostile_names_reach_sql_only_quoted(tmp_path):
     select = ", ".join(f"{i} as {quote_identifier(c)}" for i, c in enumerate(columns))
     con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as select {select}")
     made_audit_parent(con)
-    record_build(con, schema, table)
+    record_build(con, schema, table, step=None, sql=f"select {select}")
     con.close()
-    manifest = write_manifest(tmp_path / "m.json", {"model.p.x": node("x", schema, alias=table)})
+    manifest = write_manifest(tmp_path / "m.json", {"model.p.x": node("x", schema, alias=table, macros=(),
+                                                                       compiled_code=f"select {select}")})
     out = tmp_path / "pub.duckdb"
     assert publish(db, out, manifest=manifest) == [table]
     assert rows(out, "select column_name from duckdb_columns() where schema_name = 'main' and not internal order by column_index") == \

@@ -306,5 +306,16 @@ select * from weighted
 select * from published
 {%- endif %}
 {%- endset -%}
-{{ sdc.step('ckm_count', [relation], step_sql, {'ptables': sdc.step_ptables(ptable if ptable is not none else ref('sdc_ptable'), nums_ptable if nums_ptable is not none else ref('sdc_nums_ptable') if weight is not none and (weighted_count or sdc.setting('sdc_weighted_count')) == 'magnitude' else none)}) }}
+{%- set magnitude_weights = weight is not none and (weighted_count or sdc.setting('sdc_weighted_count')) == 'magnitude' -%}
+{%- set used_nums_ptable = nums_ptable if nums_ptable is not none else ref('sdc_nums_ptable') if magnitude_weights else none -%}
+{#- the call with every default resolved: sdc publish renders it again from the microdata (python/sdc/release/verify.py) -#}
+{%- set call = {'dims': dims, 'fact': fact, 'totals': totals, 'hierarchy': hierarchy,
+    'ptable': ptable if ptable is not none else ref('sdc_ptable'),
+    'modulus': modulus if modulus is not none else sdc.setting('sdc_key_modulus'),
+    'reuse_from': reuse_from if reuse_from is not none else sdc.setting('sdc_ptable_reuse_from'),
+    'complete': complete if complete is not none else sdc.setting('sdc_complete_tables'), 'threshold': threshold,
+    'weight': weight, 'weighted_count': weighted_count or sdc.setting('sdc_weighted_count') if weight is not none else none,
+    'params': (params if params is not none else var('sdc_magnitude_params', none)) if magnitude_weights else none,
+    'nums_ptable': used_nums_ptable} -%}
+{{ sdc.step('ckm_count', [relation], step_sql, {'ptables': sdc.step_ptables(ptable if ptable is not none else ref('sdc_ptable'), used_nums_ptable), 'call': sdc.step_call(call)}) }}
 {% endmacro %}

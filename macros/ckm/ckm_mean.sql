@@ -51,5 +51,5 @@ with means as (
 
 select * from means
 {%- endset -%}
-{{ sdc.step('ckm_mean', [sums, counts], step_sql) }}
+{{ sdc.step('ckm_mean', [sums, counts], step_sql, {'call': {'dims': dims, 'numerator': numerator, 'denominator': denominator}}) }}
 {% endmacro %}

@@ -446,7 +446,13 @@ published as (
 
 select * from published
 {%- endset -%}
-{{ sdc.step('ckm_sum', [relation], step_sql, {'ptables': sdc.step_ptables(none, ptable if ptable is not none else ref('sdc_nums_ptable')), 'params': sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params')}) }}
+{#- the call with every default resolved: sdc publish renders it again from the microdata (python/sdc/release/verify.py) -#}
+{%- set call = {'dims': dims, 'value': value, 'weight': weight, 'fact': fact,
+    'params': params if params is not none else var('sdc_magnitude_params', none),
+    'ptable': ptable if ptable is not none else ref('sdc_nums_ptable'), 'totals': totals, 'hierarchy': hierarchy,
+    'modulus': modulus if modulus is not none else sdc.setting('sdc_key_modulus'), 'rules_preset': rules_preset,
+    'complete': complete if complete is not none else sdc.setting('sdc_complete_tables')} -%}
+{{ sdc.step('ckm_sum', [relation], step_sql, {'ptables': sdc.step_ptables(none, ptable if ptable is not none else ref('sdc_nums_ptable')), 'params': sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params'), 'call': sdc.step_call(call)}) }}
 {% endmacro %}
 
 

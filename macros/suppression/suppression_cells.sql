@@ -17,6 +17,7 @@
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_suppression_own_columns'), 'suppression_cells',
       roles={value: 'value column', holding: 'holding column'}, top_contributions=true) -%}
 {{- sdc.build_record_hook() -}}
+{%- set step_sql -%}
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 {%- set value_expr = 'cast(' ~ sdc.sql_identifier(value) ~ ' as ' ~ sdc.double_type() ~ ')' if value is not none else 'cast(1 as ' ~ sdc.double_type() ~ ')' -%}
@@ -89,6 +90,8 @@ cells as (
 
 select * from cells
 {%- endif %}
+{%- endset -%}
+{{ sdc.step('suppression_cells', [relation], step_sql, {'call': sdc.step_call({'dims': dims, 'value': value, 'holding': holding, 'hierarchy': hierarchy, 'totals': totals, 'top_n': top_n})}) }}
 {% endmacro %}
 
 

@@ -68,7 +68,7 @@
 {%- if cfg.zeros_unsafe and 'zero' not in rules -%}
   {%- do checks.append({'rule': 'zero', 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
 {%- endif -%}
-
+{%- set step_sql %}
 with primary_status as (
     select
         cells.*,
@@ -102,6 +102,8 @@ with primary_status as (
 )
 
 select *, protection_upper as protection_lower from primary_status
+{%- endset -%}
+{{ sdc.step('suppression_primary', [cells], step_sql, {'call': sdc.step_call({'rules': rules, 'preset': preset})}) }}
 {% endmacro %}
 
 

@@ -15,5 +15,5 @@ select
     published_text
 from {{ pattern }}
 {%- endset -%}
-{{ sdc.step('suppression_published', [pattern], step_sql) }}
+{{ sdc.step('suppression_published', [pattern], step_sql, {'call': {'dims': dims, 'value': value}}) }}
 {% endmacro %}

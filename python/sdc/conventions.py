@@ -172,6 +172,8 @@ DBT_LEFTOVER_SUFFIXES: tuple[str, ...] = ("__dbt_backup", "__dbt_tmp")
 # Inside a publication file: the schema and table that list what sdc publish copied (and mark the file as its own).
 PUBLICATION_SCHEMA: str = "sdc_publication"
 PUBLICATION_INDEX_TABLE: str = "relations"
+# ... and the table with the release audit's figures (one row, JSON: python/sdc/release/audit.py)
+RELEASE_AUDIT_TABLE: str = "release_audit"
 # In a Parquet publication folder: the file that lists the files sdc publish wrote there (only those are replaced).
 PARQUET_MARKER_FILE: str = "_sdc_publication.json"
 # Storage format of the publication file: DuckDB 1.0.0 and every later client read it (DuckDB 2.0's default

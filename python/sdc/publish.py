@@ -50,6 +50,7 @@ from .conventions import (
     PUBLICATION_INDEX_TABLE,
     PUBLICATION_SCHEMA,
     PUBLICATION_STORAGE_VERSION,
+    RELEASE_AUDIT_TABLE,
     PUBLISH_TAG,
     PUBLISHED_MEASURES,
     PUBLISHED_TEXT_COLUMN,
@@ -64,6 +65,8 @@ from .database import connect, first_line, is_numeric_type
 from .errors import SdcError
 from .files import disk_full
 from .quoting import quote_identifier, quote_literal
+from .release.audit import audit_release
+from .release.verify import Verifier
 from .release_gate import Gate, Warehouse
 
 PUBLISHABLE_RESOURCES = ("model", "seed", "snapshot")
@@ -95,12 +98,15 @@ def publish(
     *,
     project_dir: str | Path | None = None,
     manifest: str | Path | None = None,
+    report: dict | None = None,
 ) -> list[str]:
     """Copy every relation the dbt manifest tags ``sdc_publish`` from ``db`` into ``out`` (schema main) and,
     with ``parquet_dir``, into one Parquet file each; returns the published names.
 
     The manifest is ``manifest``, else ``<project_dir>/target/manifest.json``, else that of the working
-    directory."""
+    directory. Every relation is verified against sdc's own recomputation and the release audited as a whole
+    (python/sdc/release/); the audit's figures go into the publication (table sdc_publication.release_audit,
+    JSON) and, given ``report``, into that dict."""
     db, out = Path(db), Path(out)
     if not db.is_file():
         raise SdcError(f"warehouse database not found: {db}")
@@ -123,7 +129,9 @@ def publish(
         kinds = {m: _find_relation(con, m, db) for m in marked}
         _check_leftovers(con, marked)
         _check_one_build(con, manifest_data, marked, kinds)
-        _check_what_each_reads(con, manifest_data, marked)
+        verifier, rels = _check_what_each_reads(con, manifest_data, marked)
+        paths = {m: [f"{rels[m].label} ({m.node_id})"] for m in marked}
+        contents = {m: verifier.content(rels[m], paths[m]) for m in marked}
         columns = {m: _publishable_columns(con, m) for m in marked}
         tmp_dirs.append(Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent)))
         new_db = tmp_dirs[0] / "publication.duckdb"
@@ -131,10 +139,17 @@ def publish(
         _execute(con, f"attach {quote_literal(new_db)} as {quote_identifier(alias)} "
                       f"(read_write, storage_version {quote_literal(PUBLICATION_STORAGE_VERSION)})", f"cannot write {out}")
         for m in marked:
-            _copy(con, alias, m, columns[m])
+            _copy(con, alias, m, columns[m], contents[m])
             values = _check_published_text(con, alias, m)
             _check_unique_cells(con, alias, m, values)
         _write_index(con, alias, marked, kinds)
+        for m in marked:  # last: the other checks name the simpler mistakes first
+            verifier.verify(rels[m], paths[m])
+        audit = audit_release(verifier, list(verifier.verified.values()))
+        audit["verified"] = sorted(v.rel.label for v in verifier.verified.values())
+        _write_audit(con, alias, audit)
+        if report is not None:
+            report.update(audit)
         parquet_tmp = None
         if folder is not None:
             if not folder.exists():
@@ -515,15 +530,17 @@ def _check_one_build(con, manifest: dict, marked: list[Marked], kinds: dict) -> 
                            "--target again for a suppression pattern) after the last sdc load")
 
 
-def _check_what_each_reads(con, manifest: dict, marked: list[Marked]) -> None:
+def _check_what_each_reads(con, manifest: dict, marked: list[Marked]) -> tuple[Verifier, dict]:
     """What each tagged relation reads in the warehouse, and one value per cell across them
-    (python/sdc/release_gate.py)."""
+    (python/sdc/release_gate.py: the earlier, clearer messages). Returns the verifier of their content
+    (python/sdc/release/verify.py) and the relation of each."""
     warehouse = Warehouse(con, manifest)
     gate = Gate(warehouse)
+    rels = {m: warehouse.find(m.database, m.schema, m.name) for m in marked}
     for m in marked:
-        rel = warehouse.find(m.database, m.schema, m.name)
-        gate.check(rel, m.node_id)
+        gate.check(rels[m], m.node_id)
     gate.check_release()
+    return Verifier(con, warehouse, manifest), rels
 
 
 def _load_log(con) -> dict[str, str]:
@@ -598,10 +615,12 @@ def _publishable_columns(con, m: Marked) -> list[str]:
     return columns
 
 
-def _copy(con, alias: str, m: Marked, columns: list[str]) -> None:
+def _copy(con, alias: str, m: Marked, columns: list[str], content: str) -> None:
+    """The verified content of ``m`` (its relation, or the SQL sdc runs for a table of one's own) into the
+    publication."""
     select = ", ".join(quote_identifier(c) for c in columns)
     _execute(con, f"create table {quote_identifier(alias)}.main.{quote_identifier(m.name)} as select {select} "
-                  f"from {quote_identifier(m.schema)}.{quote_identifier(m.name)}", f"cannot copy {m.relation}")
+                  f"from {content} as verified", f"cannot copy {m.relation}")
 
 
 def _check_published_text(con, alias: str, m: Marked) -> list[str]:
@@ -674,6 +693,12 @@ def _write_index(con, alias: str, marked: list[Marked], kinds: dict) -> None:
     catalog = con.execute("select current_database()").fetchone()[0]
     con.executemany(f"insert into {schema}.{quote_identifier(PUBLICATION_INDEX_TABLE)} values (?, ?, ?, ?)",
                     [[m.name, f"{catalog}.{m.schema}.{m.name}", m.node_id, kinds[m]] for m in marked])
+
+
+def _write_audit(con, alias: str, audit: dict) -> None:
+    table = f"{quote_identifier(alias)}.{quote_identifier(PUBLICATION_SCHEMA)}.{quote_identifier(RELEASE_AUDIT_TABLE)}"
+    con.execute(f"create table {table} (report json)")
+    con.execute(f"insert into {table} values (?)", [json.dumps(audit, sort_keys=True)])
 
 
 def _execute(con, sql: str, what: str) -> None:

@@ -1,0 +1,190 @@
+"""The release audit: leaks between the verified tables of one release, which no table shows alone.
+
+After verification (release/verify.py) every published cell is known with its original value and the microdata
+it covers: the step's input (the population), the loaded tables behind it, and the cell's codes. A cell is named
+by its population and its codes off the totals, so the cell (sex=w, region=AK) of a 2-D table and the cell
+(sex=w, region=AK, age=Total) of a 3-D table over the same population are one cell. Refused:
+
+* **zeros** (red team R3-3): a CKM count published as 0 must not be told from an empty cell by another table of
+  the same population: a magnitude published not 0, or a suppression mark (an empty cell is published as 0, a
+  suppressed one holds records);
+* **two methods over (nearly) the same records** (R3-4): a CKM cell and a cell-suppression cell of the same
+  loaded table, the same codes and the same variable (counts with frequencies, a magnitude with the
+  suppression value of the same column) over the same or nearly the same records (_check_two_methods): the
+  suppression table would publish the original the CKM perturbs, or the CKM a value for a cell suppression
+  hides. Populations that differ by a few records (one record left out, a rounded variable) are caught, where
+  the old check asked for equal grand totals.
+
+The result is a JSON-ready dict (per table and per release), kept in the publication (sdc_publication.release_audit)
+and summed up in the command's output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SdcError
+from ..quoting import quote_identifier as q
+from .verify import Verified, Verifier
+
+# a magnitude published by CKM and by suppression is "the same" within this relative difference of the originals
+MAGNITUDE_NEAR: float = 0.01
+
+
+@dataclass(frozen=True)
+class Cell:
+    table: str
+    kind: str  # count, magnitude, suppression
+    population: tuple  # (input relation, fact) of the step
+    roots: frozenset
+    variable: str  # "count" or the summed column
+    codes: frozenset  # (dimension, code) off the totals
+    shown: str  # the cell as the message shows it
+    original: float
+    published: float | None  # None: suppressed (or NULL)
+
+
+def audit_release(verifier: Verifier, verified: list[Verified]) -> dict:
+    """Refuses a release that leaks between its tables (see the module's text); returns the audit's figures."""
+    cells: list[Cell] = []
+    tables = []
+    for item in sorted({v.rel.key: v for v in verified}.values(), key=lambda v: v.rel.key):
+        found = _cells(verifier, item)
+        if found is None:
+            continue
+        cells += found
+        tables.append({"table": item.rel.label, "method": _method(item), "cells": len(found),
+                       "published_zeros": sum(c.published == 0 for c in found),
+                       "suppressed": sum(c.published is None for c in found)})
+    _check_zeros(cells)
+    near = _check_two_methods(cells, verifier)
+    return {"tables": tables, "checks": {"zeros": "passed", "two_methods": "passed"},
+            "cells_compared_across_methods": near}
+
+
+def _method(item: Verified) -> str:
+    return {"ckm_count": "ckm counts", "ckm_sum": "ckm magnitudes", "suppression": "cell suppression"}[item.kind]
+
+
+def _cells(verifier: Verifier, item: Verified) -> list[Cell] | None:
+    if item.kind not in ("ckm_count", "ckm_sum", "suppression") or item.audit is None:
+        return None
+    con = verifier.con
+    if item.kind == "suppression":
+        dims = item.call["cells"]["dims"]
+        variable = item.call["cells"].get("value") or "count"
+        value = item.call["value"]
+        original = "freq" if value == "freq" else "value"
+        on = " and ".join(f"cast(p.{q(d)} as varchar) is not distinct from cast(c.{q(d)} as varchar)" for d in dims)
+        rows = con.execute(
+            f"select {', '.join(f'cast(c.{q(d)} as varchar)' for d in dims)}, c.{q(original)}, p.{q(value)} "
+            f"from {item.audit} as c join {item.content} as p on {on}").fetchall()
+        kind, population = "suppression", (item.source, None)
+        variable = "count" if value == "freq" else variable
+        settings = item.call["cells"].get("settings") or {}
+        hierarchy = item.call["cells"].get("hierarchy")
+    else:
+        call = item.call
+        dims = call["dims"]
+        if item.kind == "ckm_count":
+            kind, variable, original, published = "count", "count", "original", "count"
+        else:
+            kind, variable = "magnitude", str(call.get("value") or call.get("weight"))
+            measure = "value" if call.get("value") else "weighted_count"
+            original, published = f"original_{measure}", measure
+        rows = con.execute(f"select {', '.join(f'cast({q(d)} as varchar)' for d in dims)}, {q(original)}, "
+                           f"{q(published)} from {item.audit}").fetchall()
+        population = (item.source, call.get("fact"))
+        settings = call.get("settings") or {}
+        hierarchy = call.get("hierarchy")
+    totals = _total_codes(verifier, settings, hierarchy)
+    found = []
+    for row in rows:
+        codes = frozenset((d.lower(), c) for d, c in zip(dims, row) if c not in totals.get(d.lower(), totals["*"]))
+        shown = ", ".join(f"{d}={c!r}" for d, c in zip(dims, row))
+        found.append(Cell(item.rel.label, kind, population, item.roots, variable.lower(), codes, shown,
+                          float(row[-2] or 0), None if row[-1] is None else float(row[-1])))
+    return found
+
+
+def _total_codes(verifier: Verifier, settings: dict, hierarchy) -> dict:
+    """The codes of totals per dimension: the flat total's label, and each hierarchy's roots."""
+    totals = {"*": {str(settings.get("sdc_total_label") or "Total")}}
+    if hierarchy:
+        rel = verifier._named(hierarchy, ["hierarchy"], "hierarchy")
+        for dimension, code in verifier.con.execute(
+                f"select dimension, code from {verifier.wh_name(rel)} where parent is null or parent = ''").fetchall():
+            totals.setdefault(str(dimension).lower(), set(totals["*"])).add(str(code))
+    return totals
+
+
+def _check_zeros(cells: list[Cell]) -> None:
+    others: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        if cell.kind != "count":
+            others.setdefault((cell.population, cell.codes), []).append(cell)
+    for cell in cells:
+        if cell.kind != "count" or cell.published != 0 or cell.original == 0:
+            continue
+        for other in others.get((cell.population, cell.codes), []):
+            tells = other.published is None or other.published != 0
+            if tells:
+                shown = "suppressed" if other.published is None else f"{other.published:.10g}"
+                raise SdcError(
+                    f"the release tells a published zero from an empty cell: {cell.table} publishes the count 0 for "
+                    f"the cell ({cell.shown}), and {other.table} publishes {shown} for the same cell ({other.shown}), "
+                    "which an empty cell would not have: the reader learns that the cell holds records. Publish the "
+                    "magnitude of a cell whose count is 0 as 0 (or leave one of the tables out of the release)")
+
+
+def _check_two_methods(cells: list[Cell], verifier: Verifier) -> int:
+    """A CKM cell and a suppression cell of one loaded table, variable and codes are refused where their record
+    sets are the same or nearly so: the whole populations are (their grand totals within the CKM's largest
+    noise, or 1 % for magnitudes: one record left out, a rounded variable), or the cell's originals are equal
+    (nested populations, e.g. first-year students within all students, have equal counts only where the cell's
+    records are the same)."""
+    ckm: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        if cell.kind in ("count", "magnitude"):
+            for root in cell.roots:
+                ckm.setdefault((root, cell.variable, cell.codes), []).append(cell)
+    totals = {(c.table, c.population): c.original for c in cells if not c.codes}
+    largest_noise = _largest_count_noise(verifier)
+
+    def near(a: float, b: float, count: bool) -> bool:
+        gap = abs(a - b)
+        return gap <= largest_noise if count else gap <= MAGNITUDE_NEAR * max(abs(a), abs(b), 1e-12)
+
+    compared = 0
+    for cell in cells:
+        if cell.kind != "suppression":
+            continue
+        for root in cell.roots:
+            for other in ckm.get((root, cell.variable, cell.codes), []):
+                compared += 1
+                whole = (other.table, other.population) in totals and (cell.table, cell.population) in totals and \
+                    near(totals[(other.table, other.population)], totals[(cell.table, cell.population)],
+                         other.kind == "count")
+                if not whole and not (cell.original == other.original and cell.original != 0):
+                    continue
+                why = ("their populations are nearly the same (grand totals "
+                       f"{totals[(other.table, other.population)]:.10g} and {totals[(cell.table, cell.population)]:.10g})"
+                       if whole else f"the cell holds the same records in both (original {cell.original:.10g})")
+                raise SdcError(
+                    f"{other.table} (Cell Key Method) and {cell.table} (cell suppression) both publish the cell "
+                    f"({other.shown}) of {root}, and {why}: the suppression table shows the value the CKM perturbs "
+                    "(its noise revealed) or the CKM a value for a cell suppression hides. One method per population "
+                    "and variable in a release: take one of the tables out of the sdc_publish tag")
+    return compared
+
+
+def _largest_count_noise(verifier: Verifier) -> float:
+    """The largest |noise| of the count ptables the release's CKM tables were recomputed with (D)."""
+    largest = 0.0
+    for item in verifier.verified.values():
+        ptable = (item.call or {}).get("ptable") if item.kind == "ckm_count" else None
+        if ptable:
+            rel = verifier._named(ptable, ["ptable"], "ptable")
+            found = verifier.con.execute(f"select max(abs(v)) from {verifier.wh_name(rel)}").fetchone()[0]
+            largest = max(largest, float(found or 0))
+    return largest

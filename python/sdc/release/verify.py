@@ -1,0 +1,404 @@
+"""Verify content, not lineage: every relation of a release is compared, cell by cell, with what sdc's own SQL
+computes from the microdata for the step that the relation declares.
+
+What a relation *says* it reads (its SQL, its build record, dbt's lineage) can be made to lie: a DuckDB macro or
+variable filled by a hook reads the microdata where no parser sees it, a post-hook rewrites a step's table after
+the step, a model calls ``sdc.step`` around SQL of its own. So the gate no longer trusts any of it for the
+numbers. For each relation it publishes:
+
+* a **protection step** (its build record names ``ckm_published``, ``ckm_mean`` or ``suppression_published``):
+  the step's input is looked up in the same way, down to the CKM call that made it (``ckm_count`` /
+  ``ckm_sum``: the call with every default resolved, which those macros write into their step header), and
+  sdc renders that call again with its own macros, over the microdata, with every record key check on, and
+  compares every cell (counts exactly, magnitudes to 1e-9 relative; a missing or extra cell, or another
+  column, is a difference). A forged record or step marker only chooses which call is recomputed; the
+  published numbers must still be what that call gives;
+* a **relation of one's own** (a BI view, a join of protected relations): its SQL (a view's from the warehouse,
+  a table's from the dbt manifest) may read verified relations only and call DuckDB's built-in functions only
+  (no macro of the warehouse, no ``getvariable``); what is published is that SQL run at publish time, never the
+  table a hook may have rewritten;
+* a **seed**: its table must hold the rows of its CSV file in the project.
+
+The microdata a step reads must be a table that ``sdc load`` loaded (the raw schema, in the load log), or a view
+or table of one's own over such tables only, under the same rules for its SQL; a table of one's own is
+recomputed from its SQL, not read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlglot
+from sqlglot.tokens import TokenType
+
+from ..conventions import (
+    CKM_AUDIT_COLUMNS,
+    CKM_SUM_AUDIT_COLUMNS,
+    CKM_SUM_AUDIT_PATTERNS,
+    LOAD_LOG_TABLE,
+    PUBLISHED_MEASURES,
+    RAW_SCHEMA,
+)
+from ..errors import SdcError
+from ..macro_renderer import Relation, render_macro, sql_errors
+from ..quoting import quote_identifier as q
+from ..quoting import quote_literal
+from ..release_gate import Rel, Warehouse, sql_reads
+
+# built-in functions that read state outside the query's relations: refused in SQL that sdc runs
+STATE_FUNCTIONS: tuple[str, ...] = ("getvariable", "current_setting", "getenv")
+# magnitudes agree to this relative difference (counts exactly)
+RELATIVE_TOLERANCE: float = 1e-9
+CKM_STEPS: tuple[str, ...] = ("ckm_count", "ckm_sum")
+
+
+@dataclass
+class Verified:
+    """A relation whose content sdc has checked: ``content`` is SQL that gives it (a relation of the warehouse
+    equal to sdc's recomputation, or the SQL sdc runs for it); for a CKM table ``audit`` names the temp table of
+    sdc's recomputation with its audit columns (originals, key sums), ``source`` the microdata it read and
+    ``call`` the recomputed call."""
+
+    rel: Rel
+    kind: str  # ckm_count, ckm_sum, ckm_mean, suppression, own, seed
+    content: str
+    audit: str | None = None
+    source: str | None = None
+    call: dict | None = None
+    step_of: Rel | None = None  # the audit relation whose call was recomputed
+    roots: frozenset = frozenset()  # the loaded tables (raw schema) behind the microdata it read
+
+
+class Verifier:
+    """Verifies the relations of one release on the warehouse connection ``con`` (read-only; sdc's
+    recomputations go to its temp catalog)."""
+
+    def __init__(self, con, warehouse: Warehouse, manifest: dict):
+        self.con, self.wh, self.manifest = con, warehouse, manifest
+        self.verified: dict[tuple, Verified] = {}
+        self.user_functions = {name.lower() for (name,) in con.execute(
+            "select distinct function_name from duckdb_functions() where not internal").fetchall()}
+        self.loaded = self._loaded_tables()
+        self.inputs: dict[tuple, Relation] = {}
+        self.roots: dict[tuple, frozenset] = {}
+        self._count = 0
+
+    # ------------------------------------------------------------------------------------------ one relation
+    def content(self, rel: Rel, path: list[str] | None = None) -> str:
+        """The SQL that gives what is published of ``rel``: the relation itself, or for a table of one's own its
+        SQL (run at publish time: a hook may have rewritten the table); verify() checks either."""
+        node, record = self.wh.node(rel), self.wh.record(rel) or {}
+        # a snapshot's history cannot be computed again: its table, once its SQL is checked (verify)
+        if self.wh.kind(rel) == "table" and (node or {}).get("resource_type") not in ("seed", "snapshot") \
+                and record.get("step") not in ("ckm_published", "ckm_mean", "suppression_published"):
+            return f"(\n{self.own_sql(rel, record, path or [rel.label])}\n)"
+        return self.wh_name(rel)
+
+    def verify(self, rel: Rel, path: list[str] | None = None) -> Verified:
+        if rel.key in self.verified:
+            return self.verified[rel.key]
+        path = path or [rel.label]
+        node = self.wh.node(rel)
+        if node is not None and node.get("resource_type") == "seed":
+            found = self._seed(rel, node, path)
+        else:
+            record = self.wh.record(rel) or {}
+            step = record.get("step")
+            if step == "ckm_published":
+                found = self._ckm_published(rel, record, path)
+            elif step == "ckm_mean":
+                found = self._ckm_mean(rel, record, path)
+            elif step == "suppression_published":
+                from .verify_suppression import verify_suppression_published
+
+                found = verify_suppression_published(self, rel, record, path)
+            else:
+                found = self._own(rel, record, path)
+        self.verified[rel.key] = found
+        return found
+
+    def _ckm_published(self, rel: Rel, record: dict, path: list[str]) -> Verified:
+        (audit,) = self._reads(rel, record, path, 1)
+        audit_record = self.wh.record(audit) or {}
+        step, call = audit_record.get("step"), audit_record.get("call")
+        if step not in CKM_STEPS or not isinstance(call, dict):
+            raise refuse(path + [audit.label], "is read by ckm_published, but its build record names no ckm_count or "
+                                               "ckm_sum call that sdc can compute again: run dbt build (with this sdc)")
+        (source,) = self._reads(audit, audit_record, path + [audit.label], 1)
+        table = self._recompute(step, source, call, path + [audit.label, source.label])
+        columns = [c for c in self._columns(table) if not ckm_audit_column(c)]
+        self._compare(rel, f"select {', '.join(map(q, columns))} from {table}", path,
+                      f"{step} over {source.label} (recomputed from the microdata)")
+        return Verified(rel, step, self.wh_name(rel), audit=table, source=str(self.inputs[source.key]), call=call,
+                        step_of=audit, roots=self.roots[source.key])
+
+    def _ckm_mean(self, rel: Rel, record: dict, path: list[str]) -> Verified:
+        sums, counts = self._reads(rel, record, path, 2)
+        call = record.get("call")
+        if not isinstance(call, dict):
+            raise refuse(path, "is the output of ckm_mean, but its build record holds no call that sdc can compute "
+                               "again: run dbt build (with this sdc)")
+        for parent in (sums, counts):
+            self.verify(parent, path + [parent.label])
+        with sql_errors():
+            sql = render_macro(self.con, "ckm_mean", self._relation(sums), self._relation(counts), call["dims"],
+                               numerator=call.get("numerator", "value"),
+                               denominator=call.get("denominator", "count"), database=self.wh.database)
+        self._compare(rel, sql, path, "ckm_mean of the verified sums and counts")
+        return Verified(rel, "ckm_mean", self.wh_name(rel))
+
+    def _own(self, rel: Rel, record: dict, path: list[str]) -> Verified:
+        sql = self.own_sql(rel, record, path)
+        for parent in self._checked_reads(rel, sql, path):
+            self.verify(parent, path + [parent.label])
+        return Verified(rel, "own", self.content(rel, path))
+
+    def _seed(self, rel: Rel, node: dict, path: list[str]) -> Verified:
+        root, file = node.get("root_path"), node.get("original_file_path")
+        csv = Path(str(root)) / str(file) if root and file else None
+        if csv is None or not csv.is_file():
+            raise refuse(path, f"is a seed whose CSV file ({csv}) is not there to compare it with; run sdc publish "
+                               "in the dbt project that built it")
+        columns = self.con.execute(
+            "select column_name, data_type from duckdb_columns() where database_name = ? and schema_name = ? "
+            "and table_name = ? order by column_index", [rel.database, rel.schema, rel.name]).fetchall()
+        read = f"read_csv({quote_literal(str(csv))}, all_varchar = true, header = true)"
+        header = [c for (c,) in self.con.execute(f"select column_name from (describe select * from {read})").fetchall()]
+        if [c.lower() for c in header] != [c.lower() for c, _ in columns]:
+            raise refuse(path, f"is a seed whose columns ({', '.join(c for c, _ in columns)}) are not those of its "
+                               f"file {csv} ({', '.join(header)}): run dbt seed")
+        from_file = ", ".join(f"cast({q(h)} as {kind}) as {q(c)}" for h, (c, kind) in zip(header, columns))
+        with sql_errors():
+            differs = self.con.execute(
+                f"select (select count(*) from ((select {from_file} from {read}) except all "
+                f"(select * from {self.wh_name(rel)}))) + (select count(*) from ((select * from {self.wh_name(rel)}) "
+                f"except all (select {from_file} from {read})))").fetchone()[0]
+        if differs:
+            raise refuse(path, f"is a seed whose table differs from its file {csv} in {differs} row(s): it was "
+                               "changed after dbt seed; run dbt seed")
+        return Verified(rel, "seed", self.wh_name(rel))
+
+    # ------------------------------------------------------------------------------------------ recomputing
+    def _recompute(self, step: str, source: Rel, call: dict, path: list[str]) -> str:
+        """sdc's own table for ``call`` over the microdata ``source``, with its audit columns, as a temp table."""
+        microdata = self.microdata(source, path)
+        arguments = {k: v for k, v in call.items() if k not in ("dims", "settings")}
+        for name in ("hierarchy", "ptable", "nums_ptable"):
+            if arguments.get(name) is not None:
+                arguments[name] = self._relation(self._named(arguments[name], path, name))
+        if arguments.get("ptable") is not None and step == "ckm_count":
+            self._check_count_ptable(arguments["ptable"], path)
+        settings = call.get("settings") if isinstance(call.get("settings"), dict) else {}
+        extra = {"audit": True} if step == "ckm_sum" else {"check_cell_keys": True}
+        # every record key check on, whatever the call said (check_keys=false is for teaching keys only)
+        with sql_errors():
+            try:
+                sql = render_macro(self.con, step, microdata, call["dims"], check_keys=True,
+                                   vars=settings, database=self.wh.database, **arguments, **extra)
+            except TypeError as exc:
+                raise SdcError(f"the recorded call does not fit {step}: {exc}") from None
+            table = self._temp("recomputed")
+            self.con.execute(f"create temp table {table} as {sql}")
+        return table
+
+    def microdata(self, rel: Rel, path: list[str]) -> Relation:
+        """The relation of microdata a step may read (see the module's text)."""
+        if rel.key in self.inputs:
+            return self.inputs[rel.key]
+        if rel.schema.lower() == RAW_SCHEMA:
+            if self.wh.kind(rel) != "table" or rel.name.lower() not in self.loaded:
+                raise refuse(path, "is in the raw schema but is no table that sdc load loaded (its load log lists "
+                                   f"{', '.join(sorted(self.loaded)) or 'none'})")
+            found = self._relation(rel)
+            self.roots[rel.key] = frozenset([rel.label.lower()])
+        else:
+            record = self.wh.record(rel) or {}
+            if record.get("step"):
+                raise refuse(path, f"is the output of {record['step']}, not microdata, but a step reads it as such")
+            sql = self.own_sql(rel, record, path)
+            roots: set = set()
+            for parent in self._checked_reads(rel, sql, path):
+                self.microdata(parent, path + [parent.label])
+                roots |= self.roots[parent.key]
+            self.roots[rel.key] = frozenset(roots)
+            if self.wh.kind(rel) == "view":
+                found = self._relation(rel)
+            else:  # a table of one's own: its SQL again, not what a hook may have written into it
+                name = self._temp("microdata")
+                with sql_errors():
+                    self.con.execute(f"create temp table {name} as select * from (\n{sql}\n) as own")
+                found = Relation("temp", "main", name)
+        self.inputs[rel.key] = found
+        return found
+
+    # ------------------------------------------------------------------------------------------ SQL of one's own
+    def own_sql(self, rel: Rel, record: dict, path: list[str]) -> str:
+        """The SQL of a relation of one's own: a view's from the warehouse, a table's from the manifest (tied to
+        the table by the md5 in its build record); checked for functions that read more than its relations."""
+        if self.wh.kind(rel) == "view":
+            sql = self.wh.view_sql(rel) or ""
+        else:
+            node = self.wh.node(rel) or {}
+            if node.get("language") == "python":
+                raise refuse(path, "is a dbt Python model: sdc cannot compute its content again")
+            sql = node.get("compiled_code")
+            if not isinstance(sql, str) or hashlib.md5(sql.encode("utf-8")).hexdigest() != record.get("sql_md5"):
+                raise refuse(path, "is a table whose SQL in the dbt manifest is not the SQL it was built from (or "
+                                   "it has no build record): run dbt build")
+        self._check_functions(sql, path)
+        return sql
+
+    def _check_functions(self, sql: str, path: list[str]) -> None:
+        try:
+            tokens = sqlglot.tokenize(sql, read="duckdb")
+        except sqlglot.errors.SqlglotError as exc:
+            raise refuse(path, f"has SQL that cannot be read ({str(exc).splitlines()[0]})") from None
+        for token, following in zip(tokens, tokens[1:]):
+            if following.token_type != TokenType.L_PAREN or token.token_type == TokenType.STRING:
+                continue
+            name = token.text.lower()
+            if name in self.user_functions:
+                raise refuse(path, f"calls {token.text}, a function defined in the warehouse (a macro): what it "
+                                   "reads cannot be told; use DuckDB's built-in functions only")
+            if name in STATE_FUNCTIONS:
+                raise refuse(path, f"calls {token.text}, which reads a value set outside the query; refused")
+
+    def _checked_reads(self, rel: Rel, sql: str, path: list[str]) -> list[Rel]:
+        try:
+            names = sql_reads(sql)
+        except SdcError as exc:
+            raise refuse(path, str(exc)) from None
+        found = []
+        for catalog, schema, name in names:
+            parent = self.wh.find(catalog, schema, name, rel)
+            if parent is None:
+                shown = ".".join(p for p in (catalog, schema, name) if p)
+                raise refuse(path, f"reads {shown!r}, which is no relation of the warehouse")
+            if parent.key not in {p.key for p in found}:
+                found.append(parent)
+        return found
+
+    # ------------------------------------------------------------------------------------------ comparing
+    def _compare(self, rel: Rel, expected_sql: str, path: list[str], what: str) -> None:
+        """Refuses ``rel`` unless it holds exactly the cells of ``expected_sql``."""
+        expected = self._temp("expected")
+        with sql_errors():
+            self.con.execute(f"create temp table {expected} as {expected_sql}")
+        want = self._columns(expected)
+        have = self._columns(self.wh_name(rel))
+        if sorted(c.lower() for c in have) != sorted(c.lower() for c in want):
+            raise refuse(path, f"has the columns {', '.join(have)}, but {what} gives {', '.join(want)}")
+        kinds = dict(self.con.execute(f"select column_name, column_type from (describe {expected})").fetchall())
+        measures = [c for c in want if c.lower() in PUBLISHED_MEASURES or c.lower().startswith("mean_")]
+        dims = [c for c in want if c not in measures]
+        on = " and ".join(f"cast(p.{q(d)} as varchar) is not distinct from cast(e.{q(d)} as varchar)" for d in dims)
+        differs = [f"({differ(f'p.{q(m)}', f'e.{q(m)}', kinds[m])})" for m in measures]
+        shown = ", ".join([f"coalesce(p.{q(d)}, e.{q(d)})" for d in dims]
+                          + [f"p.{q(m)}, e.{q(m)}" for m in measures])
+        row = self.con.execute(
+            f"select {shown}, p.sdc_present is not null, e.sdc_present is not null "
+            f"from (select *, true as sdc_present from {self.wh_name(rel)}) as p "
+            f"full join (select *, true as sdc_present from {expected}) as e on {on or 'true'} "
+            f"where p.sdc_present is null or e.sdc_present is null"
+            + (f" or {' or '.join(differs)}" if differs else "") + " limit 1").fetchone()
+        if row is None:
+            counts = self.con.execute(f"select (select count(*) from {self.wh_name(rel)}), "
+                                      f"(select count(*) from {expected})").fetchone()
+            if counts[0] == counts[1]:
+                return
+            raise refuse(path, f"holds {counts[0]} rows where {what} gives {counts[1]} (a cell twice)")
+        cell = ", ".join(f"{d}={v!r}" for d, v in zip(dims, row))
+        if not row[-2]:
+            raise refuse(path, f"lacks the cell ({cell}) that {what} gives")
+        if not row[-1]:
+            raise refuse(path, f"holds the cell ({cell}), which {what} does not give")
+        values = row[len(dims):-2]
+        for k, m in enumerate(measures):
+            published, recomputed = values[2 * k], values[2 * k + 1]
+            if published != recomputed:
+                raise refuse(path, f"differs from {what} in the cell ({cell}): {m} is {published!r} there and "
+                                   f"{recomputed!r} in sdc's recomputation; the relation was changed after its step "
+                                   "(a hook, an update) or its build record does not fit it")
+        raise refuse(path, f"differs from {what} in the cell ({cell})")
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _reads(self, rel: Rel, record: dict, path: list[str], expected: int) -> list[Rel]:
+        found = [self._named(item, path, "read") for item in record.get("reads") or []]
+        if len(found) != expected:
+            raise refuse(path, f"has a build record that names {len(found)} input(s) for its step, not {expected}")
+        return found
+
+    def _named(self, item, path: list[str], what: str) -> Rel:
+        if isinstance(item, str):
+            parts = [p.strip().strip('"') for p in item.split(".")]
+            item = {"database": parts[-3] if len(parts) > 2 else None,
+                    "schema": parts[-2] if len(parts) > 1 else None, "name": parts[-1]}
+        found = self.wh.find(item.get("database"), item.get("schema"), str(item.get("name")), None) \
+            if isinstance(item, dict) and item.get("name") else None
+        if found is None:
+            raise refuse(path, f"names a {what} ({item!r}) that is not in the warehouse; run dbt build")
+        return found
+
+    def _relation(self, rel: Rel) -> Relation:
+        return Relation(rel.database, rel.schema, rel.name)
+
+    def _check_count_ptable(self, ptable: Relation, path: list[str]) -> None:
+        """A ptable row that keeps every count of its size unchanged publishes those counts as they are."""
+        with sql_errors():
+            rows = self.con.execute(
+                f"select i from {ptable} where i >= 1 group by i "
+                f"having coalesce(sum(case when v <> 0 then p_int_ub - p_int_lb end), 0) <= 0 order by i limit 3"
+            ).fetchall()
+        if rows:
+            raise refuse(path, f"is built with the ptable {ptable}, whose row i = {rows[0][0]} never changes a "
+                               "count: such counts would be published as they are")
+
+    def _loaded_tables(self) -> set[str]:
+        present = self.con.execute(
+            "select count(*) from duckdb_tables() where database_name = current_database() and schema_name = ? "
+            "and table_name = ?", [RAW_SCHEMA, LOAD_LOG_TABLE]).fetchone()[0]
+        if not present:
+            return set()
+        return {t.lower() for (t,) in self.con.execute(
+            f"select table_name from {q(RAW_SCHEMA)}.{q(LOAD_LOG_TABLE)}").fetchall()}
+
+    def wh_name(self, rel: Rel) -> str:
+        return f"{q(rel.database)}.{q(rel.schema)}.{q(rel.name)}"
+
+    def _columns(self, relation: str) -> list[str]:
+        return [c for (c,) in self.con.execute(f"select column_name from (describe select * from {relation})").fetchall()]
+
+    def _temp(self, what: str) -> str:
+        self._count += 1
+        return f"sdc_verify_{what}_{self._count}"
+
+    def drop_temp(self) -> None:
+        for (name,) in self.con.execute("select table_name from duckdb_tables() where database_name = 'temp' "
+                                        "and table_name like 'sdc_verify_%'").fetchall():
+            self.con.execute(f"drop table temp.main.{q(name)}")
+
+
+def differ(published: str, recomputed: str, kind: str) -> str:
+    """SQL true where a published measure differs from sdc's: text exactly, numbers to RELATIVE_TOLERANCE."""
+    if re.match(r"U?(BIGINT|INTEGER|HUGEINT|SMALLINT|TINYINT)", kind.upper()):
+        return f"{published} is distinct from {recomputed}"
+    if not re.match(r"(DECIMAL|DOUBLE|FLOAT|REAL)", kind.upper()):
+        return f"cast({published} as varchar) is distinct from cast({recomputed} as varchar)"
+    p, r = f"cast({published} as double)", f"cast({recomputed} as double)"
+    return (f"({published} is null) <> ({recomputed} is null) or "
+            f"abs({p} - {r}) > {RELATIVE_TOLERANCE} * greatest(1, abs({r}))")
+
+
+def ckm_audit_column(name: str) -> bool:
+    """The columns ckm_published leaves behind (conventions: the CKM audit columns and families)."""
+    lowered = name.lower()
+    return (lowered in CKM_AUDIT_COLUMNS or lowered in CKM_SUM_AUDIT_COLUMNS
+            or any(re.fullmatch(p, lowered) for p in CKM_SUM_AUDIT_PATTERNS))
+
+
+def refuse(path: list[str], why: str) -> SdcError:
+    route = " <- ".join(path)
+    return SdcError(f"{path[-1]} {why}; refusing to publish {path[0]}" + (f" (path: {route})" if len(path) > 1 else ""))

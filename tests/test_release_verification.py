@@ -1,0 +1,211 @@
+"""sdc publish verifies content, not lineage (issue: a release is protected as a whole; red team round 3, R3-1,
+R3-2, R3-6). Each model below beat the gate on main f5fda9a, which decided from what a relation says it reads:
+a DuckDB macro or variable filled by a hook, a post-hook that rewrites a step's table, a forged step, a
+"pattern" of one's own. Now every published relation is compared, cell by cell, with sdc's own recomputation
+from the microdata (python/sdc/release/verify.py), and each of them is refused, naming the cell and both values.
+
+One dbt project holds every case as a tagged model; each test publishes with a manifest in which only its case
+and the protected table it reads are tagged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sdc.errors import SdcError
+from sdc.publish import publish
+from test_publication_gate import BASE, SUPPRESSION_AND_CKM, make
+from test_publish import edited_manifest, rows
+
+MACRO_HOOK = ("create or replace macro main.sdc_fmt_n(s, x) as (select count(*) from raw.persons as r "
+              "where r.region = s and (x = 'Total' or r.sex = x))")
+VARIABLE_HOOK = ("set variable sdc_n = (select map(list(region || '/' || sex), list(n)) from "
+                 "(select region, sex, count(*) as n from raw.persons group by all))")
+CASES = {
+    # R3-1 N1: a view that calls a macro a pre-hook made; the macro counts the raw records
+    "protected/macro_view.sql": f"{{{{ config(materialized='view', pre_hook=\"{MACRO_HOOK}\") }}}}\n"
+                                "select region, sex, main.sdc_fmt_n(region, sex) as count from {{ ref('persons') }} "
+                                "where region <> 'Total'\n",
+    # R3-1 N2: the same as a table with the build record
+    "protected/macro_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.build_record() }}}}\", pre_hook=\"{MACRO_HOOK}\") }}}}\n"
+                                 "select region, sex, main.sdc_fmt_n(region, sex) as count from {{ ref('persons') }} "
+                                 "where region <> 'Total'\n",
+    # R3-1 N3: a DuckDB variable a pre-hook filled with the raw counts
+    "protected/variable_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.build_record() }}}}\", pre_hook=\"{VARIABLE_HOOK}\") }}}}\n"
+                                    "select region, sex, getvariable('sdc_n')[region || '/' || sex] as count "
+                                    "from {{ ref('persons') }} where region <> 'Total' and sex <> 'Total'\n",
+    # R3-1 N4: a protection step whose table a post-hook overwrites with the originals
+    "protected/rewritten.sql": "{{ config(post_hook=\"update {{ this }} as p set count = a.original from "
+                               "main_audit.ckm_persons as a where a.region = p.region and a.sex = p.sex\") }}\n"
+                               "{{ sdc.ckm_published(ref('ckm_persons')) }}\n",
+    # R3-1 N5: the CKM step's own table rewritten (count = original, noise 0: ckm_published's own check passes)
+    "audit/ckm_zeroed.sql": "{{ config(post_hook=\"update {{ this }} set count = original, noise = 0\") }}\n"
+                            "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region']) }}\n",
+    "protected/zeroed.sql": "{{ sdc.ckm_published(ref('ckm_zeroed')) }}\n",
+    # R3-6: sdc.step called by hand around a plain count, with the call of a real ckm_count in its header
+    "audit/forged_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+                              "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
+                              "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
+                              "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\", "
+                              "{'call': {'dims': ['sex', 'region'], 'ptable': 'main.sdc_ptable'}}) }}\n",
+    "protected/forged.sql": "{{ sdc.ckm_published(ref('forged_count')) }}\n",
+    # the same forged step without a call
+    "audit/forged_bare_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+                             "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
+                             "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
+                             "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\") }}\n",
+    "protected/forged_bare.sql": "{{ sdc.ckm_published(ref('forged_bare_count')) }}\n",
+    # R3-2: suppression_published over a "pattern" of one's own: every cell its original, status published
+    "audit/own_pattern.sql": "select coalesce(sex, 'Total') as sex, coalesce(region, 'Total') as region, "
+                             "count(*) as freq, 'published' as status, cast(count(*) as varchar) as published_text "
+                             "from {{ source('raw', 'persons') }} group by cube(sex, region)\n",
+    "protected/own_pattern_published.sql": "{{ sdc.suppression_published(ref('own_pattern'), ['sex', 'region'], "
+                                           "value='freq') }}\n",
+    # R3-2 with sdc's primary table behind it: the pattern publishes the cells the rule flags
+    "audit/lax_pattern.sql": "select * exclude (status), 'published' as status, cast(freq as varchar) as published_text "
+                             "from {{ ref('supp_primary') }}\n",
+    "protected/lax_published.sql": "{{ sdc.suppression_published(ref('lax_pattern'), ['sex', 'region'], value='freq') }}\n",
+}
+# three regions of one or two persons: the freq:3 rule has primary cells
+PERSONS = "id,sex,region,income\n" + "".join(
+    f"{i},{'mw'[i % 2]},R{9 if i in (0, 3, 200) else 8 if i == 7 else i % 5},{1000 + (i * 7919) % 5000}\n"
+    for i in range(400))
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    return make(tmp_path_factory.mktemp("verify"), {**SUPPRESSION_AND_CKM, **CASES}, persons=PERSONS)
+
+
+def tagged(built, tmp, names):
+    every = [Path(p).stem for p in {**SUPPRESSION_AND_CKM, **CASES} if p.startswith("protected/")]
+    return edited_manifest(built, tmp, untag=tuple(n for n in every if n not in names))
+
+
+@pytest.mark.parametrize("model, message", [
+    ("macro_view", r"main_protected.macro_view \(model.pubtest.macro_view\) calls sdc_fmt_n, a function defined in "
+                   r"the warehouse \(a macro\)"),
+    ("macro_table", r"main_protected.macro_table \(model.pubtest.macro_table\) calls sdc_fmt_n, a function defined"),
+    ("variable_table", r"calls getvariable, which reads a value set outside the query"),
+    ("rewritten", r"main_protected.rewritten \(model.pubtest.rewritten\) differs from ckm_count over raw.persons \(recomputed from the microdata\) "
+                  r"in the cell \(.*\): count is \d+ there and \d+ in sdc's recomputation"),
+    ("zeroed", r"main_protected.zeroed .*differs from ckm_count over raw.persons .* in the cell"),
+    ("forged", r"main_protected.forged .*differs from ckm_count over raw.persons .* in the cell"),
+    ("forged_bare", r"main_audit.forged_bare_count is read by ckm_published, but its build record names no ckm_count or "
+                    r"ckm_sum call that sdc can compute again"),
+    ("own_pattern_published", r"main_audit.own_pattern is read by suppression_published, but no suppression_primary "
+                              r"table that it was solved from can be found"),
+    ("lax_published", r"main_protected.lax_published .* publishes \d+ in the cell \(sex='(m|w|Total)', region='R[89]'\), "
+                      r"which the primary rules flag as unsafe"),
+])
+def test_a_relation_whose_content_is_not_sdcs_recomputation_is_refused(cases, tmp_path, model, message):
+    # every case publishes numbers that are not the CKM's or the pattern's
+    out = tmp_path / "pub.duckdb"
+    manifest = tagged(cases, tmp_path, [model])
+    with pytest.raises(SdcError, match=message):
+        publish(cases.db, out, manifest=manifest)
+    assert not out.exists()
+
+
+def test_the_cases_hold_originals_where_the_ckm_publishes_noise(cases):
+    """The refused relations above are no false alarms: each shows the originals somewhere."""
+    exact = rows(cases.db, "select count(*) filter (where z.count = a.original), count(*) filter (where a.noise <> 0) "
+                           "from main_protected.zeroed as z join main_audit.ckm_persons as a using (sex, region)")[0]
+    assert exact[0] == exact[1] + rows(cases.db, "select count(*) from main_audit.ckm_persons where noise = 0")[0][0]
+    assert rows(cases.db, "select count(*) from main_protected.rewritten as r join main_audit.ckm_persons as a "
+                          "using (sex, region) where r.count <> a.original") == [(0,)]
+    # the lax pattern publishes the one-record cells that sdc's pattern suppresses
+    assert rows(cases.db, "select freq from main_protected.lax_published where sex = 'w' and region = 'R8'") == [(1,)]
+    assert rows(cases.db, "select freq from main_protected.persons_suppressed where sex = 'w' and region = 'R8'") == [(None,)]
+
+
+def test_the_protection_steps_and_views_over_them_are_published(cases, tmp_path):
+    out = tmp_path / "pub.duckdb"
+    assert publish(cases.db, out, manifest=tagged(cases, tmp_path, ["persons"])) == ["persons"]
+    assert publish(cases.db, out, manifest=tagged(cases, tmp_path, ["persons_suppressed"])) == ["persons_suppressed"]
+    assert rows(out, "select count(*) from persons_suppressed where freq is null") != [(0,)]
+
+
+def test_a_hook_that_rewrites_a_table_of_ones_own_publishes_its_sql_not_the_table(tmp_path):
+    """A BI table over protected relations is published as its SQL gives it at publish time, whatever a hook
+    wrote into the table afterwards."""
+    models = {**BASE, "protected/men.sql": (
+        "{{ config(post_hook=[\"{{ sdc.build_record() }}\", \"update {{ this }} as m set count = a.original from "
+        "main_audit.ckm_persons as a where a.region = m.region and a.sex = 'm'\"]) }}\n"
+        "select region, count from {{ ref('persons') }} where sex = 'm'\n")}
+    built = make(tmp_path, models)
+    out = tmp_path / "pub.duckdb"
+    assert publish(built.db, out, project_dir=built.project) == ["men", "persons"]
+    assert rows(out, "select region, count from men order by region") == \
+        rows(out, "select region, count from persons where sex = 'm' order by region")
+    assert rows(out, "select region, count from men order by region") != \
+        rows(built.db, "select region, count from main_protected.men order by region")
+
+
+# ------------------------------------------------------------------------------------------ the release audit
+ZEROS = {
+    **BASE,
+    "audit/ckm_income.sql": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['sex', 'region'], value='income') }}\n",
+    "protected/income.sql": "{{ sdc.ckm_published(ref('ckm_income')) }}\n",
+}
+# eight regions of one person each: a count of 1 is published as 0 or 3 and more (js = 2), so some are false zeros
+LONE = "id,sex,region,income\n" + "".join(
+    f"{i},{'mw'[i % 2]},{f'L{i}' if i < 8 else f'R{i % 5}'},{1000 + (i * 7919) % 5000}.25\n" for i in range(400))
+
+
+def magnitude_project(root, models, persons):
+    from test_publication_gate import MAGNITUDE_VARS, NUMS_SEED_TYPES, REPO, dbt
+
+    built = make(root, models, persons=persons, build=False,
+                 seeds={"sdc_nums_ptable.csv": REPO / "demo" / "seeds" / "sdc_nums_ptable.csv"})
+    project_file = built.project / "dbt_project.yml"
+    project_file.write_text(project_file.read_text().replace("seeds:\n  pubtest:\n", "seeds:\n  pubtest:\n" + NUMS_SEED_TYPES)
+                            + MAGNITUDE_VARS)
+    dbt(built, "build")
+    return built
+
+
+def test_a_magnitude_beside_a_count_published_as_zero_is_refused(tmp_path, capsys):
+    """R3-3: the count table publishes 0 for a cell with one record, the magnitude table its income: the reader
+    learns that the cell holds records (and about what they earn). Each table alone is published."""
+    from sdc.cli import main
+
+    built = magnitude_project(tmp_path, ZEROS, LONE)
+    false_zeros = rows(built.db, "select c.sex, c.region, i.value from main_audit.ckm_persons as c "
+                                 "join main_protected.income as i using (sex, region) "
+                                 "where c.count = 0 and c.original > 0 and c.region like 'L%' order by 1, 2")
+    assert false_zeros and all(value != 0 for _, _, value in false_zeros)  # the leak is there to find
+    out = tmp_path / "pub.duckdb"
+    assert main(["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sdc publish: error: the release tells a published zero from an empty cell: "
+                          "main_protected.persons publishes the count 0 for the cell (sex=")
+    assert "and main_protected.income publishes" in err and not out.exists()
+    for alone in ("persons", "income"):
+        other = "income" if alone == "persons" else "persons"
+        assert publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=(other,))) == [alone]
+    report = rows(out, "select report from sdc_publication.release_audit")[0][0]
+    assert '"zeros": "passed"' in report
+
+
+def test_ckm_and_suppression_over_nearly_the_same_records_are_refused(tmp_path):
+    """R3-4: suppression over the population less one record beside the CKM over all of it; the old check
+    compared grand totals (400 and 399) and let it pass: of the cells that do not hold the record, the suppression
+    table publishes the original the CKM perturbs."""
+    models = {
+        **{k: v for k, v in SUPPRESSION_AND_CKM.items() if k != "audit/supp_cells.sql"},
+        "audit/persons_less_one.sql": "{{ config(materialized='view') }}\n"
+                                      "select * from {{ source('raw', 'persons') }} where id <> 2\n",
+        "audit/supp_cells.sql": "{{ sdc.suppression_cells(ref('persons_less_one'), dims=['sex', 'region']) }}\n",
+    }
+    built = make(tmp_path, models, persons=PERSONS)
+    revealed = rows(built.db, "select count(*) from main_protected.persons_suppressed as s join main_protected.persons "
+                              "as p using (sex, region) join main_audit.ckm_persons as a using (sex, region) "
+                              "where s.freq = a.original and a.noise <> 0")[0][0]
+    assert revealed > 0  # cells whose CKM noise the suppression table gives away
+    with pytest.raises(SdcError, match=r"main_protected.persons \(Cell Key Method\) and main_protected.persons_suppressed "
+                                       r"\(cell suppression\) both publish the cell \(sex='\w+', region='\w+'\) of "
+                                       r"raw.persons, and their populations are nearly the same \(grand totals 400 and 399\)"):
+        publish(built.db, tmp_path / "pub.duckdb", project_dir=built.project)
+    assert not (tmp_path / "pub.duckdb").exists()

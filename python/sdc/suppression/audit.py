@@ -48,6 +48,9 @@ SIMPLEX_DUAL, SIMPLEX_PRIMAL = 1, 4
 INTEGER_CHECK_CELLS = 2_000
 INTEGER_CHECK_SECONDS = 10.0
 INTEGER_CHECK_BUDGET = 120.0  # seconds for all MILPs of one audit
+# How far float sums of decimals may lie from their exact sums, relative to the largest value: far above the
+# noise of summing 10^8 doubles, far below a cent of amounts up to 10^9
+FLOAT_NOISE = 1e-12
 
 
 def default_upper(values) -> np.ndarray:

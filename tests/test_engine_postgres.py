@@ -387,3 +387,65 @@ def test_sdc_suppress_target_writes_no_table_it_did_not_write_and_nothing_into_r
         "written_by": "written by sdc suppress", "cells": "main.supp_primary",
         "loads": build_record_of_comment(cells_mark)["loads"]}
     assert list(record["loads"]) == ["raw.survey"]
+
+
+def test_sdc_load_target_reload_under_a_dependent_view(postgres, tmp_path):
+    """red team R3-7: a dbt staging view over the raw table (dbt's default for staging) blocked every reload with
+    a traceback (cannot drop table raw.persons because other objects depend on it). A reload with the same
+    columns replaces the rows, so the view keeps working and shows them; one whose columns change is one line
+    naming the view, exit 2, and changes nothing."""
+    server = own_database(postgres, "rt37_view")
+    (tmp_path / "profiles.yml").write_text("census:\n  target: pg\n  outputs:\n    pg:\n" + server.profile("main"))
+    first, second, wider = tmp_path / "persons.csv", tmp_path / "persons_v2.csv", tmp_path / "persons_v3.csv"
+    first.write_text("id,state,sex\n" + "".join(f"{i},{'CA' if i % 3 else 'NY'},{'mw'[i % 2]}\n"
+                                                for i in range(1, 41)))
+    second.write_text("id,state,sex\n" + "".join(f"{i},{'CA' if i % 3 else 'TX'},{'mw'[i % 2]}\n"
+                                                 for i in range(1, 61)))
+    wider.write_text("id,state,sex,age\n" + "".join(f"{i},CA,m,{i}\n" for i in range(1, 11)))
+
+    def load(path):
+        return sdc_cli("load", "--target", "pg", "--profile", "census", "--profiles-dir", str(tmp_path), "--input",
+                       str(path), "--table", "persons", "--id", "id", "--key-mode", "random")
+
+    assert load(first).returncode == 0
+    keys = dict(pg_rows(server, "select id, rk from raw.persons"))
+    admin = server.connect(user="postgres")
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute("create role rt37_reader")
+    admin.close()
+    conn = server.connect()
+    with conn.cursor() as cur:  # as dbt builds a staging model over a source, and grants what an analyst reads
+        cur.execute("create schema main_audit")
+        cur.execute("create view main_audit.persons_minus_one as select * from raw.persons where id <> 2")
+        cur.execute("grant select on raw.persons to rt37_reader")
+    conn.commit()
+    conn.close()
+    run = load(second)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert pg_rows(server, "select count(*), count(*) filter (where state = 'TX') from main_audit.persons_minus_one") \
+        == [(59, 20)]
+    reloaded = dict(pg_rows(server, "select id, rk from raw.persons"))
+    assert len(reloaded) == 60 and all(reloaded[i] == keys[i] for i in keys)  # the stored keys kept
+    assert pg_rows(server, "select has_table_privilege('rt37_reader', 'raw.persons', 'select')") == [(True,)]
+    log = "select rows, loaded_at from raw.sdc_loads where table_name = 'persons'"
+    (logged,) = pg_rows(server, log)
+    assert logged[0] == 60
+    run = load(wider)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    line, = run.stderr.strip().splitlines()
+    assert line == ("sdc load: error: raw.persons in the target changes its columns (id, state, sex, rk -> id, state, "
+                    "sex, age, rk), and these depend on it: view main_audit.persons_minus_one. Drop them first (dbt "
+                    "build makes dbt's views again) or load under another --table; nothing was changed")
+    # the same names, another type: the types are named
+    typed = tmp_path / "persons_v4.csv"
+    typed.write_text("id,state,sex\n" + "".join(f"{i},CA,{i % 2}\n" for i in range(1, 11)))
+    run = load(typed)
+    assert run.returncode == 2 and run.stderr.startswith(
+        "sdc load: error: raw.persons in the target changes its columns (id bigint, state text, sex text, rk bigint -> "
+        "id bigint, state text, sex bigint, rk bigint), and these depend on it: view main_audit.persons_minus_one."), \
+        run.stderr[-2000:]
+    assert pg_rows(server, "select count(*) from main_audit.persons_minus_one") == [(59,)]
+    assert dict(pg_rows(server, "select id, rk from raw.persons")) == reloaded
+    assert pg_rows(server, log) == [logged]
+    assert pg_rows(server, "select count(*) from raw.persons__record_keys") == [(60,)]

@@ -420,3 +420,16 @@ def test_suppressed_table_takes_the_hierarchy_as_a_file_or_a_dataframe(tmp_path)
     from_frame = suppressed_table(source, ["region", "gender"], ["freq:3"], hierarchy=frame, audit=True)
     assert from_file.equals(from_frame)
     assert {"AB", "CD", "Total"} <= set(from_file["region"])
+
+
+def test_magnitudes_with_cents_are_written_with_their_cents(tmp_path):
+    # red team R3-8: amounts from 10^6 on lost their cents (47387443.45 written as 47387443)
+    data = tmp_path / "turnover.csv"
+    data.write_text("region,firm,umsatz\n" + "".join(f"{region},{firm},{amount}\n" for region, firm, amount in [
+        ("Bamberg", "A", "1200000.10"), ("Bamberg", "B", "1100000.20"), ("Bamberg", "C", "1000000.25"),
+        ("Hof", "D", "2000000.30"), ("Hof", "E", "1900000.05"), ("Hof", "F", "1800000.01")]))
+    out = tmp_path / "cells.csv"
+    assert main(["suppress", "--input", str(data), "--dims", "region", "--value", "umsatz", "--rule", "p:10",
+                 "--out", str(out)]) == 0
+    assert [(r["region"], r["published_value"]) for r in read(out)] == [
+        ("Bamberg", "3300000.55"), ("Hof", "5700000.36"), ("Total", "9000000.91")]

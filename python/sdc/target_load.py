@@ -4,8 +4,9 @@ The load itself is sdc.loader's, run on a private in-memory DuckDB: the target's
 (raw.<table>__record_keys) and load log (raw.sdc_loads) are read into it first, so a random-mode reload keeps
 the stored keys and keyed mode gives the same key for the same id on every engine. The loaded table, the key
 store and the load log then replace theirs in the target: on PostgreSQL in one transaction (on any error the
-target keeps what it had); on Spark (a session target) through Parquet files, written in full under staging
-names before they replace the old tables (sdc.spark_target).
+target keeps what it had), a table of the same columns by its rows only, so that views over it (a dbt staging
+model over the source) and its grants stay; on Spark (a session target) through Parquet files, written in full
+under staging names before they replace the old tables (sdc.spark_target).
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from .loader import LOAD_LOG_COLUMNS, LoadReport, create_key_store, load_microda
 from .profiles import connect_target, read_target
 from .quoting import quote_identifier, quote_literal
 
-# PostgreSQL's types for DuckDB's, and back (information_schema's data_type names)
+# PostgreSQL's types for DuckDB's, and back (information_schema's data_type names, numeric as numeric(p, s))
 _TO_POSTGRES = {"VARCHAR": "text", "BIGINT": "bigint", "INTEGER": "integer", "SMALLINT": "smallint",
                 "TINYINT": "smallint", "DOUBLE": "double precision", "FLOAT": "real", "BOOLEAN": "boolean",
                 "UBIGINT": "numeric(20, 0)", "HUGEINT": "numeric(38, 0)", "UINTEGER": "bigint", "USMALLINT": "integer",
-                "UTINYINT": "smallint", "DATE": "date", "TIMESTAMP": "timestamp",
-                "TIMESTAMP WITH TIME ZONE": "timestamptz"}
+                "UTINYINT": "smallint", "DATE": "date", "TIMESTAMP": "timestamp without time zone",
+                "TIMESTAMP WITH TIME ZONE": "timestamp with time zone"}
 _FROM_POSTGRES = {"text": "VARCHAR", "character varying": "VARCHAR", "bigint": "BIGINT", "integer": "INTEGER",
                   "smallint": "SMALLINT", "double precision": "DOUBLE", "real": "FLOAT", "boolean": "BOOLEAN",
                   "date": "DATE", "timestamp without time zone": "TIMESTAMP",
@@ -161,12 +162,10 @@ def _push(con, pg, names: list[str], folder: Path) -> None:
             cur.execute(f"create schema if not exists {RAW_SCHEMA}")
             for name in names:
                 relation = f"{RAW_SCHEMA}.{quote_identifier(name)}"
-                columns = con.execute(f"describe {relation}").fetchall()
+                columns = [(c[0], postgres_type(c[1])) for c in con.execute(f"describe {relation}").fetchall()]
                 path = folder / f"push_{name}.csv"
                 con.execute(f"copy {relation} to {quote_literal(str(path))} (header, delimiter ',', quote '\"')")
-                cur.execute(f"drop table if exists {relation}")
-                cur.execute(f"create table {relation} ("
-                            + ", ".join(f"{quote_identifier(c[0])} {postgres_type(c[1])}" for c in columns) + ")")
+                _empty_table(cur, name, columns)
                 with path.open(encoding="utf-8") as handle:
                     cur.copy_expert(f"copy {relation} from stdin with (format csv, header true)", handle)
                 path.unlink()
@@ -174,3 +173,54 @@ def _push(con, pg, names: list[str], folder: Path) -> None:
     except Exception:
         pg.rollback()
         raise
+
+
+def _empty_table(cur, name: str, columns: list[tuple[str, str]]) -> None:
+    """raw.<name> in PostgreSQL empty, with ``columns`` (name, type), for the new rows. A table of those columns
+    keeps its definition and loses its rows only, so views over it stay (and show the new rows once the load
+    commits) and so do its grants; one of other columns is dropped and made anew, which objects that depend on it
+    (views) prevent: one line naming them (the caller rolls back, so nothing changes)."""
+    relation = f"{RAW_SCHEMA}.{quote_identifier(name)}"
+    present = _postgres_columns(cur, name)
+    if present == columns:
+        cur.execute(f"delete from {relation}")  # not truncate: readers keep seeing the old rows until commit
+        return
+    if present:
+        dependents = _dependents(cur, relation)
+        if dependents:
+            typed = [c for c, _ in present] == [c for c, _ in columns]  # the same names: the types changed
+            raise SdcError(f"{RAW_SCHEMA}.{name} in the target changes its columns ({_columns_text(present, typed)} "
+                           f"-> {_columns_text(columns, typed)}), and these depend on it: {', '.join(dependents)}. "
+                           "Drop them first (dbt build makes dbt's views again) or load under another --table; "
+                           "nothing was changed")
+        cur.execute(f"drop table {relation}")
+    cur.execute(f"create table {relation} ("
+                + ", ".join(f"{quote_identifier(c)} {kind}" for c, kind in columns) + ")")
+
+
+def _columns_text(columns: list[tuple[str, str]], typed: bool) -> str:
+    return ", ".join(f"{column} {kind}" if typed else column for column, kind in columns)
+
+
+def _postgres_columns(cur, name: str) -> list[tuple[str, str]]:
+    """(column, type as postgres_type spells it) of raw.<name> in PostgreSQL, in order; [] when there is none."""
+    cur.execute("select column_name, data_type, numeric_precision, numeric_scale from information_schema.columns "
+                "where table_schema = %s and table_name = %s order by ordinal_position", (RAW_SCHEMA, name))
+    return [(column, f"numeric({precision}, {scale})" if kind == "numeric" and precision is not None else kind)
+            for column, kind, precision, scale in cur.fetchall()]
+
+
+def _dependents(cur, relation: str) -> list[str]:
+    """What keeps PostgreSQL from dropping ``relation``: views (by name) and other objects (as PostgreSQL
+    describes them) that depend on it."""
+    cur.execute("""
+        select distinct coalesce(
+            (select format('%%s %%I.%%I', case v.relkind when 'm' then 'materialized view' else 'view' end,
+                           n.nspname, v.relname)
+             from pg_rewrite r join pg_class v on v.oid = r.ev_class join pg_namespace n on n.oid = v.relnamespace
+             where d.classid = 'pg_rewrite'::regclass and r.oid = d.objid),
+            pg_describe_object(d.classid, d.objid, d.objsubid))
+        from pg_depend d
+        where d.refclassid = 'pg_class'::regclass and d.refobjid = %s::regclass and d.deptype = 'n'
+        order by 1""", (relation,))
+    return [row[0] for row in cur.fetchall()]

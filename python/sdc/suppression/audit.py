@@ -23,6 +23,12 @@ within the bounds and relations, with the cell <= required_lower, and one with i
 A group of more than INTEGER_CHECK_CELLS suppressed cells, a MILP that does not finish within
 INTEGER_CHECK_SECONDS, or cells left when the audit's MILPs have taken INTEGER_CHECK_BUDGET, are not checked: the cell's ``integer_skipped`` says why, and the report says so
 (a warning, not a pass: see pipeline.audit_cells_file).
+
+Decimal values (amounts in cents): their float sums miss the exact decimal sums by noise, so a total differs
+from the sum of its children by 1e-8, and where the suppressed cells close a cycle (two rows and two
+columns) the attacker's equations contradict each other: the LP is infeasible. The LPs therefore work in
+units of the values' decimals (decimal_units), where the values are whole numbers and the relations hold
+exactly; their results are converted back.
 """
 
 from __future__ import annotations
@@ -48,6 +54,13 @@ SIMPLEX_DUAL, SIMPLEX_PRIMAL = 1, 4
 INTEGER_CHECK_CELLS = 2_000
 INTEGER_CHECK_SECONDS = 10.0
 INTEGER_CHECK_BUDGET = 120.0  # seconds for all MILPs of one audit
+# Decimals looked for in the values (money has 2; sdc suppress writes at most 6)
+MAX_DECIMALS = 6
+# How far float sums of decimals may lie from their exact sums, relative to the largest value: far above the
+# noise of summing 10^8 doubles, far below a cent of amounts up to 10^9
+FLOAT_NOISE = 1e-12
+# whole numbers up to this, and their sums, are exact in float64
+EXACT_INTEGERS = 2.0 ** 53
 
 
 def default_upper(values) -> np.ndarray:
@@ -68,6 +81,30 @@ def a_priori_lower(values, freq, *, magnitude: bool) -> np.ndarray:
     if values.size and values.min() < 0:
         return -default_upper(values)
     return np.zeros(len(values))
+
+
+def decimal_units(values, matrix, max_decimals: int = MAX_DECIMALS):
+    """Each (scale, values * scale rounded to whole numbers), for d = 0, 1, ... max_decimals decimals with
+    scale = 10^d, where every value lies within float noise of a multiple of 10^-d and every relation's sum
+    of those whole numbers is exact in float64 (no partial sum beyond 2^53)."""
+    values = np.asarray(values, dtype=float)
+    noise = FLOAT_NOISE * max(1.0, float(np.abs(values).max(initial=0.0)))
+    weight = abs(matrix)
+    for decimals in range(max_decimals + 1):
+        scale = 10.0 ** decimals
+        units = np.round(values * scale)
+        if max(np.abs(units).max(initial=0.0), (weight @ np.abs(units)).max(initial=0.0)) >= EXACT_INTEGERS:
+            return
+        if np.abs(values * scale - units).max(initial=0.0) <= noise * scale:
+            yield scale, units
+
+
+def exact_units(values, matrix, max_decimals: int = MAX_DECIMALS) -> tuple[float, np.ndarray]:
+    """(scale, whole numbers) of decimal_units with the fewest decimals whose relations hold exactly (the exact
+    decimal table the float sums stand for), or (1.0, values) where there is none (values with more
+    decimals: the LPs then see the float values as they are)."""
+    return next(((scale, units) for scale, units in decimal_units(values, matrix, max_decimals)
+                 if not np.any(matrix @ units)), (1.0, np.asarray(values, dtype=float)))
 
 
 def forced_mask(n: int, primary, forced_publish) -> np.ndarray:
@@ -165,6 +202,8 @@ class AuditTable:
                 f"children by {residual[broken[0]]:g}); the table is not additive"
             )
         self.matrix_csc = self.matrix.tocsc()
+        # the LPs' units (see the module docstring); an integer table keeps its own, where integrality holds
+        self.scale, self.units = exact_units(values, self.matrix, 0 if integer else MAX_DECIMALS)
         # the protection interval, clipped to the a-priori bounds: what an attacker knows beforehand
         # (e.g. that a non-empty count is at least 1) cannot be protected
         self.required_lower = np.maximum(values - np.where(self.sensitive, lpl, 0.0), np.minimum(self.lower, values))
@@ -217,7 +256,8 @@ class AuditTable:
 
 class ComponentLP:
     """The attacker's LP over one component: variables are its suppressed cells, rows the relations
-    that hold them, published cells moved to the right-hand side."""
+    that hold them, published cells moved to the right-hand side; in the table's exact units (values times
+    table.scale), its results in the values' own."""
 
     def __init__(self, table: AuditTable, cells: np.ndarray, suppressed: np.ndarray):
         self.table = table
@@ -228,15 +268,21 @@ class ComponentLP:
         self.rows = rows  # the relations, in LP row order
         self.row_of = {int(r): k for k, r in enumerate(rows)}  # relation -> LP row
         block = block.tocsr()[rows].tocsc()
-        published = np.where(suppressed, 0.0, table.values)
+        published = np.where(suppressed, 0.0, table.units)
         rhs = -(table.matrix[rows] @ published)
         self.rhs = rhs
-        upper = np.where(np.isinf(table.upper[cells]), highspy.kHighsInf, table.upper[cells])
-        self._highs = highs_model(block, np.zeros(len(cells)), table.lower[cells], upper, rhs, rhs)
+        self._highs = highs_model(block, np.zeros(len(cells)), *self._bounds(cells), rhs, rhs)
         self._highs.setOptionValue("presolve", "off")  # keep the basis between re-solves
         self._rhs_changed = True  # whether the last basis is primal infeasible (first solve, free/unfree)
         self._objective_at = None
         self._freed = None  # a tentatively freed cell: (cell, its LP rows, their shifted right-hand sides)
+
+    def _bounds(self, cells) -> tuple[np.ndarray, np.ndarray]:
+        """The a-priori bounds of ``cells`` in the LP's units (HiGHS's infinity for none)."""
+        table = self.table
+        lower, upper = table.lower[cells] * table.scale, table.upper[cells] * table.scale
+        return (np.where(np.isinf(lower), -highspy.kHighsInf, lower),
+                np.where(np.isinf(upper), highspy.kHighsInf, upper))
 
     def reaches(self, cell: int, directions) -> bool:
         """Whether ``cell`` reaches its required bound in each direction (-1: upper, +1: lower)."""
@@ -254,10 +300,9 @@ class ComponentLP:
             return False
         h = self._highs
         rows = np.array(rows, dtype=np.int32)
-        upper = table.upper[cell]
-        h.addCol(0.0, table.lower[cell], highspy.kHighsInf if np.isinf(upper) else upper,
-                 len(rows), rows, column.data)
-        shifted = self.rhs[rows] + column.data * table.values[cell]  # its value leaves the right-hand side
+        (lower,), (upper,) = self._bounds([cell])
+        h.addCol(0.0, lower, upper, len(rows), rows, column.data)
+        shifted = self.rhs[rows] + column.data * table.units[cell]  # its value leaves the right-hand side
         for r, b in zip(rows, shifted):
             h.changeRowBounds(int(r), b, b)
         self._freed = (int(cell), rows, shifted)
@@ -314,7 +359,7 @@ class ComponentLP:
         if status != highspy.HighsModelStatus.kOptimal:
             raise SdcError(f"audit: the LP for cell {self.cells[position]} failed "
                            f"({h.modelStatusToString(status)}); are the bounds consistent?")
-        point = np.asarray(h.getSolution().col_value)
+        point = np.asarray(h.getSolution().col_value) / self.table.scale
         return float(point[position]), point
 
 
@@ -434,14 +479,15 @@ def integer_reach(table: AuditTable, cells, suppressed, check, *, max_cells: int
 
 class ComponentMILP:
     """The attacker's integer program over one group of suppressed cells (variables: its cells, integer,
-    within their a-priori bounds rounded inwards; rows: the relations that hold them)."""
+    within their a-priori bounds rounded inwards; rows: the relations that hold them). An integer table's units
+    are its values (scale 1): integrality holds there."""
 
     def __init__(self, table: AuditTable, cells, suppressed, seconds: float):
         self.table = table
         self.cells = np.asarray(cells)
         block = table.matrix_csc[:, self.cells].tocsr()
         rows = np.flatnonzero(np.diff(block.indptr))
-        published = np.where(suppressed, 0.0, table.values)
+        published = np.where(suppressed, 0.0, table.units)
         rhs = -(table.matrix[rows] @ published)
         self.lower = np.ceil(table.lower[self.cells] - AUDIT_TOLERANCE)
         self.upper = np.floor(table.upper[self.cells] + AUDIT_TOLERANCE)
@@ -524,14 +570,18 @@ def public_intervals(published, suppressed, constraints, *, lower, upper=None,
     cell over all tables that keep every relation, agree with the published cells and lie within the
     public a-priori bounds ``lower``/``upper`` (per cell; default upper +inf). ``published`` holds the values
     of the published cells; its entries for suppressed cells are never read (NaN is fine). With
-    ``integer`` the ends are rounded inwards. Unsuppressed cells get NaN."""
+    ``integer`` the ends are rounded inwards. Unsuppressed cells get NaN.
+
+    The LPs work in units of the published values' decimals (decimal_units): the right-hand sides are then
+    exact, so the equations agree as the exact table does (in float sums of cents they contradict each other)."""
     suppressed = np.asarray(suppressed, dtype=bool)
     n = len(suppressed)
     published = np.where(suppressed, 0.0, np.asarray(published, dtype=float))  # no suppressed value enters
-    lower = np.broadcast_to(np.asarray(lower, dtype=float), (n,))
-    upper = np.full(n, np.inf) if upper is None else np.broadcast_to(np.asarray(upper, dtype=float), (n,))
     matrix = relation_matrix(constraints, n)
     matrix_csc = matrix.tocsc()
+    scale, published = next(decimal_units(published, matrix), (1.0, published))
+    lower = np.broadcast_to(np.asarray(lower, dtype=float) * scale, (n,))
+    upper = np.full(n, np.inf) if upper is None else np.broadcast_to(np.asarray(upper, dtype=float) * scale, (n,))
     low, high = np.full(n, np.nan), np.full(n, np.nan)
     for cells in suppressed_groups(matrix_csc, suppressed):
         block = matrix_csc[:, cells].tocsr()
@@ -545,7 +595,7 @@ def public_intervals(published, suppressed, constraints, *, lower, upper=None,
                 h.run()
                 status = h.getModelStatus()
                 if status == highspy.HighsModelStatus.kOptimal:
-                    out[cell] = h.getSolution().col_value[position]
+                    out[cell] = h.getSolution().col_value[position] / scale
                 elif status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
                     out[cell] = -np.inf * sign
                 else:

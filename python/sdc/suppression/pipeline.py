@@ -28,7 +28,7 @@ from ..microdata_input import register_microdata
 from ..files import (check_not_an_input, check_output_file, csv_field, read_csv_rows,
                      write_text_atomically)
 from ..macro_renderer import Relation, private_connection, render_macro, run_sql
-from .audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper, public_intervals
+from .audit import AUDIT_TOLERANCE, FLOAT_NOISE, a_priori_lower, audit_pattern, default_upper, public_intervals
 from .heuristic import heuristic_pattern, integer_safe_pattern
 from .optimal import optimal_pattern
 
@@ -358,7 +358,9 @@ def _number(x) -> str:
     x = float(x)
     if np.isinf(x):
         return "inf"
-    if abs(x - round(x)) <= AUDIT_TOLERANCE * max(1.0, abs(x)):  # LP optima carry floating-point noise
+    # float sums and LP optima carry noise, but a cent of 47387443.45 is no noise: relative to the value only
+    # as far as float64 noise goes
+    if abs(x - round(x)) <= max(AUDIT_TOLERANCE, FLOAT_NOISE * abs(x)):
         return str(int(round(x)))
     return f"{x:.6f}".rstrip("0").rstrip(".")
 

@@ -235,7 +235,7 @@
       {%- do sdc.gate_check_relation(parent, here, loads, behind, depth + 1, checker) -%}
     {%- endif -%}
   {%- endfor -%}
-{%- elif step in ['ckm_count', 'ckm_sum'] -%}
+{%- elif step in ['ckm_count', 'ckm_sum', 'ckm_finest_cells'] -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is an audit relation: " ~ step ~ " built it, and its audit columns hold the original values; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
 {%- elif live is not none -%}
   {%- for parent in live -%}

@@ -673,3 +673,49 @@ def test_a_cube_built_with_another_ptable_than_the_release_gets_no_builder(grant
         owner.commit()
         owner.close()
 
+
+FORGED = 'x\n2026-11-26 20:13:00.000 UTC [999] LOG:  sdc_ckm_table request 77 by "bob": dims ["state"], filters {}'
+
+
+def test_a_refused_request_s_raw_text_stays_out_of_the_server_log_where_the_owner_may_keep_it_out(granted):
+    """Red team R3-9: PostgreSQL logs a statement's text (log_min_error_statement = error) after an error or a LOG
+    line, so the analyst's raw text reached the server log, its second line looking like another request. The
+    function turns that off for its own lines where its owner may set the parameter (a superuser, or GRANT SET
+    ON PARAMETER on PostgreSQL 15); otherwise the hook says so, and the README says how to read the log."""
+    server = granted.postgres
+
+    def refused_request() -> str:
+        """The log the server writes while the analyst's request with a forged line is refused."""
+        start = server.log.stat().st_size
+        conn = server.connect(user=ANALYST, password=READER_PASSWORD)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur, pytest.raises(psycopg2.errors.RaiseException):
+                cur.execute("select * from acl_audit.sdc_log_try(%s)", ([FORGED],))
+        finally:
+            conn.close()
+        with server.log.open(encoding="utf-8") as log:
+            log.seek(start)
+            return log.read()
+
+    raw = "\n\t" + FORGED.split("\n")[1]  # a further line of a STATEMENT: the server indents it with a tab
+    superuser = server.connect(user="postgres")
+    superuser.autocommit = True
+    try:
+        result = builder_op(granted, "persons_finest", "sdc_log_try", "sdc_hierarchies")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert "ckm_table_builder: the role sdc_dbt may not set log_min_error_statement" in result.stdout
+        written = refused_request()
+        assert json.dumps(FORGED) in written and raw in written  # as the README describes
+
+        with superuser.cursor() as cur:
+            cur.execute("grant set on parameter log_min_error_statement to sdc_dbt")
+        result = builder_op(granted, "persons_finest", "sdc_log_try", "sdc_hierarchies")
+        assert result.returncode == 0 and "may not set" not in result.stdout, result.stdout[-3000:]
+        written = refused_request()
+        assert json.dumps(FORGED) in written and "STATEMENT" not in written and FORGED.split("\n")[1] not in written
+    finally:
+        with superuser.cursor() as cur:
+            cur.execute("revoke set on parameter log_min_error_statement from sdc_dbt")
+            cur.execute("drop function if exists acl_audit.sdc_log_try(text[], jsonb)")
+        superuser.close()

@@ -46,6 +46,10 @@
   Every request is logged to the server log (RAISE LOG, kept when the analyst rolls back) and to a table the
   analyst cannot read (role, time, dimensions, filters, request number from a sequence: a rolled-back request
   leaves a gap); analyst text reaches log and error lines only as JSON strings (a newline is \n: red team 21).
+  PostgreSQL itself logs a statement's text raw after its errors and LOG lines (STATEMENT, at the default
+  log_min_error_statement = error): the function sets that parameter to panic for its own lines where its
+  owner may (a superuser, or GRANT SET ON PARAMETER log_min_error_statement on PostgreSQL 15); otherwise the
+  hook says so (red team R3-9).
 #}
 {% macro ckm_finest_cells(relation, dims, modulus=none, hierarchy=none, ptable=none, threshold=none) %}
 {%- if dims is string or dims | length == 0 -%}
@@ -100,6 +104,10 @@ from (
 {%- set release = sdc.gate_release('ckm_table_builder') -%}
 {%- do release['behind']['audits'].append([finest, record]) -%}
 {%- do sdc.gate_check_one_value_per_cell(release['behind'], 'ckm_table_builder') -%}
+{%- set quiet = sdc.ckm_table_builder_may_set_log_min_error_statement() -%}
+{%- if not quiet -%}
+  {%- do log("ckm_table_builder: the role " ~ target.user ~ " may not set log_min_error_statement, so the server log's STATEMENT lines after a request and after a refusal carry the analyst's raw text; as a superuser, GRANT SET ON PARAMETER log_min_error_statement TO " ~ target.user ~ " (PostgreSQL 15) to leave it out", info=true) -%}
+{%- endif -%}
 {%- set schema = sdc.sql_identifier(finest.schema) -%}
 {%- set fn = schema ~ '.' ~ sdc.sql_identifier(function_name) -%}
 {#- the function's name in its messages: RAISE formats them (% is a placeholder); one line -#}
@@ -222,7 +230,10 @@ revoke all on sequence {{ sequence }} from public;
 {%- endfor %}
 create or replace function {{ fn }}(dims text[], filters jsonb default '{}'::jsonb)
 returns table(codes text[], count bigint)
-language plpgsql security definer set search_path = pg_catalog, pg_temp as $sdc$
+language plpgsql security definer set search_path = pg_catalog, pg_temp
+{#- PostgreSQL logs the statement's text after an error or LOG line (log_min_error_statement = error): the
+    analyst's text unquoted, whose further lines read like lines of the log (red team R3-9) -#}
+{%- if quiet %} set log_min_error_statement = panic{% endif %} as $sdc$
 {{ body }}
 $sdc$;
 revoke all on function {{ fn }}(text[], jsonb) from public;
@@ -304,3 +315,13 @@ limit 5
 {%- endif -%}
 {% endmacro %}
 
+
+{#- whether the function's owner (the dbt role) may give the function log_min_error_statement: a superuser, or on
+    PostgreSQL 15 a role granted SET on that parameter -#}
+{% macro ckm_table_builder_may_set_log_min_error_statement() %}
+{%- set version = run_query("select cast(current_setting('server_version_num') as integer)").rows[0][0] -%}
+{%- if version >= 150000 -%}
+  {{ return(run_query("select has_parameter_privilege('log_min_error_statement', 'SET')").rows[0][0]) }}
+{%- endif -%}
+{{ return(run_query("select rolsuper from pg_catalog.pg_roles where rolname = current_user").rows[0][0]) }}
+{% endmacro %}

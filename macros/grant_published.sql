@@ -15,48 +15,110 @@
   ckm_sum output, suppression_published over a pattern, ckm_mean over protected relations), or it must be a view
   whose dependencies (pg_depend) are such relations only; a view must read exactly what its step read; and all
   granted relations come from one load of each source table, its last (their build records), so a stale pattern or a
-  partial rebuild after a reload is not granted beside the new tables. On DuckDB, which has no GRANT, it does nothing (`sdc publish` writes a separate
-  file instead).
+  partial rebuild after a reload is not granted beside the new tables. After a run in which a node failed or was
+  skipped it grants nothing (one line says so), as `sdc publish` publishes nothing then.
+
+  Outside a hook, e.g. to grant again after the grants were lost, it runs the same checks and grants itself,
+  naming what it granted:
+
+      dbt run-operation grant_published --args '{roles: [bi_reader]}'
+
+  A role that does not exist stops it before any grant. On DuckDB, which has no GRANT, the hook does nothing
+  (`sdc publish` writes a separate file instead) and the operation stops saying so.
 #}
 {% macro grant_published(roles) %}
   {{ return(adapter.dispatch('grant_published', 'sdc')(roles)) }}
 {% endmacro %}
 
-{% macro default__grant_published(roles) %}{{ return('select 1') }}{% endmacro %}
+{#- in a hook on an engine without GRANT: nothing to do; asked for by dbt run-operation, say so rather than exit 0 -#}
+{% macro default__grant_published(roles) %}
+{%- if execute and results is not defined -%}
+  {{ exceptions.raise_compiler_error("grant_published: " ~ target.type ~ " has no GRANT, so nothing is granted; publish with sdc publish instead") }}
+{%- endif -%}
+{{ return('select 1') }}
+{% endmacro %}
 
 {% macro postgres__grant_published(roles) -%}
 {%- if roles is string or roles | length == 0 -%}
   {{ exceptions.raise_compiler_error("grant_published: roles must be a non-empty list of role names") }}
 {%- endif -%}
+{%- if not execute -%}{{ return('select 1') }}{%- endif -%}
+{#- dbt gives an on-run-end hook the run's results; outside a hook (dbt run-operation) there are none -#}
+{%- set in_hook = results is defined -%}
+{%- if in_hook -%}
+  {#- after a failed run old relations lie beside new ones: grant nothing, as sdc publish
+      (python/sdc/publish.py FAILED_STATUSES) publishes nothing (new-user N5) -#}
+  {%- set failed = [] -%}
+  {%- for result in results if (result.status | string | lower) in ['error', 'fail', 'runtime error', 'skipped'] -%}
+    {%- do failed.append(result.node.unique_id) -%}
+  {%- endfor -%}
+  {%- if failed -%}
+    {%- do log("grant_published: the dbt run did not succeed: " ~ failed | length ~ " node(s) failed or were skipped, first "
+               ~ failed[0] ~ "; nothing granted: fix it and run dbt build", info=true) -%}
+    {{ return('select 1') }}
+  {%- endif -%}
+{%- endif -%}
+{%- set names = [] -%}
+{%- for role in roles -%}{%- do names.append(role | string | trim) -%}{%- endfor -%}
+{#- a role that does not exist stops before any grant, with its name (public is PostgreSQL's every role) -#}
+{%- set quoted = [] -%}
+{%- for name in names -%}{%- do quoted.append(sdc.sql_string(name)) -%}{%- endfor -%}
+{%- set existing = run_query("select rolname from pg_catalog.pg_roles where rolname in (" ~ quoted | join(', ') ~ ")").columns[0].values() | list -%}
+{%- for name in names if name not in existing and name != 'public' -%}
+  {{ exceptions.raise_compiler_error("grant_published: no role " ~ name ~ " in the database (create it, or correct the name); nothing granted") }}
+{%- endfor -%}
 {%- set to = [] -%}
-{%- for role in roles -%}{%- do to.append(sdc.sql_identifier(role | string | trim)) -%}{%- endfor -%}
+{%- for name in names -%}{%- do to.append(sdc.sql_identifier(name)) -%}{%- endfor -%}
+{%- set release = sdc.gate_release('grant_published') -%}
 {%- set statements = [] -%}
+{%- for schema in release['schemas'] -%}
+  {%- do statements.append('grant usage on schema ' ~ sdc.sql_identifier(schema) ~ ' to ' ~ to | join(', ')) -%}
+{%- endfor -%}
+{%- for relation in release['relations'] -%}
+  {%- do statements.append('grant select on ' ~ relation ~ ' to ' ~ to | join(', ')) -%}
+{%- endfor -%}
+{%- if in_hook -%}
+  {{ return(statements | join(';\n') if statements else 'select 1') }}
+{%- endif -%}
+{#- outside a hook nothing would run the returned SQL (new-user N8): run it here, and say what was granted -#}
+{%- if statements -%}
+  {%- do run_query(statements | join(';\n')) -%}
+  {%- do run_query('commit') -%}
+  {%- do log("grant_published: granted SELECT to " ~ names | join(', ') ~ " on " ~ release['relations'] | length ~ " relations ("
+             ~ release['relations'] | join(', ') ~ ") and USAGE on their schemas (" ~ release['schemas'] | join(', ') ~ ")", info=true) -%}
+{%- else -%}
+  {%- do log("grant_published: no relation tagged sdc_publish is in the database; nothing granted", info=true) -%}
+{%- endif -%}
+{{ return('select 1') }}
+{%- endmacro %}
+
+
+{#- the tagged relations in the database, each checked as sdc publish checks it, and the release's rules across
+    them (one load of each source, one value per cell): {relations, schemas, loads, behind}. `checker` names the
+    macro in the messages (the table builder applies the same rules to the release beside its cube) -#}
+{% macro gate_release(checker) %}
+{%- set relations = [] -%}
 {%- set schemas = [] -%}
 {%- set loads = {} -%}
 {%- set behind = {'audits': [], 'patterns': []} -%}
-{%- if execute -%}
-  {%- for node in graph.nodes.values() if node.resource_type in ['model', 'seed', 'snapshot'] and 'sdc_publish' in node.tags -%}
-    {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias or node.name) -%}
-    {%- if relation is not none -%}
-      {%- do sdc.check_publishable(node, relation) -%}
-      {%- do sdc.gate_check_relation(relation, [relation | string], loads, behind) -%}
-      {%- if node.schema not in schemas -%}
-        {%- do schemas.append(node.schema) -%}
-        {%- do statements.append('grant usage on schema ' ~ sdc.sql_identifier(node.schema) ~ ' to ' ~ to | join(', ')) -%}
-      {%- endif -%}
-      {%- do statements.append('grant select on ' ~ relation ~ ' to ' ~ to | join(', ')) -%}
-    {%- endif -%}
-  {%- endfor -%}
-  {%- do sdc.gate_check_one_load(loads) -%}
-  {%- do sdc.gate_check_one_value_per_cell(behind) -%}
-{%- endif -%}
-{{ statements | join(';\n') if statements else 'select 1' }}
-{%- endmacro %}
+{%- for node in graph.nodes.values() if node.resource_type in ['model', 'seed', 'snapshot'] and 'sdc_publish' in node.tags -%}
+  {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias or node.name) -%}
+  {%- if relation is not none -%}
+    {%- do sdc.check_publishable(node, relation, checker) -%}
+    {%- do sdc.gate_check_relation(relation, [relation | string], loads, behind, checker=checker) -%}
+    {%- if node.schema not in schemas -%}{%- do schemas.append(node.schema) -%}{%- endif -%}
+    {%- do relations.append(relation) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- do sdc.gate_check_one_load(loads, checker) -%}
+{%- do sdc.gate_check_one_value_per_cell(behind, checker) -%}
+{{ return({'relations': relations, 'schemas': schemas, 'loads': loads, 'behind': behind}) }}
+{% endmacro %}
 
 
 {#- stop when a tagged relation reaches raw data or an audit relation without a protection step, or has a column
     that undoes the protection (the rules of python/sdc/publish.py, for engines that publish by GRANT) -#}
-{% macro check_publishable(node, relation) %}
+{% macro check_publishable(node, relation, checker='grant_published') %}
 {%- set protection = ['macro.sdc.ckm_published', 'macro.sdc.suppression_published'] -%}
 {%- set audit = ['macro.sdc.ckm_count', 'macro.sdc.ckm_sum', 'macro.sdc.ckm_finest_cells', 'macro.sdc.suppression_cells',
                  'macro.sdc.suppression_cells_from_aggregate', 'macro.sdc.suppression_primary'] -%}
@@ -66,7 +128,7 @@
   {%- set item = stack.pop() -%}
   {%- set id, path = item[0], item[1] -%}
   {%- if id in graph.sources -%}
-    {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " reaches raw data, source " ~ graph.sources[id].source_name ~ "." ~ graph.sources[id].name ~ ", without a protection step (ckm_published, suppression_published): " ~ path | join(' <- ')) }}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " reaches raw data, source " ~ graph.sources[id].source_name ~ "." ~ graph.sources[id].name ~ ", without a protection step (ckm_published, suppression_published): " ~ path | join(' <- ')) }}
   {%- endif -%}
   {%- if id not in seen and id in graph.nodes -%}
     {%- do seen.append(id) -%}
@@ -76,7 +138,7 @@
     {%- set protected = (macros | select('in', protection) | list) and parents | length == 1 and parents[0] not in graph.sources -%}
     {%- if not protected -%}
       {%- if macros | select('in', audit) | list -%}
-        {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is or reads the audit relation " ~ current.name ~ ", which holds the original values, without a protection step (ckm_published, suppression_published): " ~ path | join(' <- ')) }}
+        {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is or reads the audit relation " ~ current.name ~ ", which holds the original values, without a protection step (ckm_published, suppression_published): " ~ path | join(' <- ')) }}
       {%- endif -%}
       {%- for parent in parents -%}
         {%- do stack.append([parent, path + [graph.nodes[parent].name if parent in graph.nodes else parent]]) -%}
@@ -87,7 +149,7 @@
 {#- the columns python/sdc/publish.py refuses (unpublishable), from the same conventions -#}
 {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
 {%- for name in names if sdc.unpublishable_column(name, names) -%}
-    {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " has the column " ~ name ~ ", which undoes the protection; publish the dimensions and protected measures only (ckm_published, suppression_published)") }}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " has the column " ~ name ~ ", which undoes the protection; publish the dimensions and protected measures only (ckm_published, suppression_published)") }}
 {%- endfor -%}
 {% endmacro %}
 
@@ -116,13 +178,13 @@
 {#- the gate of python/sdc/release_gate.py on PostgreSQL: stop unless `relation` is a protection step over inputs
     of the right kind, or a view over such relations only; collect the loads behind it into `loads`
     ({source table: {loaded_at: relation}}) -#}
-{% macro gate_check_relation(relation, path, loads, behind, depth=0) %}
+{% macro gate_check_relation(relation, path, loads, behind, depth=0, checker='grant_published') %}
 {%- if depth > 20 -%}
-  {{ exceptions.raise_compiler_error("grant_published: " ~ path | join(' <- ') ~ ": relations read each other too deep") }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ path | join(' <- ') ~ ": relations read each other too deep") }}
 {%- endif -%}
 {%- set route = path | join(' <- ') -%}
 {%- if relation.schema | lower == sdc.setting('sdc_raw_schema') | lower -%}
-  {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is raw microdata; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is raw microdata; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
 {%- endif -%}
 {%- set record = sdc.build_record_of_relation(relation.database, relation.schema, relation.identifier) -%}
 {%- set step = record.get('step') if record is not none else none -%}
@@ -138,14 +200,14 @@
   {%- for item in record.get('reads') or [] -%}
     {%- set found = adapter.get_relation(database=item['database'] or relation.database, schema=item['schema'] or relation.schema, identifier=item['name']) -%}
     {%- if found is none -%}
-      {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is the output of " ~ step ~ ", but the relation it read (" ~ item['name'] ~ ") is not in the database any more; run dbt build") }}
+      {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is the output of " ~ step ~ ", but the relation it read (" ~ item['name'] ~ ") is not in the database any more; run dbt build") }}
     {%- endif -%}
     {%- do reads.append(found) -%}
   {%- endfor -%}
   {%- if live is not none -%}
     {%- set declared = reads | map('string') | map('lower') | list -%}
     {%- for other in live if other | string | lower not in declared -%}
-      {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is a view that reads " ~ other ~ " beside what its step " ~ step ~ " read: the view was replaced after dbt built it; refusing to grant " ~ path[0]) }}
+      {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is a view that reads " ~ other ~ " beside what its step " ~ step ~ " read: the view was replaced after dbt built it; refusing to grant " ~ path[0]) }}
     {%- endfor -%}
   {%- endif -%}
   {%- for parent in reads -%}
@@ -153,7 +215,7 @@
     {%- if step == 'ckm_published' -%}
       {%- set parent_record = sdc.build_record_of_relation(parent.database, parent.schema, parent.identifier) -%}
       {%- if (parent_record or {}).get('step') not in ['ckm_count', 'ckm_sum'] -%}
-        {{ exceptions.raise_compiler_error("grant_published: " ~ parent ~ " is read by ckm_published but is not the output of ckm_count or ckm_sum, so its numbers are not protected; refusing to grant " ~ path[0] ~ " (path: " ~ here | join(' <- ') ~ ")") }}
+        {{ exceptions.raise_compiler_error(checker ~ ": " ~ parent ~ " is read by ckm_published but is not the output of ckm_count or ckm_sum, so its numbers are not protected; refusing to grant " ~ path[0] ~ " (path: " ~ here | join(' <- ') ~ ")") }}
       {%- endif -%}
       {%- for table, at in ((parent_record or {}).get('loads') or {}).items() -%}
         {%- for one in at -%}{%- do loads.setdefault(table, {}).setdefault(one, parent | string) -%}{%- endfor -%}
@@ -162,7 +224,7 @@
     {%- elif step == 'suppression_published' -%}
       {%- set names = adapter.get_columns_in_relation(parent) | map(attribute='name') | map('lower') | list -%}
       {%- if 'status' not in names or 'published_text' not in names or parent.schema | lower == sdc.setting('sdc_raw_schema') | lower -%}
-        {{ exceptions.raise_compiler_error("grant_published: " ~ parent ~ " is read by suppression_published but is no suppression pattern (no column status / published_text); refusing to grant " ~ path[0]) }}
+        {{ exceptions.raise_compiler_error(checker ~ ": " ~ parent ~ " is read by suppression_published but is no suppression pattern (no column status / published_text); refusing to grant " ~ path[0]) }}
       {%- endif -%}
       {%- set parent_record = sdc.build_record_of_relation(parent.database, parent.schema, parent.identifier) -%}
       {%- for table, at in ((parent_record or {}).get('loads') or {}).items() -%}
@@ -170,17 +232,17 @@
       {%- endfor -%}
       {%- do behind['patterns'].append([parent, parent_record]) -%}
     {%- else -%}
-      {%- do sdc.gate_check_relation(parent, here, loads, behind, depth + 1) -%}
+      {%- do sdc.gate_check_relation(parent, here, loads, behind, depth + 1, checker) -%}
     {%- endif -%}
   {%- endfor -%}
-{%- elif step in ['ckm_count', 'ckm_sum'] -%}
-  {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is an audit relation: " ~ step ~ " built it, and its audit columns hold the original values; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
+{%- elif step in ['ckm_count', 'ckm_sum', 'ckm_finest_cells'] -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is an audit relation: " ~ step ~ " built it, and its audit columns hold the original values; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
 {%- elif live is not none -%}
   {%- for parent in live -%}
-    {%- do sdc.gate_check_relation(parent, path + [parent | string], loads, behind, depth + 1) -%}
+    {%- do sdc.gate_check_relation(parent, path + [parent | string], loads, behind, depth + 1, checker) -%}
   {%- endfor -%}
 {%- else -%}
-  {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is no protection step (its build record names none: its SQL is not one call of ckm_published, suppression_published or ckm_mean) and no view, so what it reads cannot be told; refusing to grant " ~ path[0] ~ (" (path: " ~ route ~ ")" if path | length > 1 else "") ~ ". Publish a protection step, or a view over protected relations") }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is no protection step (its build record names none: its SQL is not one call of ckm_published, suppression_published or ckm_mean) and no view, so what it reads cannot be told; refusing to grant " ~ path[0] ~ (" (path: " ~ route ~ ")" if path | length > 1 else "") ~ ". Publish a protection step, or a view over protected relations") }}
 {%- endif -%}
 {% endmacro %}
 
@@ -204,18 +266,18 @@
 
 {#- every granted relation from one load of each source table, the last one in the load log (red team 20,
     new-user D6: a suppression pattern sdc suppress --target wrote before a reload carries the older load) -#}
-{% macro gate_check_one_load(loads) %}
+{% macro gate_check_one_load(loads, checker='grant_published') %}
 {%- for table, found in loads.items() if found | length > 1 -%}
   {%- set shown = [] -%}
   {%- for at, relation in found.items() | sort -%}{%- do shown.append('load of ' ~ at ~ ': ' ~ relation) -%}{%- endfor -%}
-  {{ exceptions.raise_compiler_error("grant_published: the tagged relations were built from different loads of " ~ table ~ " (" ~ shown | join('; ') ~ "): a stale pattern or a rebuild of part of the project after sdc load; run the whole build (sdc suppress --target again for a suppression pattern) before granting") }}
+  {{ exceptions.raise_compiler_error(checker ~ ": the tagged relations were built from different loads of " ~ table ~ " (" ~ shown | join('; ') ~ "): a stale pattern or a rebuild of part of the project after sdc load; run the whole build (sdc suppress --target again for a suppression pattern) before granting") }}
 {%- endfor -%}
 {%- set log = sdc.build_record_load_log() -%}
 {%- set raw = sdc.setting('sdc_raw_schema') | lower ~ '.' -%}
 {%- for table, found in loads.items() -%}
   {%- set last = log.get(table[raw | length:] if table.startswith(raw) else table) -%}
   {%- for at, relation in found.items() if last is not none and at != last -%}
-    {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " was built from the load of " ~ table ~ " of " ~ at ~ ", but its last sdc load is of " ~ last ~ ": run the whole build (sdc suppress --target again for a suppression pattern) after the last sdc load before granting") }}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " was built from the load of " ~ table ~ " of " ~ at ~ ", but its last sdc load is of " ~ last ~ ": run the whole build (sdc suppress --target again for a suppression pattern) after the last sdc load before granting") }}
   {%- endfor -%}
 {%- endfor -%}
 {% endmacro %}
@@ -224,7 +286,7 @@
 {#- one value per cell across the granted relations, as python/sdc/release_gate.py check_release: one ptable of
     each kind and one set of magnitude parameters behind the CKM tables (new-user D5); no population and
     variable both by the CKM and by cell suppression (D3: the same grand total over the same source) -#}
-{% macro gate_check_one_value_per_cell(behind) %}
+{% macro gate_check_one_value_per_cell(behind, checker='grant_published') %}
 {%- set used = {} -%}
 {%- for audit, record in behind['audits'] -%}
   {%- for kind, digest in ((record or {}).get('ptables') or {}).items() -%}
@@ -236,7 +298,7 @@
 {%- endfor -%}
 {%- for thing, digests in used.items() if digests | length > 1 -%}
   {%- set shown = digests.values() | sort -%}
-  {{ exceptions.raise_compiler_error("grant_published: the release mixes two " ~ thing ~ ": " ~ shown[0] ~ " and " ~ shown[1] ~ " were built with different ones, so a cell can be published with two noisy values; build every CKM table with one " ~ thing ~ " (dbt build after changing it)") }}
+  {{ exceptions.raise_compiler_error(checker ~ ": the release mixes two " ~ thing ~ ": " ~ shown[0] ~ " and " ~ shown[1] ~ " were built with different ones, so a cell can be published with two noisy values; build every CKM table with one " ~ thing ~ " (dbt build after changing it)") }}
 {%- endfor -%}
 {%- for pattern, pattern_record in behind['patterns'] -%}
   {%- set pattern_columns = adapter.get_columns_in_relation(pattern) | map(attribute='name') | map('lower') | list -%}
@@ -252,7 +314,7 @@
       {#- agate gives Decimals: as floats, for the tolerance below -#}
       {%- set totals = found | map('float') | list if found[0] is not none and found[1] is not none else [none, none] -%}
       {%- if totals[0] is not none and totals[1] is not none and totals[0] > 0 and (totals[0] - totals[1]) | abs <= 1e-9 * [1, totals[0] | abs] | max -%}
-        {{ exceptions.raise_compiler_error("grant_published: " ~ audit ~ " (Cell Key Method) and " ~ pattern ~ " (cell suppression) hold the same population and variable (both have the grand total " ~ totals[0] ~ "): the suppression table would show the true value of cells the CKM perturbs and the CKM a value for cells suppression hides; publish this table by one method only") }}
+        {{ exceptions.raise_compiler_error(checker ~ ": " ~ audit ~ " (Cell Key Method) and " ~ pattern ~ " (cell suppression) hold the same population and variable (both have the grand total " ~ totals[0] ~ "): the suppression table would show the true value of cells the CKM perturbs and the CKM a value for cells suppression hides; publish this table by one method only") }}
       {%- endif -%}
     {%- endfor -%}
   {%- endfor -%}

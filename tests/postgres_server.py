@@ -25,6 +25,7 @@ class PostgresServer:
     user: str
     password: str
     dbname: str
+    log: Path | None = None  # the server's log file (stderr), for tests of what it logs
 
     def connect(self, user: str | None = None, password: str | None = None):
         import psycopg2
@@ -88,7 +89,7 @@ def throwaway_postgres():
                 cur.execute(f"create role {DBT_ROLE} login createrole password '{DBT_PASSWORD}'")
                 cur.execute(f"create database {DATABASE} owner {DBT_ROLE}")
             admin.close()
-            yield PostgresServer("127.0.0.1", port, DBT_ROLE, DBT_PASSWORD, DATABASE)
+            yield PostgresServer("127.0.0.1", port, DBT_ROLE, DBT_PASSWORD, DATABASE, folder / "server.log")
         finally:
             subprocess.run(_as_owner([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
                            capture_output=True, timeout=120)

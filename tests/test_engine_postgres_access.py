@@ -42,8 +42,21 @@ models:
 on-run-start: ["{{ sdc.engine_setup() }}"]
 on-run-end:
   - "{{ sdc.grant_published(['bi_reader']) }}"
-  - "{{ sdc.ckm_table_builder(ref('persons_finest'), ['sex', 'roof', 'water'], ['analyst'], ref('sdc_ptable'), modulus=10000000) }}"
+  - "{{ sdc.ckm_table_builder(ref('persons_finest'), ['sex', 'roof', 'water'], ['analyst'], ref('sdc_ptable'),
+                              modulus=10000000, hierarchy=ref('sdc_hierarchies')) }}"
 """
+
+
+def code_list(codes: dict[str, set[str]]) -> str:
+    """A hierarchy seed that declares flat dimensions: each its total (Total) and its codes below it."""
+    return "dimension,code,parent\n" + "".join(
+        f"{d},Total,\n" + "".join(f"{d},{c},Total\n" for c in sorted(cs)) for d, cs in codes.items())
+
+
+# the builder's code lists (red team R3-11): the codes of the data; the same with a code no record has; roof only
+CODE_LISTS = {"sdc_hierarchies": code_list(KNOWN_CODES),
+              "codes_more": code_list({**KNOWN_CODES, "water": KNOWN_CODES["water"] | {"w8"}}),
+              "roof_codes": code_list({"roof": KNOWN_CODES["roof"]})}
 
 
 def write_project(p: ScratchProject, tagged_audit: bool = False) -> None:
@@ -51,13 +64,16 @@ def write_project(p: ScratchProject, tagged_audit: bool = False) -> None:
     (p.root / "models" / "audit").mkdir(exist_ok=True)
     (p.root / "models" / "protected").mkdir(exist_ok=True)
     p.sources(["acl_survey"])
+    for name, text in CODE_LISTS.items():
+        p.seed(name, text)
     (p.root / "models" / "audit" / "ckm_persons.sql").write_text(
         "{{ sdc.ckm_count(source('raw', 'acl_survey'), ['sex', 'roof'], modulus=10000000) }}")
     (p.root / "models" / "protected" / "persons.sql").write_text("{{ sdc.ckm_published(ref('ckm_persons')) }}")
     (p.root / "models" / "protected" / "persons_view.sql").write_text(
         "{{ config(materialized='view') }}{{ sdc.ckm_published(ref('ckm_persons')) }}")
     (p.root / "models" / "audit" / "persons_finest.sql").write_text(
-        "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof', 'water'], modulus=10000000) }}")
+        "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof', 'water'], "
+        "hierarchy=ref('sdc_hierarchies'), modulus=10000000) }}")
     if tagged_audit:  # a mistake: the audit relation itself, tagged for publication
         (p.root / "models" / "protected" / "persons_audit_copy.sql").write_text("select * from {{ ref('ckm_persons') }}")
     else:  # the builder's cells over codes that break a table (red team 18), built one by one by the tests
@@ -433,16 +449,16 @@ def test_the_cells_stop_on_null_codes_and_the_totals_code_as_ckm_count_does(gran
 
 # ------------------------------------------------------------------- a builder with a hierarchy and its rules
 
-ROOF_HIERARCHY = "dimension,code,parent\nroof,All,\nroof,rA,All\nroof,rB,All\n" + "".join(
+ROOF_HIERARCHY = code_list({"sex": KNOWN_CODES["sex"]}) + "roof,All,\nroof,rA,All\nroof,rB,All\n" + "".join(
     f"roof,{leaf},{group}\n" for leaf, group in [("r2", "rA"), ("r4", "rA"), ("r5", "rB"), ("r6", "rB"), ("r9", "rB")])
 RULED_BUDGET, RULED_POPULATION = 6, 50
 
 
 @pytest.fixture(scope="module")
 def ruled(granted, tmp_path_factory):
-    """The cells over sex and roof with roof's hierarchy (All > rA, rB > leaves) and a threshold of 10 (a count
-    below it is NULL), a budget of 6 requests per role and a minimum population of 50, for analyst_b and
-    analyst_c; a dbt model over the same hierarchy and threshold."""
+    """The cells over sex and roof with roof's hierarchy (All > rA, rB > leaves; sex's code list) and a
+    threshold of 10 (a count below it is NULL), a budget of 6 requests per role and a minimum population of 50,
+    for analyst_b and analyst_c; a dbt model over the same hierarchy and threshold."""
     p = ScratchProject(tmp_path_factory.mktemp("ruled") / "project", postgres=granted.postgres, schema="acl_ruled")
     (p.root / "dbt_project.yml").write_text(project_yaml() + PROJECT_EXTRA.split("on-run-start")[0] + (
         'on-run-start: ["{{ sdc.engine_setup() }}"]\non-run-end:\n'
@@ -534,7 +550,8 @@ HOSTILE_ROLE = "an'a\"lyst; drop table raw.acl_survey; --\n$sdc"
 HOSTILE_FUNCTION = "try'\"; --%"
 TRY_BUILDER = ("{% macro try_builder(roles, budget, min_population) %}{% do run_query(sdc.ckm_table_builder("
                "ref('persons_finest'), ['sex', 'roof', 'water'], roles, budget=budget, min_population=min_population, "
-               "function_name=" + repr(HOSTILE_FUNCTION) + ", log_table='try_requests')) %}"
+               "function_name=" + repr(HOSTILE_FUNCTION) + ", log_table='try_requests', "
+               "hierarchy=ref('sdc_hierarchies'))) %}"
                "{% do run_query('commit') %}{% endmacro %}")
 
 
@@ -580,3 +597,125 @@ def test_a_hostile_role_and_function_name_reach_sql_quoted_and_the_role_gets_its
     with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # the analyst was not granted this one
         as_reader(granted.postgres, request, role=ANALYST)
     assert owner_rows(granted) == (3 * 6 * 9, len(_SURVEY))
+
+
+# ------------------------------------------------------------- what the builder's cube must share with the release
+
+BUILDER_OP = ("{% macro builder_op(cube, function_name, hierarchy) %}{% do run_query(sdc.ckm_table_builder("
+              "ref(cube), ['sex', 'roof', 'water'], ['analyst'], function_name=function_name, "
+              "log_table=function_name ~ '_requests', hierarchy=ref(hierarchy) if hierarchy else none)) %}"
+              "{% do run_query('commit') %}{% endmacro %}")
+
+
+def builder_op(granted, cube, function_name, hierarchy):
+    """The builder's hook over ``cube`` as its own operation, creating ``function_name``."""
+    (granted.root / "macros" / "builder_op.sql").write_text(BUILDER_OP)
+    result = granted.dbt("run-operation", "builder_op", "--args", json.dumps(
+        {"cube": cube, "function_name": function_name, "hierarchy": hierarchy}))
+    result.stdout = result.stdout.replace("\n  ", " ")
+    return result
+
+
+def function_exists(granted, name) -> bool:
+    owner = granted.postgres.connect()
+    try:
+        with owner.cursor() as cur:
+            cur.execute("select count(*) from pg_proc as p join pg_namespace as n on n.oid = p.pronamespace "
+                        "where n.nspname = 'acl_audit' and p.proname = %s", (name,))
+            return cur.fetchone()[0] > 0
+    finally:
+        owner.close()
+
+
+@pytest.mark.parametrize("hierarchy, message", [
+    (None, "no code list (hierarchy=) declares the codes of sex, roof, water"),
+    ("roof_codes", "no code list (hierarchy=) declares the codes of sex, water"),
+    ("codes_more", "are not those its code list declares (water w8: declared, not in the cells)"),
+])
+def test_a_builder_needs_every_dimension_s_codes_declared(granted, hierarchy, message):
+    """Red team R3-11: without a code list a dimension's codes in the cube are those of the records, so a code
+    whose every cell is 0 still says that a record has it (and a reload without that record drops it). The hook
+    needs hierarchy= with every dimension, and a cube built over those codes."""
+    result = builder_op(granted, "persons_finest", "sdc_ckm_undeclared", hierarchy)
+    assert result.returncode != 0 and "ckm_table_builder: " in result.stdout and message in result.stdout, \
+        result.stdout[-3000:]
+    assert not function_exists(granted, "sdc_ckm_undeclared")
+
+
+def test_a_cube_built_with_another_ptable_than_the_release_gets_no_builder(granted):
+    """Red team R3-10: a second cube with a ptable of its own and its builder beside the granted tables of the
+    first ptable: the same cell came back with two noisy values (595 and 596). The hook applies the release's
+    rule of one ptable to its cube, naming both relations."""
+    from sdc.cli import main
+    from sdc.conventions import PTABLE_SEED_COLUMN_TYPES
+
+    files = [granted.root / "seeds" / "sdc_ptable_b.csv", granted.root / "seeds" / "sdc_ptable_b.yml",
+             granted.root / "models" / "audit" / "persons_finest_b.sql"]
+    assert main(["ptable", "--D", "3", "--V", "2", "--js", "1", "--out", str(files[0])]) == 0
+    files[1].write_text("version: 2\nseeds:\n  - name: sdc_ptable_b\n    config:\n      column_types: "
+                        + json.dumps(PTABLE_SEED_COLUMN_TYPES) + "\n")
+    files[2].write_text("{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof', 'water'], "
+                        "hierarchy=ref('sdc_hierarchies'), ptable=ref('sdc_ptable_b'), modulus=10000000) }}")
+    try:
+        result = granted.dbt("build", "--select", "sdc_ptable_b", "persons_finest_b")
+        assert result.returncode == 0, result.stdout[-3000:]
+        result = builder_op(granted, "persons_finest_b", "sdc_ckm_b_table", "sdc_hierarchies")
+        out = result.stdout
+        assert result.returncode != 0 and "ckm_table_builder: the release mixes two count ptable: " in out, out[-3000:]
+        assert '"acl_audit"."ckm_persons"' in out and '"acl_audit"."persons_finest_b"' in out, out[-3000:]
+        assert not function_exists(granted, "sdc_ckm_b_table")
+    finally:
+        for file in files:
+            file.unlink(missing_ok=True)
+        owner = granted.postgres.connect()
+        with owner.cursor() as cur:
+            cur.execute("drop table if exists acl_audit.persons_finest_b, acl.sdc_ptable_b")
+        owner.commit()
+        owner.close()
+
+
+FORGED = 'x\n2026-11-26 20:13:00.000 UTC [999] LOG:  sdc_ckm_table request 77 by "bob": dims ["state"], filters {}'
+
+
+def test_a_refused_request_s_raw_text_stays_out_of_the_server_log_where_the_owner_may_keep_it_out(granted):
+    """Red team R3-9: PostgreSQL logs a statement's text (log_min_error_statement = error) after an error or a LOG
+    line, so the analyst's raw text reached the server log, its second line looking like another request. The
+    function turns that off for its own lines where its owner may set the parameter (a superuser, or GRANT SET
+    ON PARAMETER on PostgreSQL 15); otherwise the hook says so, and the README says how to read the log."""
+    server = granted.postgres
+
+    def refused_request() -> str:
+        """The log the server writes while the analyst's request with a forged line is refused."""
+        start = server.log.stat().st_size
+        conn = server.connect(user=ANALYST, password=READER_PASSWORD)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur, pytest.raises(psycopg2.errors.RaiseException):
+                cur.execute("select * from acl_audit.sdc_log_try(%s)", ([FORGED],))
+        finally:
+            conn.close()
+        with server.log.open(encoding="utf-8") as log:
+            log.seek(start)
+            return log.read()
+
+    raw = "\n\t" + FORGED.split("\n")[1]  # a further line of a STATEMENT: the server indents it with a tab
+    superuser = server.connect(user="postgres")
+    superuser.autocommit = True
+    try:
+        result = builder_op(granted, "persons_finest", "sdc_log_try", "sdc_hierarchies")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert "ckm_table_builder: the role sdc_dbt may not set log_min_error_statement" in result.stdout
+        written = refused_request()
+        assert json.dumps(FORGED) in written and raw in written  # as the README describes
+
+        with superuser.cursor() as cur:
+            cur.execute("grant set on parameter log_min_error_statement to sdc_dbt")
+        result = builder_op(granted, "persons_finest", "sdc_log_try", "sdc_hierarchies")
+        assert result.returncode == 0 and "may not set" not in result.stdout, result.stdout[-3000:]
+        written = refused_request()
+        assert json.dumps(FORGED) in written and "STATEMENT" not in written and FORGED.split("\n")[1] not in written
+    finally:
+        with superuser.cursor() as cur:
+            cur.execute("revoke set on parameter log_min_error_statement from sdc_dbt")
+            cur.execute("drop function if exists acl_audit.sdc_log_try(text[], jsonb)")
+        superuser.close()

@@ -310,3 +310,16 @@ def test_magnitude_tables_and_means_are_published_and_two_parameter_sets_are_ref
     means = rows(out, "select m.mean_value, i.value / p.count from mean_income as m join income as i using (sex, region) "
                       "join persons as p using (sex, region) where p.count > 0")
     assert means and all(abs(a - b) < 1e-9 * abs(b) for a, b in means)
+
+
+def test_grant_published_as_an_operation_on_duckdb_says_that_nothing_is_granted(tmp_path):
+    """New-user N8 on DuckDB: `dbt run-operation grant_published` exited 0 having granted nothing. DuckDB has no
+    GRANT: as an operation it stops with one line pointing to sdc publish (in a hook it stays a no-op)."""
+    from dbt_project_helper import ScratchProject
+
+    project = ScratchProject(tmp_path / "project")
+    result = project.dbt("run-operation", "grant_published", "--args", "{roles: [bi_reader]}")
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode != 0
+    assert "grant_published: duckdb has no GRANT, so nothing is granted; publish with sdc publish instead" in out, \
+        out[-2000:]

@@ -143,6 +143,59 @@ def test_tables_of_two_ptables_are_not_granted(project):
     assert project.dbt("build").returncode == 0
 
 
+def test_a_failed_run_grants_nothing(project):
+    """New-user N5: a build in which two models failed still granted the table that did build; sdc publish refuses
+    after a failed run, and so does the hook now, with one line."""
+    broken = {"audit/ckm_broken.sql": f"{{{{ sdc.ckm_count(source('raw', '{TABLE}'), ['no_such_column']) }}}}",
+              "protected/broken.sql": "{{ sdc.ckm_published(ref('ckm_broken')) }}"}
+    for name, text in broken.items():
+        (project.root / "models" / name).write_text(text)
+    try:
+        result = project.dbt("build", "--select", "ckm_broken", "broken", "ckm_by_sex", "by_sex")
+    finally:
+        for name in broken:
+            (project.root / "models" / name).unlink()
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode != 0
+    assert "grant_published: the dbt run did not succeed: 2 node(s) failed or were skipped, first " in out, out[-3000:]
+    assert "nothing granted" in out
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # by_sex was rebuilt in that run: granted to no one
+        as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
+    assert project.dbt("build").returncode == 0
+    assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
+
+
+def revoke_reader(project) -> None:
+    con = project.postgres.connect()
+    with con.cursor() as cur:
+        cur.execute(f"revoke all on all tables in schema gate_protected from {READER}")
+        cur.execute(f"revoke usage on schema gate_protected from {READER}")
+    con.commit()
+    con.close()
+
+
+def test_grant_published_as_an_operation_grants_and_says_what(project):
+    """New-user N8: `dbt run-operation grant_published` exited 0 and granted nothing (the macro returns SQL for the
+    hook to run), also for a role that does not exist. Outside a hook it now runs its checks, grants and names
+    what it granted; an unknown role is an error, and nothing is granted to the other roles either."""
+    revoke_reader(project)
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+        as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
+    result = project.dbt("run-operation", "grant_published", "--args", f"{{roles: [{READER}, gate_typo]}}")
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode != 0 and "grant_published: no role gate_typo in the database" in out, out[-3000:]
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+        as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
+
+    result = project.dbt("run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}")
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode == 0, out[-3000:]
+    assert f"grant_published: granted SELECT to {READER} on 4 relations" in out, out[-3000:]
+    assert "gate_protected\".\"by_sex" in out
+    assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
+    assert len(as_reader(project.postgres, "select * from gate_protected.men")) == 6
+
+
 # New-user D6: cell suppression between two dbt selections (README, PostgreSQL), over the men only, so that the
 # CKM tables and the suppression table are not one population (that is refused on its own, D3)
 SUPPRESSION_MODELS = {

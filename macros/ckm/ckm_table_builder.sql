@@ -14,11 +14,15 @@
      does not tell an empty cell from a small one: red team 2), with ckm_count's checks (keys, modulus, NULL
      codes, a code equal to a total's label: red team 18) and its codes (a hierarchy's total carries its root
      code, e.g. All, as in every dbt model over that hierarchy). threshold= as ckm_count's (NULL below it).
+     The hierarchy must declare every dimension's codes (a flat one: its total, e.g. Total, and its codes below
+     it): without it the frame's codes would be those of the records, and a code shown with every count 0
+     would still say that a record has it (red team R3-11).
   2. The function, its request log and its budgets, created after the build (on-run-end) for the analysts' roles:
        on-run-end: ["{{ sdc.ckm_table_builder(ref('persons_cube'), ['state', 'sex', 'age_group'], ['analyst'],
                                                hierarchy=ref('sdc_hierarchies'), budget=1000, min_population=50) }}"]
-     hierarchy  the same as the cube's (the totals' codes); a cube without its grand total under those codes
-                stops the hook
+     hierarchy  the cube's code list: it must declare every dimension, and the cube's codes must be exactly
+                those it declares (the cube built with the same hierarchy=); a cube without its grand total
+                under its root codes stops the hook
      budget     requests per role (default 10000), counted by a sequence per role inside the function: a
                 request refused or rolled back counts too; beyond it every request is refused. The office
                 gives more with `alter sequence <schema>.<log_table>_budget_<md5 of the role, 12> restart`
@@ -37,14 +41,21 @@
   The function runs with its owner's rights (security definer, a fixed search_path): the analyst may execute
   it and nothing else in that schema. It refuses to answer when the cube was built from another load of a raw
   table than the load log's last (red team 20: published relations of a new load beside a builder of the old).
+  The hook stops when the cube was built with another ptable than the CKM tables tagged for publication (the
+  release's rule of one value per cell, grant_published's gate_release: red team R3-10).
   Every request is logged to the server log (RAISE LOG, kept when the analyst rolls back) and to a table the
   analyst cannot read (role, time, dimensions, filters, request number from a sequence: a rolled-back request
   leaves a gap); analyst text reaches log and error lines only as JSON strings (a newline is \n: red team 21).
+  PostgreSQL itself logs a statement's text raw after its errors and LOG lines (STATEMENT, at the default
+  log_min_error_statement = error): the function sets that parameter to panic for its own lines where its
+  owner may (a superuser, or GRANT SET ON PARAMETER log_min_error_statement on PostgreSQL 15); otherwise the
+  hook says so (red team R3-9).
 #}
 {% macro ckm_finest_cells(relation, dims, modulus=none, hierarchy=none, ptable=none, threshold=none) %}
 {%- if dims is string or dims | length == 0 -%}
   {{ exceptions.raise_compiler_error("ckm_finest_cells: dims must be a non-empty list of column names") }}
 {%- endif -%}
+{%- set step_sql -%}
 select
     {%- for dim in dims %}
     {{ sdc.sql_identifier(dim) }},
@@ -55,6 +66,9 @@ select
 from (
 {{ sdc.ckm_count(relation, dims, totals='cube', hierarchy=hierarchy, ptable=ptable, modulus=modulus, complete=true, threshold=threshold) }}
 ) as cube
+{%- endset -%}
+{#- one step, so that the cube's build record names its ptable: the builder's hook compares it with the release's -#}
+{{ sdc.step('ckm_finest_cells', [relation], step_sql, {'ptables': sdc.step_ptables(ptable if ptable is not none else ref('sdc_ptable'), none)}) }}
 {% endmacro %}
 
 
@@ -78,8 +92,22 @@ from (
   {{ exceptions.raise_compiler_error("ckm_table_builder: min_population must be a whole number of at least 0, got " ~ min_population) }}
 {%- endif -%}
 {%- set cells = sdc.sql_identifier(finest.schema) ~ '.' ~ sdc.sql_identifier(finest.identifier) -%}
+{%- set record = sdc.build_record_of_relation(finest.database, finest.schema, finest.identifier) -%}
+{%- if (record or {}).get('step') != 'ckm_finest_cells' -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: " ~ finest ~ " has no build record of ckm_finest_cells (it is not one sdc.ckm_finest_cells call, an older sdc built it, or its description replaced the record); build it with sdc.ckm_finest_cells") }}
+{%- endif -%}
+{%- do sdc.ckm_table_builder_check_declared(dims, hierarchy) -%}
 {%- set roots = sdc.ckm_table_builder_roots(finest, cells, dims, hierarchy) -%}
-{%- do sdc.ckm_table_builder_check_loads(finest) -%}
+{%- do sdc.ckm_table_builder_check_codes(cells, dims, hierarchy) -%}
+{%- do sdc.ckm_table_builder_check_loads(finest, record) -%}
+{#- the release's rule of one ptable, with the cube as one more CKM table beside the tagged ones (red team R3-10) -#}
+{%- set release = sdc.gate_release('ckm_table_builder') -%}
+{%- do release['behind']['audits'].append([finest, record]) -%}
+{%- do sdc.gate_check_one_value_per_cell(release['behind'], 'ckm_table_builder') -%}
+{%- set quiet = sdc.ckm_table_builder_may_set_log_min_error_statement() -%}
+{%- if not quiet -%}
+  {%- do log("ckm_table_builder: the role " ~ target.user ~ " may not set log_min_error_statement, so the server log's STATEMENT lines after a request and after a refusal carry the analyst's raw text; as a superuser, GRANT SET ON PARAMETER log_min_error_statement TO " ~ target.user ~ " (PostgreSQL 15) to leave it out", info=true) -%}
+{%- endif -%}
 {%- set schema = sdc.sql_identifier(finest.schema) -%}
 {%- set fn = schema ~ '.' ~ sdc.sql_identifier(function_name) -%}
 {#- the function's name in its messages: RAISE formats them (% is a placeholder); one line -#}
@@ -202,7 +230,10 @@ revoke all on sequence {{ sequence }} from public;
 {%- endfor %}
 create or replace function {{ fn }}(dims text[], filters jsonb default '{}'::jsonb)
 returns table(codes text[], count bigint)
-language plpgsql security definer set search_path = pg_catalog, pg_temp as $sdc$
+language plpgsql security definer set search_path = pg_catalog, pg_temp
+{#- PostgreSQL logs the statement's text after an error or LOG line (log_min_error_statement = error): the
+    analyst's text unquoted, whose further lines read like lines of the log (red team R3-9) -#}
+{%- if quiet %} set log_min_error_statement = panic{% endif %} as $sdc$
 {{ body }}
 $sdc$;
 revoke all on function {{ fn }}(text[], jsonb) from public;
@@ -232,17 +263,65 @@ select count(*) from {{ cells }} where {% for dim in dims %}{{ sdc.sql_identifie
 
 
 {#- red team 20: the hook stops when the cube was built from another load than the load log's last -#}
-{% macro ckm_table_builder_check_loads(finest) %}
-{%- set text = sdc.relation_comment(finest.database, finest.schema, finest.identifier) -%}
-{%- set record = fromjson(text) if text and text.startswith('{"sdc_build"') else none -%}
-{%- if record is none -%}
-  {{ exceptions.raise_compiler_error("ckm_table_builder: " ~ finest ~ " has no build record (it is not a ckm_finest_cells model, or its description replaced the record)") }}
-{%- endif -%}
+{% macro ckm_table_builder_check_loads(finest, record) %}
 {%- set log = sdc.build_record_load_log() -%}
 {%- set raw = sdc.setting('sdc_raw_schema') | lower -%}
-{%- for table, loads in record['sdc_build']['loads'].items() -%}
+{%- for table, loads in record['loads'].items() -%}
   {%- if loads != [log.get(table[raw | length + 1:])] -%}
     {{ exceptions.raise_compiler_error("ckm_table_builder: " ~ finest ~ " was built from another load of " ~ table ~ " (" ~ (loads | join(', ')) ~ ") than its last (" ~ log.get(table[raw | length + 1:], 'none') ~ "); rebuild it") }}
   {%- endif -%}
 {%- endfor -%}
+{% endmacro %}
+
+
+{#- red team R3-11: without a code list a dimension's codes in the cube are those of its records, so a code shown
+    with every count 0 still says that a record has it; declared codes say nothing about records -#}
+{% macro ckm_table_builder_check_declared(dims, hierarchy) %}
+{%- set declared = [] if hierarchy is none else run_query('select distinct cast(dimension as ' ~ sdc.text_type() ~ ') from ' ~ hierarchy).columns[0].values() | list -%}
+{%- set undeclared = dims | reject('in', declared) | list -%}
+{%- if undeclared -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: no code list (hierarchy=) declares the codes of " ~ undeclared | join(', ') ~ ": the cube's codes would be those of the records, so a code whose every cell is 0 would still say that a record has it. Give hierarchy= a relation (dimension, code, parent) with every dimension, a flat one as its total and its codes below it, and build the cube with the same") }}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- the cube's codes are those its code list declares: a cube built without hierarchy= (its codes from the
+    records) or over another code list stops the hook, naming up to 5 codes that differ -#}
+{% macro ckm_table_builder_check_codes(cells, dims, hierarchy) %}
+{%- set text = sdc.text_type() -%}
+{%- set query -%}
+with in_cells as (
+    {%- for dim in dims %}
+    {{ 'union ' if not loop.first }}select {{ sdc.sql_string(dim) }} as dimension, cast({{ sdc.sql_identifier(dim) }} as {{ text }}) as code from {{ cells }}
+    {%- endfor %}
+),
+declared as (
+    select cast(dimension as {{ text }}) as dimension, cast(code as {{ text }}) as code from {{ hierarchy }}
+    where cast(dimension as {{ text }}) in ({% for dim in dims %}{{ sdc.sql_string(dim) }}{{ ', ' if not loop.last }}{% endfor %})
+)
+select * from (
+    select dimension, code, 'not declared' as found from (select * from in_cells except select * from declared) as extra
+    union all
+    select dimension, code, 'declared, not in the cells' from (select * from declared except select * from in_cells) as missing
+) as differences
+order by 1, 2
+limit 5
+{%- endset -%}
+{%- set differences = run_query(query).rows -%}
+{%- if differences | length > 0 -%}
+  {%- set shown = [] -%}
+  {%- for row in differences -%}{%- do shown.append(row[0] ~ ' ' ~ row[1] ~ ': ' ~ row[2]) -%}{%- endfor -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: the codes of " ~ cells ~ " are not those its code list declares (" ~ shown | join('; ') ~ "); build it with sdc.ckm_finest_cells(..., hierarchy=) the builder's code list") }}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- whether the function's owner (the dbt role) may give the function log_min_error_statement: a superuser, or on
+    PostgreSQL 15 a role granted SET on that parameter -#}
+{% macro ckm_table_builder_may_set_log_min_error_statement() %}
+{%- set version = run_query("select cast(current_setting('server_version_num') as integer)").rows[0][0] -%}
+{%- if version >= 150000 -%}
+  {{ return(run_query("select has_parameter_privilege('log_min_error_statement', 'SET')").rows[0][0]) }}
+{%- endif -%}
+{{ return(run_query("select rolsuper from pg_catalog.pg_roles where rolname = current_user").rows[0][0]) }}
 {% endmacro %}

@@ -674,6 +674,31 @@ def test_a_cube_built_with_another_ptable_than_the_release_gets_no_builder(grant
         owner.close()
 
 
+def test_a_cube_a_hook_rewrote_gets_no_builder(granted):
+    """Red team R3-1 (PG3): a cube whose post-hook set count = original was served by its builder (every finest
+    cell exact). The hook compares the cube with sdc's own recomputation of its ckm_finest_cells call."""
+    model = granted.root / "models" / "audit" / "persons_finest_z.sql"
+    model.write_text("{{ config(post_hook=\"update {{ this }} set count = original\") }}"
+                     "{{ sdc.ckm_finest_cells(source('raw', 'acl_survey'), ['sex', 'roof', 'water'], "
+                     "hierarchy=ref('sdc_hierarchies'), modulus=10000000) }}")
+    try:
+        result = granted.dbt("run", "--select", "persons_finest_z")
+        assert result.returncode == 0, result.stdout[-3000:]
+        result = builder_op(granted, "persons_finest_z", "sdc_ckm_z_table", "sdc_hierarchies")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0 and re.search(
+            r"ckm_table_builder: \S+persons_finest_z\"? differs from ckm_finest_cells over \S+acl_survey\"? \(recomputed "
+            r"from the microdata\) in the cell \(.*\): count \d+ there, \d+ in sdc's recomputation", out), out[-3000:]
+        assert not function_exists(granted, "sdc_ckm_z_table")
+    finally:
+        model.unlink()
+        owner = granted.postgres.connect()
+        with owner.cursor() as cur:
+            cur.execute("drop table if exists acl_audit.persons_finest_z")
+        owner.commit()
+        owner.close()
+
+
 FORGED = 'x\n2026-11-26 20:13:00.000 UTC [999] LOG:  sdc_ckm_table request 77 by "bob": dims ["state"], filters {}'
 
 

@@ -126,6 +126,8 @@ def test_relations_of_two_loads_are_not_granted(project):
 
 def test_tables_of_two_ptables_are_not_granted(project):
     """New-user D5 on PostgreSQL: a new ptable seed and a run of one model give the margin two noisy values."""
+    import re
+
     from sdc.cli import main
 
     seed = project.root / "seeds" / "sdc_ptable.csv"
@@ -133,7 +135,12 @@ def test_tables_of_two_ptables_are_not_granted(project):
     try:
         seed.unlink()  # the project's seed, which sdc ptable did not write
         assert main(["ptable", "--D", "3", "--V", "2", "--js", "1", "--out", str(seed)]) == 0
-        assert project.dbt("seed").returncode == 0
+        # the granted tables were built with the old rows, which sdc cannot compute them from any more
+        result = project.dbt("seed")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0
+        assert re.search(r"grant_published: \S+ckm_by_sex\"? was built with other rows of the ptable \S+ than it holds "
+                         r"now \(the seed changed since\): run dbt build", out), out[-3000:]
         result = project.dbt("run", "--select", "ckm_by_sex", "by_sex")
         out = result.stdout.replace("\n  ", " ")
         assert result.returncode != 0
@@ -288,3 +295,49 @@ def test_one_population_by_both_methods_is_not_granted(project):
         with pytest.raises(psycopg2.errors.InsufficientPrivilege):
             as_reader(project.postgres, "select * from gate_protected.men_suppressed limit 1")
     assert project.dbt("build").returncode == 0
+
+
+# Red team round 3, R3-1 on PostgreSQL: what a relation says it reads (pg_depend, its build record) is not what it
+# publishes. Granted on main f5fda9a; now each step's table is compared with sdc's own recomputation from the
+# microdata, and a view may call built-in functions only (macros/_gate_verify.sql).
+FUNCTION = ("create or replace function gate_protected.sdc_label(s text) returns bigint language sql security definer "
+            "set search_path = pg_catalog as $fn$ select count(*) from raw.gate_survey as r where r.sex = s $fn$")
+
+
+@pytest.mark.parametrize("files, name, message", [
+    # PG1: a view calling a security-definer function that counts the raw records
+    ({"protected/function_view.sql": f"{{{{ config(materialized='view', pre_hook=\"{FUNCTION}\") }}}}"
+                                     "select sex, gate_protected.sdc_label(sex) as count from {{ ref('by_sex') }}"},
+     "function_view", r"function_view\"? is a view that calls gate_protected.sdc_label, a function of the database's own"),
+    # PG2: a protection step whose table a post-hook overwrites with the originals
+    ({"protected/rewritten.sql": "{{ config(post_hook=\"update {{ this }} as p set count = a.original from "
+                                 "gate_audit.ckm_persons as a where a.sex = p.sex and a.roof = p.roof\") }}"
+                                 "{{ sdc.ckm_published(ref('ckm_persons')) }}"},
+     "rewritten", r"rewritten\"? differs from ckm_count over .*gate_survey\"? \(recomputed from the microdata\) in the "
+                  r"cell \(sex=\w+, roof=\w+\): count \d+ there, \d+ in sdc's recomputation"),
+    # the CKM step's own table rewritten: count = original, noise 0 (ckm_published's own check passes)
+    ({"audit/ckm_zeroed.sql": "{{ config(post_hook=\"update {{ this }} set count = original, noise = 0\") }}"
+                              f"{{{{ sdc.ckm_count(source('raw', '{TABLE}'), ['sex', 'roof'], modulus=10000000) }}}}",
+      "protected/zeroed.sql": "{{ sdc.ckm_published(ref('ckm_zeroed')) }}"},
+     "zeroed", r"zeroed\"? differs from ckm_count over .* in the cell"),
+    # R3-2: suppression_published over a "pattern" of one's own
+    ({"audit/own_pattern.sql": "select coalesce(sex, 'Total') as sex, coalesce(roof, 'Total') as roof, count(*) as freq, "
+                               "'published' as status, cast(count(*) as text) as published_text "
+                               f"from {{{{ source('raw', '{TABLE}') }}}} where sex = 'male' group by cube(sex, roof)",
+      "protected/own_pattern_published.sql": "{{ sdc.suppression_published(ref('own_pattern'), ['sex', 'roof'], value='freq') }}"},
+     "own_pattern_published", "own_pattern\"? is read by suppression_published, but no suppression_primary table"),
+])
+def test_a_relation_whose_content_is_not_sdcs_recomputation_is_not_granted(project, files, name, message):
+    import re
+
+    for path, text in files.items():
+        (project.root / "models" / path).write_text(text)
+    try:
+        result = project.dbt("run", "--select", *[p.rsplit("/", 1)[1][:-len(".sql")] for p in files])
+    finally:
+        for path in files:
+            (project.root / "models" / path).unlink()
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode != 0 and "grant_published:" in out and re.search(message, out), out[-3000:]
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # nothing granted
+        as_reader(project.postgres, f"select * from gate_protected.{name} limit 1")

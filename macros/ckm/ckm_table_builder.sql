@@ -68,7 +68,10 @@ from (
 ) as cube
 {%- endset -%}
 {#- one step, so that the cube's build record names its ptable: the builder's hook compares it with the release's -#}
-{{ sdc.step('ckm_finest_cells', [relation], step_sql, {'ptables': sdc.step_ptables(ptable if ptable is not none else ref('sdc_ptable'), none)}) }}
+{#- the call with its defaults resolved: the builder's hook computes the cube again from it (macros/_gate_verify.sql) -#}
+{%- set call = {'dims': dims, 'modulus': modulus if modulus is not none else sdc.setting('sdc_key_modulus'), 'hierarchy': hierarchy,
+    'ptable': ptable if ptable is not none else ref('sdc_ptable'), 'threshold': threshold} -%}
+{{ sdc.step('ckm_finest_cells', [relation], step_sql, {'ptables': sdc.step_ptables(ptable if ptable is not none else ref('sdc_ptable'), none), 'call': sdc.step_call(call)}) }}
 {% endmacro %}
 
 
@@ -100,6 +103,8 @@ from (
 {%- set roots = sdc.ckm_table_builder_roots(finest, cells, dims, hierarchy) -%}
 {%- do sdc.ckm_table_builder_check_codes(cells, dims, hierarchy) -%}
 {%- do sdc.ckm_table_builder_check_loads(finest, record) -%}
+{#- the cube holds what ckm_finest_cells gives from the microdata, whatever a hook did to it (red team R3-1, PG3) -#}
+{%- do sdc.ckm_table_builder_verify_cube(finest, record) -%}
 {#- the release's rule of one ptable, with the cube as one more CKM table beside the tagged ones (red team R3-10) -#}
 {%- set release = sdc.gate_release('ckm_table_builder') -%}
 {%- do release['behind']['audits'].append([finest, record]) -%}
@@ -324,4 +329,19 @@ limit 5
   {{ return(run_query("select has_parameter_privilege('log_min_error_statement', 'SET')").rows[0][0]) }}
 {%- endif -%}
 {{ return(run_query("select rolsuper from pg_catalog.pg_roles where rolname = current_user").rows[0][0]) }}
+{% endmacro %}
+
+
+{#- the cube against sdc's own recomputation of its ckm_finest_cells call (macros/_gate_verify.sql) -#}
+{% macro ckm_table_builder_verify_cube(finest, record) %}
+{%- set call = record.get('call') -%}
+{%- if call is not mapping or (record.get('reads') or []) | length != 1 -%}
+  {{ exceptions.raise_compiler_error("ckm_table_builder: " ~ finest ~ " has a build record without the ckm_finest_cells call that sdc can compute again: run dbt build (with this sdc)") }}
+{%- endif -%}
+{%- set path = [finest | string] -%}
+{%- set source = sdc.gate_named_relation(record['reads'][0], finest, 'microdata relation', 'ckm_table_builder', path) -%}
+{%- set arguments = sdc.gate_call_arguments(call, finest, 'ckm_table_builder', path) -%}
+{%- do sdc.gate_check_count_ptable(arguments.get('ptable'), finest, 'ckm_table_builder', path) -%}
+{%- do sdc.gate_compare(finest, sdc.ckm_finest_cells(source, call['dims'], **arguments),
+                        'ckm_finest_cells over ' ~ source ~ ' (recomputed from the microdata)', 'ckm_table_builder', path) -%}
 {% endmacro %}

@@ -1,0 +1,224 @@
+{#
+  Content, not lineage, for engines that publish by GRANT (grant_published, the table builder): the rules of
+  python/sdc/release/verify.py, which `sdc publish` applies on DuckDB.
+
+  A protection step's relation is compared, cell by cell, with what sdc's own macros compute from the microdata
+  for the call its build record names: the ckm_count / ckm_sum call behind ckm_published (rendered again here,
+  with every record key check on), ckm_mean over its two inputs, and for suppression_published the cells and
+  primary rules of the suppression_primary / suppression_cells calls behind its pattern (every published value
+  its cell's original, every primary cell suppressed; the LP audit of the pattern is `sdc suppress --target`'s,
+  which wrote it). A post-hook that rewrites a step's table, a forged record or step, or a "pattern" of one's
+  own is refused, naming the cell and both values. A view of one's own may not call a function of the
+  database's own (pg_depend on pg_proc outside pg_catalog): what a function reads cannot be told.
+#}
+
+{#- the relation a build record names ({database, schema, name} or 'schema.name'), or a refusal -#}
+{% macro gate_named_relation(item, near, what, checker, path) %}
+{%- if item is string -%}
+  {%- set parts = item.split('.') -%}
+  {%- set item = {'database': none, 'schema': parts[-2].strip('"') if parts | length > 1 else none, 'name': parts[-1].strip('"')} -%}
+{%- endif -%}
+{%- set found = adapter.get_relation(database=item.get('database') or near.database, schema=item.get('schema') or near.schema,
+                                     identifier=item.get('name')) if item is mapping and item.get('name') else none -%}
+{%- if found is none -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ near ~ " names a " ~ what ~ " (" ~ item ~ ") that is not in the database; run dbt build; refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{{ return(found) }}
+{% endmacro %}
+
+
+{#- the arguments of a recorded call, relations as relations -#}
+{% macro gate_call_arguments(call, near, checker, path) %}
+{%- set arguments = {} -%}
+{%- for name, value in call.items() if name not in ['dims', 'settings'] -%}
+  {%- if name in ['hierarchy', 'ptable', 'nums_ptable'] and value is not none -%}
+    {%- do arguments.update({name: sdc.gate_named_relation(value, near, name, checker, path)}) -%}
+  {%- else -%}
+    {%- do arguments.update({name: value}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{{ return(arguments) }}
+{% endmacro %}
+
+
+{#- stop unless the protection step `relation` holds what sdc computes for its record -#}
+{% macro gate_verify_step(relation, record, step, reads, path, checker) %}
+{%- if step == 'ckm_published' -%}
+  {%- set audit = reads[0] -%}
+  {%- set audit_record = sdc.build_record_of_relation(audit.database, audit.schema, audit.identifier) or {} -%}
+  {%- set call = audit_record.get('call') -%}
+  {%- if call is not mapping or (audit_record.get('reads') or []) | length != 1 -%}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ audit ~ " is read by ckm_published, but its build record names no ckm_count or ckm_sum call that sdc can compute again: run dbt build (with this sdc); refusing to grant " ~ path[0]) }}
+  {%- endif -%}
+  {%- set source = sdc.gate_named_relation(audit_record['reads'][0], audit, 'microdata relation', checker, path) -%}
+  {%- set arguments = sdc.gate_call_arguments(call, audit, checker, path) -%}
+  {%- do sdc.gate_check_ptables_unchanged(audit, audit_record, arguments, checker, path) -%}
+  {%- if audit_record['step'] == 'ckm_count' -%}
+    {%- do sdc.gate_check_count_ptable(arguments.get('ptable'), relation, checker, path) -%}
+    {%- set recomputed = sdc.ckm_count(source, call['dims'], check_keys=true, check_cell_keys=true, **arguments) -%}
+  {%- else -%}
+    {%- set recomputed = sdc.ckm_sum(source, call['dims'], check_keys=true, audit=true, **arguments) -%}
+  {%- endif -%}
+  {%- set kept = [] -%}
+  {%- set names = run_query('select * from (' ~ recomputed ~ ') as recomputed where 1 = 0').column_names -%}
+  {%- for name in names if not sdc.gate_audit_column(name | lower) -%}{%- do kept.append(sdc.sql_identifier(name)) -%}{%- endfor -%}
+  {%- do sdc.gate_compare(relation, 'select ' ~ kept | join(', ') ~ ' from (' ~ recomputed ~ ') as recomputed',
+                          audit_record['step'] ~ ' over ' ~ source ~ ' (recomputed from the microdata)', checker, path) -%}
+{%- elif step == 'ckm_mean' -%}
+  {%- set call = record.get('call') -%}
+  {%- if call is not mapping -%}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is the output of ckm_mean, but its build record holds no call that sdc can compute again: run dbt build (with this sdc)") }}
+  {%- endif -%}
+  {%- do sdc.gate_compare(relation, sdc.ckm_mean(reads[0], reads[1], call['dims'], numerator=call['numerator'], denominator=call['denominator']),
+                          'ckm_mean of ' ~ reads[0] ~ ' and ' ~ reads[1], checker, path) -%}
+{%- elif step == 'suppression_published' -%}
+  {%- do sdc.gate_verify_suppression(relation, record, reads[0], path, checker) -%}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- a ptable whose rows changed since the step was built (a new seed): the step cannot be computed again -#}
+{% macro gate_check_ptables_unchanged(audit, audit_record, arguments, checker, path) %}
+{%- set used = [('count', arguments.get('ptable')), ('nums', arguments.get('nums_ptable'))] if audit_record['step'] == 'ckm_count'
+               else [('nums', arguments.get('ptable'))] -%}
+{%- for kind, ptable in used -%}
+  {%- set recorded = (audit_record.get('ptables') or {}).get(kind) -%}
+  {%- if recorded and ptable is not none and sdc.relation_content_md5(ptable) != recorded -%}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ audit ~ " was built with other rows of the ptable " ~ ptable ~ " than it holds now (the seed changed since): run dbt build, which builds every CKM table with the new ptable; refusing to grant " ~ path[0]) }}
+  {%- endif -%}
+{%- endfor -%}
+{% endmacro %}
+
+
+{#- the columns ckm_published leaves behind (python/sdc/release/verify.py ckm_audit_column) -#}
+{% macro gate_audit_column(name) %}
+{{ return(name in (sdc.setting('sdc_audit_columns') + sdc.setting('sdc_ckm_sum_audit_columns')) | map('lower') | list
+          or sdc.name_matches_any(name, sdc.setting('sdc_ckm_sum_audit_patterns'))) }}
+{% endmacro %}
+
+
+{#- a ptable row that never changes a count publishes such counts as they are -#}
+{% macro gate_check_count_ptable(ptable, relation, checker, path) %}
+{%- if ptable is none -%}{{ return(none) }}{%- endif -%}
+{%- set found = run_query('select min(i) from (select i from ' ~ ptable ~ ' where i >= 1 group by i having coalesce(sum(case when v <> 0 then p_int_ub - p_int_lb end), 0) <= 0) as still') -%}
+{%- if found.rows[0][0] is not none -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is built with the ptable " ~ ptable ~ ", whose row i = " ~ found.rows[0][0] ~ " never changes a count: such counts would be published as they are; refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- stop unless `relation` holds exactly the cells of `expected_sql`: the same columns, the same cells, counts
+    equal and magnitudes to 1e-9 relative -#}
+{% macro gate_compare(relation, expected_sql, what, checker, path) %}
+{%- set have = adapter.get_columns_in_relation(relation) -%}
+{%- set want = run_query('select * from (' ~ expected_sql ~ ') as expected where 1 = 0').column_names | list -%}
+{%- if have | map(attribute='name') | map('lower') | sort | list != want | map('lower') | sort | list -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " has the columns " ~ have | map(attribute='name') | join(', ') ~ ", but " ~ what ~ " gives " ~ want | join(', ') ~ "; refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{%- set measures = ['count', 'count_reason', 'weighted_count', 'value', 'weighted_value', 'freq', 'published_text'] -%}
+{%- set dims, numbers, texts = [], [], [] -%}
+{%- for column in have -%}
+  {%- set name = column.name | lower -%}
+  {%- if name not in measures and not name.startswith('mean_') -%}{%- do dims.append(column.name) -%}
+  {%- elif column.is_number() -%}{%- do numbers.append(column.name) -%}
+  {%- else -%}{%- do texts.append(column.name) -%}{%- endif -%}
+{%- endfor -%}
+{%- set q = sdc.sql_identifier -%}
+{%- set on = [] -%}
+{#- codes compared as text, NULL as chr(1), which no code holds: a full join needs an equality (PostgreSQL) -#}
+{%- for dim in dims -%}{%- do on.append(sdc.gate_join_code('p.' ~ q(dim)) ~ ' = ' ~ sdc.gate_join_code('e.' ~ q(dim))) -%}{%- endfor -%}
+{%- set differs = [] -%}
+{%- for m in numbers -%}
+  {%- set p, e = 'cast(p.' ~ q(m) ~ ' as ' ~ sdc.double_type() ~ ')', 'cast(e.' ~ q(m) ~ ' as ' ~ sdc.double_type() ~ ')' -%}
+  {%- do differs.append('(' ~ p ~ ' is null) <> (' ~ e ~ ' is null) or abs(' ~ p ~ ' - ' ~ e ~ ') > 1e-9 * greatest(1, abs(' ~ e ~ '))') -%}
+{%- endfor -%}
+{%- for m in texts -%}{%- do differs.append('cast(p.' ~ q(m) ~ ' as ' ~ sdc.text_type() ~ ') is distinct from cast(e.' ~ q(m) ~ ' as ' ~ sdc.text_type() ~ ')') -%}{%- endfor -%}
+{%- set shown = [] -%}
+{%- for dim in dims -%}{%- do shown.append("'" ~ dim ~ "=' || coalesce(cast(p." ~ q(dim) ~ " as " ~ sdc.text_type() ~ "), cast(e." ~ q(dim) ~ " as " ~ sdc.text_type() ~ "), 'NULL')") -%}{%- endfor -%}
+{%- set values = [] -%}
+{%- for m in numbers + texts -%}{%- do values.append("'" ~ m ~ " ' || coalesce(cast(p." ~ q(m) ~ " as " ~ sdc.text_type() ~ "), 'NULL') || ' there, ' || coalesce(cast(e." ~ q(m) ~ " as " ~ sdc.text_type() ~ "), 'NULL') || ' in sdc''s recomputation'") -%}{%- endfor -%}
+{%- set found = run_query(
+    "select " ~ (shown | join(" || ', ' || ") if shown else "''") ~ ", p.sdc_present is not null, e.sdc_present is not null, "
+    ~ (values | join(" || '; ' || ") if values else "''")
+    ~ " from (select *, 1 as sdc_present from " ~ relation ~ ") as p full join (select *, 1 as sdc_present from ("
+    ~ expected_sql ~ ") as recomputed) as e on " ~ (on | join(' and ') if on else 'true')
+    ~ " where p.sdc_present is null or e.sdc_present is null" ~ (" or " ~ differs | join(' or ') if differs else '') ~ " limit 1") -%}
+{%- if found.rows -%}
+  {%- set row = found.rows[0] -%}
+  {%- set why = "lacks the cell (" ~ row[0] ~ ") that " ~ what ~ " gives" if not row[1] else
+                "holds the cell (" ~ row[0] ~ "), which " ~ what ~ " does not give" if not row[2] else
+                "differs from " ~ what ~ " in the cell (" ~ row[0] ~ "): " ~ row[3] ~ "; the relation was changed after its step (a hook, an update) or its build record does not fit it" -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ why ~ "; refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{%- set counts = run_query('select (select count(*) from ' ~ relation ~ '), (select count(*) from (' ~ expected_sql ~ ') as recomputed)').rows[0] -%}
+{%- if counts[0] != counts[1] -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " holds " ~ counts[0] ~ " rows where " ~ what ~ " gives " ~ counts[1] ~ " (a cell twice); refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- a suppression table: its cells and primary rules computed again from the microdata; every published value
+    its original and every primary cell suppressed (the pattern's LP audit is sdc suppress --target's) -#}
+{% macro gate_verify_suppression(relation, record, pattern, path, checker) %}
+{%- set call = record.get('call') -%}
+{%- set pattern_record = sdc.build_record_of_relation(pattern.database, pattern.schema, pattern.identifier) or {} -%}
+{%- set primary = sdc.gate_named_relation(pattern_record['cells'], pattern, 'cell table', checker, path) if pattern_record.get('cells') is string else none -%}
+{%- set primary_record = sdc.build_record_of_relation(primary.database, primary.schema, primary.identifier) or {} if primary is not none else {} -%}
+{%- if call is not mapping or primary_record.get('step') != 'suppression_primary' -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ pattern ~ " is read by suppression_published, but no suppression_primary table that it was solved from can be found in its build record (a pattern of one's own is no suppression step): solve it with sdc suppress --target; refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{%- set cells = sdc.gate_named_relation(primary_record['reads'][0], primary, 'cell table', checker, path) -%}
+{%- set cells_record = sdc.build_record_of_relation(cells.database, cells.schema, cells.identifier) or {} -%}
+{%- if cells_record.get('step') != 'suppression_cells' or cells_record.get('call') is not mapping -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ cells ~ " is read by suppression_primary, but its build record names no suppression_cells call that sdc can compute again: run dbt build (with this sdc); refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{%- set records = sdc.gate_named_relation(cells_record['reads'][0], cells, 'microdata relation', checker, path) -%}
+{%- set arguments = sdc.gate_call_arguments(cells_record['call'], cells, checker, path) -%}
+{%- set recomputed_cells = sdc.suppression_cells(records, cells_record['call']['dims'], **arguments) -%}
+{%- do run_query('create temporary table sdc_gate_cells as ' ~ recomputed_cells) -%}
+{%- set rules = primary_record.get('call') or {} -%}
+{%- set recomputed = sdc.suppression_primary(api.Relation.create(identifier='sdc_gate_cells'), rules.get('rules') or [], preset=rules.get('preset', 'handbook')) -%}
+{%- set value = call.get('value') or 'value' -%}
+{%- set original = 'freq' if value == 'freq' else 'value' -%}
+{%- set q = sdc.sql_identifier -%}
+{%- set on = [] -%}
+{%- set shown = [] -%}
+{%- for dim in call['dims'] -%}
+  {%- do on.append(sdc.gate_join_code('p.' ~ q(dim)) ~ ' = ' ~ sdc.gate_join_code('c.' ~ q(dim))) -%}
+  {%- do shown.append("'" ~ dim ~ "=' || coalesce(cast(p." ~ q(dim) ~ " as " ~ sdc.text_type() ~ "), cast(c." ~ q(dim) ~ " as " ~ sdc.text_type() ~ "), 'NULL')") -%}
+{%- endfor -%}
+{%- set p, c = 'cast(p.' ~ q(value) ~ ' as ' ~ sdc.double_type() ~ ')', 'cast(c.' ~ q(original) ~ ' as ' ~ sdc.double_type() ~ ')' -%}
+{%- set found = run_query(
+    "select " ~ shown | join(" || ', ' || ") ~ ", case when p.sdc_present is null then 'lacks the cell' when c.sdc_present is null "
+    ~ "then 'holds the cell, which sdc''s recomputation of its cells does not give,' when c.status = 'primary' and p." ~ q(value) ~ " is not null "
+    ~ "then 'publishes ' || cast(p." ~ q(value) ~ " as " ~ sdc.text_type() ~ ") || ' in the cell, which the primary rules flag as unsafe: it must be suppressed;' "
+    ~ "else 'publishes ' || cast(p." ~ q(value) ~ " as " ~ sdc.text_type() ~ ") || ' in the cell, where sdc''s recomputation from the microdata gives ' || cast(c." ~ q(original) ~ " as " ~ sdc.text_type() ~ ") || ';' end "
+    ~ "from (select *, 1 as sdc_present from " ~ relation ~ ") as p full join (select *, 1 as sdc_present from (" ~ recomputed ~ ") as primary_cells) as c on "
+    ~ on | join(' and ') ~ " where p.sdc_present is null or c.sdc_present is null or (c.status = 'primary' and p." ~ q(value) ~ " is not null) "
+    ~ "or (p." ~ q(value) ~ " is not null and abs(" ~ p ~ " - " ~ c ~ ") > 1e-9 * greatest(1, abs(" ~ c ~ "))) limit 1") -%}
+{%- do run_query('drop table sdc_gate_cells') -%}
+{%- if found.rows -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ found.rows[0][1] ~ " (" ~ found.rows[0][0] ~ "); refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- a view of one's own that calls a function of the database's own: what it reads cannot be told (red team R3-1) -#}
+{% macro gate_check_view_functions(relation, path, checker) %}
+{%- set found = run_query("select distinct pn.nspname || '.' || p.proname from pg_catalog.pg_rewrite as r "
+    ~ "join pg_catalog.pg_depend as d on d.classid = 'pg_catalog.pg_rewrite'::regclass and d.objid = r.oid "
+    ~ "and d.refclassid = 'pg_catalog.pg_proc'::regclass "
+    ~ "join pg_catalog.pg_proc as p on p.oid = d.refobjid join pg_catalog.pg_namespace as pn on pn.oid = p.pronamespace "
+    ~ "join pg_catalog.pg_class as v on v.oid = r.ev_class join pg_catalog.pg_namespace as vn on vn.oid = v.relnamespace "
+    ~ "where vn.nspname = " ~ sdc.sql_string(relation.schema) ~ " and v.relname = " ~ sdc.sql_string(relation.identifier)
+    ~ " and pn.nspname not in ('pg_catalog', 'information_schema') order by 1 limit 1") -%}
+{%- if found.rows -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is a view that calls " ~ found.rows[0][0] ~ ", a function of the database's own: what it reads cannot be told; use PostgreSQL's built-in functions only; refusing to grant " ~ path[0]) }}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- a code as text for a full join's equality, NULL as chr(1) -#}
+{% macro gate_join_code(column) -%}
+coalesce(cast({{ column }} as {{ sdc.text_type() }}), chr(1))
+{%- endmacro %}

@@ -13,7 +13,9 @@ by its population and its codes off the totals, so the cell (sex=w, region=AK) o
   suppression value of the same column) over the same or nearly the same records (_check_two_methods): the
   suppression table would publish the original the CKM perturbs, or the CKM a value for a cell suppression
   hides. Populations that differ by a few records (one record left out, a rounded variable) are caught, where
-  the old check asked for equal grand totals.
+  the old check asked for equal grand totals;
+* **linked suppression tables** (linked_suppression.py): suppression tables of one population that share cells,
+  audited over the union of their equations.
 
 The result is a JSON-ready dict (per table and per release), kept in the publication (sdc_publication.release_audit)
 and summed up in the command's output.
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 from ..errors import SdcError
 from ..quoting import quote_identifier as q
+from .linked_suppression import audit_linked_suppression
 from .verify import Verified, Verifier
 
 # a magnitude published by CKM and by suppression is "the same" within this relative difference of the originals
@@ -58,8 +61,11 @@ def audit_release(verifier: Verifier, verified: list[Verified]) -> dict:
                        "suppressed": sum(c.published is None for c in found)})
     _check_zeros(cells)
     near = _check_two_methods(cells, verifier)
+    # suppression tables of one population, audited over the union of their equations (linked_suppression.py)
+    linked = audit_linked_suppression(verifier, verified)
     return {"tables": tables, "checks": {"zeros": "passed", "two_methods": "passed"},
-            "cells_compared_across_methods": near}
+            "cells_compared_across_methods": near,
+            "linked_suppression": linked}
 
 
 def _method(item: Verified) -> str:

@@ -175,7 +175,7 @@
 {%- set records = sdc.gate_named_relation(cells_record['reads'][0], cells, 'microdata relation', checker, path) -%}
 {%- set arguments = sdc.gate_call_arguments(cells_record['call'], cells, checker, path) -%}
 {%- set recomputed_cells = sdc.suppression_cells(records, cells_record['call']['dims'], **arguments) -%}
-{%- do run_query('create temporary table sdc_gate_cells as ' ~ recomputed_cells) -%}
+{%- do run_query(adapter.dispatch('gate_temporary_relation', 'sdc')('sdc_gate_cells', recomputed_cells)) -%}
 {%- set rules = primary_record.get('call') or {} -%}
 {%- set recomputed = sdc.suppression_primary(api.Relation.create(identifier='sdc_gate_cells'), rules.get('rules') or [], preset=rules.get('preset', 'handbook')) -%}
 {%- set value = call.get('value') or 'value' -%}
@@ -196,7 +196,7 @@
     ~ "from (select *, 1 as sdc_present from " ~ relation ~ ") as p full join (select *, 1 as sdc_present from (" ~ recomputed ~ ") as primary_cells) as c on "
     ~ on | join(' and ') ~ " where p.sdc_present is null or c.sdc_present is null or (c.status = 'primary' and p." ~ q(value) ~ " is not null) "
     ~ "or (p." ~ q(value) ~ " is not null and abs(" ~ p ~ " - " ~ c ~ ") > 1e-9 * greatest(1, abs(" ~ c ~ "))) limit 1") -%}
-{%- do run_query('drop table sdc_gate_cells') -%}
+{%- do run_query(adapter.dispatch('gate_drop_temporary_relation', 'sdc')('sdc_gate_cells')) -%}
 {%- if found.rows -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ found.rows[0][1] ~ " (" ~ found.rows[0][0] ~ "); refusing to grant " ~ path[0]) }}
 {%- endif -%}
@@ -221,4 +221,19 @@
 {#- a code as text for a full join's equality, NULL as chr(1) -#}
 {% macro gate_join_code(column) -%}
 coalesce(cast({{ column }} as {{ sdc.text_type() }}), chr(1))
+{%- endmacro %}
+
+
+{#- a relation for this session only: PostgreSQL's temporary table, Spark's temporary view -#}
+{% macro default__gate_temporary_relation(name, sql) -%}
+create temporary table {{ name }} as {{ sql }}
+{%- endmacro %}
+{% macro spark__gate_temporary_relation(name, sql) -%}
+create or replace temporary view {{ name }} as {{ sql }}
+{%- endmacro %}
+{% macro default__gate_drop_temporary_relation(name) -%}
+drop table {{ name }}
+{%- endmacro %}
+{% macro spark__gate_drop_temporary_relation(name) -%}
+drop view {{ name }}
 {%- endmacro %}

@@ -372,3 +372,33 @@ def test_sdc_suppress_on_spark_writes_no_table_it_did_not_write_and_nothing_into
     assert {k: after[k] for k in counts} == before and before["survey"][1][0][0] == 4580
     comment, = [row[1] for row in after["mark"][1] if row[0] == "Comment"]
     assert build_record_of_comment(comment)["written_by"] == "written by sdc suppress"
+
+
+def test_verify_published_refuses_a_step_a_hook_rewrote_on_spark(built):
+    """Red team R3-1 where sdc neither copies nor grants (Spark on a governed cluster grants by its catalog): the
+    operation verify_published compares each tagged step with sdc's recomputation from the microdata, so a
+    ckm_published table that a post-hook overwrote with the originals is refused naming the cell."""
+    import re
+
+    _, p = built
+    ok, bad = p.root / "models" / "verify_ok.sql", p.root / "models" / "verify_rewritten.sql"
+    ok.write_text("{{ config(materialized='table', tags=['sdc_publish']) }}{{ sdc.ckm_published(ref('cube_audit')) }}")
+    bad.write_text("{{ config(materialized='table', tags=['sdc_publish'], post_hook='insert overwrite table {{ this }} "
+                   "select sex, roof, urbrur, original from {{ ref(\"cube_audit\") }}') }}"
+                   "{{ sdc.ckm_published(ref('cube_audit')) }}")
+    try:
+        result = p.dbt("run", "--select", "verify_ok", "verify_rewritten")
+        assert result.returncode == 0, result.stdout[-3000:]
+        result = p.dbt("run-operation", "verify_published")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0 and re.search(
+            r"verify_published: \S*verify_rewritten`? differs from ckm_count over \S+survey`? \(recomputed from the "
+            r"microdata\) in the cell \(sex=\w+, roof=\w+, urbrur=\w+\): count \d+ there, \d+ in sdc's recomputation",
+            out), out[-3000:]
+        bad.unlink()
+        result = p.dbt("run-operation", "verify_published")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert "verify_published: 1 relation(s) hold what sdc computes from the microdata" in result.stdout
+    finally:
+        ok.unlink(missing_ok=True)
+        bad.unlink(missing_ok=True)

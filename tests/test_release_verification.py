@@ -9,6 +9,7 @@ and the protected table it reads are tagged."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,22 @@ def test_ckm_and_suppression_over_nearly_the_same_records_are_refused(tmp_path):
                                        r"raw.persons, and their populations are nearly the same \(grand totals 400 and 399\)"):
         publish(built.db, tmp_path / "pub.duckdb", project_dir=built.project)
     assert not (tmp_path / "pub.duckdb").exists()
+
+
+def test_verify_published_checks_the_tagged_steps_in_dbt_itself(tmp_path):
+    """The same checks as a dbt operation or on-run-end hook (for engines where sdc neither copies nor grants,
+    e.g. Spark on a governed cluster): a step's table rewritten by a post-hook is refused naming the cell; the
+    release without it is verified."""
+    from test_publication_gate import dbt_result
+
+    rewritten = tmp_path / "project" / "models" / "protected" / "rewritten.sql"
+    built = make(tmp_path, {**BASE, "protected/rewritten.sql": CASES["protected/rewritten.sql"]})
+    result = dbt_result(built, "run-operation", "verify_published")
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode != 0, out[-3000:]
+    assert re.search(r"verify_published: \S+rewritten\"? differs from ckm_count over \S+persons\"? \(recomputed from the "
+                     r"microdata\) in the cell \(sex=\w+, region=\w+\): count \d+ there, \d+ in sdc's recomputation", out), out[-3000:]
+    rewritten.unlink()
+    result = dbt_result(built, "run-operation", "verify_published")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "verify_published: 1 relation(s) hold what sdc computes from the microdata for their steps" in result.stdout

@@ -607,9 +607,11 @@ def _run_publish(args: argparse.Namespace) -> int:
     tables = publish(args.db, args.out, args.parquet, project_dir=args.project_dir, manifest=args.manifest,
                      report=report)
     print(f"published {len(tables)} relations to {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
+    linked = report.get("linked_suppression") or {}
     print(f"verified {len(report['verified'])} relations against sdc's recomputation from the microdata; release "
           f"audit passed (published zeros, two methods over one population: {report['cells_compared_across_methods']} "
-          "cell pairs compared)")
+          f"cell pairs compared; linked suppression tables: {len(linked.get('groups') or [])} group(s), "
+          f"{linked.get('shared_cells', 0)} shared cells)")
     for table in report["tables"]:
         print(f"  {table['table']} ({table['method']}): {table['cells']} cells, {table['published_zeros']} published "
               f"as 0, {table['suppressed']} suppressed")

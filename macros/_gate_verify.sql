@@ -31,7 +31,7 @@
 {% macro gate_call_arguments(call, near, checker, path) %}
 {%- set arguments = {} -%}
 {%- for name, value in call.items() if name not in ['dims', 'settings'] -%}
-  {%- if name in ['hierarchy', 'ptable', 'nums_ptable'] and value is not none -%}
+  {%- if name in ['hierarchy', 'ptable', 'nums_ptable', 'zero_with_counts'] and value is not none -%}
     {%- do arguments.update({name: sdc.gate_named_relation(value, near, name, checker, path)}) -%}
   {%- else -%}
     {%- do arguments.update({name: value}) -%}

@@ -229,3 +229,21 @@ def test_verify_published_checks_the_tagged_steps_in_dbt_itself(tmp_path):
     result = dbt_result(built, "run-operation", "verify_published")
     assert result.returncode == 0, result.stdout[-3000:]
     assert "verify_published: 1 relation(s) hold what sdc computes from the microdata for their steps" in result.stdout
+
+
+def test_magnitudes_of_cells_whose_count_is_published_as_zero_are_zero_with_zero_with_counts(tmp_path):
+    """The method's remedy for R3-3: ckm_sum(zero_with_counts=ref('sdc_ptable')) publishes 0 wherever ckm_count
+    publishes the count 0 (same records, key and noise), so the pair publishes, and the release audit passes."""
+    models = {**ZEROS, "audit/ckm_income.sql": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['sex', 'region'], "
+                                               "value='income', zero_with_counts=ref('sdc_ptable'), audit=true) }}\n"}
+    built = magnitude_project(tmp_path, models, LONE)
+    pairs = rows(built.db, "select c.original, c.count, i.value, i.original_value from main_audit.ckm_persons as c "
+                           "join main_audit.ckm_income as i using (sex, region)")
+    false_zeros = [p for p in pairs if p[0] > 0 and p[1] == 0]
+    assert false_zeros and all(value == 0 for _, _, value, _ in false_zeros)
+    # elsewhere the magnitudes are as without the argument: noisy, never 0 for a cell with income
+    assert all(value != 0 for original, count, value, income in pairs if count != 0 and income != 0)
+    out = tmp_path / "pub.duckdb"
+    report = {}
+    assert publish(built.db, out, project_dir=built.project, report=report) == ["income", "persons"]
+    assert report["checks"]["zeros"] == "passed"

@@ -46,8 +46,13 @@
     audit      false (default): dimensions and measures only; true: also originals, cell key, sensitivity and
                each component's δ and noise (never publish these)
     caller_name   the macro named in error messages (ckm_count calls ckm_sum for a weighted count)
+    zero_with_counts  a count ptable (e.g. ref('sdc_ptable')), default none: a cell
+               whose count ckm_count publishes as 0 with it (same records, same key, same noise) has every
+               magnitude published as 0. Beside a count table of the same cells a magnitude that is not 0 would
+               tell a false zero from an empty cell, and so that the cell has records (red team R3-3); `sdc
+               publish` refuses that pair otherwise
 #}
-{% macro ckm_sum(relation, dims, value=none, weight=none, fact=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum', check_cell_keys=none) %}
+{% macro ckm_sum(relation, dims, value=none, weight=none, fact=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum', check_cell_keys=none, zero_with_counts=none) %}
 {{- sdc.build_record_hook() -}}
 {%- set step_sql -%}
 {%- set p = sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params') -%}
@@ -70,6 +75,11 @@
 {%- set rk = sdc.setting('sdc_record_key_column') -%}
 {%- set wide = sdc.wide_integer_type() -%}
 {%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
+{%- set count_ptable = zero_with_counts -%}
+{%- if count_ptable is not none -%}
+  {%- set count_max_i = sdc.ckm_ptable_max_i(count_ptable, caller_name) -%}
+  {%- set count_reuse_from = sdc.ckm_ptable_reuse_from(count_ptable, sdc.setting('sdc_ptable_reuse_from'), caller_name) -%}
+{%- endif -%}
 {%- set measures = [] -%}
 {%- if value is not none -%}{%- do measures.append({'name': 'value', 'expr': sdc.sql_identifier(value), 'label': 'column ' ~ value}) -%}{%- endif -%}
 {%- if value is not none and weight is not none -%}
@@ -415,6 +425,31 @@ perturbation_start as {{ sdc.cte_materialized() }}(
 {%- endfor %}
 {%- endfor %},
 
+{%- if count_ptable is not none %}
+
+count_intervals as (
+    -- the count ptable's intervals, as ckm_count looks them up
+    select
+        i,
+        v,
+        cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
+        cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
+    from {{ count_ptable }}
+),
+
+counted as (
+    -- the count ckm_count publishes for the cell: its records, the key sum of all of them, the count ptable
+    select
+        cells.*,
+        cells.records + coalesce(count_intervals.v, 0) as published_count
+    from {{ state.previous }} as cells
+    left join count_intervals
+        on count_intervals.i = {{ sdc.ckm_ptable_row('cells.records', count_max_i if count_max_i is not none else '(select max(i) from ' ~ count_ptable ~ ')', count_reuse_from) }}
+        and {{ sdc.ckm_interval_match('cast(cells.key_sum_all % ' ~ modulus ~ ' as bigint)', 'count_intervals.lb_scaled', 'count_intervals.ub_scaled') }}
+),
+{%- set state.previous = 'counted' %}
+{%- endif %}
+
 published as (
     select
         {%- for dim in dims %}
@@ -422,7 +457,12 @@ published as (
         {%- endfor %}
         {%- for measure in measures %}
         {%- set m = measure.name %}
+        {%- if count_ptable is not none %}
+        -- 0 where the count is published as 0: an empty cell and a false zero look alike in both tables
+        case when published_count = 0 then 0.0 else x_{{ m }}_{{ K }} end as {{ sdc.sql_identifier(m) }}{{ ',' if audit or not loop.last }}
+        {%- else %}
         x_{{ m }}_{{ K }} as {{ sdc.sql_identifier(m) }}{{ ',' if audit or not loop.last }}
+        {%- endif %}
         {%- endfor %}
         {%- if audit %}
         records,
@@ -438,7 +478,7 @@ published as (
         case when not skip_{{ m }}_{{ j }} then delta_{{ m }}_{{ j }} end as delta_{{ m }}_{{ j }},
         case when not skip_{{ m }}_{{ j }} then x_{{ m }}_{{ j }} - x_{{ m }}_{{ j - 1 }} end as noise_{{ m }}_{{ j }},
         {%- endfor %}
-        x_{{ m }}_{{ K }} - cast(original_{{ m }} as {{ sdc.double_type() }}) as noise_{{ m }}{{ ',' if not loop.last }}
+        {{ 'case when published_count = 0 then 0.0 else x_' ~ m ~ '_' ~ K ~ ' end' if count_ptable is not none else 'x_' ~ m ~ '_' ~ K }} - cast(original_{{ m }} as {{ sdc.double_type() }}) as noise_{{ m }}{{ ',' if not loop.last }}
         {%- endfor %}
         {%- endif %}
     from {{ state.previous }}
@@ -451,7 +491,8 @@ select * from published
     'params': params if params is not none else var('sdc_magnitude_params', none),
     'ptable': ptable if ptable is not none else ref('sdc_nums_ptable'), 'totals': totals, 'hierarchy': hierarchy,
     'modulus': modulus if modulus is not none else sdc.setting('sdc_key_modulus'), 'rules_preset': rules_preset,
-    'complete': complete if complete is not none else sdc.setting('sdc_complete_tables')} -%}
+    'complete': complete if complete is not none else sdc.setting('sdc_complete_tables'),
+    'zero_with_counts': zero_with_counts} -%}
 {{ sdc.step('ckm_sum', [relation], step_sql, {'ptables': sdc.step_ptables(none, ptable if ptable is not none else ref('sdc_nums_ptable')), 'params': sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params'), 'call': sdc.step_call(call)}) }}
 {% endmacro %}
 

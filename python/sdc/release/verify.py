@@ -186,7 +186,7 @@ class Verifier:
         """sdc's own table for ``call`` over the microdata ``source``, with its audit columns, as a temp table."""
         microdata = self.microdata(source, path)
         arguments = {k: v for k, v in call.items() if k not in ("dims", "settings")}
-        for name in ("hierarchy", "ptable", "nums_ptable"):
+        for name in ("hierarchy", "ptable", "nums_ptable", "zero_with_counts"):
             if arguments.get(name) is not None:
                 arguments[name] = self._relation(self._named(arguments[name], path, name))
         if arguments.get("ptable") is not None and step == "ckm_count":

@@ -14,6 +14,8 @@ by its population and its codes off the totals, so the cell (sex=w, region=AK) o
   suppression table would publish the original the CKM perturbs, or the CKM a value for a cell suppression
   hides. Populations that differ by a few records (one record left out, a rounded variable) are caught, where
   the old check asked for equal grand totals.
+* **averaging CKM noise** (issue 33, release/averaging.py): a count with records that the reader's best linear
+  unbiased estimate from all CKM count cells of its population knows to a standard error below the floor.
 
 The result is a JSON-ready dict (per table and per release), kept in the publication (sdc_publication.release_audit)
 and summed up in the command's output.
@@ -23,8 +25,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..conventions import MIN_STANDARD_ERROR
 from ..errors import SdcError
 from ..quoting import quote_identifier as q
+from .averaging import audit_averaging
 from .verify import Verified, Verifier
 
 # a magnitude published by CKM and by suppression is "the same" within this relative difference of the originals
@@ -44,7 +48,8 @@ class Cell:
     published: float | None  # None: suppressed (or NULL)
 
 
-def audit_release(verifier: Verifier, verified: list[Verified]) -> dict:
+def audit_release(verifier: Verifier, verified: list[Verified],
+                  min_standard_error: float = MIN_STANDARD_ERROR) -> dict:
     """Refuses a release that leaks between its tables (see the module's text); returns the audit's figures."""
     cells: list[Cell] = []
     tables = []
@@ -58,8 +63,9 @@ def audit_release(verifier: Verifier, verified: list[Verified]) -> dict:
                        "suppressed": sum(c.published is None for c in found)})
     _check_zeros(cells)
     near = _check_two_methods(cells, verifier)
-    return {"tables": tables, "checks": {"zeros": "passed", "two_methods": "passed"},
-            "cells_compared_across_methods": near}
+    averaging = audit_averaging(verifier, verified, min_standard_error)
+    return {"tables": tables, "checks": {"zeros": "passed", "two_methods": "passed", "averaging": "passed"},
+            "cells_compared_across_methods": near, "averaging": averaging}
 
 
 def _method(item: Verified) -> str:

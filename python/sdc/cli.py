@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from . import __version__
-from .conventions import DEFAULT_KEY_MODULUS, NUMS_PTABLE_TYPES, WEIGHTED_COUNT_METHODS
+from .conventions import DEFAULT_KEY_MODULUS, MIN_STANDARD_ERROR, NUMS_PTABLE_TYPES, WEIGHTED_COUNT_METHODS
 from .errors import SdcError
 from .ptable.params import PTableParams
 from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, is_magnitude_ptable, read_ptable, write_ptable
@@ -320,6 +320,10 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument("--project-dir", metavar="DIR",
                           help="dbt project whose target/manifest.json lists the relations (default: working directory)")
     manifest.add_argument("--manifest", metavar="FILE", help="dbt manifest.json to read instead")
+    pub.add_argument("--min-standard-error", type=float, default=MIN_STANDARD_ERROR, metavar="S",
+                     help="refuse the release where a reader who averages the noise of all its CKM count tables "
+                     "estimates a count with records to a standard error below S (default %(default)s: the rounded "
+                     "estimate is the true count in at most about 38 %% of cells)")
     pub.set_defaults(run=_run_publish)
 
     demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report",
@@ -605,7 +609,7 @@ def _run_publish(args: argparse.Namespace) -> int:
 
     report: dict = {}
     tables = publish(args.db, args.out, args.parquet, project_dir=args.project_dir, manifest=args.manifest,
-                     report=report)
+                     report=report, min_standard_error=args.min_standard_error)
     print(f"published {len(tables)} relations to {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
     linked = report.get("linked_suppression") or {}
     print(f"verified {len(report['verified'])} relations against sdc's recomputation from the microdata; release "
@@ -615,6 +619,11 @@ def _run_publish(args: argparse.Namespace) -> int:
     for table in report["tables"]:
         print(f"  {table['table']} ({table['method']}): {table['cells']} cells, {table['published_zeros']} published "
               f"as 0, {table['suppressed']} suppressed")
+    averaging = report["averaging"]
+    if averaging["smallest_standard_error"] is not None:
+        print(f"averaging CKM noise: the smallest standard error of a count with records is "
+              f"{averaging['smallest_standard_error']:.3g} ({averaging['method']}), {averaging['cell']}; floor "
+              f"{averaging['min_standard_error']:g}")
     return 0
 
 

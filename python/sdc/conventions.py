@@ -174,6 +174,18 @@ PUBLICATION_SCHEMA: str = "sdc_publication"
 PUBLICATION_INDEX_TABLE: str = "relations"
 # ... and the table with the release audit's figures (one row, JSON: python/sdc/release/audit.py)
 RELEASE_AUDIT_TABLE: str = "release_audit"
+# The release audit's floor under averaging CKM noise (python/sdc/release/averaging.py; sdc publish
+# --min-standard-error): every count with records that the release's CKM count tables determine (a finest cell
+# of a population, a published cell) keeps a standard error of at least this for the reader's best linear
+# unbiased estimate from all of them. At a standard error s the estimate rounded is the true count with
+# probability about erf(0.5 / (s √2)) (normal approximation): 38 % at 1.0, 68 % at 0.5; at 1.0 it misses by 2 or
+# more in 13 % of cells. One table of the demo's ptable (V = 3) stays above it: a flat cube with every margin
+# gives V · Π n_k / (n_k + 1), 1.15 for 2 × 2 codes (1.22 for the table builder's test cube), and several tables
+# of one population or three binary dimensions go below it.
+MIN_STANDARD_ERROR: float = 1.0
+# Exact (a pivoted Cholesky factor of the information matrix) for a connected set of at most this many finest
+# cells (about a second at 2,000); beyond it a proven lower bound (the variance if every other finest cell were known)
+AVERAGING_EXACT_CELLS: int = 2000
 # In a Parquet publication folder: the file that lists the files sdc publish wrote there (only those are replaced).
 PARQUET_MARKER_FILE: str = "_sdc_publication.json"
 # Storage format of the publication file: DuckDB 1.0.0 and every later client read it (DuckDB 2.0's default

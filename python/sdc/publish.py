@@ -45,6 +45,7 @@ from .conventions import (
     DBT_LEFTOVER_SUFFIXES,
     KEY_FACT_PREFIX,
     LOAD_LOG_TABLE,
+    MIN_STANDARD_ERROR,
     PARQUET_MARKER_FILE,
     PROTECTION_MACROS,
     PUBLICATION_INDEX_TABLE,
@@ -66,6 +67,7 @@ from .errors import SdcError
 from .files import disk_full
 from .quoting import quote_identifier, quote_literal
 from .release.audit import audit_release
+from .release.averaging import check_floor
 from .release.verify import Verifier
 from .release_gate import Gate, Warehouse
 
@@ -99,6 +101,7 @@ def publish(
     project_dir: str | Path | None = None,
     manifest: str | Path | None = None,
     report: dict | None = None,
+    min_standard_error: float = MIN_STANDARD_ERROR,
 ) -> list[str]:
     """Copy every relation the dbt manifest tags ``sdc_publish`` from ``db`` into ``out`` (schema main) and,
     with ``parquet_dir``, into one Parquet file each; returns the published names.
@@ -106,10 +109,13 @@ def publish(
     The manifest is ``manifest``, else ``<project_dir>/target/manifest.json``, else that of the working
     directory. Every relation is verified against sdc's own recomputation and the release audited as a whole
     (python/sdc/release/); the audit's figures go into the publication (table sdc_publication.release_audit,
-    JSON) and, given ``report``, into that dict."""
+    JSON) and, given ``report``, into that dict. ``min_standard_error``: the floor under the standard error of
+    any count with records that a reader estimates from all CKM count tables of the release (averaging their
+    noise, python/sdc/release/averaging.py)."""
     db, out = Path(db), Path(out)
     if not db.is_file():
         raise SdcError(f"warehouse database not found: {db}")
+    check_floor(min_standard_error)
     _check_out(out, db)
     folder = Path(parquet_dir) if parquet_dir is not None else None
     previous = _check_parquet_folder(folder) if folder is not None else None
@@ -145,7 +151,7 @@ def publish(
         _write_index(con, alias, marked, kinds)
         for m in marked:  # last: the other checks name the simpler mistakes first
             verifier.verify(rels[m], paths[m])
-        audit = audit_release(verifier, list(verifier.verified.values()))
+        audit = audit_release(verifier, list(verifier.verified.values()), min_standard_error)
         audit["verified"] = sorted(v.rel.label for v in verifier.verified.values())
         _write_audit(con, alias, audit)
         if report is not None:

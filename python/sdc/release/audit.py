@@ -15,7 +15,9 @@ by its population and its codes off the totals, so the cell (sex=w, region=AK) o
   hides. Populations that differ by a few records (one record left out, a rounded variable) are caught, where
   the old check asked for equal grand totals;
 * **linked suppression tables** (linked_suppression.py): suppression tables of one population that share cells,
-  audited over the union of their equations.
+  audited over the union of their equations;
+* **averaging CKM noise** (averaging.py): a count with records that the reader's best linear unbiased estimate
+  from all CKM count cells of its population knows to a standard error below the floor.
 
 The result is a JSON-ready dict (per table and per release), kept in the publication (sdc_publication.release_audit)
 and summed up in the command's output.
@@ -25,8 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..conventions import MIN_STANDARD_ERROR
 from ..errors import SdcError
 from ..quoting import quote_identifier as q
+from .averaging import audit_averaging
 from .linked_suppression import audit_linked_suppression
 from .verify import Verified, Verifier
 
@@ -47,7 +51,8 @@ class Cell:
     published: float | None  # None: suppressed (or NULL)
 
 
-def audit_release(verifier: Verifier, verified: list[Verified]) -> dict:
+def audit_release(verifier: Verifier, verified: list[Verified],
+                  min_standard_error: float = MIN_STANDARD_ERROR) -> dict:
     """Refuses a release that leaks between its tables (see the module's text); returns the audit's figures."""
     cells: list[Cell] = []
     tables = []
@@ -63,9 +68,9 @@ def audit_release(verifier: Verifier, verified: list[Verified]) -> dict:
     near = _check_two_methods(cells, verifier)
     # suppression tables of one population, audited over the union of their equations (linked_suppression.py)
     linked = audit_linked_suppression(verifier, verified)
-    return {"tables": tables, "checks": {"zeros": "passed", "two_methods": "passed"},
-            "cells_compared_across_methods": near,
-            "linked_suppression": linked}
+    averaging = audit_averaging(verifier, verified, min_standard_error)
+    return {"tables": tables, "checks": {"zeros": "passed", "two_methods": "passed", "averaging": "passed"},
+            "cells_compared_across_methods": near, "linked_suppression": linked, "averaging": averaging}
 
 
 def _method(item: Verified) -> str:

@@ -1,0 +1,293 @@
+"""Averaging CKM noise (issue 33): the standard error of a reader's best linear unbiased estimate (BLUE) of every
+count from all CKM count cells of a release, and sdc publish's floor under it (python/sdc/release/averaging.py).
+
+Exact figures are checked against closed forms and against an independent computation: the smallest variance
+Σ c_i² V_i of an unbiased combination cᵀy, found as the least-norm solution of the whitened constraint by the
+pseudo-inverse (an SVD of the design, no information matrix)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from sdc.cli import main
+from sdc.errors import SdcError
+from sdc.publish import publish
+from sdc.release.averaging import CountCell, CountTable, blue_variances, population_design
+from test_publication_gate import BASE, make
+from test_publish import edited_manifest, rows
+
+V = 3.0  # the demo ptable's variance, every row
+
+
+def reference_variance(design: np.ndarray, variances: np.ndarray, target: np.ndarray) -> float:
+    """min Σ c_i² V_i over c with designᵀ c = target (inf where no c exists): with c_i = u_i / σ_i, the least-norm
+    u of (design / σ)ᵀ u = target."""
+    whitened = design / np.sqrt(variances)[:, None]
+    u = np.linalg.pinv(whitened.T) @ target
+    if not np.allclose(whitened.T @ u, target, atol=1e-8):
+        return np.inf
+    return float(u @ u)
+
+
+def cube(sizes: tuple, dims: tuple | None = None) -> tuple[list, list[tuple]]:
+    """The finest cells of a flat cube (every code combination) and the record sets of a table over ``dims``
+    with every margin and total: each a tuple of finest cell indices."""
+    finest = list(itertools.product(*(range(n) for n in sizes)))
+    dims = tuple(range(len(sizes))) if dims is None else dims
+    sets = []
+    for combination in itertools.product(*(list(range(sizes[d])) + [None] for d in dims)):
+        sets.append(tuple(j for j, cell in enumerate(finest)
+                          if all(c is None or cell[d] == c for d, c in zip(dims, combination))))
+    return finest, sets
+
+
+def matrix(sets: list[tuple], n: int) -> np.ndarray:
+    a = np.zeros((len(sets), n))
+    for i, members in enumerate(sets):
+        a[i, list(members)] = 1
+    return a
+
+
+# ------------------------------------------------------------------------------------------ closed forms
+@pytest.mark.parametrize("m", [1, 2, 3, 6])
+def test_a_margin_beside_its_m_cells_gives_v_m_over_m_plus_1(m):
+    """SECURITY.md's example: m cells and their total, each with its own noise. F = (I + J) / V, so
+    F⁻¹ = V (I - J / (m + 1)): every cell, and the total, V m / (m + 1)."""
+    a = np.vstack([np.eye(m), np.ones((1, m))])
+    found = blue_variances(a, np.full(m + 1, V))
+    assert np.allclose(found.finest, V * m / (m + 1)) and np.allclose(found.rows, V * m / (m + 1))
+    assert found.finest_exact.all() and found.rows_exact.all()
+    assert np.isclose(found.finest[0], reference_variance(a, np.full(m + 1, V), np.eye(m)[0]))
+
+
+@pytest.mark.parametrize("sizes", [(2, 2), (3, 4), (2, 5), (2, 2, 2), (2, 5, 8)])
+def test_a_flat_cube_with_every_margin_gives_v_times_the_product_of_n_over_n_plus_1(sizes):
+    """A = ⊗_k [I; 1ᵀ], so F = ⊗_k (I + J) / V and F⁻¹ = V ⊗_k (I - J / (n_k + 1)): a finest cell
+    V Π n_k / (n_k + 1); a dimension summed over gives 1ᵀ (I - J / (n + 1)) 1 = n / (n + 1), the same factor, so
+    every cell has that variance. 2 × 2: 4V/9 (standard error 1.155 at V = 3); 2 × 5 × 8: 1.4815 (the table
+    builder's bound)."""
+    finest, sets = cube(sizes)
+    closed = V * np.prod([n / (n + 1) for n in sizes])
+    found = blue_variances(matrix(sets, len(finest)), np.full(len(sets), V))
+    assert np.allclose(found.finest, closed) and np.allclose(found.rows, closed)
+    if sizes == (2, 2):
+        assert np.isclose(np.sqrt(found.finest[0]), 1.1547, atol=1e-4)
+    if sizes == (2, 5, 8):
+        assert np.isclose(found.finest[0], 1.4815, atol=1e-4)
+
+
+def test_a_cell_no_combination_identifies_has_no_unbiased_estimate():
+    """Two margins of a 2 × 2 table without its cells: the margins are known, no cell is (infinite variance);
+    the reference finds no unbiased combination either."""
+    finest, sets = cube((2, 2), dims=(0,))
+    sets += cube((2, 2), dims=(1,))[1]
+    a = matrix(sorted(set(sets)), 4)
+    found = blue_variances(a, np.full(len(a), V))
+    assert np.isinf(found.finest).all()
+    assert all(reference_variance(a, np.full(len(a), V), np.eye(4)[j]) == np.inf for j in range(4))
+    # the grand total: directly (V) and as the sum of either margin (2V each): 1 / (1/V + 1/2V + 1/2V) = V/2
+    total = [i for i, row in enumerate(a) if row.sum() == 4]
+    assert np.isclose(found.rows[total[0]], V / 2)
+
+
+# ------------------------------------------------------------------------------------------ random designs
+def random_design(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """0/1 record sets over up to 9 finest cells, some cells under no set or only under sets with others, and
+    noise variances between 0.5 and 4."""
+    rng = np.random.default_rng(seed)
+    n, r = rng.integers(3, 10), rng.integers(2, 14)
+    a = (rng.random((r, n)) < rng.uniform(0.2, 0.7)).astype(float)
+    a = a[a.sum(axis=1) > 0]
+    if not len(a):
+        a = np.ones((1, n))
+    return a, rng.uniform(0.5, 4.0, len(a))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_exact_variances_agree_with_the_independent_computation(seed):
+    a, variances = random_design(seed)
+    found = blue_variances(a, variances)
+    for j in range(a.shape[1]):
+        expected = reference_variance(a, variances, np.eye(a.shape[1])[j])
+        assert (np.isinf(expected) and np.isinf(found.finest[j])) or np.isclose(found.finest[j], expected, rtol=1e-7)
+    for i in range(len(a)):
+        assert np.isclose(found.rows[i], reference_variance(a, variances, a[i]), rtol=1e-7)
+        assert found.rows[i] <= variances[i] * (1 + 1e-9)  # never worse than the cell's own noise
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_lower_bound_is_never_above_the_exact_variance(seed):
+    a, variances = random_design(seed)
+    exact = blue_variances(a, variances)
+    bound = blue_variances(a, variances, exact_limit=0)
+    assert not bound.finest_exact.any() and not bound.rows_exact.any()
+    assert (bound.finest <= exact.finest * (1 + 1e-9)).all() and (bound.rows <= exact.rows * (1 + 1e-9)).all()
+    assert (bound.rows > 0).all()
+    # the finest cell's bound is its variance were every other finest cell known: 1 / Σ_i a_ij / V_i
+    covered = a.sum(axis=0) > 0
+    assert np.allclose(bound.finest[covered], 1 / (a[:, covered] / variances[:, None]).sum(axis=0))
+
+
+def test_the_lower_bound_is_the_exact_variance_where_cells_share_no_noise():
+    """Every finest cell published alone, twice with different variances, and nothing else: nothing to average
+    but its own two noises, so the bound is exact: 1 / (1/2 + 1/3) = 1.2."""
+    a = np.vstack([np.eye(5), np.eye(5)])
+    variances = np.array([2.0] * 5 + [3.0] * 5)
+    for limit in (0, 10):
+        assert np.allclose(blue_variances(a, variances, exact_limit=limit).finest, 1.2)
+
+
+def test_only_connected_parts_above_the_limit_are_bounded():
+    """Two tables over disjoint finest cells: a 2 × 2 cube (4 cells) is computed exactly and a 3 × 4 cube
+    (12 cells) bounded when the limit lies between."""
+    small, big = matrix(cube((2, 2))[1], 4), matrix(cube((3, 4))[1], 12)
+    a = np.block([[small, np.zeros((len(small), 12))], [np.zeros((len(big), 4)), big]])
+    found = blue_variances(a, np.full(len(a), V), exact_limit=5)
+    assert found.finest_exact.tolist() == [True] * 4 + [False] * 12
+    assert np.allclose(found.finest[:4], 4 * V / 9)
+    assert (found.finest[4:] < V * 12 / 20).all()  # below the exact 3/4 · 4/5 · V
+
+
+# ------------------------------------------------------------------------------------------ one population
+def flat_table(label: str, dims: list[str], finest: list[tuple], all_dims: list[str], records,
+               sizes: dict) -> CountTable:
+    """A complete CKM count table over ``dims`` with every total: the originals from the finest cells."""
+    made = []
+    for codes in itertools.product(*([*sizes[d], "Total"] for d in dims)):
+        original = sum(n for cell, n in zip(finest, records)
+                       if all(c == "Total" or cell[all_dims.index(d)] == c for d, c in zip(dims, codes)))
+        made.append(CountCell(codes, original, V))
+    return CountTable(label, dims, {d: "Total" for d in dims}, {}, made)
+
+
+def two_ways():
+    sizes = {"sex": ["m", "w"], "region": [f"R{k}" for k in range(5)], "age": ["A0", "A1", "A2"]}
+    dims = sorted(sizes)  # age, region, sex
+    finest = list(itertools.product(*(sizes[d] for d in dims)))
+    records = [7 + k % 4 for k in range(len(finest))]
+    return sizes, dims, finest, records
+
+
+def test_two_tables_cutting_one_population_two_ways_give_smaller_errors_than_one_alone():
+    """sex × region and sex × age over one population: the sex margins and the total are the same records in
+    both (one noise each), but each is now also the sum of either table's cells. Alone: V · 2/3 · 5/6 (1.2910)
+    and V · 2/3 · 3/4 (1.2247); together the margins fall to 1.1421, no cell rises, and no finest cell of
+    sex × region × age is identified."""
+    sizes, dims, finest, records = two_ways()
+    by_region = flat_table("by_region", ["sex", "region"], finest, dims, records, sizes)
+    by_age = flat_table("by_age", ["sex", "age"], finest, dims, records, sizes)
+    alone = {t.label: population_design(dims, finest, records, [t]) for t in (by_region, by_age)}
+    both = population_design(dims, finest, records, [by_region, by_age])
+    assert len(both.names) == 18 + 12 - 3  # (m, Total), (w, Total), (Total, Total) once
+    assert sorted(len(n) for n in both.names).count(2) == 3
+    errors = np.sqrt(blue_variances(both.matrix, both.variances).rows)
+    dense = both.matrix.toarray()
+    for r in range(len(errors)):
+        assert np.isclose(errors[r] ** 2, reference_variance(dense, both.variances, dense[r]), rtol=1e-7)
+    for label, design in alone.items():
+        own_errors = np.sqrt(blue_variances(design.matrix, design.variances).rows)
+        own = dict(zip(map(tuple, design.matrix.toarray()), own_errors))
+        closed = np.sqrt(V * 2 / 3 * (5 / 6 if label == "by_region" else 3 / 4))
+        assert np.allclose(list(own.values()), closed)
+        together = {tuple(row): e for row, e in zip(dense, errors)}
+        assert all(together[key] <= e + 1e-12 for key, e in own.items())
+        assert min(together[key] for key in own) < closed - 0.08
+    assert np.isclose(errors.min(), 1.1421, atol=1e-4)
+    assert np.isinf(blue_variances(both.matrix, both.variances).finest).all()
+
+
+def test_cells_with_the_same_records_carry_one_noise_and_empty_cells_none():
+    """A hierarchy North {R1, R2}, South {R3}: South and R3 are the same records (one noise); the flat table by
+    region repeats R1..R3 and the total (the same noises again); R2 has no records: its cells, with original 0,
+    publish no noise, and the design has no column for it. Cells whose originals do not add up are refused."""
+    finest, records = [("R1",), ("R3",)], [5, 4]
+    parents = {"Total": None, "North": "Total", "South": "Total", "R1": "North", "R2": "North", "R3": "South"}
+    originals = {"Total": 9, "North": 5, "South": 4, "R1": 5, "R2": 0, "R3": 4}
+    tree = CountTable("tree", ["region"], {"region": "Total"}, {"region": parents},
+                      [CountCell((code,), n, V if n else None) for code, n in originals.items()])
+    flat = CountTable("flat", ["region"], {"region": "Total"}, {},
+                      [CountCell((code,), originals[code], V if originals[code] else None)
+                       for code in ("Total", "R1", "R2", "R3")])
+    design = population_design(["region"], finest, records, [tree, flat])
+    # record sets: {R1, R3} (Total), {R1} (North, R1), {R3} (South, R3)
+    assert sorted(map(tuple, design.matrix.toarray().astype(int).tolist())) == [(0, 1), (1, 0), (1, 1)]
+    assert sorted(len(n) for n in design.names) == [2, 3, 3]
+    found = blue_variances(design.matrix, design.variances)
+    assert np.allclose(found.finest, V * 2 / 3)  # two cells and their total: V m / (m + 1)
+    wrong = CountTable("wrong", ["region"], {"region": "Total"}, {}, [CountCell(("R1",), 6, V)])
+    with pytest.raises(SdcError, match=r"cannot place the cell \(region='R1'\) of wrong among the finest cells of its "
+                                       r"population: they hold 5 records, the cell 6"):
+        population_design(["region"], finest, records, [wrong])
+
+
+# ------------------------------------------------------------------------------------------ sdc publish
+AGES = "id,sex,region,age,income\n" + "".join(
+    f"{i},{'mw'[i % 2]},R{i % 5},A{i % 3},{1000 + (i * 7919) % 5000}\n" for i in range(400))
+TWO_WAYS = {
+    **BASE,
+    "audit/ckm_by_age.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'age']) }}\n",
+    "protected/by_age.sql": "{{ sdc.ckm_published(ref('ckm_by_age')) }}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def two_tables(tmp_path_factory):
+    return make(tmp_path_factory.mktemp("averaging"), TWO_WAYS, persons=AGES)
+
+
+def audit_report(out):
+    return json.loads(rows(out, "select report from sdc_publication.release_audit")[0][0])["averaging"]
+
+
+def test_publish_refuses_a_release_whose_averaged_noise_is_below_the_floor(two_tables, tmp_path, capsys):
+    """Every code combination of sex (2) × region (5) × age (3) holds records (400 persons, i mod 30). Each
+    table alone keeps its closed form (1.2910, 1.2247); both together take the sex margins and the total to
+    1.1421: published under the default floor 1.0, refused under 1.2, where each table alone passes."""
+    out = tmp_path / "pub.duckdb"
+    assert main(["publish", "--db", str(two_tables.db), "--project-dir", str(two_tables.project), "--out", str(out),
+                 "--min-standard-error", "1.2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sdc publish: error: the release lets a reader average the CKM noise: the cell (sex='")
+    assert ("of main_protected.by_age (the same records in main_protected.persons) is estimated from the CKM count "
+            "tables of raw.persons (main_protected.by_age, main_protected.persons) with a standard error of 1.14, "
+            "below the floor of 1.2 (sdc publish --min-standard-error)") in err
+    assert not out.exists()
+
+    assert main(["publish", "--db", str(two_tables.db), "--project-dir", str(two_tables.project),
+                 "--out", str(out)]) == 0
+    assert ("\naveraging CKM noise: the smallest standard error of a count with records is 1.14 (exact), "
+            "the cell (sex=") in capsys.readouterr().out
+    report = audit_report(out)
+    assert report["min_standard_error"] == 1.0 and report["method"] == "exact"
+    assert report["smallest_standard_error"] == pytest.approx(1.1421, abs=1e-4)
+    (population,) = report["populations"]
+    assert population["population"] == "raw.persons" and population["dimensions"] == ["age", "region", "sex"]
+    assert population["finest_cells_with_records"] == 30 and population["not_identified"] == 30
+    assert population["record_sets"] == 27 and population["method"] == "exact"
+    assert [(t["table"], t["smallest_standard_error"]) for t in report["tables"]] == \
+        [("main_protected.by_age", pytest.approx(1.1421, abs=1e-4)),
+         ("main_protected.persons", pytest.approx(1.1421, abs=1e-4))]
+
+    for alone, error in (("persons", np.sqrt(V * 2 / 3 * 5 / 6)), ("by_age", np.sqrt(V * 2 / 3 * 3 / 4))):
+        other = "by_age" if alone == "persons" else "persons"
+        manifest = edited_manifest(two_tables, tmp_path, untag=(other,))
+        assert publish(two_tables.db, out, manifest=manifest, min_standard_error=1.2) == [alone]
+        report = audit_report(out)
+        assert report["smallest_standard_error"] == pytest.approx(error, abs=1e-4) and report["method"] == "exact"
+        # one table over two of the three dimensions: its own cells are the finest cells
+        assert report["populations"][0]["not_identified"] == 0
+    with pytest.raises(SdcError, match=r"the cell \(sex='\w+', region='\w+'\) of main_protected.persons is estimated "
+                                       r"from the CKM count tables of raw.persons \(main_protected.persons\) with a "
+                                       r"standard error of 1.29, below the floor of 1.3"):
+        publish(two_tables.db, out, manifest=edited_manifest(two_tables, tmp_path, untag=("by_age",)),
+                min_standard_error=1.3)
+
+
+@pytest.mark.parametrize("floor", [-1.0, float("nan"), float("inf")])
+def test_a_floor_that_is_no_standard_error_is_refused_before_any_work(two_tables, tmp_path, floor):
+    with pytest.raises(SdcError, match="the minimum standard error .* must be a number of at least 0"):
+        publish(two_tables.db, tmp_path / "pub.duckdb", project_dir=two_tables.project, min_standard_error=floor)

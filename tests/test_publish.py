@@ -249,7 +249,8 @@ def test_publishes_the_tagged_tables_and_views_of_a_project_with_default_schema_
         ("main_protected", "persons_by_sex_region", "BASE TABLE"), ("main_protected", "persons_view", "VIEW")]
     # the view is published as a table with the view's data; nothing else, no views
     assert rows(out, "select schema_name, table_name from duckdb_tables() order by all") == [
-        ("main", "persons_by_sex_region"), ("main", "persons_view"), ("sdc_publication", "relations")]
+        ("main", "persons_by_sex_region"), ("main", "persons_view"), ("sdc_publication", "relations"),
+        ("sdc_publication", "release_audit")]
     assert rows(out, "select count(*) from duckdb_views() where not internal") == [(0,)]
     assert rows(out, "select * from sdc_publication.relations order by name") == [
         ("persons_by_sex_region", "warehouse.main_protected.persons_by_sex_region", "model.pubtest.persons_by_sex_region",
@@ -749,7 +750,8 @@ def test_the_oldest_supported_client_reads_every_published_table(built, tmp_path
         results[python] = json.loads(result.stdout)
     old, new = results.values()
     assert old["version"] == OLDEST_CLIENT and new["version"] == duckdb.__version__
-    assert sorted(old["tables"]) == ["main.persons_by_sex_region", "main.persons_view", "sdc_publication.relations"]
+    assert sorted(old["tables"]) == ["main.persons_by_sex_region", "main.persons_view", "sdc_publication.relations",
+                                     "sdc_publication.release_audit"]
     assert old["tables"] == new["tables"] and all(old["tables"].values())
 
 

@@ -247,3 +247,25 @@ def test_magnitudes_of_cells_whose_count_is_published_as_zero_are_zero_with_zero
     report = {}
     assert publish(built.db, out, project_dir=built.project, report=report) == ["income", "persons"]
     assert report["checks"]["zeros"] == "passed"
+
+
+def test_a_staging_table_is_computed_again_from_its_sql(tmp_path):
+    """The microdata a step reads may be a table of one's own (a staging model, no build record): sdc computes it
+    again from its SQL in the manifest. A post-hook that changed its rows before the step read them (here: every
+    record of region R1 moved to R2) makes the step's table differ from that recomputation."""
+    staging = "{{ config(post_hook=\"update {{ this }} set region = 'R2' where region = 'R1'\") }}\n" \
+              "select * from {{ source('raw', 'persons') }} where id <> 2\n"
+    models = {**BASE,
+              "audit/persons_kept.sql": "select * from {{ source('raw', 'persons') }} where id <> 2\n",
+              "audit/ckm_kept.sql": "{{ sdc.ckm_count(ref('persons_kept'), dims=['sex', 'region']) }}\n",
+              "protected/kept.sql": "{{ sdc.ckm_published(ref('ckm_kept')) }}\n",
+              "audit/persons_moved.sql": staging,
+              "audit/ckm_moved.sql": "{{ sdc.ckm_count(ref('persons_moved'), dims=['sex', 'region']) }}\n",
+              "protected/moved.sql": "{{ sdc.ckm_published(ref('ckm_moved')) }}\n"}
+    built = make(tmp_path, models)
+    out = tmp_path / "pub.duckdb"
+    assert publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=("persons", "moved"))) == ["kept"]
+    with pytest.raises(SdcError, match=r"main_protected.moved \(model.pubtest.moved\) (differs from ckm_count over "
+                                       r"main_audit.persons_moved \(recomputed from the microdata\) in|lacks|holds) "
+                                       r"the cell \(sex='\w+', region='R[12]'\)"):
+        publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=("persons", "kept")))

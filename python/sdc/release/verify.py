@@ -218,7 +218,7 @@ class Verifier:
             record = self.wh.record(rel) or {}
             if record.get("step"):
                 raise refuse(path, f"is the output of {record['step']}, not microdata, but a step reads it as such")
-            sql = self.own_sql(rel, record, path)
+            sql = self.own_sql(rel, record, path, tied=False)
             roots: set = set()
             for parent in self._checked_reads(rel, sql, path):
                 self.microdata(parent, path + [parent.label])
@@ -235,9 +235,10 @@ class Verifier:
         return found
 
     # ------------------------------------------------------------------------------------------ SQL of one's own
-    def own_sql(self, rel: Rel, record: dict, path: list[str]) -> str:
+    def own_sql(self, rel: Rel, record: dict, path: list[str], tied: bool = True) -> str:
         """The SQL of a relation of one's own: a view's from the warehouse, a table's from the manifest (tied to
-        the table by the md5 in its build record); checked for functions that read more than its relations."""
+        the table by the md5 in its build record, unless ``tied`` is false: microdata that sdc computes again
+        from that SQL, never reads); checked for functions that read more than its relations."""
         if self.wh.kind(rel) == "view":
             sql = self.wh.view_sql(rel) or ""
         else:
@@ -245,7 +246,10 @@ class Verifier:
             if node.get("language") == "python":
                 raise refuse(path, "is a dbt Python model: sdc cannot compute its content again")
             sql = node.get("compiled_code")
-            if not isinstance(sql, str) or hashlib.md5(sql.encode("utf-8")).hexdigest() != record.get("sql_md5"):
+            if not isinstance(sql, str):
+                raise refuse(path, "is a table whose SQL is not in the dbt manifest: run dbt build (or dbt compile) "
+                                   "and give sdc publish that manifest")
+            if tied and hashlib.md5(sql.encode("utf-8")).hexdigest() != record.get("sql_md5"):
                 raise refuse(path, "is a table whose SQL in the dbt manifest is not the SQL it was built from (or "
                                    "it has no build record): run dbt build")
         self._check_functions(sql, path)

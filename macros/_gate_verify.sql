@@ -205,13 +205,9 @@
 
 {#- a view of one's own that calls a function of the database's own: what it reads cannot be told (red team R3-1) -#}
 {% macro gate_check_view_functions(relation, path, checker) %}
-{%- set found = run_query("select distinct pn.nspname || '.' || p.proname from pg_catalog.pg_rewrite as r "
-    ~ "join pg_catalog.pg_depend as d on d.classid = 'pg_catalog.pg_rewrite'::regclass and d.objid = r.oid "
-    ~ "and d.refclassid = 'pg_catalog.pg_proc'::regclass "
-    ~ "join pg_catalog.pg_proc as p on p.oid = d.refobjid join pg_catalog.pg_namespace as pn on pn.oid = p.pronamespace "
-    ~ "join pg_catalog.pg_class as v on v.oid = r.ev_class join pg_catalog.pg_namespace as vn on vn.oid = v.relnamespace "
-    ~ "where vn.nspname = " ~ sdc.sql_string(relation.schema) ~ " and v.relname = " ~ sdc.sql_string(relation.identifier)
-    ~ " and pn.nspname not in ('pg_catalog', 'information_schema') order by 1 limit 1") -%}
+{%- set found = run_query(sdc.gate_view_dependencies(relation, 'pg_proc', "n.nspname || '.' || c.proname",
+                                                         "c.pronamespace", "n.nspname not in ('pg_catalog', 'information_schema')")
+                          ~ " order by 1 limit 1") -%}
 {%- if found.rows -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is a view that calls " ~ found.rows[0][0] ~ ", a function of the database's own: what it reads cannot be told; use PostgreSQL's built-in functions only; refusing to grant " ~ path[0]) }}
 {%- endif -%}
@@ -236,4 +232,17 @@ drop table {{ name }}
 {%- endmacro %}
 {% macro spark__gate_drop_temporary_relation(name) -%}
 drop view {{ name }}
+{%- endmacro %}
+
+
+{#- the objects of catalog table `refclass` (pg_class, pg_proc) that a view's rewrite rule depends on, as c (n: their
+    schema): select `columns` where `condition` -#}
+{% macro gate_view_dependencies(relation, refclass, columns, namespace, condition) -%}
+select distinct {{ columns }} from pg_catalog.pg_rewrite as r
+join pg_catalog.pg_depend as d on d.classid = 'pg_catalog.pg_rewrite'::regclass and d.objid = r.oid
+    and d.refclassid = 'pg_catalog.{{ refclass }}'::regclass
+join pg_catalog.{{ refclass }} as c on c.oid = d.refobjid join pg_catalog.pg_namespace as n on n.oid = {{ namespace }}
+join pg_catalog.pg_class as v on v.oid = r.ev_class join pg_catalog.pg_namespace as vn on vn.oid = v.relnamespace
+where vn.nspname = {{ sdc.sql_string(relation.schema) }} and v.relname = {{ sdc.sql_string(relation.identifier) }}
+    and {{ condition }}
 {%- endmacro %}

@@ -256,13 +256,8 @@
 
 {#- the relations a view reads, from PostgreSQL's dependencies of its rewrite rule -#}
 {% macro gate_view_reads(relation) %}
-{%- set found = run_query("select distinct n.nspname, c.relname, c.relkind from pg_catalog.pg_rewrite as r "
-    ~ "join pg_catalog.pg_depend as d on d.classid = 'pg_catalog.pg_rewrite'::regclass and d.objid = r.oid "
-    ~ "and d.refclassid = 'pg_catalog.pg_class'::regclass "
-    ~ "join pg_catalog.pg_class as c on c.oid = d.refobjid join pg_catalog.pg_namespace as n on n.oid = c.relnamespace "
-    ~ "join pg_catalog.pg_class as v on v.oid = r.ev_class join pg_catalog.pg_namespace as vn on vn.oid = v.relnamespace "
-    ~ "where vn.nspname = " ~ sdc.sql_string(relation.schema) ~ " and v.relname = " ~ sdc.sql_string(relation.identifier)
-    ~ " and c.oid <> v.oid order by 1, 2") -%}
+{%- set found = run_query(sdc.gate_view_dependencies(relation, 'pg_class', 'n.nspname, c.relname, c.relkind', 'c.relnamespace',
+                                                         'c.oid <> v.oid') ~ ' order by 1, 2') -%}
 {%- set reads = [] -%}
 {%- for row in found.rows -%}
   {%- do reads.append(api.Relation.create(database=relation.database, schema=row[0], identifier=row[1], type='view' if row[2] == 'v' else 'table')) -%}

@@ -21,6 +21,8 @@ from sdc.magnitude.reference import perturb_cell, scramble
 from sdc.magnitude.table import sum_table
 from sdc.ptable.nums import NumsPTable, NumsPTableParams, combine, create_num_ptable, parse_nums_ptable, render_nums_ptable
 
+from weighted_count_noise import spread_noise
+
 M = 10**8
 FLEX = {"type": "flex", "fp": 1000, "p": [0.3, 0.03], "epsilon": [1, 0.5, 0.2], "q": 3}
 
@@ -613,15 +615,20 @@ def test_weighted_counts_do_not_reveal_the_original_count(tmp_path):
     ours = [_denominator_attack(c, w) for c, w in zip(perturbed["count"], perturbed["weighted_count"])]
     assert np.mean(np.array(ours) == perturbed["n"].to_numpy()) < 0.35
     # and the weighted count is the sum of weights perturbed as sum_table perturbs it plus the count's noise
-    # times the cell's smallest weight (red team 6); 0 where the count was perturbed to 0 (a false zero must
-    # not show a weight)
+    # times the cell's smallest weight (red team 6) plus the second noise times the cell's spread of weights
+    # (red team 3); 0 where the count was perturbed to 0 (a false zero must not show a weight)
     sums = sum_table(df, ["g"], weight="w", record_key="rk", modulus=M, params=params, ptable=_tables(False),
                      totals="none", audit=True).set_index("g")
     positive = got["count"] > 0
     smallest = df.groupby("g")["w"].min()
+    spread = df.groupby("g")["w"].max() - smallest
+    second = pd.Series({g: spread_noise(cell["rk"].tolist(), cell["w"].tolist(), counts_ptable, M)
+                        for g, cell in df.groupby("g")})
+    cells = got.index[positive]
     assert np.allclose(got.loc[positive, "weighted_count"],
-                       sums.loc[got.index[positive], "weighted_count"]
-                       + (got["count"] - got["n"])[positive] * smallest[got.index[positive]], rtol=1e-12)
+                       np.maximum(sums.loc[cells, "weighted_count"]
+                                  + (got["count"] - got["n"])[positive] * smallest[cells]
+                                  + second[cells] * spread[cells], smallest[cells]), rtol=1e-12)
     assert (got.loc[positive, "weighted_count"] > 0).all() and (got.loc[~positive, "weighted_count"] == 0).all()
     sums = sums.join(truth)
     assert ((sums["weighted_count"] - sums["s"]).abs() <= sums["delta_weighted_count_1"] * 5 + 1e-6).all()

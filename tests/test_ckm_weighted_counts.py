@@ -4,7 +4,6 @@ computation, the magnitude method against sum_table, zero stays zero, the thresh
 Python API, and bad weights."""
 
 import csv
-import math
 from decimal import Decimal
 
 import duckdb
@@ -22,6 +21,7 @@ from sdc.ptable.nums import NumsPTableParams, NumsPTableSet, create_num_ptable, 
 
 from conftest import DATA, REPO
 from dbt_project_helper import ScratchProject
+from weighted_count_noise import spread_noise
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
 HIERARCHY = DATA / "cellkey_testdata_hierarchies.csv"
@@ -101,8 +101,8 @@ def test_zero_stays_zero_and_a_count_perturbed_to_zero_has_no_weight(nums_ptable
         assert (got.loc[empty, "original_weighted_count"] == 0).all(), method
 
 
-def smallest_weights(dims, hierarchy=None) -> dict:
-    """Per cell (as independent_cells): the smallest weight of its records."""
+def cell_records(dims, hierarchy=None) -> dict:
+    """Per cell (as independent_cells): the integer record keys and the weights of its records."""
     parents = {(dim, code): parent for dim, code, parent in hierarchy or []}
     out = {}
     with open(MICRODATA, newline="") as handle:
@@ -114,13 +114,17 @@ def smallest_weights(dims, hierarchy=None) -> dict:
                     codes.append(parents[(dim, codes[-1])])
                 combos = [c + (a,) for c in combos for a in codes]
             for combo in combos:
-                out[combo] = min(out.get(combo, math.inf), int(record["sampling_weight"]))
+                keys, weights = out.setdefault(combo, ([], []))
+                keys.append(int(Decimal(record["rkeys"]) * 10**7))
+                weights.append(int(record["sampling_weight"]))
     return out
 
 
 def test_magnitude_weighted_count_is_the_perturbed_sum_of_weights_beside_unchanged_counts(nums_ptable):
     """weighted_count = the sum of the weights perturbed as sum_table perturbs it + the count's noise times the
-    cell's smallest weight (red team 6: a constant weight must not give the count away)."""
+    cell's smallest weight (red team 6: a constant weight must not give the count away) + the second noise times
+    the cell's spread of weights, computed here from the records (red team 3: weighted_count - w_min count must
+    not be the exact Σ(w - w_min) + the magnitude noise)."""
     df = pd.read_csv(MICRODATA)
     run = dict(record_key="rkeys", modulus=10**7, hierarchy=HIERARCHY)
     plain = sdc.ckm.count_table(df, ["sex", "age"], ptable=PTABLE, **run)
@@ -133,11 +137,15 @@ def test_magnitude_weighted_count_is_the_perturbed_sum_of_weights_beside_unchang
     merged = weighted.merge(sums, on=["sex", "age"], suffixes=("", "_sum"))
     assert len(merged) == len(weighted) == 27
     cells = independent_cells(["sex", "age"], read_hierarchy(HIERARCHY))
-    smallest = smallest_weights(["sex", "age"], read_hierarchy(HIERARCHY))
+    records = cell_records(["sex", "age"], read_hierarchy(HIERARCHY))
     count_noise = np.array([r.count - cells[(r.sex, r.age)][0] for r in merged.itertuples()])
-    w_min = np.array([smallest[(r.sex, r.age)] for r in merged.itertuples()])
+    w_min = np.array([min(records[(r.sex, r.age)][1]) for r in merged.itertuples()])
+    spread = np.array([max(records[(r.sex, r.age)][1]) for r in merged.itertuples()]) - w_min
+    second = np.array([spread_noise(*records[(r.sex, r.age)], PTABLE, 10**7) for r in merged.itertuples()])
     assert (count_noise != 0).sum() >= 10 and len(set(w_min)) >= 2
-    assert np.allclose(merged["weighted_count"], merged["weighted_count_sum"] + count_noise * w_min, rtol=1e-12)
+    assert (spread > 0).all() and (np.abs(second) >= 0.5).sum() >= 10  # weights differ in every cell
+    expected = np.maximum(merged["weighted_count_sum"] + count_noise * w_min + second * spread, w_min)
+    assert np.allclose(merged["weighted_count"], expected, rtol=1e-12)
     truth = {k: v[2] for k, v in cells.items()}
     changed = sum(abs(r.weighted_count - truth[(r.sex, r.age)]) > 1e-6 for r in merged.itertuples())
     assert changed >= 20  # the weighted counts are perturbed, not copied

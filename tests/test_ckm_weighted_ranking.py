@@ -27,6 +27,7 @@ from sdc.ptable.nums import NumsPTableParams, NumsPTableSet, create_num_ptable, 
 
 from conftest import DATA, REPO
 from dbt_project_helper import ScratchProject
+from weighted_count_noise import spread_noise
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
 PTABLE = REPO / "demo" / "seeds" / "sdc_ptable.csv"
@@ -142,8 +143,8 @@ def test_a_count_variable_with_weights_counts_and_weights_its_records(tmp_path, 
 
 def test_a_count_variable_with_weights_by_the_magnitude_method(nums_ptable):
     """weighted_count: the sum of the weights of the count variable's records, perturbed as sum_table perturbs
-    the weights of those records alone, plus the count's noise times their smallest weight; 0 where the count
-    is 0."""
+    the weights of those records alone, plus the count's noise times their smallest weight, plus the second noise
+    of those records' keys times the spread of their weights; 0 where the count is 0."""
     df = pd.read_csv(MICRODATA)
     params = {"type": "top_contr", "top_k": 2,
               "multiplier": {"type": "flex", "fp": 100, "p": [0.3, 0.05], "epsilon": [1, 0.5], "q": 3}}
@@ -153,13 +154,21 @@ def test_a_count_variable_with_weights_by_the_magnitude_method(nums_ptable):
                              ptable=nums_ptable, complete=False, **RUN)
     merged = got.merge(sums, on=["sex", "roof"], how="left", suffixes=("", "_sum"))
     expected = counted_cells("cnt_highincome")
+    records = {}  # per cell: the keys and weights of the count variable's records
+    for record in df[df.cnt_highincome == 1].itertuples():
+        for cell in [(s, r) for s in (record.sex, "Total") for r in (record.roof, "Total")]:
+            keys, weights = records.setdefault(cell, ([], []))
+            keys.append(round(record.rkeys * 10**7))
+            weights.append(record.sampling_weight)
     for row in merged.itertuples():
         n, _, weights, smallest = expected[(row.sex, row.roof)]
         assert (row.original, row.original_weighted_count) == (n, weights)
         if row.count == 0:
             assert row.weighted_count == 0
         else:
-            perturbed = max(row.weighted_count_sum + row.noise * smallest, smallest)
+            spread = max(records[(row.sex, row.roof)][1]) - smallest
+            second = spread_noise(*records[(row.sex, row.roof)], PTABLE, RUN["modulus"])
+            perturbed = max(row.weighted_count_sum + row.noise * smallest + second * spread, smallest)
             assert row.weighted_count == pytest.approx(perturbed, rel=1e-12), (row.sex, row.roof)
     assert (merged.weighted_count != merged.original_weighted_count).sum() >= 8  # perturbed, not copied
 

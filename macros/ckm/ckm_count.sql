@@ -48,8 +48,19 @@
     weighted_count  how the weighted count is perturbed, default var sdc_weighted_count ('magnitude'):
                'magnitude'    the sum of the weights, perturbed by the magnitude method (ckm_sum with
                               weight=; params= and nums_ptable= as ckm_sum's params= and ptable=), plus the
-                              count's noise times the cell's smallest weight, at least that weight: a
-                              constant weight does not give the count away (red team 6)
+                              count's noise v times the cell's smallest weight w_min, plus a second noise u times
+                              the spread w_max - w_min of its weights; at least w_min. u is the count ptable's v
+                              for a second cell key (the sum of k (k + A) over the records' keys k, mod M, A about
+                              0.618 M: close to independent of the cell key in a cell of two records or more, and
+                              the same for the same records in every table) in the row of ceil(Σ(w - w_min) /
+                              (w_max - w_min))
+                              records, plus that key's place within its interval less 1/2 (uniform on
+                              [-1/2, 1/2)). So a constant weight does not give the count away (u = 0: weighted_count
+                              / w is count + magnitude noise / w, red team 6), and weighted_count - w_min count =
+                              Σ(w - w_min) + u (w_max - w_min) + magnitude noise, which the count's noise no longer
+                              leaves exact (red team 3): with two weight values the records of the larger one,
+                              perturbed as the CKM perturbs a count of them; with more, not even its remainder
+                              modulo the spread (the uniform part). Unbiased where the count ptable is.
                'mean_weight'  count' * (sum of weights / count), as cellKey and τ-Argus publish it. The
                               published pair reveals the cell's exact mean weight, a fraction whose
                               denominator is the original count: with integer or few distinct weights the
@@ -77,6 +88,7 @@
 {%- endif -%}
 {%- set key_column = rk if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact -%}
 {%- set wide = sdc.wide_integer_type() -%}
+{%- set double = sdc.double_type() -%}
 {%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
 {%- if threshold is not none and (threshold is not number or threshold != threshold | int or threshold < 0) -%}
   {{ exceptions.raise_compiler_error("ckm_count: threshold must be a whole number of at least 0, got " ~ threshold) }}
@@ -91,6 +103,15 @@
 {%- if weight is not none and weighting not in ['magnitude', 'mean_weight'] -%}
   {{ exceptions.raise_compiler_error("ckm_count: weighted_count must be 'magnitude' or 'mean_weight', got '" ~ weighting ~ "'") }}
 {%- endif -%}
+{#- the magnitude method's weighted count carries a second noise on the weights' spread (header) -#}
+{%- set spread = weight is not none and weighting == 'magnitude' -%}
+{#- a record's second key, k (k + A) mod M: the square makes the cell's sum of them apart from its key sum; the
+    A k part (A about 0.618 M, odd and prime to 5) keeps it from being constant where the keys lie on a coarse
+    grid that the key checks pass (multiples of 10^4: every square 0 mod 10^8). In bigint while it cannot overflow -#}
+{%- set spread_a = (modulus * 0.6180339887498949) | int // 10 * 10 + 1 -%}
+{%- set product_type = 'bigint' if (modulus - 1) * (modulus - 1 + spread_a) <= 9223372036854775807 else wide -%}
+{%- set record_key = 'cast(m.' ~ sdc.sql_identifier(key_column) ~ ' as ' ~ product_type ~ ')' -%}
+{%- set second_key = 'cast((' ~ record_key ~ ' * (' ~ record_key ~ ' + ' ~ spread_a ~ ')) % ' ~ modulus ~ ' as bigint)' -%}
 {%- set roles = {rk: 'record key column'} if fact is none else {rk: 'record key column', key_column: 'key fact column', fact: 'fact column'} -%}
 {%- if weight is not none -%}{%- do roles.update({weight: 'weight column'}) -%}{%- endif -%}
 {%- do sdc.check_dimension_names(dims, sdc.setting('sdc_ckm_own_columns'), 'ckm_count', roles=roles) -%}
@@ -104,6 +125,7 @@
 {%- set levels = sdc.ckm_dimension_levels(dims, hierarchy, totals) -%}
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 {%- set max_i = sdc.ckm_ptable_max_i(ptable, 'ckm_count') -%}
+{%- set max_row = max_i if max_i is not none else '(select max(i) from ' ~ ptable ~ ')' -%}
 
 with leaf_cells as (
     -- one pass over the microdata: original count and key sum of every cell of the finest level
@@ -116,6 +138,10 @@ with leaf_cells as (
         {%- if weight is not none %}
         sum({{ counted_weight }}) as weight_sum,
         min({{ counted_weight }}) as weight_min,
+        {%- endif %}
+        {%- if spread %}
+        max({{ counted_weight }}) as weight_max,
+        {{ sdc.ckm_key_sum(second_key, modulus) }} as spread_key_sum,
         {%- endif %}
         {{ 'max(' ~ sdc.sql_identifier(key_column) ~ ')' if check_key_range else 'null' }} as max_key
     {%- if weight is not none %}
@@ -134,7 +160,9 @@ with leaf_cells as (
 
 complete_leaf_cells as (
     -- the cells of the frame; a combination without records is an empty cell (original 0, key sum 0)
-{{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, ['original', 'key_sum'] + (['weight_sum'] if weight is not none else []), (['weight_min'] if weight is not none else []) + ['max_key']) }}
+{%- set zero_columns = ['original', 'key_sum'] + (['weight_sum'] if weight is not none else []) + (['spread_key_sum'] if spread else []) %}
+{%- set null_columns = (['weight_min'] if weight is not none else []) + (['weight_max'] if spread else []) + ['max_key'] %}
+{{ sdc.ckm_complete_leaf_cells('leaf_cells', dims, levels, zero_columns, null_columns) }}
 ),
 {%- endif %}
 
@@ -161,6 +189,10 @@ paired_metrics as (
         coalesce(sum(weight_sum), 0) as weight_sum,
         min(weight_min) as weight_min
         {%- endif %}
+        {%- if spread %},
+        max(weight_max) as weight_max,
+        coalesce(sum(spread_key_sum), 0) as spread_key_sum
+        {%- endif %}
     from checked_leaf_levels
     {{ sdc.group_by_grouping_sets(sets) }}
 ),
@@ -171,6 +203,14 @@ cell_keys as (
     select
         *,
         cast(key_sum % {{ modulus }} as bigint) as cell_key_int
+        {%- if spread %},
+        -- the second cell key: apart from the first in every cell of two records or more (uniform keys)
+        cast(spread_key_sum % {{ modulus }} as bigint) as spread_cell_key_int,
+        -- Σ(w - w_min) and the spread w_max - w_min in millionths, exact integers as the weights are summed
+        -- (decimal(38, 6)); the spread NULL where all weights are equal
+        cast((weight_sum - original * weight_min) * 1000000 as {{ wide }}) as spread_excess,
+        nullif(cast((weight_max - weight_min) * 1000000 as {{ wide }}), 0) as spread_width
+        {%- endif %}
     from paired_metrics
     where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('original', 'key_sum', modulus),
         "'the key sum ' || cast(key_sum as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(original as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}
@@ -186,7 +226,13 @@ ptable_rows as (
     select
         cell_keys.*,
         cell_key_int / {{ modulus }}.0 as cell_key,
-        {{ sdc.ckm_ptable_row('original', max_i if max_i is not none else '(select max(i) from ' ~ ptable ~ ')', reuse_from) }} as ptable_row
+        {{ sdc.ckm_ptable_row('original', max_row, reuse_from) }} as ptable_row
+        {%- if spread %},
+        -- the second noise's row: that of a count of ceil(Σ(w - w_min) / (w_max - w_min)) records, with two weight
+        -- values the records of the larger one (as the CKM would perturb their count)
+        case when spread_width is not null
+             then {{ sdc.ckm_ptable_row(sdc.ckm_ceil_div('spread_excess', 'spread_width'), max_row, reuse_from) }} end as spread_ptable_row
+        {%- endif %}
     from {{ 'checked_cell_keys' if check_cell_keys else 'cell_keys' }} as cell_keys
 ),
 
@@ -201,7 +247,13 @@ ptable_intervals as (
         cast(round(p_int_lb * {{ scale }}) as {{ wide }}) * {{ modulus }} as lb_scaled,
         cast(round(p_int_ub * {{ scale }}) as {{ wide }}) * {{ modulus }} as ub_scaled
     from {{ ptable }}
+    {%- if spread %}
+    cross join (select least(min(ptable_row), coalesce(min(spread_ptable_row), min(ptable_row))) as first_row,
+                       greatest(max(ptable_row), coalesce(max(spread_ptable_row), max(ptable_row))) as last_row
+                from ptable_rows) as rows_used
+    {%- else %}
     cross join (select min(ptable_row) as first_row, max(ptable_row) as last_row from ptable_rows) as rows_used
+    {%- endif %}
     where i >= rows_used.first_row and i <= rows_used.last_row
 ),
 
@@ -214,6 +266,28 @@ overlay as (
         on ptable_intervals.i = ptable_rows.ptable_row
         and {{ sdc.ckm_interval_match('ptable_rows.cell_key_int', 'ptable_intervals.lb_scaled', 'ptable_intervals.ub_scaled') }}
 ),
+{%- if spread %}
+
+spread_overlay as (
+    -- the second noise, in multiples of the weights' spread: v of the second cell key's interval in the spread
+    -- row, plus the key's place within that interval less 1/2 (uniform on [-1/2, 1/2), apart from v), so that no
+    -- remainder of Σ(w - w_min) modulo the spread stays exact; 0 where all weights are equal
+    select
+        overlay.*,
+        case when overlay.spread_width is null then 0.0
+             when {{ sdc.ckm_fail_if('spread_intervals.v is null',
+                "'the perturbation table has no interval for i = ' || cast(overlay.spread_ptable_row as " ~ sdc.text_type() ~ ") || ' and the second cell key ' || cast(overlay.spread_cell_key_int / " ~ modulus ~ ".0 as " ~ sdc.text_type() ~ ")") }}
+             then cast(spread_intervals.v as {{ double }})
+                 + cast(2 * cast(overlay.spread_cell_key_int as {{ wide }}) * {{ scale }} + {{ scale }}
+                        - 2 * spread_intervals.lb_scaled as {{ double }})
+                     / cast(2 * (spread_intervals.ub_scaled - spread_intervals.lb_scaled) as {{ double }})
+                 - 0.5 end as spread_noise
+    from overlay
+    left join ptable_intervals as spread_intervals
+        on spread_intervals.i = overlay.spread_ptable_row
+        and {{ sdc.ckm_interval_match('overlay.spread_cell_key_int', 'spread_intervals.lb_scaled', 'spread_intervals.ub_scaled') }}
+),
+{%- endif %}
 
 published as (
     select
@@ -236,7 +310,11 @@ published as (
         weight_sum as original_weighted_count,
         weight_min
         {%- endif %}
-    from overlay
+        {%- if spread %},
+        weight_max,
+        spread_noise
+        {%- endif %}
+    from {{ 'spread_overlay' if spread else 'overlay' }}
 )
 {%- if weight is not none and weighting == 'magnitude' %},
 
@@ -256,13 +334,15 @@ weighted as (
         published.original, published.key_sum, published.cell_key_int, published.cell_key, published.ptable_row,
         published.noise, published.{{ sdc.sql_identifier('count') }}, published.original_weighted_count,
         {%- if weighting == 'magnitude' %}
-        -- the perturbed sum of the weights plus the count's noise times the cell's smallest weight: with one
-        -- weight w for all, weighted_count / w is count + (magnitude noise) / w, and tells no more than count
-        -- (red team 6); unbiased as both noises are; at least one record's weight
+        -- the perturbed sum of the weights, plus the count's noise times the cell's smallest weight (with one
+        -- weight w for all, weighted_count / w is count + (magnitude noise) / w: no more than count, red team 6),
+        -- plus the second noise times the weights' spread (weighted_count - w_min count is Σ(w - w_min) perturbed
+        -- apart from the count: red team 3); unbiased as the noises are; at least one record's weight
         case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0
              else greatest(
                  coalesce(magnitude_weighted_counts.weighted_count, 0.0)
-                     + cast(published.noise as {{ sdc.double_type() }}) * cast(published.weight_min as {{ sdc.double_type() }}),
+                     + cast(published.noise as {{ sdc.double_type() }}) * cast(published.weight_min as {{ sdc.double_type() }})
+                     + published.spread_noise * cast(published.weight_max - published.weight_min as {{ sdc.double_type() }}),
                  cast(published.weight_min as {{ sdc.double_type() }})) end as weighted_count
         {%- else %}
         case when published.{{ sdc.sql_identifier('count') }} = 0 then 0.0

@@ -102,6 +102,13 @@
 {% macro default__ckm_integer_div(numerator, denominator) %}{{ return('cast(floor((' ~ numerator ~ ') / (' ~ denominator ~ ')) as bigint)') }}{% endmacro %}
 {% macro duckdb__ckm_integer_div(numerator, denominator) %}{{ return('((' ~ numerator ~ ') // (' ~ denominator ~ '))') }}{% endmacro %}
 
+{#- ceil(a / b) of integers a >= 0, b > 0 (NULL where b is), exactly on every engine: the quotient of a multiple
+    of b, which no engine rounds (floor(a / b) of wide integers need not be exact: Spark cuts a decimal quotient
+    to 6 decimals) -#}
+{% macro ckm_ceil_div(numerator, denominator) -%}
+cast((({{ numerator }}) + ({{ denominator }}) - 1 - ((({{ numerator }}) + ({{ denominator }}) - 1) % ({{ denominator }}))) / ({{ denominator }}) as bigint)
+{%- endmacro %}
+
 
 {% macro ckm_distinct_count(column) %}
   {{ return(adapter.dispatch('ckm_distinct_count', 'sdc')(column)) }}

@@ -98,8 +98,10 @@ def count_table(
                 ``count_var``, the weights of the records it counts (as cellKey weights a count variable)
     weighted_count  "magnitude" (default): the sum of the weights perturbed by the magnitude method, with
                 ``params`` (dict or YAML file, sdc.magnitude.params) and ``nums_ptable`` (default the params'
-                ptable); "mean_weight": count' * sum of weights / count, as cellKey and τ-Argus, which
-                reveals the cell's exact mean weight, a fraction whose denominator is the original count
+                ptable), plus the count's noise times the smallest weight and a noise of its own times the
+                spread of the weights (macro ckm_count); "mean_weight": count' * sum of weights / count, as
+                cellKey and τ-Argus, which reveals the cell's exact mean weight, a fraction whose denominator
+                is the original count
     digits      round ``weighted_count`` to this many decimals (negative: to tens, hundreds, ...) after the
                 noise, as it is published; default unrounded
     """

@@ -200,7 +200,11 @@ WAREHOUSE_STORAGE_VERSION: str = "v1.0.0"
 # in any letter case, would be overwritten or make the output ambiguous, so it is refused. Also refused: the
 # record key and key fact columns (KEY_FACT_PREFIX), the top_<n> contributions, and names with the suffixes
 # that the levels of a hierarchical dimension get (<dim>__level_<n>, <dim>__leaf).
-CKM_OWN_COLUMNS: tuple[str, ...] = ("count", "count_reason", "max_key", "weight_sum", "weighted_count") + CKM_AUDIT_COLUMNS
+CKM_OWN_COLUMNS: tuple[str, ...] = (
+    "count", "count_reason", "max_key", "weight_sum", "weight_min", "weight_max", "weighted_count",
+    # the weighted count's second noise (ckm_count weight=, method magnitude)
+    "spread_key_sum", "spread_cell_key_int", "spread_excess", "spread_width", "spread_ptable_row", "spread_noise",
+) + CKM_AUDIT_COLUMNS
 # How ckm_count perturbs a weighted count (weight=): "magnitude", the sum of the weights by the magnitude
 # method (the default), or "mean_weight", count' * sum of weights / count as cellKey and τ-Argus (that pair
 # reveals the exact mean weight, whose denominator is the original count)

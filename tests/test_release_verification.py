@@ -269,3 +269,30 @@ def test_a_staging_table_is_computed_again_from_its_sql(tmp_path):
                                        r"main_audit.persons_moved \(recomputed from the microdata\) in|lacks|holds) "
                                        r"the cell \(sex='\w+', region='R[12]'\)"):
         publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=("persons", "kept")))
+
+
+def test_the_release_audit_is_written_as_json_beside_the_publication(tmp_path, capsys):
+    """The audit's result is a file: per table and per release (issue 33), written like every output of sdc (a
+    file it did not write is not replaced)."""
+    import json
+
+    from sdc.cli import main
+
+    built = make(tmp_path, BASE)
+    out, audit = tmp_path / "pub.duckdb", tmp_path / "release_audit.json"
+    args = ["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out),
+            "--audit-json", str(audit)]
+    assert main(args) == 0
+    assert capsys.readouterr().out.endswith(f"wrote the release audit to {audit}\n")
+    report = json.loads(audit.read_text())
+    assert report["verified"] == ["main_protected.persons"]
+    assert report["checks"] == {"averaging": "passed", "two_methods": "passed", "zeros": "passed"}
+    assert [t["table"] for t in report["tables"]] == ["main_protected.persons"]
+    assert report["tables"][0]["cells"] == rows(out, "select count(*) from persons")[0][0]
+    assert report == json.loads(rows(out, "select report from sdc_publication.release_audit")[0][0])
+    assert main(args) == 0  # its own earlier output is replaced
+    foreign = tmp_path / "notes.json"
+    foreign.write_text("{}\n")
+    assert main(args[:-1] + [str(foreign)]) == 2
+    assert "notes.json exists and is not an earlier output of sdc publish --audit-json" in capsys.readouterr().err
+    assert foreign.read_text() == "{}\n"

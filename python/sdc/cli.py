@@ -324,6 +324,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="refuse the release where a reader who averages the noise of all its CKM count tables "
                      "estimates a count with records to a standard error below S (default %(default)s: the rounded "
                      "estimate is the true count in at most about 38 %% of cells)")
+    pub.add_argument("--audit-json", metavar="FILE",
+                     help="also write the release audit (per table and release: verification, zeros, two methods, "
+                     "linked suppression, averaging) as JSON to this file (new, or one sdc publish wrote)")
     pub.set_defaults(run=_run_publish)
 
     demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report",
@@ -605,8 +608,12 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 
 def _run_publish(args: argparse.Namespace) -> int:
+    from .files import check_not_an_input, check_output_file, write_text_atomically
     from .publish import publish
 
+    if args.audit_json:  # checked before the work, as --out is
+        check_not_an_input(args.audit_json, args.db, args.out, args.manifest, flag="--audit-json")
+        check_output_file(args.audit_json, "sdc publish --audit-json")
     report: dict = {}
     tables = publish(args.db, args.out, args.parquet, project_dir=args.project_dir, manifest=args.manifest,
                      report=report, min_standard_error=args.min_standard_error)
@@ -624,6 +631,12 @@ def _run_publish(args: argparse.Namespace) -> int:
         print(f"averaging CKM noise: the smallest standard error of a count with records is "
               f"{averaging['smallest_standard_error']:.3g} ({averaging['method']}), {averaging['cell']}; floor "
               f"{averaging['min_standard_error']:g}")
+    if args.audit_json:
+        import json
+
+        write_text_atomically(Path(args.audit_json), json.dumps(report, indent=2, sort_keys=True) + "\n",
+                              command="sdc publish --audit-json")
+        print(f"wrote the release audit to {args.audit_json}")
     return 0
 
 

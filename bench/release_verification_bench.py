@@ -1,0 +1,313 @@
+"""sdc publish (verification of every published relation plus the release audit) as a ratio to the dbt build that
+made the relations (prints figures; no assertions). Issue 33's goal: at most 0.5 x the build.
+
+Two warehouses:
+  demo       the demo project (demo/, as tests/test_demo_warehouse.py builds it: students and enterprises, keyed
+             record keys; CKM counts and magnitudes, cell suppression, linked suppression tables)
+  synthetic  N records of one source (default 10^7; a seeded generator: region 400 codes under 16 states, age
+             20, sex 2, nation 50, occupation 120, education 8, sector 21, a fact f_employed), keyed record keys
+             by sdc.loader.load_microdata, and a dbt project (sdc as a package by local path) with 20 CKM count
+             tables (ckm_count + ckm_published, 1 to 3 dimensions; two with the region hierarchy, two of the
+             fact, one with a threshold, one of observed cells only), tagged sdc_publish
+
+For each it runs, in rounds (dbt build, then sdc publish, each a whole process as a user starts it), and prints the
+median and best wall time of each and the ratio of the medians; then one sdc publish in this process, timed by
+part (where the verification's time goes): record key checks, recomputing the CKM tables (rendering the calls and
+running them, the passes over the microdata included, less the key checks), comparing published and recomputed
+cells, suppression tables (recompute and audit), the release audit, and the rest (the lineage gate, copying into
+the publication, planning).
+
+Usage: .venv/bin/python bench/release_verification_bench.py [--records N] [--rounds R] [--only demo|synthetic]
+       [--work DIR] [--compare CHECKOUT]
+  --compare times the sdc publish of another checkout (e.g. git worktree add, or git archive of a commit, unpacked)
+  in the same rounds, after this one's.
+  --rounds 0 times by part only (after one dbt build where the warehouse has none).
+  --work keeps the warehouses there (the synthetic one is reused for the same N: loading 10^7 keyed records takes
+  a minute); default a temporary folder, removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import shutil
+import statistics as stats
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "python"))
+from sdc.conventions import PTABLE_SEED_COLUMN_TYPES  # noqa: E402
+
+BIN = Path(sys.executable).parent
+SECRET = b"release verification bench secret, not for production"
+ENV = dict(os.environ, DBT_SEND_ANONYMOUS_USAGE_STATS="False")
+
+# the synthetic source: column -> (codes, skew: the code index is floor(codes * u^skew), u uniform)
+COLUMNS = {"region": (400, 1.6), "age": (20, 1.0), "sex": (2, 1.0), "nation": (50, 3.0), "occupation": (120, 1.4),
+           "education": (8, 1.2), "sector": (21, 1.3), "status": (3, 1.0)}
+STATES = 16
+# the 20 tables: name -> ckm_count arguments after the relation
+TABLES = {
+    "by_region": "dims=['region']",
+    "by_sex": "dims=['sex']",
+    "by_age": "dims=['age']",
+    "by_nation": "dims=['nation']",
+    "by_sex_age": "dims=['sex', 'age']",
+    "by_region_sex": "dims=['region', 'sex']",
+    "by_region_age": "dims=['region', 'age']",
+    "by_nation_sex": "dims=['nation', 'sex']",
+    "by_occupation_sex": "dims=['occupation', 'sex']",
+    "by_education_age": "dims=['education', 'age']",
+    "by_sector_region": "dims=['sector', 'region']",
+    "by_region_sex_age": "dims=['region', 'sex', 'age']",
+    "by_nation_sex_age": "dims=['nation', 'sex', 'age']",
+    "by_occupation_education_sex": "dims=['occupation', 'education', 'sex']",
+    "by_sector_sex_education": "dims=['sector', 'sex', 'education']",
+    "by_state_sex": "dims=['region', 'sex'], hierarchy=ref('sdc_hierarchies')",
+    "by_state_sector": "dims=['region', 'sector'], hierarchy=ref('sdc_hierarchies')",
+    "employed_by_occupation_sex": "dims=['occupation', 'sex'], fact='f_employed'",
+    "employed_by_region_age": "dims=['region', 'age'], fact='f_employed'",
+    "by_sector_education": "dims=['sector', 'education'], threshold=10, complete=false",
+}
+PROJECT_YML = """name: verification_bench
+version: "1.0.0"
+config-version: 2
+profile: verification_bench
+model-paths: [models]
+seed-paths: [seeds]
+flags: {send_anonymous_usage_stats: false}
+models:
+  verification_bench:
+    audit: {+schema: audit, +materialized: table}
+    protected: {+schema: protected, +materialized: table, +tags: ["sdc_publish"]}
+seeds:
+  verification_bench:
+    sdc_ptable:
+      +column_types: {%s}
+    sdc_hierarchies:
+      +column_types: {dimension: varchar, code: varchar, parent: varchar}
+""" % ", ".join(f"{k}: {v!r}" for k, v in PTABLE_SEED_COLUMN_TYPES.items())
+PROFILES_YML = """verification_bench:
+  target: duckdb
+  outputs:
+    duckdb:
+      type: duckdb
+      path: "{{ env_var('SDC_DUCKDB_PATH') }}"
+      threads: 1
+"""
+
+
+def machine() -> str:
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    load = os.getloadavg()
+    return (f"machine: {os.cpu_count()} cores, {memory:.0f} GiB memory, {platform.machine()}; load average "
+            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; python {platform.python_version()}, duckdb {duckdb.__version__}")
+
+
+def run(command: list[str], cwd: Path, env: dict) -> float:
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return elapsed
+
+
+# ------------------------------------------------------------------------------------------ the warehouses
+def demo_warehouse(work: Path) -> dict:
+    from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
+    from sdc.loader import load_microdata, read_facts_config
+
+    folder = work / "demo"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    db = folder / "sdc.duckdb"
+    write_students(folder / "students.parquet")
+    load_microdata(db, folder / "students.parquet", "students", id_column="id", key_mode="keyed", secret=SECRET,
+                   facts=read_facts_config(FACTS_CONFIG))
+    write_enterprises(folder / "enterprises.parquet")
+    load_microdata(db, folder / "enterprises.parquet", "enterprises", id_column="id", key_mode="keyed", secret=SECRET)
+    env = dict(ENV, DBT_PROFILES_DIR=str(REPO / "demo"), SDC_DUCKDB_PATH=str(db))
+    run([str(BIN / "dbt"), "deps", "--quiet"], REPO / "demo", env)
+    return {"name": "demo", "db": db, "cwd": REPO / "demo", "env": env, "folder": folder,
+            "build": [str(BIN / "dbt"), "build", "--quiet", "--target-path", str(folder / "target"),
+                      "--log-path", str(folder / "logs")],
+            "manifest": folder / "target" / "manifest.json"}
+
+
+def synthetic_warehouse(work: Path, records: int) -> dict:
+    from sdc.loader import load_microdata
+
+    folder = work / f"synthetic_{records}"
+    project = folder / "project"
+    db = folder / "warehouse.duckdb"
+    if not (folder / "loaded").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        (project / "seeds").mkdir(parents=True)
+        start = time.perf_counter()
+        _write_microdata(folder / "persons.parquet", records)
+        load_microdata(db, folder / "persons.parquet", "persons", id_column="id", key_mode="keyed", secret=SECRET,
+                       facts={"f_employed": "status = 'S1'"})
+        (folder / "persons.parquet").unlink()
+        (folder / "loaded").write_text("")
+        print(f"  generated and loaded {records:,} records in {time.perf_counter() - start:.0f} s", flush=True)
+    (project / "dbt_project.yml").write_text(PROJECT_YML)
+    (project / "profiles.yml").write_text(PROFILES_YML)
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
+    shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", project / "seeds" / "sdc_ptable.csv")
+    (project / "seeds" / "sdc_hierarchies.csv").write_text(
+        "dimension,code,parent\nregion,Total,\n"
+        + "".join(f"region,S{s:02d},Total\n" for s in range(STATES))
+        + "".join(f"region,R{r:03d},S{r % STATES:02d}\n" for r in range(COLUMNS["region"][0])))
+    models = project / "models"
+    (models / "audit").mkdir(parents=True, exist_ok=True)
+    (models / "protected").mkdir(parents=True, exist_ok=True)
+    (models / "sources.yml").write_text(
+        "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: persons\n")
+    for name, arguments in TABLES.items():
+        (models / "audit" / f"ckm_{name}.sql").write_text(
+            f"{{{{ sdc.ckm_count(source('raw', 'persons'), {arguments}) }}}}\n")
+        (models / "protected" / f"{name}.sql").write_text(f"{{{{ sdc.ckm_published(ref('ckm_{name}')) }}}}\n")
+    env = dict(ENV, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db))
+    run([str(BIN / "dbt"), "deps", "--quiet"], project, env)
+    return {"name": f"synthetic, {records:,} records, {len(TABLES)} tables", "db": db, "cwd": project, "env": env,
+            "folder": folder, "build": [str(BIN / "dbt"), "build", "--quiet"],
+            "manifest": project / "target" / "manifest.json"}
+
+
+def _write_microdata(path: Path, records: int, seed: int = 20240633) -> None:
+    """Deterministic records: each column's code from a hash of (seed, id, column), skewed by a power."""
+    columns = []
+    for k, (name, (codes, skew)) in enumerate(COLUMNS.items()):
+        u = f"(hash({seed}, range, {k}) / 18446744073709551616.0)"
+        width = len(str(codes - 1))
+        columns.append(f"'{name[0].upper()}' || lpad(cast(least({codes - 1}, cast(floor({codes} * pow({u}, {skew})) "
+                       f"as integer)) as varchar), {width}, '0') as {name}")
+    con = duckdb.connect()
+    con.execute(f"copy (select range as id, {', '.join(columns)} from range({records})) "
+                f"to '{path}' (format parquet)")
+    con.close()
+
+
+# ------------------------------------------------------------------------------------------ timing
+def side_by_side(warehouse: dict, rounds: int, compare: Path | None) -> None:
+    """Rounds of dbt build, then sdc publish (and the sdc publish of the checkout ``compare``) over its tables."""
+    def publish(out: str) -> list[str]:
+        return ["publish", "--db", str(warehouse["db"]), "--manifest", str(warehouse["manifest"]),
+                "--out", str(warehouse["folder"] / out)]
+
+    commands = {"dbt build": (warehouse["build"], warehouse["env"]),
+                "sdc publish": ([str(BIN / "sdc")] + publish("publication.duckdb"), warehouse["env"])}
+    if compare is not None:  # the same command from the other checkout's python/ (and its macros)
+        commands["compared"] = ([sys.executable, "-c", "import sys; from sdc.cli import main; sys.exit(main())"]
+                                + publish("publication_compared.duckdb"),
+                                dict(warehouse["env"], PYTHONPATH=str(compare / "python")))
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for r in range(rounds):
+        for name, (command, env) in commands.items():
+            times[name].append(run(command, warehouse["cwd"], env))
+        print(f"  round {r + 1}: " + ", ".join(f"{name} {values[-1]:.2f} s" for name, values in times.items()), flush=True)
+    build = times.pop("dbt build")
+    print(f"  {'dbt build':<12} median {stats.median(build):7.2f} s   best {min(build):7.2f} s")
+    for name, values in times.items():
+        print(f"  {name:<12} median {stats.median(values):7.2f} s   best {min(values):7.2f} s   / dbt build: "
+              f"{stats.median(values) / stats.median(build):.2f} (medians; pairwise "
+              f"{', '.join(f'{p / b:.2f}' for p, b in zip(values, build))})", flush=True)
+    if compare is not None:
+        print(f"  sdc publish / compared (medians): {stats.median(times['sdc publish']) / stats.median(times['compared']):.2f}")
+
+
+def by_part(warehouse: dict) -> None:
+    """One sdc publish in this process, its time split by part (nested parts are subtracted from their callers)."""
+    import sdc.macro_renderer as renderer
+    import sdc.publish as publish_module
+    import sdc.release.verify as verify
+    import sdc.release.verify_suppression as verify_suppression
+
+    spent: dict[str, float] = defaultdict(float)
+    stack: list[str] = []
+
+    def timed(part: str, function):
+        def wrapper(*args, **kwargs):
+            stack.append(part)
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - start
+                stack.pop()
+                spent[part] += elapsed
+                if stack:
+                    spent[stack[-1]] -= elapsed
+        return wrapper
+
+    macro_call = renderer._Macro.__call__
+
+    def macro(self, *args, **kwargs):
+        if self.name == "ckm_check_record_keys":
+            return timed("record key checks", macro_call)(self, *args, **kwargs)
+        return macro_call(self, *args, **kwargs)
+
+    patches = [(renderer._Macro, "__call__", macro)]
+    for attribute, part in {"_recompute": "recomputing the tables", "_compare": "comparing cells"}.items():
+        patches.append((verify.Verifier, attribute, timed(part, getattr(verify.Verifier, attribute))))
+    patches.append((verify_suppression, "verify_suppression_published",
+                    timed("suppression tables", verify_suppression.verify_suppression_published)))
+    patches.append((publish_module, "audit_release", timed("release audit", publish_module.audit_release)))
+    with contextlib.ExitStack() as undo:
+        for owner, attribute, replacement in patches:
+            undo.callback(setattr, owner, attribute, getattr(owner, attribute))
+            setattr(owner, attribute, replacement)
+        out = warehouse["folder"] / "publication_by_part.duckdb"
+        start = time.perf_counter()
+        publish_module.publish(warehouse["db"], out, manifest=warehouse["manifest"])
+        total = time.perf_counter() - start
+    print(f"  one sdc publish in this process, {total:.2f} s, by part:")
+    for part in ("record key checks", "recomputing the tables", "comparing cells", "suppression tables",
+                 "release audit"):
+        if part in spent:
+            print(f"    {part:<26} {spent[part]:7.2f} s  {spent[part] / total:5.0%}")
+    rest = total - sum(spent.values())
+    print(f"    {'the rest (gate, copies)':<26} {rest:7.2f} s  {rest / total:5.0%}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=lambda s: int(float(s)), default=10**7)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=["demo", "synthetic"])
+    parser.add_argument("--work", type=Path)
+    parser.add_argument("--compare", type=Path, help="another checkout of sdc whose sdc publish is timed too")
+    args = parser.parse_args()
+    print(machine())
+    print(f"{args.rounds} rounds of (dbt build, sdc publish), whole processes; dbt threads 1", flush=True)
+    work = args.work or Path(tempfile.mkdtemp(prefix="sdc-verification-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        makers = {"demo": lambda: demo_warehouse(work), "synthetic": lambda: synthetic_warehouse(work, args.records)}
+        for name, make in makers.items():
+            if args.only not in (None, name):
+                continue
+            warehouse = make()
+            print(warehouse["name"], flush=True)
+            if args.rounds:
+                side_by_side(warehouse, args.rounds, args.compare)
+            elif not warehouse["manifest"].exists():
+                run(warehouse["build"], warehouse["cwd"], warehouse["env"])
+            by_part(warehouse)
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -12,9 +12,10 @@ Two warehouses:
 
 For each it runs, in rounds (dbt build, then sdc publish, each a whole process as a user starts it), and prints the
 median and best wall time of each and the ratio of the medians; then one sdc publish in this process, timed by
-part (where the verification's time goes): record key checks, recomputing the tables (rendering the calls and
-running them, less the key checks), comparing published and recomputed cells, suppression tables (recompute and
-audit), the release audit, and the rest (the lineage gate, copying into the publication).
+part (where the verification's time goes): record key checks, recomputing the CKM tables (rendering the calls and
+running them, the passes over the microdata included, less the key checks), comparing published and recomputed
+cells, suppression tables (recompute and audit), the release audit, and the rest (the lineage gate, copying into
+the publication, planning).
 
 Usage: .venv/bin/python bench/release_verification_bench.py [--records N] [--rounds R] [--only demo|synthetic]
        [--work DIR] [--compare CHECKOUT]

@@ -57,6 +57,14 @@ CASES = {
                              "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
                              "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\") }}\n",
     "protected/forged_bare.sql": "{{ sdc.ckm_published(ref('forged_bare_count')) }}\n",
+    # a forged call that names the cells sdc would sum in place of the microdata (ckm_count's leaf_cells)
+    "audit/forged_cells_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+                                    "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
+                                    "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
+                                    "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\", "
+                                    "{'call': {'dims': ['sex', 'region'], 'ptable': 'main.sdc_ptable', "
+                                    "'leaf_cells': 'main_audit.forged_cells_count'}}) }}\n",
+    "protected/forged_cells.sql": "{{ sdc.ckm_published(ref('forged_cells_count')) }}\n",
     # R3-2: suppression_published over a "pattern" of one's own: every cell its original, status published
     "audit/own_pattern.sql": "select coalesce(sex, 'Total') as sex, coalesce(region, 'Total') as region, "
                              "count(*) as freq, 'published' as status, cast(count(*) as varchar) as published_text "
@@ -95,6 +103,7 @@ def tagged(built, tmp, names):
     ("forged", r"main_protected.forged .*differs from ckm_count over raw.persons .* in the cell"),
     ("forged_bare", r"main_audit.forged_bare_count is read by ckm_published, but its build record names no ckm_count or "
                     r"ckm_sum call that sdc can compute again"),
+    ("forged_cells", r"main_audit.forged_cells_count has a build record whose call names leaf_cells, which no model passes"),
     ("own_pattern_published", r"main_audit.own_pattern is read by suppression_published, but no suppression_primary "
                               r"table that it was solved from can be found"),
     ("lax_published", r"main_protected.lax_published .* publishes \d+ in the cell \(sex='(m|w|Total)', region='R[89]'\), "
@@ -296,3 +305,163 @@ def test_the_release_audit_is_written_as_json_beside_the_publication(tmp_path, c
     assert main(args[:-1] + [str(foreign)]) == 2
     assert "notes.json exists and is not an earlier output of sdc publish --audit-json" in capsys.readouterr().err
     assert foreign.read_text() == "{}\n"
+
+
+# ------------------------------------------------------------------------------------------ the cost of verifying
+class CountingConnection:
+    """The warehouse connection of sdc publish, with the SQL it runs kept."""
+
+    def __init__(self, con):
+        self._con, self.queries = con, []
+
+    def execute(self, sql, *args):
+        self.queries.append(str(sql))
+        return self._con.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+def test_the_tables_of_one_source_share_their_record_key_checks_and_each_step_is_recomputed_once(tmp_path, monkeypatch):
+    """Three CKM steps over raw.persons, one of them published twice (a table and a view): the record key checks'
+    queries over raw.persons run once (the warehouse is read-only while sdc publish reads it), every step is
+    recomputed once, and every published relation is still compared."""
+    import sdc.publish as publish_module
+
+    models = {**BASE,
+              "audit/ckm_by_sex.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex']) }}\n",
+              "audit/ckm_by_region.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region'], threshold=3) }}\n",
+              "protected/by_sex.sql": "{{ sdc.ckm_published(ref('ckm_by_sex')) }}\n",
+              "protected/by_region.sql": "{{ sdc.ckm_published(ref('ckm_by_region')) }}\n",
+              "protected/persons_view.sql": "{{ config(materialized='view') }}\n"
+                                            "{{ sdc.ckm_published(ref('ckm_persons')) }}\n"}
+    built = make(tmp_path, models)
+    opened = []
+    open_warehouse = publish_module._open_warehouse
+    monkeypatch.setattr(publish_module, "_open_warehouse", lambda db: opened.append(CountingConnection(open_warehouse(db))) or opened[-1])
+    out = tmp_path / "pub.duckdb"
+    assert publish(built.db, out, project_dir=built.project) == ["by_region", "by_sex", "persons", "persons_view"]
+    queries = opened[0].queries
+    assert sum("key_bins" in sql for sql in queries) == 1  # ckm_check_record_keys' statistics of raw.persons
+    assert sum(sql.startswith("create temp table sdc_verify_recomputed") for sql in queries) == 3
+    # the leaf cells of the three calls: one pass over raw.persons, by sex and region
+    assert [sql for sql in queries if sql.startswith("create temp table sdc_verify_cells")] == [
+        'create temp table sdc_verify_cells_1 as select "region", "sex", count(*) as sdc_original_0, '
+        'sum("rk") as sdc_key_sum_0 from "warehouse"."raw"."persons" group by "region", "sex"']
+    assert sum("full join" in sql for sql in queries) == 4  # each published relation compared with its step
+    assert '"verified"' in rows(out, "select report from sdc_publication.release_audit")[0][0]
+    # the cells sdc sums in place of the microdata are its own: a model cannot hand ckm_count cells of its own
+    from test_publication_gate import dbt_result
+
+    result = dbt_result(built, "compile", "--inline", "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex'], "
+                                                      "leaf_cells=ref('ckm_persons')) }}")
+    assert result.returncode != 0 and "ckm_count: leaf_cells is for sdc publish's recomputation" in result.stdout
+
+
+def test_keys_that_fail_the_record_key_checks_are_refused_at_publish_whatever_the_build_said(tmp_path):
+    """A build with check_keys=false (for teaching keys) over keys that are all one value passes dbt build; sdc
+    publish runs every record key check whatever the call said, for each table over the relation."""
+    from sdc.loader import load_microdata
+    from test_publication_gate import dbt
+
+    persons = "id,sex,region,key\n" + "".join(f"{i},{'mw'[i % 2]},R{i % 5},50000000\n" for i in range(400))
+    models = {**BASE,
+              "audit/ckm_persons.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region'], "
+                                       "check_keys=false) }}\n",
+              "audit/ckm_by_sex.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex'], check_keys=false) }}\n",
+              "protected/by_sex.sql": "{{ sdc.ckm_published(ref('ckm_by_sex')) }}\n"}
+    built = make(tmp_path, models, persons=persons, build=False)
+    built.db.unlink()
+    load_microdata(built.db, tmp_path / "persons.csv", "persons", id_column="id", key_mode="existing",
+                   key_column="key", check_keys=False)
+    dbt(built, "build")
+    for only in ("persons", "by_sex"):
+        manifest = edited_manifest(built, tmp_path, untag=tuple({"persons", "by_sex"} - {only}))
+        with pytest.raises(SdcError, match=r"record keys in column rk of \S+persons\S* are not uniform random on "
+                                           r"\[0, 100000000\): distinct share 0.0025"):
+            publish(built.db, tmp_path / "pub.duckdb", manifest=manifest)
+
+
+# one source, counted in many ways: facts, a hierarchy, thresholds, frames complete and not, totals of all kinds
+MANY_WAYS = {
+    "sources.yml": BASE["sources.yml"],
+    "audit/ckm_sex_region.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region']) }}\n",
+    "audit/ckm_region_tree.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region'], "
+                                 "hierarchy=ref('sdc_hierarchies')) }}\n",
+    "audit/ckm_age_sex_region.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['age', 'sex', 'region']) }}\n",
+    "audit/ckm_high_age.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['age'], fact='f_high', threshold=100) }}\n",
+    "audit/ckm_high_sex_age.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'age'], fact='f_high', "
+                                  "complete=false) }}\n",
+    "audit/ckm_region_age_rollup.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region', 'age'], totals='rollup', "
+                                       "hierarchy=ref('sdc_hierarchies')) }}\n",
+    "audit/ckm_sex_only.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex'], totals='none') }}\n",
+    "audit/ckm_age_region_observed.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['age', 'region'], "
+                                         "complete=false, threshold=3) }}\n",
+}
+MANY_WAYS.update({f"protected/{Path(name).stem[4:]}.sql": f"{{{{ sdc.ckm_published(ref('{Path(name).stem}')) }}}}\n"
+                  for name in MANY_WAYS if name.startswith("audit/")})
+# region R5 holds age A0 only: the complete frames have empty cells
+MANY_PERSONS = "id,sex,region,age,income\n" + "".join(
+    f"{i},{'mw'[i % 2]},R{i % 6},A{0 if i % 6 == 5 else (i // 6) % 4},{1000 + (i * 7919) % 5000}\n" for i in range(600))
+REGIONS = "dimension,code,parent\nregion,Total,\nregion,North,Total\nregion,South,Total\n" + "".join(
+    f"region,R{r},{'North' if r < 3 else 'South'}\n" for r in range(6))
+
+
+def test_the_tables_of_one_source_summed_from_one_pass_are_those_of_ckm_count_table_by_table(tmp_path):
+    """sdc publish recomputes the ckm_count tables of one source from one GROUP BY per largest set of dimensions
+    (ckm_count's leaf_cells): every column of every table, audit columns included, and its type, is what ckm_count
+    gives over the microdata table by table, and what dbt built."""
+    import duckdb
+
+    from sdc.loader import load_microdata
+    from sdc.release.verify import Verifier
+    from sdc.release_gate import Warehouse
+    from test_publication_gate import dbt
+
+    (tmp_path / "sdc_hierarchies.csv").write_text(REGIONS)
+    built = make(tmp_path, MANY_WAYS, persons=MANY_PERSONS, build=False,
+                 seeds={"sdc_hierarchies.csv": tmp_path / "sdc_hierarchies.csv"})
+    built.db.unlink()
+    load_microdata(built.db, tmp_path / "persons.csv", "persons", id_column="id", key_mode="keyed",
+                   secret=b"gate test secret", facts={"f_high": "income > 3000"})
+    dbt(built, "build")
+    manifest = built.manifest_json()
+    names = sorted(Path(name).stem for name in MANY_WAYS if name.startswith("protected/"))
+
+    def recomputed(shared: bool) -> dict:
+        con = duckdb.connect(str(built.db), read_only=True)
+        try:
+            warehouse = Warehouse(con, manifest)
+            verifier = Verifier(con, warehouse, manifest)
+            rels = [warehouse.find(None, "main_protected", name) for name in names]
+            if shared:
+                verifier.plan(rels)
+            for rel in rels:
+                verifier.verify(rel)
+            passes = [t for (t,) in con.execute("select table_name from duckdb_tables() where database_name = 'temp' "
+                                                "and table_name like 'sdc_verify_cells%'").fetchall()]
+            tables = {}
+            for audit, table in verifier.recomputed.items():
+                kinds = con.execute(f"describe {table}").fetchall()
+                tables[audit[-1]] = ([k[:2] for k in kinds], sorted(con.execute(f"select * from {table}").fetchall(), key=repr),
+                                     sorted(con.execute(f"select {', '.join(f'{chr(34)}{k[0]}{chr(34)}' for k in kinds)} "
+                                                        f"from main_audit.{audit[-1]}").fetchall(), key=repr))
+            return tables, passes, verifier
+        finally:
+            con.close()
+
+    together, passes, verifier = recomputed(shared=True)
+    one_by_one, none, _ = recomputed(shared=False)
+    assert len(passes) == 1 and none == []  # one pass: age, sex, region holds every table's dimensions
+    assert sum(len(s.leaf_cells) for s in verifier.shared.values()) == len(names)
+    assert sorted(together) == sorted(one_by_one) == sorted(f"ckm_{name}" for name in names)
+    for table, (kinds, cells, built_cells) in together.items():
+        assert (kinds, cells) == one_by_one[table][:2], table
+        assert cells == built_cells, table
+        assert len(cells) >= 2
+    # the frames: empty cells (original 0) where the frame is complete, thresholds, the fact's own counts
+    empty = {t: sum(1 for row in together[t][1] if row[kinds.index(("original", "BIGINT"))] == 0)
+             for t, (kinds, _, _) in together.items()}
+    assert empty["ckm_age_sex_region"] > 0 and empty["ckm_age_region_observed"] == 0
+    reasons = [row[-1] for row in together["ckm_high_age"][1]]  # count_reason: below the threshold, or not
+    assert None in reasons and "perturbed count below 100" in reasons

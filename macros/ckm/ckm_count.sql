@@ -65,8 +65,13 @@
                               published pair reveals the cell's exact mean weight, a fraction whose
                               denominator is the original count: with integer or few distinct weights the
                               original count can be read back. Choose it only to match those tools.
+    leaf_cells sdc publish's own (python/sdc/release/verify.py), never a model's: a relation of cells over
+               dims and maybe more dimensions, with the count (original) and key sum (key_sum) of the records
+               of each that the call counts (ckm_count_counted), summed here to the cells of dims in place of
+               reading relation's records; the checks still read relation. The verification of a release sums
+               the tables of one source from one pass over it per largest set of dimensions. Not with weight.
 #}
-{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none, weighted_count=none, params=none, nums_ptable=none, check_cell_keys=none) %}
+{% macro ckm_count(relation, dims, fact=none, totals='cube', hierarchy=none, ptable=none, modulus=none, reuse_from=none, check_keys=none, complete=none, threshold=none, weight=none, weighted_count=none, params=none, nums_ptable=none, check_cell_keys=none, leaf_cells=none) %}
 {{- sdc.build_record_hook() -}}
 {%- set step_sql -%}
 {%- if totals not in ['cube', 'rollup', 'none'] -%}
@@ -80,13 +85,14 @@
 {%- set reuse_from = sdc.ckm_ptable_reuse_from(ptable, reuse_from if reuse_from is not none else sdc.setting('sdc_ptable_reuse_from'), 'ckm_count') -%}
 {%- set scale = 10 ** sdc.setting('sdc_interval_decimals') -%}
 {%- set rk = sdc.setting('sdc_record_key_column') -%}
-{%- set count_expr = 'count(*)' if fact is none else 'sum(' ~ sdc.sql_identifier(fact) ~ ')' -%}
+{%- set counting = sdc.ckm_count_counted(fact) -%}
+{%- set count_expr = counting.original -%}
 {#- the weight a record adds to its cell's weighted count: none for a record outside the fact -#}
 {%- set counted_weight = 'cast(m.' ~ sdc.sql_identifier(weight) ~ ' as decimal(38, 6))' if weight is not none else none -%}
 {%- if weight is not none and fact is not none -%}
   {%- set counted_weight = 'case when m.' ~ sdc.sql_identifier(fact) ~ ' = 1 then ' ~ counted_weight ~ ' end' -%}
 {%- endif -%}
-{%- set key_column = rk if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact -%}
+{%- set key_column = counting.key_column -%}
 {%- set wide = sdc.wide_integer_type() -%}
 {%- set double = sdc.double_type() -%}
 {%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
@@ -126,8 +132,24 @@
 {%- set sets = sdc.ckm_grouping_sets(dims, levels, totals) -%}
 {%- set max_i = sdc.ckm_ptable_max_i(ptable, 'ckm_count') -%}
 {%- set max_row = max_i if max_i is not none else '(select max(i) from ' ~ ptable ~ ')' -%}
+{%- if leaf_cells is not none and (model is defined or weight is not none or check_key_range) -%}
+  {{ exceptions.raise_compiler_error("ckm_count: leaf_cells is for sdc publish's recomputation of a call (with its record key checks, without weight); a model passes the microdata as relation") }}
+{%- endif -%}
 
 with leaf_cells as (
+{%- if leaf_cells is not none %}
+    -- the cells of the finest level, summed from cells of these and maybe more dimensions: counts and key sums
+    -- are sums over the records, the same summed in any grouping
+    select
+        {%- for dim in dims %}
+        c.{{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        sum(c.original) as original,
+        sum(c.key_sum) as key_sum,
+        null as max_key
+    from {{ leaf_cells }} as c
+    group by {% for dim in dims %}c.{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+{%- else %}
     -- one pass over the microdata: original count and key sum of every cell of the finest level
     select
         {%- for dim in dims %}
@@ -155,6 +177,7 @@ with leaf_cells as (
     from {{ relation }} as m
     {%- endif %}
     group by {% for dim in dims %}m.{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+{%- endif %}
 ),
 {%- if complete %}
 
@@ -398,4 +421,12 @@ select * from published
     'params': (params if params is not none else var('sdc_magnitude_params', none)) if magnitude_weights else none,
     'nums_ptable': used_nums_ptable} -%}
 {{ sdc.step('ckm_count', [relation], step_sql, {'ptables': sdc.step_ptables(ptable if ptable is not none else ref('sdc_ptable'), used_nums_ptable), 'call': sdc.step_call(call)}) }}
+{% endmacro %}
+
+
+{#- ckm_count_counted(fact): what a cell of ckm_count counts, {'original': its count, SQL over the grouped records;
+    'key_column': the column whose record keys it sums}; sdc publish sums the cells of several calls with them -#}
+{% macro ckm_count_counted(fact) %}
+{{ return({'original': 'count(*)' if fact is none else 'sum(' ~ sdc.sql_identifier(fact) ~ ')',
+           'key_column': sdc.setting('sdc_record_key_column') if fact is none else sdc.setting('sdc_key_fact_prefix') ~ fact}) }}
 {% endmacro %}

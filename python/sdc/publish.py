@@ -149,6 +149,7 @@ def publish(
             values = _check_published_text(con, alias, m)
             _check_unique_cells(con, alias, m, values)
         _write_index(con, alias, marked, kinds)
+        verifier.plan([rels[m] for m in marked])  # the tables of one source are recomputed from one pass
         for m in marked:  # last: the other checks name the simpler mistakes first
             verifier.verify(rels[m], paths[m])
         audit = audit_release(verifier, list(verifier.verified.values()), min_standard_error)

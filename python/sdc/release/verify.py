@@ -9,10 +9,15 @@ numbers. For each relation it publishes:
 * a **protection step** (its build record names ``ckm_published``, ``ckm_mean`` or ``suppression_published``):
   the step's input is looked up in the same way, down to the CKM call that made it (``ckm_count`` /
   ``ckm_sum``: the call with every default resolved, which those macros write into their step header), and
-  sdc renders that call again with its own macros, over the microdata, with every record key check on, and
+  sdc renders that call again with its own macros, over the microdata, with every record key check on (the
+  queries of those checks, which read the microdata only, run once for all the calls over one relation: the
+  warehouse is open read-only, so a second run could only give the same rows; each call judges them), and
   compares every cell (counts exactly, magnitudes to 1e-9 relative; a missing or extra cell, or another
   column, is a difference). A forged record or step marker only chooses which call is recomputed; the
-  published numbers must still be what that call gives;
+  published numbers must still be what that call gives. The ckm_count tables of one source are recomputed
+  from one pass over it per largest set of their dimensions, not one pass each (plan, _shared_cells: each
+  cell's count and key sum, which ckm_count's leaf_cells sums to the call's own cells: sums over records are
+  the same in any grouping);
 * a **relation of one's own** (a BI view, a join of protected relations): its SQL (a view's from the warehouse,
   a table's from the dbt manifest) may read verified relations only and call DuckDB's built-in functions only
   (no macro of the warehouse, no ``getvariable``); what is published is that SQL run at publish time, never the
@@ -27,8 +32,9 @@ recomputed from its SQL, not read.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlglot
@@ -43,7 +49,7 @@ from ..conventions import (
     RAW_SCHEMA,
 )
 from ..errors import SdcError
-from ..macro_renderer import Relation, render_macro, sql_errors
+from ..macro_renderer import Relation, RememberedQueries, render_macro, sql_errors
 from ..quoting import quote_identifier as q
 from ..quoting import quote_literal
 from ..release_gate import Rel, Warehouse, sql_reads
@@ -84,6 +90,12 @@ class Verifier:
         self.loaded = self._loaded_tables()
         self.inputs: dict[tuple, Relation] = {}
         self.roots: dict[tuple, frozenset] = {}
+        # per microdata relation: the results of the rendering's queries that read it (the record key checks)
+        self.microdata_queries: dict[str, RememberedQueries] = {}
+        self.recomputed: dict[tuple, str] = {}  # CKM step (its audit relation) -> sdc's table for its call
+        # the ckm_count calls the release reads, by their microdata (plan), and their leaf cells summed in one pass
+        self.planned: dict[tuple, dict[str, dict]] = {}
+        self.shared: dict[tuple, SharedCells] = {}
         self._count = 0
 
     # ------------------------------------------------------------------------------------------ one relation
@@ -127,8 +139,15 @@ class Verifier:
         if step not in CKM_STEPS or not isinstance(call, dict):
             raise refuse(path + [audit.label], "is read by ckm_published, but its build record names no ckm_count or "
                                                "ckm_sum call that sdc can compute again: run dbt build (with this sdc)")
+        if "leaf_cells" in call:  # sdc's own argument: the cells it sums from the microdata itself (_shared_cells)
+            raise refuse(path + [audit.label], "has a build record whose call names leaf_cells, which no model "
+                                               "passes: the call is not one that ckm_count recorded")
         (source,) = self._reads(audit, audit_record, path + [audit.label], 1)
-        table = self._recompute(step, source, call, path + [audit.label, source.label])
+        # one recomputation per CKM step, however many published relations read it (a table and a view of it)
+        table = self.recomputed.get(audit.key)
+        if table is None:
+            table = self.recomputed[audit.key] = self._recompute(step, source, call,
+                                                                 path + [audit.label, source.label])
         columns = [c for c in self._columns(table) if not ckm_audit_column(c)]
         self._compare(rel, f"select {', '.join(map(q, columns))} from {table}", path,
                       f"{step} over {source.label} (recomputed from the microdata)")
@@ -193,16 +212,105 @@ class Verifier:
             self._check_count_ptable(arguments["ptable"], path)
         settings = call.get("settings") if isinstance(call.get("settings"), dict) else {}
         extra = {"audit": True} if step == "ckm_sum" else {"check_cell_keys": True}
-        # every record key check on, whatever the call said (check_keys=false is for teaching keys only)
+        # every record key check on, whatever the call said (check_keys=false is for teaching keys only); a query
+        # that reads the microdata (the checks' statistics) runs once for every call over it, each call judging
+        # its rows: the warehouse is open read-only and sdc's own temp tables are never written twice
+        remembered = self.microdata_queries.setdefault(str(microdata), RememberedQueries(str(microdata), ()))
+        # a ckm_count call of the plan sums its leaf cells from those of all the plan's calls over the microdata,
+        # summed in one pass per largest set of dimensions (after this call's checks, which read the microdata)
+        shared = self._shared_cells(source, microdata) if step == "ckm_count" else None
+        leaf_cells = shared.leaf_cells.get(call_key(call)) if shared is not None else None
+        if leaf_cells is not None:
+            extra["leaf_cells"] = leaf_cells
         with sql_errors():
             try:
-                sql = render_macro(self.con, step, microdata, call["dims"], check_keys=True,
-                                   vars=settings, database=self.wh.database, **arguments, **extra)
+                sql = render_macro(self.con, step, microdata, call["dims"], check_keys=True, vars=settings,
+                                   database=self.wh.database, remembered=remembered, **arguments, **extra)
             except TypeError as exc:
                 raise SdcError(f"the recorded call does not fit {step}: {exc}") from None
+            if leaf_cells is not None:
+                shared.fill(self.con)
             table = self._temp("recomputed")
             self.con.execute(f"create temp table {table} as {sql}")
         return table
+
+    # ------------------------------------------------------------------------------------------ one pass per source
+    def plan(self, rels: list[Rel]) -> None:
+        """Notes the ckm_count calls that ``rels`` read (through ckm_published, ckm_mean and relations of one's
+        own), by their microdata: the first recomputation over a relation sums the leaf cells of them all
+        (_shared_cells). Only a plan: a call it misses is recomputed from the microdata alone; verify() still checks
+        every relation and refuses what is wrong."""
+        stack, seen = list(rels), set()
+        while stack:
+            rel = stack.pop()
+            if rel.key in seen or (self.wh.node(rel) or {}).get("resource_type") == "seed":
+                continue
+            seen.add(rel.key)
+            record = self.wh.record(rel) or {}
+            step = record.get("step")
+            try:
+                if step == "ckm_published":
+                    (audit,) = self._reads(rel, record, [rel.label], 1)
+                    audit_record = self.wh.record(audit) or {}
+                    call = audit_record.get("call")
+                    if audit_record.get("step") == "ckm_count" and shareable(call):
+                        (source,) = self._reads(audit, audit_record, [audit.label], 1)
+                        self.planned.setdefault(source.key, {}).setdefault(call_key(call), call)
+                elif step == "ckm_mean":
+                    stack += self._reads(rel, record, [rel.label], 2)
+                elif not step:
+                    stack += self._checked_reads(rel, self.own_sql(rel, record, [rel.label]), [rel.label])
+            except SdcError:
+                continue
+
+    def _shared_cells(self, source: Rel, microdata: Relation) -> SharedCells:
+        """The leaf cells of the planned ckm_count calls over ``source``: the calls grouped by the largest
+        dimension sets of the plan (each call under the smallest such set that holds its dimensions), one GROUP BY
+        over the microdata per set, with each call's count and key sum as ckm_count_counted and ckm_key_sum write
+        them (a call whose columns are not all in the microdata is left out: its own rendering names what is
+        missing). The queries run once, when a call first needs them (SharedCells.fill)."""
+        if source.key in self.shared:
+            return self.shared[source.key]
+        found = self.shared[source.key] = SharedCells()
+        columns = {c.lower() for c in self._columns(str(microdata))}
+        sums: dict[str, tuple[str, str]] = {}
+        for key, call in (self.planned.get(source.key) or {}).items():
+            settings = call.get("settings") if isinstance(call.get("settings"), dict) else {}
+            with sql_errors():
+                counting = render_macro(self.con, "ckm_count_counted", call.get("fact"), vars=settings,
+                                        database=self.wh.database)
+                key_column = counting["key_column"]
+                key_sum = render_macro(self.con, "ckm_key_sum", render_macro(self.con, "sql_identifier", key_column),
+                                       call.get("modulus"), vars=settings, database=self.wh.database)
+            read = [d.lower() for d in call["dims"]] + [str(key_column).lower()] \
+                + ([call["fact"].lower()] if call.get("fact") is not None else [])
+            if all(c in columns for c in read):
+                sums[key] = (str(counting["original"]), str(key_sum))
+        dimensions = {key: frozenset(d.lower() for d in self.planned[source.key][key]["dims"]) for key in sums}
+        largest = sorted({d for d in dimensions.values() if not any(d < other for other in dimensions.values())},
+                         key=lambda d: (len(d), sorted(d)))
+        spelled = {d.lower(): d for key in reversed(list(sums)) for d in self.planned[source.key][key]["dims"]}
+        groups: dict[frozenset, list[str]] = {}
+        for key in sums:
+            groups.setdefault(next(d for d in largest if dimensions[key] <= d), []).append(key)
+        for dims, keys in groups.items():
+            table = self._temp("cells")
+            listed = ", ".join(q(spelled[d]) for d in sorted(dims))
+            measures = list(dict.fromkeys(sums[key] for key in keys))
+            found.queries.append(
+                f"create temp table {table} as select {listed}, "
+                + ", ".join(f"{original} as sdc_original_{k}, {key_sum} as sdc_key_sum_{k}"
+                            for k, (original, key_sum) in enumerate(measures))
+                + f" from {microdata} group by {listed}")
+            for key in keys:
+                k = measures.index(sums[key])
+                view = self._temp("leaf_cells")
+                found.queries.append(
+                    f"create temp view {view} as select "
+                    f"{', '.join(q(d) for d in self.planned[source.key][key]['dims'])}, "
+                    f"sdc_original_{k} as original, sdc_key_sum_{k} as key_sum from {table}")
+                found.leaf_cells[key] = Relation("temp", "main", view)
+        return found
 
     def microdata(self, rel: Rel, path: list[str]) -> Relation:
         """The relation of microdata a step may read (see the module's text)."""
@@ -383,6 +491,33 @@ class Verifier:
         for (name,) in self.con.execute("select table_name from duckdb_tables() where database_name = 'temp' "
                                         "and table_name like 'sdc_verify_%'").fetchall():
             self.con.execute(f"drop table temp.main.{q(name)}")
+
+
+@dataclass
+class SharedCells:
+    """The leaf cells of the ckm_count calls over one microdata relation (Verifier._shared_cells): a relation
+    per call (by call_key), filled by ``queries``, run once."""
+
+    leaf_cells: dict = field(default_factory=dict)
+    queries: list = field(default_factory=list)
+
+    def fill(self, con) -> None:
+        while self.queries:
+            con.execute(self.queries.pop(0))
+
+
+def shareable(call) -> bool:
+    """A recorded ckm_count call whose leaf cells can be summed with others': no weight (its magnitude part reads
+    the records), dimensions named once and not as the summed cells' own columns."""
+    return (isinstance(call, dict) and "leaf_cells" not in call and call.get("weight") is None
+            and isinstance(call.get("fact"), (str, type(None))) and isinstance(call.get("dims"), list)
+            and len(call["dims"]) > 0 and all(isinstance(d, str) and not d.lower().startswith("sdc_")
+                                               and d.lower() not in ("original", "key_sum") for d in call["dims"])
+            and len({d.lower() for d in call["dims"]}) == len(call["dims"]))
+
+
+def call_key(call: dict) -> str:
+    return json.dumps(call, sort_keys=True, default=str)
 
 
 def differ(published: str, recomputed: str, kind: str) -> str:

@@ -41,8 +41,9 @@
 {% endmacro %}
 
 
-{#- stop unless the protection step `relation` holds what sdc computes for its record -#}
-{% macro gate_verify_step(relation, record, step, reads, path, checker) %}
+{#- stop unless the protection step `relation` holds what sdc computes for its record; `content`: the relation
+    whose cells are compared, a copy of `relation` that is published (default `relation` itself) -#}
+{% macro gate_verify_step(relation, record, step, reads, path, checker, content=none) %}
 {%- if step == 'ckm_published' -%}
   {%- set audit = reads[0] -%}
   {%- set audit_record = sdc.build_record_of_relation(audit.database, audit.schema, audit.identifier) or {} -%}
@@ -63,16 +64,16 @@
   {%- set names = run_query('select * from (' ~ recomputed ~ ') as recomputed where 1 = 0').column_names -%}
   {%- for name in names if not sdc.gate_audit_column(name | lower) -%}{%- do kept.append(sdc.sql_identifier(name)) -%}{%- endfor -%}
   {%- do sdc.gate_compare(relation, 'select ' ~ kept | join(', ') ~ ' from (' ~ recomputed ~ ') as recomputed',
-                          audit_record['step'] ~ ' over ' ~ source ~ ' (recomputed from the microdata)', checker, path) -%}
+                          audit_record['step'] ~ ' over ' ~ source ~ ' (recomputed from the microdata)', checker, path, content) -%}
 {%- elif step == 'ckm_mean' -%}
   {%- set call = record.get('call') -%}
   {%- if call is not mapping -%}
     {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is the output of ckm_mean, but its build record holds no call that sdc can compute again: run dbt build (with this sdc)") }}
   {%- endif -%}
   {%- do sdc.gate_compare(relation, sdc.ckm_mean(reads[0], reads[1], call['dims'], numerator=call['numerator'], denominator=call['denominator']),
-                          'ckm_mean of ' ~ reads[0] ~ ' and ' ~ reads[1], checker, path) -%}
+                          'ckm_mean of ' ~ reads[0] ~ ' and ' ~ reads[1], checker, path, content) -%}
 {%- elif step == 'suppression_published' -%}
-  {%- do sdc.gate_verify_suppression(relation, record, reads[0], path, checker) -%}
+  {%- do sdc.gate_verify_suppression(relation, record, reads[0], path, checker, content) -%}
 {%- endif -%}
 {% endmacro %}
 
@@ -107,9 +108,11 @@
 {% endmacro %}
 
 
-{#- stop unless `relation` holds exactly the cells of `expected_sql`: the same columns, the same cells, counts
-    equal and magnitudes to 1e-9 relative -#}
-{% macro gate_compare(relation, expected_sql, what, checker, path) %}
+{#- stop unless `relation` (read from `content`, its copy, where given) holds exactly the cells of `expected_sql`:
+    the same columns, the same cells, counts equal and magnitudes to 1e-9 relative -#}
+{% macro gate_compare(relation, expected_sql, what, checker, path, content=none) %}
+{%- set content = content if content is not none else relation -%}
+{#- a copy has the columns of what it copied (the catalog of another session's temporary schema holds none) -#}
 {%- set have = adapter.get_columns_in_relation(relation) -%}
 {%- set want = run_query('select * from (' ~ expected_sql ~ ') as expected where 1 = 0').column_names | list -%}
 {%- if have | map(attribute='name') | map('lower') | sort | list != want | map('lower') | sort | list -%}
@@ -140,7 +143,7 @@
 {%- set found = run_query(
     "select " ~ (shown | join(" || ', ' || ") if shown else "''") ~ ", p.sdc_present is not null, e.sdc_present is not null, "
     ~ (values | join(" || '; ' || ") if values else "''")
-    ~ " from (select *, 1 as sdc_present from " ~ relation ~ ") as p full join (select *, 1 as sdc_present from ("
+    ~ " from (select *, 1 as sdc_present from " ~ content ~ ") as p full join (select *, 1 as sdc_present from ("
     ~ expected_sql ~ ") as recomputed) as e on " ~ (on | join(' and ') if on else 'true')
     ~ " where p.sdc_present is null or e.sdc_present is null" ~ (" or " ~ differs | join(' or ') if differs else '') ~ " limit 1") -%}
 {%- if found.rows -%}
@@ -150,7 +153,7 @@
                 "differs from " ~ what ~ " in the cell (" ~ row[0] ~ "): " ~ row[3] ~ "; the relation was changed after its step (a hook, an update) or its build record does not fit it" -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ why ~ "; refusing to grant " ~ path[0]) }}
 {%- endif -%}
-{%- set counts = run_query('select (select count(*) from ' ~ relation ~ '), (select count(*) from (' ~ expected_sql ~ ') as recomputed)').rows[0] -%}
+{%- set counts = run_query('select (select count(*) from ' ~ content ~ '), (select count(*) from (' ~ expected_sql ~ ') as recomputed)').rows[0] -%}
 {%- if counts[0] != counts[1] -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " holds " ~ counts[0] ~ " rows where " ~ what ~ " gives " ~ counts[1] ~ " (a cell twice); refusing to grant " ~ path[0]) }}
 {%- endif -%}
@@ -159,7 +162,8 @@
 
 {#- a suppression table: its cells and primary rules computed again from the microdata; every published value
     its original and every primary cell suppressed (the pattern's LP audit is sdc suppress --target's) -#}
-{% macro gate_verify_suppression(relation, record, pattern, path, checker) %}
+{% macro gate_verify_suppression(relation, record, pattern, path, checker, content=none) %}
+{%- set content = content if content is not none else relation -%}
 {%- set call = record.get('call') -%}
 {%- set pattern_record = sdc.build_record_of_relation(pattern.database, pattern.schema, pattern.identifier) or {} -%}
 {%- set primary = sdc.gate_named_relation(pattern_record['cells'], pattern, 'cell table', checker, path) if pattern_record.get('cells') is string else none -%}
@@ -193,7 +197,7 @@
     ~ "then 'holds the cell, which sdc''s recomputation of its cells does not give,' when c.status = 'primary' and p." ~ q(value) ~ " is not null "
     ~ "then 'publishes ' || cast(p." ~ q(value) ~ " as " ~ sdc.text_type() ~ ") || ' in the cell, which the primary rules flag as unsafe: it must be suppressed;' "
     ~ "else 'publishes ' || cast(p." ~ q(value) ~ " as " ~ sdc.text_type() ~ ") || ' in the cell, where sdc''s recomputation from the microdata gives ' || cast(c." ~ q(original) ~ " as " ~ sdc.text_type() ~ ") || ';' end "
-    ~ "from (select *, 1 as sdc_present from " ~ relation ~ ") as p full join (select *, 1 as sdc_present from (" ~ recomputed ~ ") as primary_cells) as c on "
+    ~ "from (select *, 1 as sdc_present from " ~ content ~ ") as p full join (select *, 1 as sdc_present from (" ~ recomputed ~ ") as primary_cells) as c on "
     ~ on | join(' and ') ~ " where p.sdc_present is null or c.sdc_present is null or (c.status = 'primary' and p." ~ q(value) ~ " is not null) "
     ~ "or (p." ~ q(value) ~ " is not null and abs(" ~ p ~ " - " ~ c ~ ") > 1e-9 * greatest(1, abs(" ~ c ~ "))) limit 1") -%}
 {%- do run_query(adapter.dispatch('gate_drop_temporary_relation', 'sdc')('sdc_gate_cells')) -%}

@@ -1,30 +1,31 @@
 {#
-  grant_published(roles): on an engine with access control (PostgreSQL), let the reader roles (e.g. a BI tool's
-  bi_reader) read every relation tagged for publication (conventions.PUBLISH_TAG, sdc_publish) and nothing
-  else: USAGE on the schemas that hold them and SELECT on each. For the project's on-run-end hook:
+  grant_published(roles): on an engine with access control (PostgreSQL), publish every relation tagged for
+  publication (conventions.PUBLISH_TAG, sdc_publish) as a verified copy in a schema of sdc's own (var
+  sdc_publication_schema, default sdc_publication), and let the reader roles (e.g. a BI tool's bi_reader) read
+  that schema and nothing else. For the project's on-run-end hook:
 
       on-run-end: ["{{ sdc.grant_published(['bi_reader']) }}"]
 
   Raw microdata, record keys, the audit layer and the ptables are never tagged, so the roles get nothing on
-  them. Before any grant, each tagged relation is checked as `sdc publish` checks it: its lineage passes a
-  protection step (ckm_published, suppression_published on one parent) before it reaches a source or an audit
-  relation (ckm_count, ckm_sum, suppression_cells / _primary ...), and none of its columns undoes the protection
-  (original, noise, cell keys, record keys, top_<n>, ...); a tagged relation that fails stops the hook naming
-  it, and nothing is granted. What each relation reads is then judged from the database, as `sdc publish` does
-  (python/sdc/release_gate.py): its build record must name a protection step (ckm_published over a ckm_count /
-  ckm_sum output, suppression_published over a pattern, ckm_mean over protected relations), or it must be a view
-  whose dependencies (pg_depend) are such relations only; a view must read exactly what its step read; and all
-  granted relations come from one load of each source table, its last (their build records), so a stale pattern or a
-  partial rebuild after a reload is not granted beside the new tables. After a run in which a node failed or was
-  skipped it grants nothing (one line says so), as `sdc publish` publishes nothing then.
+  them. Before anything is published, each tagged relation is checked as `sdc publish` checks it: its lineage
+  passes a protection step (ckm_published, suppression_published on one parent) before it reaches a source or an
+  audit relation, and none of its columns undoes the protection (original, noise, cell keys, record keys,
+  top_<n>, ...); what each relation reads is judged from the database (build records, pg_depend), and all
+  published relations come from one load of each source table, its last. Then each tagged relation is read once
+  into a temporary table of this session and every protection step's copy is compared, cell by cell, with sdc's
+  own recomputation from the microdata (macros/_gate_verify.sql). Only then is the publication schema replaced by
+  those copies, in one transaction: the roles read tables holding exactly what was verified, never a view that
+  computes again as whoever reads it, and what this release no longer publishes is gone. A tagged relation that
+  fails stops it naming the relation; the publication stays the last verified release. After a run in which a
+  node failed or was skipped it publishes nothing (one line says so), as `sdc publish` publishes nothing then.
 
-  Outside a hook, e.g. to grant again after the grants were lost, it runs the same checks and grants itself,
-  naming what it granted:
+  Outside a hook, e.g. to publish again after the grants were lost, it runs the same checks and publishes,
+  naming what it published:
 
       dbt run-operation grant_published --args '{roles: [bi_reader]}'
 
-  A role that does not exist stops it before any grant. On DuckDB, which has no GRANT, the hook does nothing
-  (`sdc publish` writes a separate file instead) and the operation stops saying so.
+  A role that does not exist stops it before anything is changed. On DuckDB, which has no GRANT, the hook does
+  nothing (`sdc publish` writes a separate file instead) and the operation stops saying so.
 #}
 {% macro grant_published(roles) %}
   {{ return(adapter.dispatch('grant_published', 'sdc')(roles)) }}
@@ -69,26 +70,41 @@
 {%- endfor -%}
 {%- set to = [] -%}
 {%- for name in names -%}{%- do to.append(sdc.sql_identifier(name)) -%}{%- endfor -%}
-{%- set release = sdc.gate_release('grant_published') -%}
-{%- set statements = [] -%}
-{%- for schema in release['schemas'] -%}
-  {%- do statements.append('grant usage on schema ' ~ sdc.sql_identifier(schema) ~ ' to ' ~ to | join(', ')) -%}
-{%- endfor -%}
+{%- set publication = sdc.setting('sdc_publication_schema') | string -%}
+{%- do sdc.gate_check_publication_schema(publication) -%}
+{#- every tagged relation copied (session-only), each step verified on its copy: what the roles read is what sdc
+    verified, not a view or table that user SQL (a function, a later hook) computes again when read -#}
+{%- set release = sdc.gate_release('grant_published', copy=true) -%}
+{%- set names_seen = {} -%}
 {%- for relation in release['relations'] -%}
-  {%- do statements.append('grant select on ' ~ relation ~ ' to ' ~ to | join(', ')) -%}
+  {%- set name = relation.identifier | lower -%}
+  {%- if name in names_seen -%}
+    {{ exceptions.raise_compiler_error("grant_published: " ~ names_seen[name] ~ " and " ~ relation ~ " would both be published as " ~ publication ~ "." ~ name ~ ": give one of them another alias; nothing granted") }}
+  {%- endif -%}
+  {%- do names_seen.update({name: relation | string}) -%}
+  {%- if relation.schema | lower == publication | lower -%}
+    {{ exceptions.raise_compiler_error("grant_published: " ~ relation ~ " is built into the publication schema " ~ publication ~ ", which grant_published makes anew from the verified copies: build it into another schema (or set var sdc_publication_schema to another name); nothing granted") }}
+  {%- endif -%}
 {%- endfor -%}
-{%- if in_hook -%}
-  {{ return(statements | join(';\n') if statements else 'select 1') }}
-{%- endif -%}
-{#- outside a hook nothing would run the returned SQL (new-user N8): run it here, and say what was granted -#}
-{%- if statements -%}
-  {%- do run_query(statements | join(';\n')) -%}
-  {%- do run_query('commit') -%}
-  {%- do log("grant_published: granted SELECT to " ~ names | join(', ') ~ " on " ~ release['relations'] | length ~ " relations ("
-             ~ release['relations'] | join(', ') ~ ") and USAGE on their schemas (" ~ release['schemas'] | join(', ') ~ ")", info=true) -%}
-{%- else -%}
-  {%- do log("grant_published: no relation tagged sdc_publish is in the database; nothing granted", info=true) -%}
-{%- endif -%}
+{%- set schema = sdc.sql_identifier(publication) -%}
+{%- set statements = ['drop schema if exists ' ~ schema ~ ' cascade', 'create schema ' ~ schema,
+                      'comment on schema ' ~ schema ~ ' is ' ~ sdc.sql_string(sdc.gate_publication_marker())] -%}
+{%- for relation in release['relations'] -%}
+  {%- do statements.append('create table ' ~ schema ~ '.' ~ sdc.sql_identifier(relation.identifier) ~ ' as select * from '
+                           ~ release['copies'][relation | string]) -%}
+  {#- grants an older sdc made in place, withdrawn: the publication schema is what the roles read -#}
+  {%- do statements.append('revoke all on ' ~ relation ~ ' from ' ~ to | join(', ')) -%}
+{%- endfor -%}
+{%- do statements.append('grant usage on schema ' ~ schema ~ ' to ' ~ to | join(', ')) -%}
+{%- do statements.append('grant select on all tables in schema ' ~ schema ~ ' to ' ~ to | join(', ')) -%}
+{%- for copy in release['copies'].values() -%}{%- do statements.append('drop table ' ~ copy) -%}{%- endfor -%}
+{%- do run_query(statements | join(';\n')) -%}
+{%- do run_query('commit') -%}
+{%- set published = [] -%}
+{%- for relation in release['relations'] -%}{%- do published.append(relation.identifier) -%}{%- endfor -%}
+{%- do log("grant_published: copied " ~ published | length ~ " verified relation(s) into schema " ~ publication
+           ~ (" (" ~ published | sort | join(", ") ~ ")" if published else " (none tagged sdc_publish is in the database)")
+           ~ " and granted it to " ~ names | join(', '), info=true) -%}
 {{ return('select 1') }}
 {%- endmacro %}
 
@@ -96,7 +112,7 @@
 {#- the tagged relations in the database, each checked as sdc publish checks it, and the release's rules across
     them (one load of each source, one value per cell): {relations, schemas, loads, behind}. `checker` names the
     macro in the messages (the table builder applies the same rules to the release beside its cube) -#}
-{% macro gate_release(checker) %}
+{% macro gate_release(checker, copy=false) %}
 {%- set relations = [] -%}
 {%- set schemas = [] -%}
 {%- set loads = {} -%}
@@ -112,10 +128,17 @@
 {%- endfor -%}
 {%- do sdc.gate_check_one_load(loads, checker) -%}
 {%- do sdc.gate_check_one_value_per_cell(behind, checker) -%}
-{%- for relation, record, step, reads, path in behind.get('steps', []) -%}
-  {%- do sdc.gate_verify_step(relation, record, step, reads, path, checker) -%}
+{#- copy=true: each relation read once, into a table of this session only; a step is verified on its copy -#}
+{%- set copies = {} -%}
+{%- for relation in relations if copy -%}
+  {%- set name = 'sdc_publication_copy_' ~ loop.index -%}
+  {%- do run_query('drop table if exists pg_temp.' ~ name ~ '; create temporary table ' ~ name ~ ' as select * from ' ~ relation) -%}
+  {%- do copies.update({relation | string: api.Relation.create(schema='pg_temp', identifier=name, type='table')}) -%}
 {%- endfor -%}
-{{ return({'relations': relations, 'schemas': schemas, 'loads': loads, 'behind': behind}) }}
+{%- for relation, record, step, reads, path in behind.get('steps', []) -%}
+  {%- do sdc.gate_verify_step(relation, record, step, reads, path, checker, content=copies.get(relation | string)) -%}
+{%- endfor -%}
+{{ return({'relations': relations, 'schemas': schemas, 'loads': loads, 'behind': behind, 'copies': copies}) }}
 {% endmacro %}
 
 
@@ -199,6 +222,11 @@
 {%- endfor -%}
 {%- set live = sdc.gate_view_reads(relation) if relation.type == 'view' else none -%}
 {%- if step in ['ckm_published', 'suppression_published', 'ckm_mean'] -%}
+  {#- a view is computed again whenever it is read: read by another relation, what that relation publishes would
+      be another evaluation than the one sdc verified (a view of the audit relation can tell them apart) -#}
+  {%- if relation.type == 'view' and path | length > 1 -%}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is a view of the protection step " ~ step ~ " that " ~ path[-2] ~ " reads: a view is computed again each time it is read, so " ~ path[0] ~ " would not publish the cells sdc verified; build the step as a table (materialized='table') or publish the step itself; refusing to grant " ~ path[0]) }}
+  {%- endif -%}
   {%- set reads = [] -%}
   {%- for item in record.get('reads') or [] -%}
     {%- set found = adapter.get_relation(database=item['database'] or relation.database, schema=item['schema'] or relation.schema, identifier=item['name']) -%}
@@ -250,6 +278,24 @@
   {%- endfor -%}
 {%- else -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is no protection step (its build record names none: its SQL is not one call of ckm_published, suppression_published or ckm_mean) and no view, so what it reads cannot be told; refusing to grant " ~ path[0] ~ (" (path: " ~ route ~ ")" if path | length > 1 else "") ~ ". Publish a protection step, or a view over protected relations") }}
+{%- endif -%}
+{% endmacro %}
+
+
+{#- the comment on a publication schema that grant_published made (it drops and makes that schema anew) -#}
+{% macro gate_publication_marker() -%}
+sdc publication: grant_published copies the verified release here and replaces the schema each time
+{%- endmacro %}
+
+
+{#- a schema of that name that grant_published did not make is not dropped; nor the raw schema -#}
+{% macro gate_check_publication_schema(publication) %}
+{%- if publication | lower == sdc.setting('sdc_raw_schema') | lower or not publication -%}
+  {{ exceptions.raise_compiler_error("grant_published: var sdc_publication_schema is '" ~ publication ~ "', which is not a schema name grant_published may replace; nothing granted") }}
+{%- endif -%}
+{%- set found = run_query("select coalesce(obj_description(oid, 'pg_namespace'), '') from pg_catalog.pg_namespace where nspname = " ~ sdc.sql_string(publication)) -%}
+{%- if found.rows and found.rows[0][0] != sdc.gate_publication_marker() -%}
+  {{ exceptions.raise_compiler_error("grant_published: the schema " ~ publication ~ " exists and was not made by grant_published, which replaces its publication schema each time: drop it, or set var sdc_publication_schema to the name of a schema of sdc's own; nothing granted") }}
 {%- endif -%}
 {% endmacro %}
 

@@ -5,6 +5,7 @@ was granted to the BI role on main ba32997."""
 from __future__ import annotations
 
 import contextlib
+import re
 
 import psycopg2
 import pytest
@@ -13,7 +14,7 @@ from conftest import DATA
 from dbt_project_helper import ScratchProject
 from sdc.loader import load_microdata
 from sdc.scratch import project_yaml
-from test_engine_postgres import copy_raw_tables
+from test_engine_postgres import copy_raw_tables, pg_rows
 from test_engine_postgres_access import READER_PASSWORD
 from test_engine_postgres_access import as_reader as access_reader
 
@@ -27,9 +28,11 @@ models:
   sdc:
     audit: {+schema: audit, +materialized: table}
     protected: {+schema: protected, +materialized: table, +tags: ["sdc_publish"]}
+vars: {sdc_publication_schema: gate_publication}
 on-run-start: ["{{ sdc.engine_setup() }}"]
 on-run-end: ["{{ sdc.grant_published(['gate_reader']) }}"]
 """
+PUBLICATION = "gate_publication"  # the schema grant_published copies the verified relations into
 MODELS = {
     "audit/ckm_persons.sql": f"{{{{ sdc.ckm_count(source('raw', '{TABLE}'), ['sex', 'roof'], modulus=10000000) }}}}",
     "audit/ckm_by_sex.sql": f"{{{{ sdc.ckm_count(source('raw', '{TABLE}'), ['sex'], modulus=10000000) }}}}",
@@ -75,10 +78,18 @@ def as_reader(server, sql):
     return access_reader(server, sql, role=READER)
 
 
+def assert_not_published(project, name: str) -> None:
+    """The reader reads neither the relation ``name`` that dbt built nor a copy of it in the publication."""
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+        as_reader(project.postgres, f"select * from gate_protected.{name} limit 1")
+    with pytest.raises(psycopg2.errors.UndefinedTable):
+        as_reader(project.postgres, f"select * from {PUBLICATION}.{name} limit 1")
+
+
 def test_protection_steps_and_views_over_them_are_granted(project):
-    persons = as_reader(project.postgres, "select sex, roof, count from gate_protected.persons order by 1, 2")
+    persons = as_reader(project.postgres, "select sex, roof, count from gate_publication.persons order by 1, 2")
     assert len(persons) == 3 * 6
-    assert as_reader(project.postgres, "select sex, roof, count from gate_protected.men order by 1, 2") == \
+    assert as_reader(project.postgres, "select sex, roof, count from gate_publication.men order by 1, 2") == \
         [r for r in persons if r[0] == "male"] != []
 
 
@@ -108,8 +119,7 @@ def test_a_relation_that_reads_raw_or_audit_data_is_not_granted(project, name, s
         model.unlink()
     out = result.stdout.replace("\n  ", " ")
     assert result.returncode != 0 and "grant_published:" in out and re.search(message, out), out[-3000:]
-    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # nothing granted
-        as_reader(project.postgres, f"select * from gate_protected.{name} limit 1")
+    assert_not_published(project, name)  # nothing granted
 
 
 def test_relations_of_two_loads_are_not_granted(project):
@@ -121,7 +131,7 @@ def test_relations_of_two_loads_are_not_granted(project):
     assert "grant_published: the tagged relations were built from different loads of raw.gate_survey" in out, out[-3000:]
     result = project.dbt("build")  # the whole project: one load again
     assert result.returncode == 0, result.stdout[-3000:]
-    assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
+    assert len(as_reader(project.postgres, "select * from gate_publication.by_sex")) == 3
 
 
 def test_tables_of_two_ptables_are_not_granted(project):
@@ -150,6 +160,19 @@ def test_tables_of_two_ptables_are_not_granted(project):
     assert project.dbt("build").returncode == 0
 
 
+def drop_publication(project) -> None:
+    """The publication schema gone, as before the first grant (a test then sees whether a run makes it)."""
+    con = project.postgres.connect()
+    with con.cursor() as cur:
+        cur.execute(f"drop schema if exists {PUBLICATION} cascade")
+    con.commit()
+    con.close()
+
+
+def assert_no_publication(project) -> None:
+    assert pg_rows(project.postgres, f"select count(*) from pg_namespace where nspname = '{PUBLICATION}'") == [(0,)]
+
+
 def test_a_failed_run_grants_nothing(project):
     """New-user N5: a build in which two models failed still granted the table that did build; sdc publish refuses
     after a failed run, and so does the hook now, with one line."""
@@ -157,6 +180,7 @@ def test_a_failed_run_grants_nothing(project):
               "protected/broken.sql": "{{ sdc.ckm_published(ref('ckm_broken')) }}"}
     for name, text in broken.items():
         (project.root / "models" / name).write_text(text)
+    drop_publication(project)
     try:
         result = project.dbt("build", "--select", "ckm_broken", "broken", "ckm_by_sex", "by_sex")
     finally:
@@ -166,41 +190,36 @@ def test_a_failed_run_grants_nothing(project):
     assert result.returncode != 0
     assert "grant_published: the dbt run did not succeed: 2 node(s) failed or were skipped, first " in out, out[-3000:]
     assert "nothing granted" in out
-    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # by_sex was rebuilt in that run: granted to no one
+    assert_no_publication(project)  # by_sex was rebuilt in that run: published to no one
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
         as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
     assert project.dbt("build").returncode == 0
-    assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
-
-
-def revoke_reader(project) -> None:
-    con = project.postgres.connect()
-    with con.cursor() as cur:
-        cur.execute(f"revoke all on all tables in schema gate_protected from {READER}")
-        cur.execute(f"revoke usage on schema gate_protected from {READER}")
-    con.commit()
-    con.close()
+    assert len(as_reader(project.postgres, "select * from gate_publication.by_sex")) == 3
 
 
 def test_grant_published_as_an_operation_grants_and_says_what(project):
     """New-user N8: `dbt run-operation grant_published` exited 0 and granted nothing (the macro returns SQL for the
-    hook to run), also for a role that does not exist. Outside a hook it now runs its checks, grants and names
-    what it granted; an unknown role is an error, and nothing is granted to the other roles either."""
-    revoke_reader(project)
-    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
-        as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
+    hook to run), also for a role that does not exist. Outside a hook it now runs its checks, publishes and names
+    what it published; an unknown role is an error, and nothing is published to the other roles either."""
+    drop_publication(project)
     result = project.dbt("run-operation", "grant_published", "--args", f"{{roles: [{READER}, gate_typo]}}")
     out = result.stdout.replace("\n  ", " ")
     assert result.returncode != 0 and "grant_published: no role gate_typo in the database" in out, out[-3000:]
-    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
-        as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
+    assert_no_publication(project)
 
     result = project.dbt("run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}")
     out = result.stdout.replace("\n  ", " ")
     assert result.returncode == 0, out[-3000:]
-    assert f"grant_published: granted SELECT to {READER} on 4 relations" in out, out[-3000:]
-    assert "gate_protected\".\"by_sex" in out
-    assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
-    assert len(as_reader(project.postgres, "select * from gate_protected.men")) == 6
+    assert (f"grant_published: copied 4 verified relation(s) into schema {PUBLICATION} (by_sex, men, persons, "
+            f"persons_view) and granted it to {READER}") in out, out[-3000:]
+    assert len(as_reader(project.postgres, "select * from gate_publication.by_sex")) == 3
+    assert len(as_reader(project.postgres, "select * from gate_publication.men")) == 6
+    # copies: the reader reads none of the relations dbt built, and no view (a view is computed when read)
+    assert as_reader(project.postgres, "select table_name, table_type from information_schema.tables where "
+                                       f"table_schema = '{PUBLICATION}' order by 1") == [
+        ("by_sex", "BASE TABLE"), ("men", "BASE TABLE"), ("persons", "BASE TABLE"), ("persons_view", "BASE TABLE")]
+    with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+        as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
 
 
 # New-user D6: cell suppression between two dbt selections (README, PostgreSQL), over the men only, so that the
@@ -254,7 +273,7 @@ def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
     the last, is not granted."""
     with suppression_table(project, SUPPRESSION_MODELS) as result:
         assert result.returncode == 0, result.stdout[-3000:]
-        granted = as_reader(project.postgres, "select roof, published_text from gate_protected.men_suppressed order by 1")
+        granted = as_reader(project.postgres, "select roof, published_text from gate_publication.men_suppressed order by 1")
         assert len(granted) == 6 and "Total" in [roof for roof, _ in granted]  # 5 roof codes and the total
 
         load(project.staging, project.postgres)  # changed data arrive: the cells are rebuilt, the pattern is not
@@ -263,13 +282,16 @@ def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
         assert result.returncode != 0
         assert "grant_published: the tagged relations were built from different loads of raw.gate_survey" in out, out[-3000:]
         assert "gate_protected\".\"men_suppressed" in out or "gate_protected.men_suppressed" in out, out[-3000:]
-        with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # the rebuilt table is granted to no one
+        # the rebuilt table is published to no one: the publication keeps the last verified release
+        assert as_reader(project.postgres, "select roof, published_text from gate_publication.men_suppressed "
+                                           "order by 1") == granted
+        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
             as_reader(project.postgres, "select * from gate_protected.men_suppressed limit 1")
 
         suppress(project)  # the README's step after a reload: solve again, then build the publication
         result = project.dbt("build", "--select", "men_suppressed")
         assert result.returncode == 0, result.stdout[-3000:]
-        assert len(as_reader(project.postgres, "select * from gate_protected.men_suppressed")) == 6
+        assert len(as_reader(project.postgres, "select * from gate_publication.men_suppressed")) == 6
 
         load(project.staging, project.postgres)  # one load across the release, but not the last one
         result = project.dbt("run", "--select", "men_suppressed")
@@ -278,7 +300,7 @@ def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
         assert "was built from the load of raw.gate_survey of " in out and "but its last sdc load is of" in out, \
             out[-3000:]
     assert project.dbt("build").returncode == 0  # the whole project after the last load: granted again
-    assert len(as_reader(project.postgres, "select * from gate_protected.by_sex")) == 3
+    assert len(as_reader(project.postgres, "select * from gate_publication.by_sex")) == 3
 
 
 def test_one_population_by_both_methods_is_not_granted(project):
@@ -292,8 +314,7 @@ def test_one_population_by_both_methods_is_not_granted(project):
         assert result.returncode != 0
         assert "(cell suppression) hold the same population and variable (both have the grand total 4580" in out, \
             out[-3000:]
-        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
-            as_reader(project.postgres, "select * from gate_protected.men_suppressed limit 1")
+        assert_not_published(project, "men_suppressed")
     assert project.dbt("build").returncode == 0
 
 
@@ -339,5 +360,122 @@ def test_a_relation_whose_content_is_not_sdcs_recomputation_is_not_granted(proje
             (project.root / "models" / path).unlink()
     out = result.stdout.replace("\n  ", " ")
     assert result.returncode != 0 and "grant_published:" in out and re.search(message, out), out[-3000:]
-    with pytest.raises(psycopg2.errors.InsufficientPrivilege):  # nothing granted
-        as_reader(project.postgres, f"select * from gate_protected.{name} limit 1")
+    assert_not_published(project, name)  # nothing granted
+
+
+# ------------------------------------------------------------------- what the reader reads: copies sdc verified
+def publication_tables(project) -> list[str]:
+    return [name for (name,) in as_reader(project.postgres, "select table_name from information_schema.tables where "
+                                                            f"table_schema = '{PUBLICATION}' order by 1")]
+
+
+def test_a_step_view_that_shows_the_reader_the_originals_is_published_as_sdc_verified_it(project):
+    """A view is computed whenever it is read, as whoever reads it: a ckm_published view that a post-hook replaced
+    by one that shows the reader role the originals and everyone else the protected counts passed the old gate
+    (verified as the dbt user, granted in place; the reader then read the originals). The reader now reads a copy
+    made and verified in the grant's own session."""
+    replaced = ("{{ config(materialized='view', post_hook=\"create or replace view {{ this }} as select a.sex, a.roof, "
+                f"case when current_user = '{READER}' then a.original else a.count end as count "
+                "from {{ ref('ckm_persons') }} as a\") }}{{ sdc.ckm_published(ref('ckm_persons')) }}")
+    model = project.root / "models" / "protected" / "who_reads.sql"
+    model.write_text(replaced)
+    try:
+        result = project.dbt("run", "--select", "who_reads")
+        assert result.returncode == 0, result.stdout[-3000:]
+        published = as_reader(project.postgres, "select sex, roof, count from gate_publication.who_reads order by 1, 2")
+        assert published == as_reader(project.postgres, "select sex, roof, count from gate_publication.persons order by 1, 2")
+        originals = pg_rows(project.postgres, "select sex, roof, original from gate_audit.ckm_persons order by 1, 2")
+        assert published != originals  # the CKM changed some counts: the copy is not the originals
+        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+            as_reader(project.postgres, "select * from gate_protected.who_reads limit 1")
+    finally:
+        model.unlink()
+        drop_relation(project, "view", "gate_protected.who_reads")
+    assert project.dbt("build").returncode == 0
+
+
+def drop_relation(project, kind: str, name: str) -> None:
+    con = project.postgres.connect()
+    with con.cursor() as cur:
+        cur.execute(f"drop {kind} if exists {name} cascade")
+    con.commit()
+    con.close()
+
+
+def test_a_published_view_over_a_step_that_is_a_view_is_not_granted(project):
+    """The same view read by a view of one's own: that view would compute it again after sdc verified it. A step
+    that another published relation reads must be a table."""
+    files = {"audit/persons_step_view.sql": "{{ config(materialized='view') }}{{ sdc.ckm_published(ref('ckm_persons')) }}",
+             "protected/women.sql": "{{ config(materialized='view') }}select * from {{ ref('persons_step_view') }} "
+                                    "where sex = 'female'"}
+    for path, text in files.items():
+        (project.root / "models" / path).write_text(text)
+    try:
+        result = project.dbt("run", "--select", "persons_step_view", "women")
+    finally:
+        for path in files:
+            (project.root / "models" / path).unlink()
+        drop_relation(project, "view", "gate_protected.women")
+        drop_relation(project, "view", "gate_audit.persons_step_view")
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode != 0
+    assert re.search(r"grant_published: \S+persons_step_view\"? is a view of the protection step ckm_published that "
+                     r"\S+women\"? reads: a view is computed again each time it is read", out), out[-3000:]
+    assert "women" not in publication_tables(project)
+    assert project.dbt("build").returncode == 0
+
+
+def test_a_removed_model_leaves_the_publication(project):
+    """The publication is exactly the release: a model removed from the project is not in the next publication
+    (its old relation stays in the database, where no reader role reads it)."""
+    model = project.root / "models" / "protected" / "by_sex.sql"
+    text = model.read_text()
+    model.unlink()
+    try:
+        result = project.dbt("build")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert publication_tables(project) == ["men", "persons", "persons_view"]
+    finally:
+        model.write_text(text)
+    assert project.dbt("build").returncode == 0
+    assert publication_tables(project) == ["by_sex", "men", "persons", "persons_view"]
+
+
+@pytest.mark.parametrize("setup, vars_, message", [
+    # a schema of the same name that grant_published did not make: never dropped
+    ("create schema if not exists gate_own; create table if not exists gate_own.notes (x int)", "gate_own",
+     "grant_published: the schema gate_own exists and was not made by grant_published"),
+    # the raw schema
+    ("select 1", "raw", "grant_published: var sdc_publication_schema is 'raw', which is not a schema name"),
+    # the schema a tagged relation is built into
+    ("select 1", "gate_protected", "is built into the publication schema gate_protected"),
+])
+def test_a_publication_schema_that_is_not_sdcs_own_is_not_replaced(project, setup, vars_, message):
+    con = project.postgres.connect()
+    with con.cursor() as cur:
+        cur.execute(setup)
+    con.commit()
+    con.close()
+    if vars_ == "gate_protected":  # as if grant_published had made it before
+        con = project.postgres.connect()
+        with con.cursor() as cur:
+            cur.execute("select obj_description(oid, 'pg_namespace') from pg_namespace where nspname = %s", (PUBLICATION,))
+            (marker,) = cur.fetchone()
+            cur.execute("comment on schema gate_protected is %s", (marker,))
+        con.commit()
+        con.close()
+    try:
+        result = project.dbt("run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}",
+                             "--vars", f"{{sdc_publication_schema: {vars_}}}")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0 and message in out, out[-3000:]
+        assert pg_rows(project.postgres, "select count(*) from information_schema.tables where table_schema = "
+                                         "'gate_protected'")[0][0] >= 4  # nothing dropped
+        if vars_ == "gate_own":
+            assert pg_rows(project.postgres, "select count(*) from gate_own.notes") == [(0,)]
+    finally:
+        con = project.postgres.connect()
+        with con.cursor() as cur:
+            cur.execute("drop schema if exists gate_own cascade; comment on schema gate_protected is null")
+        con.commit()
+        con.close()

@@ -253,6 +253,8 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_suppression_layer_columns": list(SUPPRESSION_LAYER_COLUMNS),
     "sdc_raw_schema": RAW_SCHEMA,
     "sdc_load_log": LOAD_LOG_TABLE,
+    # on PostgreSQL, grant_published copies the verified relations into this schema, the only one reader roles read
+    "sdc_publication_schema": PUBLICATION_SCHEMA,
     "sdc_ckm_own_columns": list(CKM_OWN_COLUMNS),
     "sdc_ckm_sum_own_columns": list(CKM_SUM_OWN_COLUMNS),
     "sdc_ckm_sum_own_patterns": list(CKM_SUM_OWN_PATTERNS),

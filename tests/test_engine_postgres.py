@@ -449,3 +449,36 @@ def test_sdc_load_target_reload_under_a_dependent_view(postgres, tmp_path):
     assert dict(pg_rows(server, "select id, rk from raw.persons")) == reloaded
     assert pg_rows(server, log) == [logged]
     assert pg_rows(server, "select count(*) from raw.persons__record_keys") == [(60,)]
+
+
+def test_a_reload_into_postgresql_with_another_key_mode_is_refused_and_changes_nothing(postgres, tmp_path):
+    """New-user N1 as found, on PostgreSQL: `sdc load --target pg` keyed, then the same file without
+    --key-mode (random): every record got a new key, exit 0. Now refused naming both modes, the target unchanged;
+    --rekey does it on purpose and the load log records the break."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sdc = Path(sys.executable).parent / "sdc"
+    (tmp_path / "profiles.yml").write_text("census:\n  target: pg\n  outputs:\n    pg:\n" + postgres.profile("main"))
+    env = dict(os.environ, SDC_KEY_SECRET="a test secret of at least thirty-two bytes, not the demo's")
+    base = [str(sdc), "load", "--target", "pg", "--profile", "census", "--profiles-dir", str(tmp_path),
+            "--input", str(MICRODATA), "--id", "row_id", "--table", "rekey_survey"]
+
+    def state():
+        return pg_rows(postgres, "select row_id, rk from raw.rekey_survey order by 1"), \
+            pg_rows(postgres, "select key_mode, rekeyed, loaded_at from raw.sdc_loads where table_name = 'rekey_survey'")
+
+    first = subprocess.run(base + ["--key-mode", "keyed"], capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    before = state()
+    again = subprocess.run(base, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 2
+    assert "this load would change its record keys (key mode keyed -> random)" in again.stderr, again.stderr
+    assert state() == before
+    rekeyed = subprocess.run(base + ["--rekey"], capture_output=True, text=True, env=env, timeout=300)
+    assert rekeyed.returncode == 0, rekeyed.stderr
+    keys, log = state()
+    assert log[0][:2] == ("random", True)
+    assert sum(a == b for a, b in zip(keys, before[0])) < 5  # (row_id, rk) pairs: every key drawn anew

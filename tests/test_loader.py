@@ -148,7 +148,7 @@ def test_bad_input_is_refused_and_changes_nothing(tmp_path, seed002_csv, content
 def test_reload_with_another_modulus_is_refused(tmp_path, seed002_csv):
     db = tmp_path / "w.duckdb"
     load_microdata(db, seed002_csv, "t", id_column="id")
-    with pytest.raises(SdcError, match=r"drawn for modulus 100000000, not 256"):
+    with pytest.raises(SdcError, match=r"drawn for modulus 100000000, not 256; load with the same modulus, or give --rekey"):
         load_microdata(db, seed002_csv, "t", id_column="id", modulus=256)
 
 
@@ -397,3 +397,103 @@ def test_a_new_warehouse_is_written_in_a_format_duckdb_1_x_reads(tmp_path, seed0
     load_microdata(existing, seed002_csv, "t", id_column="id")
     assert storage_format(existing) == header != (64, "v1.0.0+")
     assert rows(existing, "select count(*) from raw.t")[0][0] == 4
+
+
+# ------------------------------------------------------------------ the key series of a table across reloads
+SECRET_A, SECRET_B = b"office secret A, at least 16 bytes", b"office secret B, at least 16 bytes"
+
+
+def warehouse_state(db) -> tuple:
+    """Everything a refused load must leave as it was: the table, its key store, the load log."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        tables = [name for (name,) in con.execute("select table_name from duckdb_tables() where schema_name = 'raw' "
+                                                  "order by 1").fetchall()]
+        return tuple((name, con.execute(f"select * from raw.{name} order by all").fetchall()) for name in tables)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("first, second, changed", [
+    # new-user N1: a monthly reload that forgets --key-mode keyed (random is the default)
+    (dict(key_mode="keyed", secret=SECRET_A), dict(key_mode="random"), "key mode keyed -> random"),
+    # ... and the other way: the stored random keys would be ignored
+    (dict(key_mode="random"), dict(key_mode="keyed", secret=SECRET_A), "key mode random -> keyed"),
+    # keyed with another secret: every key changes as well
+    (dict(key_mode="keyed", secret=SECRET_A), dict(key_mode="keyed", secret=SECRET_B), "secret fingerprint "),
+])
+def test_a_reload_that_would_re_key_every_record_is_refused_naming_both(tmp_path, seed002_csv, first, second, changed):
+    """New-user N1: a reload with another key mode gave every record a new key, exit 0, and every published number
+    changed for unchanged microdata. The load log records each table's key mode, modulus and the keyed secret's
+    fingerprint (never the secret); a reload that would change them is refused and changes nothing."""
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, seed002_csv, "students", id_column="id", **first)
+    before = warehouse_state(db)
+    with pytest.raises(SdcError) as refused:
+        load_microdata(db, seed002_csv, "students", id_column="id", **second)
+    message = str(refused.value)
+    assert f"raw.students was last loaded on " in message and f"with key mode {first['key_mode']}" in message
+    assert changed in message and "give --rekey to start a new series of keys on purpose" in message
+    assert "nothing was loaded" in message
+    assert warehouse_state(db) == before
+    for secret in (SECRET_A, SECRET_B):  # the log and the message hold no secret
+        assert secret.decode() not in message and secret.decode() not in repr(before)
+
+
+def test_the_same_key_series_reloads_and_keeps_every_key(tmp_path, seed002_csv):
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, seed002_csv, "students", id_column="id", key_mode="keyed", secret=SECRET_A)
+    keys = rows(db, "select id, rk from raw.students order by id")
+    load_microdata(db, seed002_csv, "students", id_column="id", key_mode="keyed", secret=SECRET_A)
+    assert rows(db, "select id, rk from raw.students order by id") == keys
+    (fingerprint, rekeyed), = rows(db, "select key_fingerprint, rekeyed from raw.sdc_loads")
+    expected = hmac.new(SECRET_A, b"sdc record key secret fingerprint", hashlib.sha256).hexdigest()[:16]
+    assert (fingerprint, rekeyed) == (expected, False)
+
+
+def test_rekey_starts_a_new_series_of_keys_and_the_load_log_records_it(tmp_path, seed002_csv):
+    """--rekey on purpose: random after random draws a key for every record anew (the stored keys are dropped,
+    none is kept), and the load log marks the load as a break in consistency; the next plain reload keeps the new
+    keys."""
+    db = tmp_path / "w.duckdb"
+    path = tmp_path / "many.csv"
+    path.write_text("id\n" + "\n".join(str(i) for i in range(1000)) + "\n")
+    load_microdata(db, path, "t", id_column="id")
+    old = dict(rows(db, "select id, rk from raw.t"))
+    report = load_microdata(db, path, "t", id_column="id", rekey=True)
+    new = dict(rows(db, "select id, rk from raw.t"))
+    assert (report.keys_kept, report.keys_new) == (0, 1000)
+    # 1000 keys drawn anew from 10^8: the chance that one repeats its old key is 1000 / 10^8
+    assert sum(old[i] == new[i] for i in old) == 0
+    assert rows(db, "select key_mode, rekeyed from raw.sdc_loads") == [("random", True)]
+    assert any("new series of record keys (--rekey)" in line for line in report.lines())
+    load_microdata(db, path, "t", id_column="id")
+    assert dict(rows(db, "select id, rk from raw.t")) == new
+    assert rows(db, "select rekeyed from raw.sdc_loads") == [(False,)]
+    # random -> keyed on purpose: allowed with --rekey, and the stale random store is emptied
+    load_microdata(db, path, "t", id_column="id", key_mode="keyed", secret=SECRET_A, rekey=True)
+    assert rows(db, "select count(*) from raw.t__record_keys") == [(0,)]
+
+
+def test_a_load_log_of_an_earlier_version_gets_the_new_columns_and_is_checked(tmp_path, seed002_csv):
+    db = tmp_path / "w.duckdb"
+    load_microdata(db, seed002_csv, "students", id_column="id", key_mode="keyed", secret=SECRET_A)
+    con = duckdb.connect(str(db))
+    con.execute("alter table raw.sdc_loads drop column key_fingerprint")
+    con.execute("alter table raw.sdc_loads drop column rekeyed")
+    con.close()
+    with pytest.raises(SdcError, match="key mode keyed -> random"):
+        load_microdata(db, seed002_csv, "students", id_column="id")
+    load_microdata(db, seed002_csv, "students", id_column="id", key_mode="keyed", secret=SECRET_B)  # no fingerprint yet
+    assert rows(db, "select count(key_fingerprint) from raw.sdc_loads") == [(1,)]
+
+
+def test_cli_rekey(tmp_path, seed002_csv, capsys):
+    db = tmp_path / "w.duckdb"
+    args = ["load", "--db", str(db), "--input", str(seed002_csv), "--table", "students", "--id", "id"]
+    assert main(args) == 0
+    assert main(args + ["--modulus", "1000"]) == 2
+    assert "give --rekey to start a new series of keys on purpose" in capsys.readouterr().err
+    assert main(args + ["--modulus", "1000", "--rekey"]) == 0
+    assert "a new series of record keys (--rekey)" in capsys.readouterr().out
+    assert rows(db, "select modulus, rekeyed from raw.sdc_loads") == [(1000, True)]

@@ -125,6 +125,10 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--allow-all-new-keys", action="store_true",
                       help="accept a random-mode reload in which no record keeps its stored key (every published "
                       "number changes; refused by default, as it usually means the ids changed)")
+    load.add_argument("--rekey", action="store_true",
+                      help="accept a reload with another key mode, modulus or secret than the table's last load: "
+                      "every record gets a new key and every published number may change; the load log records "
+                      "the break (refused by default)")
     load.add_argument("--key-column", help="column with existing record keys (key mode existing); keys that cannot "
                       "be uniform random (all equal, few distinct values, bunched) are refused")
     load.add_argument("--config", help="YAML file with 'facts: {f_name: condition}'")
@@ -400,6 +404,7 @@ def _run_load(args: argparse.Namespace) -> int:
         facts=facts,
         allow_demo_secret=args.allow_demo_secret,
         allow_all_new_keys=args.allow_all_new_keys,
+        rekey=args.rekey,
     )
     for line in report.lines():
         print(line)

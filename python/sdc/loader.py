@@ -23,6 +23,12 @@ Ids match across loads by value: whole numbers compare as integers whatever thei
 '1' are one id), so a file whose id column changed from INTEGER to DOUBLE keeps its keys. A random-mode
 reload that would keep none of the stored keys is refused unless ``allow_all_new_keys``.
 
+The load log (raw.sdc_loads) records each table's key mode, modulus and, in keyed mode, a fingerprint of the
+secret (an HMAC under it, never the secret). A reload that would give every record another key (another key
+mode, modulus or secret) is refused naming both, unless ``rekey`` asks for a new series of keys on purpose: then
+the stored keys of random mode are dropped, every record gets a new key, and the load log marks the load as a
+break in consistency (every published number may change for unchanged microdata).
+
 The modulo reduction of a 64-bit HMAC value biases keys by at most M / 2^64 (5e-12 for M = 10^8).
 A load is one transaction: on any error nothing in the database changes.
 """
@@ -59,7 +65,12 @@ from .record_keys import check_record_keys
 
 KEY_MODES = ("random", "keyed", "existing")
 # the load log and a key store: their columns and keys (a load elsewhere recreates them so: sdc.target_load)
-LOAD_LOG_COLUMNS = "(table_name varchar primary key, key_mode varchar, modulus bigint, rows bigint, loaded_at timestamp)"
+LOAD_LOG_COLUMNS = ("(table_name varchar primary key, key_mode varchar, modulus bigint, rows bigint, loaded_at timestamp, "
+                    "key_fingerprint varchar, rekeyed boolean)")
+# columns of the load log that logs written by earlier versions lack (added on the next load)
+LOAD_LOG_ADDED_LATER: tuple[tuple[str, str], ...] = (("key_fingerprint", "varchar"), ("rekeyed", "boolean"))
+# the message whose HMAC under the keyed-mode secret identifies the secret in the load log (never the secret)
+_FINGERPRINT_MESSAGE = b"sdc record key secret fingerprint"
 
 
 def create_key_store(con, store: str) -> None:
@@ -81,6 +92,7 @@ class LoadReport:
     keys_kept: int = 0
     keys_new: int = 0
     facts: dict[str, int] = field(default_factory=dict)  # fact -> number of records with fact = 1
+    rekeyed: bool = False  # --rekey: a new series of keys, a break in consistency
 
     def lines(self) -> list[str]:
         out = [
@@ -89,6 +101,9 @@ class LoadReport:
             + (f", {self.keys_kept} kept, {self.keys_new} new" if self.key_mode == "random" else ""),
         ]
         out += [f"fact {name}: {count} records" for name, count in self.facts.items()]
+        if self.rekeyed:
+            out.append("a new series of record keys (--rekey): published numbers change for unchanged records; "
+                       "the load log records the break")
         return out
 
 
@@ -129,11 +144,14 @@ def load_microdata(
     allow_demo_secret: bool = False,
     allow_all_new_keys: bool = False,
     check_keys: bool = True,
+    rekey: bool = False,
 ) -> LoadReport:
     """Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring.
     ``allow_demo_secret``: accept the demo's published keyed-mode secret (the demo only).
     ``allow_all_new_keys``: accept a random-mode reload in which no record keeps its stored key.
-    ``check_keys``: refuse existing keys that cannot be uniform (False only for hand-picked teaching keys)."""
+    ``check_keys``: refuse existing keys that cannot be uniform (False only for hand-picked teaching keys).
+    ``rekey``: accept a reload with another key mode, modulus or keyed-mode secret than the table's last load
+    (every record gets a new key; the load log records the break)."""
     facts = facts or {}
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
     if key_mode == "keyed":
@@ -147,7 +165,7 @@ def load_microdata(
     try:
         with transaction(con):
             report = _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
-                           allow_all_new_keys, check_keys, input_path)
+                           allow_all_new_keys, check_keys, input_path, rekey)
     except duckdb.Error as exc:
         raise SdcError(f"loading {input_path} failed: {_load_failure(exc, db, input_path)}") from None
     finally:
@@ -282,8 +300,11 @@ def column_list(columns: list[str]) -> str:
 
 
 def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, facts,
-          allow_all_new_keys, check_keys, input_path) -> LoadReport:
+          allow_all_new_keys, check_keys, input_path, rekey=False) -> LoadReport:
     con.execute(f"create schema if not exists {RAW_SCHEMA}")
+    fingerprint = key_fingerprint(secret) if key_mode == "keyed" else None
+    if rekey:
+        _forget_stored_keys(con, table)
     con.execute(f"create or replace temp table sdc_input as select * from {source}")
     columns = [row[0] for row in con.execute("select name from pragma_table_info('sdc_input')").fetchall()]
     rows_in = con.execute("select count(*) from sdc_input").fetchone()[0]
@@ -297,7 +318,9 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
         _check_id(con, columns, id_column)
         id_text = _id_text(con, table, id_column)
     key_sql, kept, new = _record_keys(con, table, columns, id_column, id_text, key_mode, modulus, secret, key_column)
-    if key_mode == "random" and kept == 0 and not allow_all_new_keys:
+    if not rekey:
+        _check_same_keys(con, table, key_mode, modulus, fingerprint)
+    if key_mode == "random" and kept == 0 and not allow_all_new_keys and not rekey:
         _refuse_all_new_keys(con, table, id_column, rows_in)
     if facts:
         _compute_facts_apart(con, columns, facts)
@@ -328,16 +351,65 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
         counts[name] = con.execute(f"select coalesce(sum({quote(name)}), 0) from {target}").fetchone()[0]
     if key_mode == "random":
         _store_random_keys(con, table, id_column, id_text, target, modulus)
+    _create_load_log(con)
     con.execute(
-        f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG_TABLE} {LOAD_LOG_COLUMNS}"
-    )
-    con.execute(
-        f"insert or replace into {RAW_SCHEMA}.{LOAD_LOG_TABLE} values (?, ?, ?, ?, current_timestamp)",
-        [table, key_mode, modulus, rows_out],
+        f"insert or replace into {RAW_SCHEMA}.{LOAD_LOG_TABLE} (table_name, key_mode, modulus, rows, loaded_at, "
+        "key_fingerprint, rekeyed) values (?, ?, ?, ?, current_timestamp, ?, ?)",
+        [table, key_mode, modulus, rows_out, fingerprint, bool(rekey)],
     )
     con.execute("drop table sdc_input")
     con.execute("drop table if exists sdc_facts")
-    return LoadReport(f"{RAW_SCHEMA}.{table}", rows_in, rows_out, key_mode, modulus, kept, new, counts)
+    return LoadReport(f"{RAW_SCHEMA}.{table}", rows_in, rows_out, key_mode, modulus, kept, new, counts, bool(rekey))
+
+
+def key_fingerprint(secret: bytes) -> str:
+    """What the load log keeps of a keyed-mode secret: 16 hex digits of an HMAC under it (one-way)."""
+    import hashlib
+    import hmac
+
+    return hmac.new(secret, _FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()[:16]
+
+
+def _create_load_log(con) -> None:
+    """The load log, with the columns that logs of earlier versions lack added."""
+    con.execute(f"create table if not exists {RAW_SCHEMA}.{LOAD_LOG_TABLE} {LOAD_LOG_COLUMNS}")
+    for column, kind in LOAD_LOG_ADDED_LATER:
+        con.execute(f"alter table {RAW_SCHEMA}.{LOAD_LOG_TABLE} add column if not exists {column} {kind}")
+
+
+def _forget_stored_keys(con, table) -> None:
+    """--rekey: none of the old series is kept. The store is emptied, not dropped, so that a load into another
+    engine (sdc.target_load) replaces that engine's store with the empty one."""
+    if con.execute("select count(*) from duckdb_tables() where schema_name = ? and table_name = ?",
+                   [RAW_SCHEMA, table + KEY_STORE_SUFFIX]).fetchone()[0]:
+        con.execute(f"delete from {RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}")
+
+
+def _check_same_keys(con, table, key_mode, modulus, fingerprint) -> None:
+    """A reload keeps the table's key series (mode, modulus, keyed-mode secret), else every record would get
+    another key and every published number change for unchanged microdata (new-user N1): refused naming both
+    (--rekey asks for a new series)."""
+    _create_load_log(con)
+    last = con.execute(f"select key_mode, modulus, key_fingerprint, cast(loaded_at as varchar) "
+                       f"from {RAW_SCHEMA}.{LOAD_LOG_TABLE} where table_name = ?", [table]).fetchone()
+    if last is None:
+        return
+    old_mode, old_modulus, old_fingerprint, loaded_at = last
+    changed = []
+    if old_mode != key_mode:
+        changed.append(f"key mode {old_mode} -> {key_mode}")
+    if old_modulus != modulus:
+        changed.append(f"modulus {old_modulus} -> {modulus}")
+    if key_mode == "keyed" and old_mode == "keyed" and old_fingerprint and old_fingerprint != fingerprint:
+        changed.append(f"secret fingerprint {old_fingerprint} -> {fingerprint}")
+    if changed:
+        raise SdcError(
+            f"raw.{table} was last loaded on {loaded_at} with key mode {old_mode}, modulus {old_modulus}"
+            + (f", secret fingerprint {old_fingerprint}" if old_fingerprint else "")
+            + f"; this load would change its record keys ({', '.join(changed)}): every record would get a new key and "
+            "every published number would change for unchanged microdata. Load with the same key mode, modulus and "
+            "secret, or give --rekey to start a new series of keys on purpose (the load log records the break); "
+            "nothing was loaded")
 
 
 def _check_id(con, columns, id_column) -> None:
@@ -435,7 +507,7 @@ def _record_keys(con, table, columns, id_column, id_text, key_mode, modulus, sec
     if other:
         raise SdcError(
             f"stored record keys of {table} were drawn for modulus {other[0]}, not {modulus}; "
-            "keys are never regenerated, so load with the same modulus"
+            "load with the same modulus, or give --rekey to start a new series of keys on purpose"
         )
     kept = con.execute(
         f"select count(*) from sdc_input join {store} as s on s.id = {id_text('sdc_input.' + quote(id_column))}"

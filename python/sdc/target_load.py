@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .conventions import KEY_STORE_SUFFIX, LOAD_LOG_TABLE, RAW_SCHEMA
 from .errors import SdcError
-from .loader import LOAD_LOG_COLUMNS, LoadReport, create_key_store, load_microdata
+from .loader import LOAD_LOG_ADDED_LATER, LOAD_LOG_COLUMNS, LoadReport, create_key_store, load_microdata
 from .profiles import connect_target, read_target
 from .quoting import quote_identifier, quote_literal
 
@@ -67,8 +67,8 @@ def load_into_target(profiles_dir, profile: str, target: str | None, input_path,
         return report
 
 
-# key store columns that stores of earlier versions lack (the loader adds them)
-_ADDED_LATER = ("id_type",)
+# key store and load log columns that those of earlier versions lack (the loader adds them)
+_ADDED_LATER = ("id_type", *(column for column, _ in LOAD_LOG_ADDED_LATER))
 
 
 def _create_kept_table(con, name: str) -> str:

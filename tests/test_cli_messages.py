@@ -80,3 +80,40 @@ def test_audit_of_a_table_without_hierarchy_gives_no_hierarchy_hint(audit_files,
     assert main(["audit", "--cells", "broken.csv", "--hierarchy", "age_all.csv"]) == 2
     err = capsys.readouterr().err
     assert "is missing" in err and "--hierarchy" not in err
+
+
+def test_output_into_a_closed_pipe_is_no_traceback(tmp_path):
+    """New-user N10: `sdc load ... | head -1` printed a BrokenPipeError traceback after the load had committed.
+    The reader closing the pipe now ends sdc quietly, with the exit status of SIGPIPE, and the load stands."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import duckdb
+
+    data = tmp_path / "records.csv"
+    data.write_text("id,sex\n" + "".join(f"{i},{'mf'[i % 2]}\n" for i in range(50)))
+    db = tmp_path / "w.duckdb"
+    sdc = Path(sys.executable).parent / "sdc"
+    # a pipe whose reader has gone before sdc writes: the first line already fails
+    read, write = os.pipe()
+    os.close(read)
+    run = subprocess.run([str(sdc), "load", "--db", str(db), "--input", str(data), "--table", "t", "--id", "id"],
+                         stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(write)
+    assert "Traceback" not in run.stderr and "BrokenPipeError" not in run.stderr, run.stderr
+    assert run.returncode == 128 + signal.SIGPIPE
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("select count(*) from raw.t").fetchone() == (50,)
+    con.close()
+
+
+def test_the_help_of_load_names_every_target(capsys):
+    """New-user N10: `sdc --help` said load loads "into DuckDB", though --target loads into PostgreSQL and Spark."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "load microdata with record keys and fact columns into a DuckDB file or a dbt target (PostgreSQL, Spark)" \
+        in " ".join(out.split())

@@ -34,7 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()  # only there can signals be handled
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS} if in_main_thread else {}
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handling below, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # the reader of the output went away (`sdc load ... | head -1`): the work is done; no traceback, and no
+        # second error when Python flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except SdcError as exc:
         print(f"sdc {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -103,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
 
     load = commands.add_parser(
         "load",
-        help="load microdata into DuckDB with record keys and fact columns",
+        help="load microdata with record keys and fact columns into a DuckDB file or a dbt target (PostgreSQL, Spark)",
         description="Read CSV or Parquet microdata into raw.<table> with an integer record key rk in [0, M), "
         "0/1 fact columns from a YAML config and their key facts rk_<fact>. Atomic: on error nothing changes.",
     )

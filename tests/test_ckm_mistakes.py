@@ -155,3 +155,29 @@ def test_a_root_whose_parent_is_the_text_none_names_the_spark_seed_dispatch_step
     with pytest.raises(SdcError, match="^hierarchy of dimension 'age': needs exactly one root \\(a code without "
                                        "parent\\), found: none$"):
         count("cycle")
+
+
+def test_the_invariants_test_checks_a_table_against_its_own_ptable_and_modulus(tmp_path):
+    """New-user N6: sdc_ckm_invariants compared |noise| with the default sdc_ptable, so a table built with
+    ptable=ref('another') of a larger D failed with "Got 1 result". It now reads the ptable and modulus of the
+    model's own ckm_count call from its build record."""
+    from conftest import DATA
+    from sdc.cli import main
+
+    p = ScratchProject(tmp_path / "project")
+    load_microdata(p.db, DATA / "cellkey_testdata_with_rkeys.csv", "survey", key_mode="existing",
+                   key_column="rkeys", modulus=10**7)
+    p.sources(["survey"])
+    seeds = p.root / "seeds"
+    (seeds / "sdc_ptable.csv").unlink()
+    assert main(["ptable", "--D", "1", "--V", "0.5", "--out", str(seeds / "sdc_ptable.csv")]) == 0
+    assert main(["ptable", "--D", "5", "--V", "4", "--js", "2", "--out", str(seeds / "sdc_ptable_wide.csv")]) == 0
+    p.model("ckm_wide", "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'roof', 'urbrur'], "
+                        "ptable=ref('sdc_ptable_wide'), modulus=10000000) }}")
+    (p.root / "models" / "schema.yml").write_text(
+        "version: 2\nmodels:\n  - name: ckm_wide\n    data_tests: [sdc.sdc_ckm_invariants]\n")
+    result = p.dbt("build")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "sdc_ckm_invariants_ckm_wide" in result.stdout
+    # the table does use noise beyond the default ptable's D = 1, which the test now allows
+    assert query(p.db, "select max(abs(noise)) from main.ckm_wide")[0][0] > 1

@@ -64,6 +64,17 @@ def built(tmp_path_factory, engine_reference):
         yield engine_reference, p
 
 
+def spark_tables(p, database: str | None) -> list[str]:
+    """The tables of ``database`` (sorted), or with None the databases; [] for a database that does not exist."""
+    code = ("import json\n"
+            f"database = {database!r}\n"
+            "names = [r[0] for r in spark.sql('show databases').collect()]\n"
+            "if database is not None:\n"
+            "    names = [r.tableName for r in spark.sql(f'show tables in {database}').collect()] if database in names else []\n"
+            "print(json.dumps(sorted(names)))")
+    return json.loads(pyspark(p, code))
+
+
 def read_spark(p, queries: dict[str, str]) -> dict[str, tuple[list[str], list[tuple]]]:
     """Each query's columns and rows, all read by one PySpark process (a JVM start each would cost ~15 s).
     Decimals travel as floats, as plain_cells makes them on DuckDB."""
@@ -395,10 +406,15 @@ def test_verify_published_refuses_a_step_a_hook_rewrote_on_spark(built):
             r"verify_published: \S*verify_rewritten`? differs from ckm_count over \S+survey`? \(recomputed from the "
             r"microdata\) in the cell \(sex=\w+, roof=\w+, urbrur=\w+\): count \d+ there, \d+ in sdc's recomputation",
             out), out[-3000:]
+        assert "verify_rewritten" not in spark_tables(p, "sdc_publication")  # nothing published
         bad.unlink()
         result = p.dbt("run-operation", "verify_published")
         assert result.returncode == 0, result.stdout[-3000:]
         assert "verify_published: 1 relation(s) hold what sdc computes from the microdata" in result.stdout
+        assert "copied into the publication database sdc_publication" in result.stdout
+        # the catalog's readers read the verified copy, made by sdc; the staging database is gone
+        assert spark_tables(p, "sdc_publication") == ["verify_ok"]
+        assert "sdc_publication__staging" not in spark_tables(p, None)
     finally:
         ok.unlink(missing_ok=True)
         bad.unlink(missing_ok=True)

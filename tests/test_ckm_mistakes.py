@@ -45,6 +45,9 @@ def project(tmp_path_factory):
         "joined_once": "{{ sdc.ckm_count(ref('persons_once'), dims=['region']) }}",
         "integer_hierarchy": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['kreis'], "
                              "hierarchy=ref('kreis_hierarchy')) }}",
+        # built out of order: the CKM model below was never built
+        "never_built": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region']) }}",
+        "published_first": "{{ sdc.ckm_published(ref('never_built')) }}",
     }
     for name, sql in models.items():
         p.model(name, sql, tags=["mistake"] if name != "joined_once" else [])
@@ -67,6 +70,14 @@ def build(project, *models) -> str:
     result = project.dbt("build", "--select", *models)
     assert result.returncode == 1
     return " ".join(result.stdout.split())  # dbt wraps long messages
+
+
+def test_a_published_table_built_before_its_ckm_table_says_to_build_that_first(project):
+    """New-user N7: `dbt run --select persons_by_age_sex` before its audit model existed said the audit model "is
+    not the output of ckm_count or ckm_sum (it has no build record)"; it does not exist at all."""
+    out = build(project, "published_first")
+    assert re.search(r"ckm_published: \S*never_built\"? does not exist in the database yet: build it first "
+                     r"\(dbt build, or dbt run --select \+never_built\)", out), out[-2000:]
 
 
 def test_a_dimension_that_is_not_a_column_is_named_with_the_columns(project):

@@ -292,10 +292,12 @@ def test_log_and_error_lines_carry_analyst_text_as_json(granted):
             cur.execute("set client_min_messages = log")
             with pytest.raises(psycopg2.errors.RaiseException) as refused:
                 cur.execute("select * from acl_audit.sdc_ckm_table(%s)", ([forged],))
-            cur.execute("select count(*) from acl_audit.sdc_ckm_table(array['sex'], %s::jsonb)",
-                        (json.dumps({"sex": [forged]}),))
-        message = refused.value.diag.message_primary
-        assert "\n" not in message and json.dumps(forged) in message
+            with pytest.raises(psycopg2.errors.RaiseException) as unknown:  # a code the table does not have
+                cur.execute("select count(*) from acl_audit.sdc_ckm_table(array['sex'], %s::jsonb)",
+                            (json.dumps({"sex": [forged]}),))
+        for error in (refused, unknown):
+            message = error.value.diag.message_primary
+            assert "\n" not in message and json.dumps(forged) in message
         lines = [n for n in conn.notices if "sdc_ckm_table request" in n]
         assert len(lines) == 2 and all(n.count("\n") == 1 and n.endswith("\n") for n in lines)
         assert json.dumps([forged]) in lines[0] and json.dumps({"sex": [forged]}) in lines[1]
@@ -338,7 +340,8 @@ def test_the_analyst_reads_no_finest_cells_no_log_no_microdata(granted, relation
     ("array['sex', 'sex']", "a dimension is asked for twice"),
     ("array['sex'], '{\"rk\": [\"1\"]}'", 'filter on "rk", which is not a published dimension'),
     ("array['roof'], '{\"roof\": \"r2\"}'", 'the filter on "roof" must be a list of codes'),
-    ("array['roof'], '{\"roof\": [\"x'') or true; --\"]}'", None),  # a code, compared as a value: no cell
+    # a code, compared as a value: named as a code the table does not have
+    ("array['roof'], '{\"roof\": [\"x'') or true; --\"]}'", 'unknown code "x\') or true; --" of "roof"'),
 ])
 def test_hostile_or_wrong_requests_are_refused_or_harmless(granted, request_sql, message):
     sql = f"select codes, count from acl_audit.sdc_ckm_table({request_sql})"
@@ -358,7 +361,8 @@ def test_hostile_or_wrong_requests_are_refused_or_harmless(granted, request_sql,
 
 PUBLISHED_DIMS = ["sex", "roof", "water"]
 TABLE_BUILDER_MESSAGES = ("is not a published dimension", "a dimension is asked for twice", "which is not a published "
-                          "dimension", "which is not asked for", "must be a list of codes", "must be a JSON object")
+                          "dimension", "which is not asked for", "must be a list of codes", "must be a JSON object",
+                          "not a code of the published table")
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -507,6 +511,9 @@ def test_a_request_whose_population_is_below_the_minimum_is_refused(ruled):
     keeps one code, else at its total. Roof r9 holds 16 records (below 50); rB (r5, r6, r9) 69."""
     with pytest.raises(psycopg2.errors.RaiseException, match="the table's population is below the minimum of 50"):
         ruled_request(ruled, "analyst_c", ["roof"], {"roof": ["r9"]})
+    # new-user N7: a code the table does not have was answered as a population below the minimum
+    with pytest.raises(psycopg2.errors.RaiseException, match='unknown code "r99" of "roof": not a code of the published table'):
+        ruled_request(ruled, "analyst_c", ["roof"], {"roof": ["r99"]})
     oracle = cube_oracle({"roof": {"rB": ["r5", "r6", "r9"]}})
     assert ruled_request(ruled, "analyst_c", ["roof"], {"roof": ["rB"]}) == [(["rB"], oracle[("rB",)][1])]
     assert oracle[("rB",)][0] == 69
@@ -640,6 +647,21 @@ def test_a_builder_needs_every_dimension_s_codes_declared(granted, hierarchy, me
     assert result.returncode != 0 and "ckm_table_builder: " in result.stdout and message in result.stdout, \
         result.stdout[-3000:]
     assert not function_exists(granted, "sdc_ckm_undeclared")
+
+
+def test_a_builder_over_a_code_list_not_built_yet_says_so(granted):
+    """New-user N7: the builder's hook over a hierarchy seed that was not built yet stopped with PostgreSQL's
+    `relation "main.age_groups" does not exist`."""
+    seed = granted.root / "seeds" / "codes_unbuilt.csv"
+    seed.write_text(code_list(KNOWN_CODES))
+    try:
+        result = builder_op(granted, "persons_finest", "sdc_ckm_unbuilt", "codes_unbuilt")
+    finally:
+        seed.unlink()
+    assert result.returncode != 0, result.stdout[-3000:]
+    assert re.search(r"ckm_table_builder: the hierarchy \S*codes_unbuilt\"? does not exist in the database yet: "
+                     r"build them first \(dbt build\)", result.stdout), result.stdout[-3000:]
+    assert not function_exists(granted, "sdc_ckm_unbuilt")
 
 
 def test_a_cube_built_with_another_ptable_than_the_release_gets_no_builder(granted):

@@ -32,6 +32,10 @@ from {{ audit_relation }}
 {%- if audit_relation.identifier is not defined or audit_relation.identifier is none -%}
   {{ exceptions.raise_compiler_error("ckm_published: " ~ audit_relation ~ " is no relation: give the ckm_count or ckm_sum model as ref('...')") }}
 {%- endif -%}
+{#- built out of order (dbt run --select of the published model alone): say that, not "no build record" (N7) -#}
+{%- if adapter.get_relation(database=audit_relation.database, schema=audit_relation.schema, identifier=audit_relation.identifier) is none -%}
+  {{ exceptions.raise_compiler_error("ckm_published: " ~ audit_relation ~ " does not exist in the database yet: build it first (dbt build, or dbt run --select +" ~ audit_relation.identifier ~ ")") }}
+{%- endif -%}
 {%- set record = sdc.build_record_of_relation(audit_relation.database, audit_relation.schema, audit_relation.identifier) -%}
 {%- set step = record.get('step') if record is not none else none -%}
 {%- if step not in ['ckm_count', 'ckm_sum'] -%}

@@ -94,6 +94,12 @@ from (
 {%- if min_population is not none and (min_population is not number or min_population != min_population | int or min_population < 0) -%}
   {{ exceptions.raise_compiler_error("ckm_table_builder: min_population must be a whole number of at least 0, got " ~ min_population) }}
 {%- endif -%}
+{#- a relation not built yet (a run of part of the project) is named, not a database error (new-user N7) -#}
+{%- for what, relation in [('cells', finest), ('hierarchy', hierarchy)] if relation is not none -%}
+  {%- if adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) is none -%}
+    {{ exceptions.raise_compiler_error("ckm_table_builder: the " ~ what ~ " " ~ relation ~ " do" ~ ("" if what == 'cells' else "es") ~ " not exist in the database yet: build them first (dbt build)") }}
+  {%- endif -%}
+{%- endfor -%}
 {%- set cells = sdc.sql_identifier(finest.schema) ~ '.' ~ sdc.sql_identifier(finest.identifier) -%}
 {%- set record = sdc.build_record_of_relation(finest.database, finest.schema, finest.identifier) -%}
 {%- if (record or {}).get('step') != 'ckm_finest_cells' -%}
@@ -143,6 +149,7 @@ declare
     population bigint;
     recorded jsonb;
     loaded text;
+    known boolean;
 begin
     -- analyst text only as JSON (a newline is \n): it cannot write a line of the server log
     raise log '{{ name }} request % by %: dims %, filters %', request_no, to_jsonb(cast(session_user as text)),
@@ -198,6 +205,14 @@ begin
         if jsonb_typeof(filters -> dim) <> 'array' then
             raise exception '{{ name }}: the filter on % must be a list of codes', to_jsonb(dim);
         end if;
+        -- a code the table does not have is named, not answered as a population below the minimum (N7); the
+        -- cube holds every declared code, so this tells nothing the code lists do not
+        for code in select jsonb_array_elements_text(filters -> dim) loop
+            execute format('select exists (select 1 from %s where cast(%I as text) = %L)', cells, dim, code) into known;
+            if not known then
+                raise exception '{{ name }}: unknown code % of %: not a code of the published table', to_jsonb(code), to_jsonb(dim);
+            end if;
+        end loop;
         conditions := conditions || format(' and %I = any(array(select jsonb_array_elements_text(%L::jsonb)))', dim, filters -> dim);
     end loop;
     -- every dimension not asked for at its total; the population: a one-code filter's code, else the total

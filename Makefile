@@ -19,7 +19,7 @@ PTABLE_ARGS := --D 5 --V 3 --js 2 --pstay 0.5
 NUMS_PTABLE_ARGS := --table nums --D 5 --V 1 --step 2
 NUMS_SMALL_ARGS  := --table nums --D 5 --V 1 --step 5 --icat 1,3,5 --optim 4,1,1 --type small_cells
 
-.PHONY: demo test test-quick bench venv lock clean
+.PHONY: demo test test-quick bench venv lock clean browser
 
 venv: $(STAMP)
 
@@ -49,14 +49,21 @@ demo: $(STAMP)
 	$(SDC) microaggregate --db warehouse/sdc.duckdb --table raw.students --column einkommen --k 3 \
 		--method optimal --id id --out-table microdata.students
 	$(SDC) publish --db warehouse/sdc.duckdb --project-dir $(DEMO) --out warehouse/publication.duckdb --parquet warehouse/publication
+	$(SDC) report --publication warehouse/publication.duckdb --out warehouse/release_report.html
 	$(SDC) demo report --db warehouse/sdc.duckdb
 
 # One pytest worker per core (pytest-xdist), a test module per worker at a time: its module fixtures (a dbt build,
 # a Spark Connect server) are made once. tests/conftest.py starts the longest modules first.
 PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+
+# The release report's test opens it in Debian's Chromium: installed here when missing (as root, as CI runs).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| { echo "error: the browser tests need Chromium: apt-get install chromium (as root)" >&2; exit 2; }
 
 # The DuckDB suite alone: no PostgreSQL server, no JVM.
 test-quick: $(STAMP)

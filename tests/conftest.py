@@ -112,3 +112,15 @@ LONGEST_MODULES = ("test_engine_spark.py", "test_demo_engines.py", "test_publica
 def pytest_collection_modifyitems(config, items):
     rank = {name: k for k, name in enumerate(LONGEST_MODULES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest in their own order
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium for the tests that look at sdc's HTML in a real browser (`make test` installs it);
+    where there is none, those tests fail naming why, they are not skipped."""
+    import shutil
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.fail("the browser tests need Chromium: install the Debian package chromium (make test does as root)")
+    return found

@@ -308,3 +308,93 @@ def test_the_demo_warehouse_opens_in_the_duckdb_1_x_client(demo, tmp_path):
     assert "raw.students" in old["tables"] and "raw.students__record_keys" not in old["tables"]  # keyed: no store
     assert old["tables"]["raw.students"][0] == new["tables"]["raw.students"][0] > 0
     assert old == dict(new, version="1.5.6")
+
+
+# ------------------------------------------------------------------------------------------ the release report
+@pytest.fixture(scope="module")
+def release_report(demo):
+    tmp, _, _ = demo
+    out = tmp / "release_report.html"
+    assert main(["report", "--publication", str(tmp / "publication.duckdb"), "--out", str(out)]) == 0
+    return out
+
+
+def test_the_release_audit_holds_the_quality_figures_of_the_demo_s_quality_model(demo):
+    """The release record's quality figures come from sdc's recomputation of each published table; the demo's
+    dbt model audit.ckm_quality computes them from the tables dbt built. They agree figure by figure."""
+    tmp, db, _ = demo
+    con = duckdb.connect(str(tmp / "publication.duckdb"), read_only=True)
+    (report,) = con.execute("select report from sdc_publication.release_audit").fetchone()
+    con.close()
+    quality = json.loads(report)["quality"]
+    model = {row[0]: row for row in query(db, "select table_name, cells, mean_absolute_deviation, stay_share, "
+                                              "max_abs_noise, hellinger_distribution, false_zeros from audit.ckm_quality")}
+    compared = 0
+    for table in PROTECTED:
+        figures = quality.get(f"protected.{table}", {}).get("measures", {}).get("count")
+        if figures is None or table not in model:
+            continue
+        _, cells, mad, stay, largest, hellinger, zeros = model[table]
+        assert (figures["cells"], figures["max_abs_noise"], figures["false_zeros"]) == (cells, largest, zeros)
+        assert figures["mean_absolute_deviation"] == pytest.approx(mad, rel=1e-5)
+        assert figures["stay_share"] == pytest.approx(stay, rel=1e-5)
+        assert figures["hellinger_distribution"] == pytest.approx(hellinger, rel=1e-5, abs=1e-9)
+        assert sum(b["cells"] for b in figures["relative_deviation_histogram"]) == cells
+        compared += 1
+    assert compared >= 3
+    # suppression: the cells by status are those of the pattern
+    counts = quality["protected.studierende_nach_fach_geschlecht_hochschule"]["cells"]
+    statuses = dict(query(db, "select status, count(*) from audit.supp_studierende_pattern group by 1"))
+    assert (counts["primary"], counts["secondary"]) == (statuses["primary"], statuses["secondary"])
+
+
+def test_the_release_report_is_one_file_with_every_table_and_nothing_from_outside(demo, release_report):
+    text = release_report.read_text(encoding="utf-8")
+    for table in PROTECTED:
+        assert f'<section id="t-{table}">' in text, table
+    assert "<script" not in text.lower() and "<iframe" not in text.lower()
+    # no link or source outside the file (SVG's namespace names are no requests)
+    assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:|//|file:)", text, re.I)
+    assert text.count("<svg") >= 1 + 4  # the ptable and a histogram per CKM table
+    # a suppressed cell is marked and shows what is published in its place
+    assert '<tr class="suppressed">' in text and '<td class="suppressed">x</td>' in text
+    # an earlier report is replaced, any other file is not
+    other = release_report.parent / "notes.html"
+    other.write_text("mine")
+    assert main(["report", "--publication", str(demo[0] / "publication.duckdb"), "--out", str(other)]) == 2
+    assert other.read_text() == "mine"
+    assert main(["report", "--publication", str(demo[0] / "publication.duckdb"), "--out", str(release_report)]) == 0
+
+
+def test_the_release_report_escapes_what_the_data_say(tmp_path):
+    """Codes are data: a code that is HTML is shown as text, never as markup."""
+    from sdc.release.report import render
+
+    release = {"file": "p.duckdb", "audit": {"checks": {"zeros": "passed"}, "tables": []},
+               "tables": [{"name": "t", "label": "protected.t", "columns": ["region", "count"],
+                           "rows": [("<script>alert(1)</script>", 3), ('" onmouseover="x', 0)]}]}
+    text = render(release)
+    assert "<script>alert" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert '" onmouseover="x' not in text and "&quot; onmouseover=&quot;x" in text
+
+
+def test_the_release_report_renders_in_headless_chromium(demo, release_report, chromium):
+    """The report as a browser shows it: Debian's Chromium, headless, parses it into the tables and cells of
+    the publication (its DOM) and draws it (a screenshot that is not blank)."""
+    tmp, db, _ = demo
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          release_report.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    universities = query(db, "select count from protected.beurlaubte_nach_hochschulart "
+                             "where hochschulart = 'Universitäten'")[0][0]
+    assert re.search(rf"<td class=\"\">Universitäten</td><td class=\"number\">{universities}</td>", dom.stdout)
+    assert "<h2>Risk: the release audit</h2>" in dom.stdout and "<h2>studierende_nach_fach_geschlecht_hochschule</h2>" in dom.stdout
+    shot = tmp / "release_report.png"
+    run = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                          f"--screenshot={shot}", "--window-size=1280,1600", release_report.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(shot))
+    assert pixels.shape[:2] == (1600, 1280) and pixels.std() > 0.05  # drawn: not one colour

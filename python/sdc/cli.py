@@ -340,6 +340,18 @@ def _parser() -> argparse.ArgumentParser:
                      "linked suppression, averaging) as JSON to this file (new, or one sdc publish wrote)")
     pub.set_defaults(run=_run_publish)
 
+    rep = commands.add_parser(
+        "report", help="write the release report of a publication: one self-contained HTML file",
+        description="Reads a publication file of sdc publish (its tables and its release audit) and writes one HTML "
+        "file with no script and no link outside it: each table's cells (suppressed cells marked), its quality "
+        "(deviations, stay share, Hellinger distance, false zeros, a histogram of the relative deviations), the "
+        "release audit's risk figures (averaging standard errors, linked suppression) and the ptable's transition "
+        "matrix.",
+    )
+    rep.add_argument("--publication", required=True, help="publication DuckDB file (sdc publish --out)")
+    rep.add_argument("--out", required=True, help="HTML file to write (new, or an earlier sdc report)")
+    rep.set_defaults(run=_run_report)
+
     demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report",
                                description="The demo warehouse: synthetic microdata (generate) and its report.")
     demo_commands = demo.add_subparsers(dest="demo_command", required=True)
@@ -617,6 +629,14 @@ def _run_audit(args: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     return 0 if passed else 1
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from .release.report import write_report
+
+    summary = write_report(args.publication, args.out)
+    print(f"wrote the release report of {summary['tables']} tables ({summary['cells']} cells) to {summary['out']}")
+    return 0
 
 
 def _run_publish(args: argparse.Namespace) -> int:

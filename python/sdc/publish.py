@@ -34,6 +34,7 @@ import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -68,6 +69,7 @@ from .files import disk_full
 from .quoting import quote_identifier, quote_literal
 from .release.audit import audit_release
 from .release.averaging import check_floor
+from .release.quality import release_ptables, release_quality
 from .release.verify import Verifier
 from .release_gate import Gate, Warehouse
 
@@ -154,6 +156,10 @@ def publish(
             verifier.verify(rels[m], paths[m])
         audit = audit_release(verifier, list(verifier.verified.values()), min_standard_error)
         audit["verified"] = sorted(v.rel.label for v in verifier.verified.values())
+        audit["published_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        # the release's quality and its count ptables, for its record and report (release/quality.py)
+        audit["quality"] = release_quality(verifier, list(verifier.verified.values()))
+        audit["ptables"] = release_ptables(verifier, list(verifier.verified.values()))
         _write_audit(con, alias, audit)
         if report is not None:
             report.update(audit)

@@ -1,0 +1,242 @@
+"""The release report: one self-contained HTML file per release (no server, no network, no script).
+
+It is made from what `sdc publish` wrote: the publication file's tables and its release audit
+(sdc_publication.release_audit: the checks, the averaging audit's standard errors, linked suppression, and the
+quality figures and count ptables of release/quality.py). For each table: its cells (suppressed cells marked,
+their interval or mark shown as published), its quality figures and the histogram of its relative deviations;
+for the release: the audit's risk figures and the ptable's transition matrix. Plots are matplotlib's, embedded as
+SVG; every text from the data is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+from pathlib import Path
+
+from ..conventions import PUBLICATION_INDEX_TABLE, PUBLICATION_SCHEMA, RELEASE_AUDIT_TABLE
+from ..database import connect, first_line
+from ..errors import SdcError
+from ..quoting import quote_identifier as q
+
+REPORT_COMMAND = "sdc report"  # the mark of its files (sdc.files)
+# cells shown per table; the rest are in the publication (the report says how many)
+CELLS_SHOWN: int = 5000
+QUALITY_LABELS: dict[str, str] = {
+    "cells": "cells (original not 0)",
+    "mean_absolute_deviation": "mean absolute deviation",
+    "mean_relative_deviation": "mean relative deviation",
+    "stay_share": "share of cells unchanged",
+    "changed_share": "share of cells changed",
+    "max_abs_noise": "largest absolute noise",
+    "max_relative_noise": "largest relative deviation",
+    "rad_median": "median relative deviation",
+    "rad_p90": "90th percentile of the relative deviation",
+    "hellinger_distribution": "Hellinger distance of the distributions",
+    "hellinger_utility": "Hellinger utility (1 = unchanged)",
+    "false_zeros": "cells with records published as 0",
+    "sign_changes": "cells whose sign changed",
+}
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 70rem; color: #1b1b1b; line-height: 1.4; }
+h1 { margin-bottom: 0.2rem; } h2 { border-bottom: 1px solid #ccc; padding-bottom: 0.2rem; margin-top: 2.5rem; }
+table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
+th, td { border: 1px solid #ddd; padding: 0.15rem 0.5rem; text-align: left; }
+td.number { text-align: right; font-variant-numeric: tabular-nums; }
+td.suppressed { background: #fde2e1; }
+td.zero { background: #eef3fb; }
+.passed { color: #1a7f37; font-weight: 600; } .note { color: #555; font-size: 0.9rem; }
+nav ul { columns: 2; } figure { margin: 0.5rem 0; } figure svg { max-width: 100%; height: auto; }
+"""
+
+
+def write_report(publication: str | Path, out: str | Path) -> dict:
+    """Writes the report of the publication file ``publication`` (sdc publish --out) to ``out`` (new, or an
+    earlier report: sdc writes over no other file); returns a summary {tables, cells, out}. A file that is no
+    publication of sdc publish is refused before anything is written."""
+    from ..files import check_not_an_input, check_output_file, write_text_atomically
+
+    check_not_an_input(out, publication)
+    check_output_file(out, REPORT_COMMAND)
+    release = read_publication(publication)
+    write_text_atomically(Path(out), render(release), command=REPORT_COMMAND)
+    return {"tables": len(release["tables"]), "cells": sum(len(t["rows"]) for t in release["tables"]), "out": str(out)}
+
+
+def read_publication(path: str | Path) -> dict:
+    """The publication's tables (name, relation, columns, rows) and its release audit."""
+    path = Path(path)
+    if not path.is_file():
+        raise SdcError(f"publication file not found: {path}")
+    con = connect(path, read_only=True, must_exist=True, what="the publication")
+    try:
+        schema = q(PUBLICATION_SCHEMA)
+        try:
+            index = con.execute(f"select name, relation from {schema}.{q(PUBLICATION_INDEX_TABLE)} order by name").fetchall()
+            (audit,) = con.execute(f"select report from {schema}.{q(RELEASE_AUDIT_TABLE)}").fetchone()
+        except Exception as exc:  # duckdb.Error, or no row
+            raise SdcError(f"{path} is no publication of sdc publish with its release audit ({first_line(exc)}); "
+                           "publish with this sdc first") from None
+        tables = []
+        for name, relation in index:
+            cursor = con.execute(f"select * from main.{q(name)} order by all")
+            columns = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+            label = ".".join(relation.split(".")[-2:])
+            tables.append({"name": name, "label": label, "columns": columns, "rows": rows})
+        return {"tables": tables, "audit": json.loads(audit), "file": str(path)}
+    finally:
+        con.close()
+
+
+def render(release: dict) -> str:
+    audit = release["audit"]
+    quality = audit.get("quality", {})
+    parts = [f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Release report: "
+             f"{_e(Path(release['file']).name)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+             "<h1>Release report</h1>\n",
+             f"<p class=\"note\">{len(release['tables'])} tables of the publication {_e(release['file'])}"
+             + (f", published {_e(audit['published_at'])}" if audit.get("published_at") else "") + ".</p>\n",
+             _contents(release), _risk(audit), _ptables(audit)]
+    for table in release["tables"]:
+        parts.append(_table(table, quality.get(table["label"]), audit))
+    parts.append("</body>\n</html>\n")
+    return "".join(parts)
+
+
+def _contents(release: dict) -> str:
+    items = "".join(f"<li><a href=\"#{_anchor(t['name'])}\">{_e(t['name'])}</a></li>" for t in release["tables"])
+    return (f"<nav><h2>Contents</h2><ul><li><a href=\"#risk\">Risk: the release audit</a></li>"
+            f"<li><a href=\"#ptable\">Perturbation table</a></li>{items}</ul></nav>\n")
+
+
+def _risk(audit: dict) -> str:
+    checks = audit.get("checks", {})
+    rows = "".join(f"<tr><td>{_e(name.replace('_', ' '))}</td><td class=\"passed\">{_e(result)}</td></tr>"
+                   for name, result in sorted(checks.items()))
+    linked = audit.get("linked_suppression", {})
+    rows += (f"<tr><td>linked suppression tables</td><td class=\"passed\">"
+             f"{'passed' if linked.get('passed') else _e(linked)}</td></tr>"
+             f"<tr><td>cells of the two methods compared</td><td>{_e(audit.get('cells_compared_across_methods', 0))}</td></tr>")
+    averaging = audit.get("averaging") or {}
+    per_table = "".join(
+        f"<tr><td>{_e(t['table'])}</td><td class=\"number\">{_e(t.get('smallest_standard_error'))}</td>"
+        f"<td>{_e(t.get('cell'))}</td><td>{_e(t.get('method'))}</td></tr>" for t in averaging.get("tables", []))
+    floor = averaging.get("min_standard_error")
+    return ("<section id=\"risk\"><h2>Risk: the release audit</h2>\n"
+            f"<table><tr><th>check</th><th>result</th></tr>{rows}</table>\n"
+            "<h3>Averaging CKM noise</h3>\n<p>The smallest standard error of the reader's best linear unbiased "
+            "estimate of a count with records, from all CKM count tables of its population"
+            + (f" (floor {_e(floor)})" if floor is not None else "") + ":</p>\n"
+            "<table><tr><th>table</th><th>smallest standard error</th><th>cell</th><th>method</th></tr>"
+            f"{per_table}</table></section>\n")
+
+
+def _ptables(audit: dict) -> str:
+    ptables = audit.get("ptables") or {}
+    if not ptables:
+        return ("<section id=\"ptable\"><h2>Perturbation table</h2><p class=\"note\">The release has no CKM count "
+                "table.</p></section>\n")
+    figures = "".join(f"<figure>{_transition_svg(rows, name)}<figcaption>{_e(name)}: transition probabilities "
+                      "p(i &rarr; j) of the original count i to the published count j</figcaption></figure>"
+                      for name, rows in sorted(ptables.items()))
+    return f"<section id=\"ptable\"><h2>Perturbation table</h2>{figures}</section>\n"
+
+
+def _table(table: dict, quality: dict | None, audit: dict) -> str:
+    method = (quality or {}).get("method") or next(
+        (t["method"] for t in audit.get("tables", []) if t["table"] == table["label"]), "a relation of one's own")
+    parts = [f"<section id=\"{_anchor(table['name'])}\"><h2>{_e(table['name'])}</h2>\n"
+             f"<p>{_e(method)}; {len(table['rows'])} cells ({_e(table['label'])}).</p>\n"]
+    if quality and quality.get("cells"):
+        shown = ", ".join(f"{n}: {v}" for n, v in quality["cells"].items())
+        parts.append(f"<p>Cells by status: {_e(shown)}.</p>\n")
+    for measure, figures in ((quality or {}).get("measures") or {}).items():
+        rows = "".join(f"<tr><td>{_e(QUALITY_LABELS.get(n, n.replace('_', ' ')))}</td>"
+                       f"<td class=\"number\">{_e(v)}</td></tr>" for n, v in figures.items()
+                       if n in QUALITY_LABELS)
+        parts.append(f"<h3>Quality of {_e(measure)}</h3>\n<table>{rows}</table>\n"
+                     f"<figure>{_histogram_svg(figures.get('relative_deviation_histogram') or [], measure)}"
+                     f"<figcaption>cells by relative deviation |published &minus; original| / original"
+                     f"</figcaption></figure>\n")
+    parts.append(_cells(table))
+    parts.append("</section>\n")
+    return "".join(parts)
+
+
+def _cells(table: dict) -> str:
+    columns = table["columns"]
+    text_column = columns.index("published_text") if "published_text" in columns else None
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = []
+    for row in table["rows"][:CELLS_SHOWN]:
+        suppressed = text_column is not None and any(
+            v is None for c, v in zip(columns, row) if c in ("freq", "value", "count"))
+        cells = []
+        for column, value in zip(columns, row):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            kind = "suppressed" if suppressed and column in ("published_text", "freq", "value", "count") else \
+                "zero" if number and value == 0 and column in ("count", "value", "weighted_count") else \
+                "number" if number else ""
+            cells.append(f"<td class=\"{kind}\">{_e('' if value is None else value)}</td>")
+        marked = ' class="suppressed"' if suppressed else ""
+        body.append(f"<tr{marked}>{''.join(cells)}</tr>")
+    more = len(table["rows"]) - CELLS_SHOWN
+    note = (f"<p class=\"note\">The first {CELLS_SHOWN} of {len(table['rows'])} cells; the publication holds "
+            "them all.</p>") if more > 0 else ""
+    return f"<h3>Cells</h3>\n<table><tr>{head}</tr>{''.join(body)}</table>{note}\n"
+
+
+def _histogram_svg(bins: list[dict], measure: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [("0" if b["upto"] == 0 else f"\u2264 {b['upto']:.0%}") if b["upto"] is not None else "> 20%"
+              for b in bins]
+    fig, ax = plt.subplots(figsize=(6, 2.4))
+    ax.bar(range(len(bins)), [b["cells"] for b in bins], color="#4c72b0")
+    ax.set_xticks(range(len(bins)), labels)
+    ax.set_ylabel("cells")
+    ax.set_title(f"relative deviation of {measure}", fontsize=10)
+    fig.tight_layout()
+    return _svg(fig, plt)
+
+
+def _transition_svg(rows: list[list], name: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    size = max(max(r[0] for r in rows), max(r[1] for r in rows)) + 1
+    matrix = np.full((size, size), np.nan)
+    for i, j, p, _ in rows:
+        matrix[i, j] = p
+    fig, ax = plt.subplots(figsize=(5, 4))
+    image = ax.imshow(matrix, cmap="viridis", origin="upper", vmin=0, vmax=1)
+    ax.set_xlabel("published count j")
+    ax.set_ylabel("original count i")
+    ax.set_title(name, fontsize=10)
+    fig.colorbar(image, ax=ax, label="p(i \u2192 j)")
+    fig.tight_layout()
+    return _svg(fig, plt)
+
+
+def _svg(fig, plt) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg")
+    plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]  # inline: no XML declaration or doctype
+
+
+def _anchor(name: str) -> str:
+    return "t-" + "".join(c if c.isalnum() or c in "_-" else "-" for c in name)
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)

@@ -81,7 +81,7 @@
 {#- a ptable whose rows changed since the step was built (a new seed): the step cannot be computed again -#}
 {% macro gate_check_ptables_unchanged(audit, audit_record, arguments, checker, path) %}
 {%- set used = [('count', arguments.get('ptable')), ('nums', arguments.get('nums_ptable'))] if audit_record['step'] == 'ckm_count'
-               else [('nums', arguments.get('ptable'))] -%}
+               else [('nums', arguments.get('ptable')), ('count', arguments.get('zero_with_counts'))] -%}
 {%- for kind, ptable in used -%}
   {%- set recorded = (audit_record.get('ptables') or {}).get(kind) -%}
   {%- if recorded and ptable is not none and sdc.relation_content_md5(ptable) != recorded -%}

@@ -16,14 +16,20 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 import sdc.files
 from sdc.cli import main
-from sdc.conventions import PARQUET_MARKER_FILE
+from sdc.conventions import PARQUET_MARKER_FILE, PTABLE_SEED_COLUMN_TYPES
+from sdc.errors import SdcError
+from sdc.publish import publish
 from test_faults import _lock, one_line, publication_inputs
+from test_publication_gate import BASE, MAGNITUDE_VARS, NUMS_SEED_TYPES, dbt_result, make
+from test_publish import REPO, dbt, edited_manifest, rows
+from test_release_verification import LONE
 
 
 # ------------------------------------------------------------------------------------------ sdc publish --audit-json
@@ -212,3 +218,83 @@ def test_a_full_disk_while_the_audit_json_is_written_leaves_the_earlier_publicat
     assert one_line(printed.err, "publish") == f"cannot write {audit}: no space left on device"
     assert printed.out == ""
     assert state(tmp_path) == before
+
+
+# ------------------------------------------------------------------------------------------ ckm_sum(zero_with_counts=)
+ZERO_WITH_OTHER_PTABLE = {
+    **BASE,
+    "audit/ckm_income.sql": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['sex', 'region'], value='income', "
+                            "zero_with_counts=ref('sdc_ptable_other')) }}\n",
+    "protected/income.sql": "{{ sdc.ckm_published(ref('ckm_income')) }}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def zeros(tmp_path_factory):
+    """raw.persons with eight one-person regions (false zeros), the count table over the demo ptable and a
+    magnitude table whose zero_with_counts= names another count ptable (D = 4, V = 2, js = 1); both built."""
+    root = tmp_path_factory.mktemp("zeros")
+    other = root / "sdc_ptable_other.csv"
+    assert main(["ptable", "--D", "4", "--V", "2", "--js", "1", "--pstay", "0.5", "--out", str(other)]) == 0
+    built = make(root, ZERO_WITH_OTHER_PTABLE, persons=LONE, build=False,
+                 seeds={"sdc_nums_ptable.csv": REPO / "demo" / "seeds" / "sdc_nums_ptable.csv",
+                        "sdc_ptable_other.csv": other})
+    types = ", ".join(f"{k}: {v!r}" for k, v in PTABLE_SEED_COLUMN_TYPES.items())
+    project_file = built.project / "dbt_project.yml"
+    project_file.write_text(project_file.read_text().replace(
+        "seeds:\n  pubtest:\n", f"seeds:\n  pubtest:\n{NUMS_SEED_TYPES}    sdc_ptable_other:\n      +column_types: "
+                               f"{{{types}}}\n") + MAGNITUDE_VARS)
+    dbt(built, "build")
+    return built
+
+
+def dbt_output(built, *args) -> tuple[int, str]:
+    result = dbt_result(built, *args)
+    return result.returncode, re.sub(r"\s+", " ", result.stdout)
+
+
+@pytest.mark.parametrize("given, message", [
+    ("source('raw', 'persons')", r"ckm_sum: zero_with_counts=\S*persons\S* is not a count ptable: it has no column i, "
+                                 r"v, p_int_lb, p_int_ub \(a count ptable has i, v, p_int_lb and p_int_ub\); give the "
+                                 r"count ptable that ckm_count uses, e.g. zero_with_counts=ref\('sdc_ptable'\)"),
+    ("ref('ckm_persons')", r"ckm_sum: zero_with_counts=\S*ckm_persons\S* is not a count ptable: it has no column i, v, "
+                           r"p_int_lb, p_int_ub"),
+    ("ref('sdc_nums_ptable')", r"ckm_sum: zero_with_counts=\S*sdc_nums_ptable\S* is a magnitude ptable \(it has the "
+                               r"column type\); give the count ptable that ckm_count uses"),
+    ("'sdc_ptable'", r"ckm_sum: zero_with_counts= takes the count ptable as a relation, e.g. "
+                     r"zero_with_counts=ref\('sdc_ptable'\), so that dbt builds it first; got the text 'sdc_ptable'"),
+    ("true", r"ckm_sum: zero_with_counts= takes the count ptable as a relation, e.g. zero_with_counts=ref\('sdc_ptable'\), "
+             r"so that dbt builds it first; got True"),
+])
+def test_zero_with_counts_that_is_no_count_ptable_stops_naming_the_argument_and_the_value(zeros, given, message):
+    returncode, out = dbt_output(zeros, "compile", "--inline", "{{ sdc.ckm_sum(source('raw', 'persons'), "
+                                 f"dims=['sex', 'region'], value='income', zero_with_counts={given}) }}}}")
+    assert returncode != 0 and re.search(message, out), out[-3000:]
+
+
+def test_a_model_with_zero_with_counts_that_is_no_count_ptable_builds_no_table(zeros):
+    """dbt build stops at the model, before its table: the table built before stays as it was."""
+    model = zeros.project / "models" / "audit" / "ckm_income.sql"
+    good = model.read_text()
+    before = rows(zeros.db, "select * from main_audit.ckm_income order by all")
+    model.write_text(good.replace("ref('sdc_ptable_other')", "ref('sdc_nums_ptable')"))
+    try:
+        returncode, out = dbt_output(zeros, "build", "--select", "ckm_income")
+    finally:
+        model.write_text(good)
+    assert returncode != 0 and "ckm_sum: zero_with_counts=" in out and "is a magnitude ptable" in out, out[-3000:]
+    assert rows(zeros.db, "select * from main_audit.ckm_income order by all") == before
+
+
+def test_zero_with_counts_over_another_ptable_than_ckm_counts_is_refused_naming_both(zeros, tmp_path):
+    """The magnitudes are 0 where the other ptable's count is 0, not where the published count table's is: the
+    release's zeros disagree. sdc publish refuses it before any work, naming both tables and both ptables; each
+    table alone is published."""
+    out = tmp_path / "pub.duckdb"
+    with pytest.raises(SdcError, match=r"main_audit.ckm_income was built with ckm_sum\(zero_with_counts="
+                                       r"main.sdc_ptable_other\), but main_audit.ckm_persons counts with the ptable "
+                                       r"main.sdc_ptable, whose rows differ: the magnitudes published as 0 are not "
+                                       r"those of the cells whose count is published as 0"):
+        publish(zeros.db, out, manifest=edited_manifest(zeros, tmp_path))
+    assert not out.exists()
+    assert publish(zeros.db, out, manifest=edited_manifest(zeros, tmp_path, untag=("persons",))) == ["income"]

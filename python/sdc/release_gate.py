@@ -18,7 +18,8 @@ So a relation is judged by what it is and what it reads in the warehouse:
 
 Across the release: every CKM table was built with one ptable of each kind (counts, magnitudes) and one set
 of magnitude parameters (a second ptable gives a cell a second noisy value: averaging them narrows the
-original), and no population is published both by the CKM and by cell suppression (the suppression table
+original; the count ptable of a ckm_sum is its zero_with_counts=, whose zeros must be those of the count
+tables), and no population is published both by the CKM and by cell suppression (the suppression table
 shows the true value of cells the CKM perturbs, and the CKM a value for cells suppression hides). Two tables
 publish one population and variable when they read the same source table and their grand totals (largest
 original) are equal.
@@ -263,25 +264,50 @@ class Gate:
         variable published by both the CKM and cell suppression."""
         audits = sorted({a for v in self.verdicts.values() for a in v.ckm_audits}, key=lambda r: r.key)
         patterns = sorted({p for v in self.verdicts.values() for p in v.patterns}, key=lambda r: r.key)
-        used: dict[tuple[str, str], list[str]] = {}
+        used: dict[tuple[str, str], list[tuple[str, Rel]]] = {}
         for audit in audits:
             record = self.wh.record(audit) or {}
             for kind, digest in sorted((record.get("ptables") or {}).items()):
-                used.setdefault(("ptable", kind), []).append((digest, audit.label))
+                used.setdefault(("ptable", kind), []).append((digest, audit))
             if record.get("params_md5"):
-                used.setdefault(("params", "magnitude"), []).append((record["params_md5"], audit.label))
+                used.setdefault(("params", "magnitude"), []).append((record["params_md5"], audit))
         for (what, kind), seen in sorted(used.items()):
-            digests = {d for d, _ in seen}
-            if len(digests) > 1:
-                first = {}
-                for d, label in seen:
-                    first.setdefault(d, label)
-                a, b = list(first.values())[:2]
+            first: dict[str, Rel] = {}
+            for d, audit in seen:
+                first.setdefault(d, audit)
+            if len(first) > 1:
+                if what == "ptable" and kind == "count":
+                    self._check_zero_with_counts(seen)
+                a, b = (audit.label for audit in list(first.values())[:2])
                 thing = f"{kind} ptable" if what == "ptable" else "magnitude parameters"
                 raise SdcError(f"the release mixes two {thing}: {a} and {b} were built with different ones, so a "
                                "cell can be published with two noisy values (averaging them narrows the original); "
                                f"build every CKM table with one {thing} (dbt build after changing it)")
         self._check_one_method_per_population(audits, patterns)
+
+    def _check_zero_with_counts(self, seen: list[tuple[str, Rel]]) -> None:
+        """Count ptables (md5 of their rows, audit relation) that differ where one is a ckm_sum's zero_with_counts=
+        and the other a count table's: the magnitudes are 0 where another count table than the release's publishes
+        a count of 0, so the release's zeros do not agree."""
+        records = {audit: self.wh.record(audit) or {} for _, audit in seen}
+
+        def ptable(audit: Rel, argument: str) -> str:
+            named = (records[audit].get("call") or {}).get(argument)
+            if isinstance(named, dict):
+                return ".".join(str(named[k]) for k in ("schema", "name") if named.get(k))
+            return str(named)
+
+        for digest, magnitude in seen:
+            if records[magnitude].get("step") != "ckm_sum":
+                continue
+            for other, count in seen:
+                if other != digest and records[count].get("step") != "ckm_sum":
+                    raise SdcError(
+                        f"{magnitude.label} was built with ckm_sum(zero_with_counts={ptable(magnitude, 'zero_with_counts')}), "
+                        f"but {count.label} counts with the ptable {ptable(count, 'ptable')}, whose rows differ: the "
+                        "magnitudes published as 0 are not those of the cells whose count is published as 0, so the "
+                        "release tells a false zero from an empty cell; give zero_with_counts= the count ptable of "
+                        "ckm_count (dbt build after changing it)")
 
     def _check_one_method_per_population(self, audits: list[Rel], patterns: list[Rel]) -> None:
         for pattern in patterns:

@@ -298,3 +298,108 @@ def test_zero_with_counts_over_another_ptable_than_ckm_counts_is_refused_naming_
         publish(zeros.db, out, manifest=edited_manifest(zeros, tmp_path))
     assert not out.exists()
     assert publish(zeros.db, out, manifest=edited_manifest(zeros, tmp_path, untag=("persons",))) == ["income"]
+
+
+# ------------------------------------------------------------------------------------------ names, verify_published
+def tagged_by_var(name: str, extra: str = "") -> str:
+    """A model's config: tagged sdc_publish when the dbt var publish_<name> is true (its folder tags nothing)."""
+    return f"{{{{ config(tags=(['sdc_publish'] if var('publish_{name}', false) else []){extra}) }}}}\n"
+
+
+ODD_NAMES = {
+    **BASE,
+    "audit/ckm_odd.sql": "{{ config(alias=\"CKM O'Brien\", schema='Audit Hara') }}\n"
+                         "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region']) }}\n",
+    "other/odd.sql": tagged_by_var("odd", ", alias=\"Persons O'Brien\", schema='Pub Lic'")
+                     + "{{ sdc.ckm_published(ref('ckm_odd')) }}\n",
+    "other/odd_view.sql": tagged_by_var("odd_view", ", alias=\"View O'Brien\", schema='protected', materialized='view'")
+                          + "select * from {{ ref('odd') }} where sex = 'm'\n",
+    # a protection step whose table a post-hook sets to the originals
+    "other/rewritten.sql": tagged_by_var("rewritten", ", alias=\"Rewritten O'Brien\", schema='protected', post_hook=\"update {{ this }} as p "
+                                         "set count = a.original from {{ ref('ckm_odd') }} as a where a.region = "
+                                         "p.region and a.sex = p.sex\"")
+                           + "{{ sdc.ckm_published(ref('ckm_odd')) }}\n",
+}
+ODD = ("odd", "odd_view", "rewritten")
+
+
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory):
+    """Relations whose names hold a quote, a space and capitals (dbt-duckdb itself stops at a quote in a schema
+    name), none of them tagged unless a dbt var says so."""
+    return make(tmp_path_factory.mktemp("odd"), ODD_NAMES)
+
+
+def tagging(*names: str) -> list[str]:
+    return ["--vars", json.dumps({f"publish_{n}": True for n in names})]
+
+
+def test_names_with_a_quote_a_space_and_capitals_are_published_verified_and_audited(odd, tmp_path, capsys):
+    out, audit = tmp_path / "pub.duckdb", tmp_path / "audit.json"
+    manifest = edited_manifest(odd, tmp_path, tag=("odd", "odd_view"), untag=("persons",))
+    assert main(["publish", "--db", str(odd.db), "--manifest", str(manifest), "--out", str(out),
+                 "--audit-json", str(audit)]) == 0
+    printed = capsys.readouterr().out
+    assert "  main_Pub Lic.Persons O'Brien (ckm counts): 18 cells, " in printed, printed
+    assert rows(out, "select name, relation from sdc_publication.relations order by 1") == [
+        ("Persons O'Brien", "warehouse.main_Pub Lic.Persons O'Brien"),
+        ("View O'Brien", "warehouse.main_protected.View O'Brien")]
+    assert rows(out, 'select * from "Persons O\'Brien" order by all') == \
+        rows(odd.db, 'select * from "main_Pub Lic"."Persons O\'Brien" order by all')
+    assert json.loads(audit.read_text())["verified"] == ["main_Pub Lic.Persons O'Brien", "main_protected.View O'Brien"]
+
+
+def test_a_rewritten_relation_with_such_a_name_is_refused_naming_it_and_the_cell(odd, tmp_path, capsys):
+    out = tmp_path / "pub.duckdb"
+    manifest = edited_manifest(odd, tmp_path, tag=("rewritten",), untag=("persons",))
+    assert main(["publish", "--db", str(odd.db), "--manifest", str(manifest), "--out", str(out)]) == 2
+    assert re.fullmatch(r"main_protected.Rewritten O'Brien \(model.pubtest.rewritten\) differs from ckm_count over "
+                        r"raw.persons \(recomputed from the microdata\) in the cell \(sex='\w+', region='\w+'\): count is "
+                        r"\d+ there and \d+ in sdc's recomputation; .*; refusing to publish main_protected.Rewritten "
+                        r"O'Brien \(model.pubtest.rewritten\)(\s\(path: .*\))?",
+                        one_line(capsys.readouterr().err, "publish"))
+    assert not out.exists()
+
+
+def test_verify_published_on_duckdb_with_such_names_refuses_naming_them_and_grants_nothing(odd):
+    code, out = dbt_output(odd, "run-operation", "verify_published", *tagging(*ODD))
+    assert code != 0
+    assert re.search(r"verify_published: \"warehouse\".\"main_protected\".\"Rewritten O'Brien\" differs from ckm_count "
+                     r"over \"warehouse\".\"raw\".\"persons\" \(recomputed from the microdata\) in the cell "
+                     r"\(sex=\w+, region=\w+\): count \d+ there, \d+ in sdc's recomputation; .*; refusing "
+                     r"\"warehouse\".\"main_protected\".\"Rewritten O'Brien\"", out), out[-3000:]
+    assert "refusing to grant" not in out
+    code, out = dbt_output(odd, "run-operation", "verify_published", *tagging("odd_view"))
+    assert code != 0
+    assert re.search(r"verify_published: \"warehouse\".\"main_protected\".\"View O'Brien\" is no protection step \(.*\); "
+                     r"this operation verifies protection steps only: on DuckDB publish with sdc publish, which "
+                     r"verifies relations of one's own too; refusing \"warehouse\".\"main_protected\".\"View O'Brien\"",
+                     out), out[-3000:]
+
+
+def test_verify_published_on_duckdb_says_what_it_verified_what_it_found_no_relation_of_and_what_it_leaves_out(odd):
+    """Not silent where there is nothing to verify, and on DuckDB not taken for sdc publish's check of the release."""
+    unbuilt = odd.project / "models" / "other" / "unbuilt.sql"
+    unbuilt.write_text(tagged_by_var("unbuilt") + "{{ sdc.ckm_published(ref('ckm_odd')) }}\n")
+    try:
+        code, out = dbt_output(odd, "run-operation", "verify_published", *tagging("odd", "unbuilt"))
+    finally:
+        unbuilt.unlink()
+    assert code == 0, out[-3000:]
+    found = re.search(r"verify_published: 2 relation\(s\) hold what sdc computes from the microdata for their steps: "
+                      r"(.*); 1 tagged node\(s\) have no relation in the database \(not built, nothing verified\): "
+                      r"model.pubtest.unbuilt", out)
+    assert found and sorted(found.group(1).split(", ")) == [
+        "\"warehouse\".\"main_Pub Lic\".\"Persons O'Brien\"", "\"warehouse\".\"main_protected\".\"persons\""], out[-3000:]
+    assert ("verify_published: on DuckDB publish with sdc publish, which verifies relations of one's own too and "
+            "audits the release as a whole (published zeros, two methods over one population, linked suppression, "
+            "averaging CKM noise); this operation does not") in out
+    project = odd.project / "dbt_project.yml"
+    text = project.read_text()
+    project.write_text(text.replace('+tags: ["sdc_publish"]', "+tags: []"))
+    try:
+        code, out = dbt_output(odd, "run-operation", "verify_published")
+    finally:
+        project.write_text(text)
+    assert code == 0 and "verify_published: no node of the project is tagged sdc_publish; nothing verified" in out, \
+        out[-3000:]

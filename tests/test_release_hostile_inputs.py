@@ -13,7 +13,6 @@ file or relation and its value) and changes nothing (no half-written publication
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -26,7 +25,7 @@ from sdc.cli import main
 from sdc.conventions import PARQUET_MARKER_FILE, PTABLE_SEED_COLUMN_TYPES
 from sdc.errors import SdcError
 from sdc.publish import publish
-from test_faults import _lock, one_line, publication_inputs
+from test_faults import _lock, _Os, one_line, publication_inputs
 from test_publication_gate import BASE, MAGNITUDE_VARS, NUMS_SEED_TYPES, dbt_result, make
 from test_publish import REPO, dbt, edited_manifest, rows
 from test_release_verification import LONE
@@ -56,17 +55,6 @@ def release(tmp_path, capsys):
     assert main(args) == 0
     capsys.readouterr()
     return {"db": db, "manifest": manifest, "out": out, "args": args}
-
-
-class _FullDisk:
-    """sdc.files' view of os, whose write fails as on a full disk."""
-
-    def __getattr__(self, name):
-        return getattr(os, name)
-
-    @staticmethod
-    def write(fd, data):
-        raise OSError(errno.ENOSPC, "No space left on device")
 
 
 # each: (tmp, release) -> (the --audit-json path, more arguments, the error line it must give), its files made
@@ -212,7 +200,7 @@ def test_a_full_disk_while_the_audit_json_is_written_leaves_the_earlier_publicat
     assert json.loads(audit.read_text())["verified"] == ["protected.counts"]
     capsys.readouterr()
     before = state(tmp_path)
-    monkeypatch.setattr(sdc.files, "os", _FullDisk())
+    monkeypatch.setattr(sdc.files, "os", _Os())
     assert main(release["args"] + ["--audit-json", str(audit)]) == 2
     printed = capsys.readouterr()
     assert one_line(printed.err, "publish") == f"cannot write {audit}: no space left on device"

@@ -245,12 +245,21 @@ def _write_all(fd: int, data: bytes) -> None:
 def check_not_an_input(out, *inputs, flag: str = "--out") -> None:
     """Refuses an output path (given as ``flag``) that is one of the command's input files: sdc never writes
     over what it reads."""
-    target = Path(out).resolve()
     for given in inputs:
-        if given is not None and (Path(given).resolve() == target
-                                  or (target.exists() and Path(given).exists() and os.path.samefile(given, target))):
+        if given is not None and same_file(out, given):
             raise SdcError(f"{flag} {out} is the input file {given}: give another file (sdc never writes over what "
                            "it reads)")
+
+
+def same_file(a, b) -> bool:
+    """One path however spelt (``..``, symbolic links), or one file by two names (a hard link); neither needs to
+    exist."""
+    if Path(a).resolve() == Path(b).resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
 
 
 def csv_field(value) -> str:

@@ -64,7 +64,7 @@ from .conventions import (
 )
 from .database import connect, first_line, is_numeric_type
 from .errors import SdcError
-from .files import check_not_an_input, check_output_file, disk_full, stage_text
+from .files import check_not_an_input, check_output_file, disk_full, same_file, stage_text
 from .quoting import quote_identifier, quote_literal
 from .release.audit import audit_release
 from .release.averaging import check_floor
@@ -239,23 +239,13 @@ def _check_audit_json(path: Path, db: Path, out: Path, folder: Path | None, mani
         raise SdcError(f"--audit-json {path} is a symbolic link (to {os.readlink(path)}); give the path of a file of "
                        "its own")
     check_not_an_input(path, db, manifest, manifest.with_name("run_results.json"), flag="--audit-json")
-    if _same_file(path, out):
+    if same_file(path, out):
         raise SdcError(f"--audit-json {path} is the publication (--out {out}): give two files")
-    if folder is not None and (_same_file(path, folder) or (_same_file(path.parent, folder) and (
+    if folder is not None and (same_file(path, folder) or (same_file(path.parent, folder) and (
             path.name == PARQUET_MARKER_FILE or path.name.endswith(".parquet")))):
         raise SdcError(f"--audit-json {path} is the Parquet folder --parquet {folder} or a file sdc publish writes "
                        "there: give another file")
     return check_output_file(path, AUDIT_JSON_WRITER)
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """One path, however spelt (.., links), or one file (a hard link); neither needs to exist."""
-    if os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b)):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def _is_publication(path: Path) -> bool:

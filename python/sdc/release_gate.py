@@ -139,6 +139,21 @@ def sql_reads(sql: str, dialect: str = "duckdb") -> list[tuple[str | None, str |
     return found
 
 
+def resolve_reads(warehouse: Warehouse, rel: Rel, sql: str) -> list[Rel]:
+    """The relations of the warehouse that ``sql``, the SQL of ``rel``, reads (each once, as first named; unqualified
+    names in the schema of ``rel``, then in main). SdcError (the reason, for the caller to name the path) where the
+    SQL cannot be parsed, reads a table function or file, or names no relation of the warehouse."""
+    found: dict[tuple, Rel] = {}
+    for catalog, schema, name in sql_reads(sql):
+        parent = warehouse.find(catalog, schema, name, rel)
+        if parent is None:
+            shown = ".".join(p for p in (catalog, schema, name) if p)
+            raise SdcError(f"reads {shown!r}, which is no relation of the warehouse (a file, or a relation of another "
+                           "database)")
+        found.setdefault(parent.key, parent)
+    return list(found.values())
+
+
 class Gate:
     """Judges the relations of one release (see the module's text)."""
 
@@ -234,18 +249,9 @@ class Gate:
 
     def _resolved_reads(self, rel: Rel, sql: str, path: list[str]) -> list[tuple]:
         try:
-            names = sql_reads(sql)
+            return [found.key for found in resolve_reads(self.wh, rel, sql)]
         except SdcError as exc:
             raise self._refuse(path, str(exc)) from None
-        keys = []
-        for catalog, schema, name in names:
-            found = self.wh.find(catalog, schema, name, rel)
-            if found is None:
-                shown = ".".join(p for p in (catalog, schema, name) if p)
-                raise self._refuse(path, f"reads {shown!r}, which is no relation of the warehouse (a file, or a "
-                                         "relation of another database)")
-            keys.append(found.key)
-        return keys
 
     @staticmethod
     def _refuse(path: list[str], why: str) -> SdcError:

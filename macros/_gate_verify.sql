@@ -12,6 +12,13 @@
   database's own (pg_depend on pg_proc outside pg_catalog): what a function reads cannot be told.
 #}
 
+{#- the end of a refusal: what `checker` will not do with the tagged relation path[0] (verify_published grants
+    nothing) -#}
+{% macro gate_refusing(checker, path) %}
+{{- return(('refusing ' if checker == 'verify_published' else 'refusing to grant ') ~ path[0]) -}}
+{% endmacro %}
+
+
 {#- the relation a build record names ({database, schema, name} or 'schema.name'), or a refusal -#}
 {% macro gate_named_relation(item, near, what, checker, path) %}
 {%- if item is string -%}
@@ -21,7 +28,7 @@
 {%- set found = adapter.get_relation(database=item.get('database') or near.database, schema=item.get('schema') or near.schema,
                                      identifier=item.get('name')) if item is mapping and item.get('name') else none -%}
 {%- if found is none -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ near ~ " names a " ~ what ~ " (" ~ item ~ ") that is not in the database; run dbt build; refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ near ~ " names a " ~ what ~ " (" ~ item ~ ") that is not in the database; run dbt build; " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {{ return(found) }}
 {% endmacro %}
@@ -49,7 +56,7 @@
   {%- set audit_record = sdc.build_record_of_relation(audit.database, audit.schema, audit.identifier) or {} -%}
   {%- set call = audit_record.get('call') -%}
   {%- if call is not mapping or (audit_record.get('reads') or []) | length != 1 -%}
-    {{ exceptions.raise_compiler_error(checker ~ ": " ~ audit ~ " is read by ckm_published, but its build record names no ckm_count or ckm_sum call that sdc can compute again: run dbt build (with this sdc); refusing to grant " ~ path[0]) }}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ audit ~ " is read by ckm_published, but its build record names no ckm_count or ckm_sum call that sdc can compute again: run dbt build (with this sdc); " ~ sdc.gate_refusing(checker, path)) }}
   {%- endif -%}
   {%- set source = sdc.gate_named_relation(audit_record['reads'][0], audit, 'microdata relation', checker, path) -%}
   {%- set arguments = sdc.gate_call_arguments(call, audit, checker, path) -%}
@@ -81,11 +88,11 @@
 {#- a ptable whose rows changed since the step was built (a new seed): the step cannot be computed again -#}
 {% macro gate_check_ptables_unchanged(audit, audit_record, arguments, checker, path) %}
 {%- set used = [('count', arguments.get('ptable')), ('nums', arguments.get('nums_ptable'))] if audit_record['step'] == 'ckm_count'
-               else [('nums', arguments.get('ptable'))] -%}
+               else [('nums', arguments.get('ptable')), ('count', arguments.get('zero_with_counts'))] -%}
 {%- for kind, ptable in used -%}
   {%- set recorded = (audit_record.get('ptables') or {}).get(kind) -%}
   {%- if recorded and ptable is not none and sdc.relation_content_md5(ptable) != recorded -%}
-    {{ exceptions.raise_compiler_error(checker ~ ": " ~ audit ~ " was built with other rows of the ptable " ~ ptable ~ " than it holds now (the seed changed since): run dbt build, which builds every CKM table with the new ptable; refusing to grant " ~ path[0]) }}
+    {{ exceptions.raise_compiler_error(checker ~ ": " ~ audit ~ " was built with other rows of the ptable " ~ ptable ~ " than it holds now (the seed changed since): run dbt build, which builds every CKM table with the new ptable; " ~ sdc.gate_refusing(checker, path)) }}
   {%- endif -%}
 {%- endfor -%}
 {% endmacro %}
@@ -103,7 +110,7 @@
 {%- if ptable is none -%}{{ return(none) }}{%- endif -%}
 {%- set found = run_query('select min(i) from (select i from ' ~ ptable ~ ' where i >= 1 group by i having coalesce(sum(case when v <> 0 then p_int_ub - p_int_lb end), 0) <= 0) as still') -%}
 {%- if found.rows[0][0] is not none -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is built with the ptable " ~ ptable ~ ", whose row i = " ~ found.rows[0][0] ~ " never changes a count: such counts would be published as they are; refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is built with the ptable " ~ ptable ~ ", whose row i = " ~ found.rows[0][0] ~ " never changes a count: such counts would be published as they are; " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {% endmacro %}
 
@@ -116,7 +123,7 @@
 {%- set have = adapter.get_columns_in_relation(relation) -%}
 {%- set want = run_query('select * from (' ~ expected_sql ~ ') as expected where 1 = 0').column_names | list -%}
 {%- if have | map(attribute='name') | map('lower') | sort | list != want | map('lower') | sort | list -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " has the columns " ~ have | map(attribute='name') | join(', ') ~ ", but " ~ what ~ " gives " ~ want | join(', ') ~ "; refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " has the columns " ~ have | map(attribute='name') | join(', ') ~ ", but " ~ what ~ " gives " ~ want | join(', ') ~ "; " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {%- set measures = ['count', 'count_reason', 'weighted_count', 'value', 'weighted_value', 'freq', 'published_text'] -%}
 {%- set dims, numbers, texts = [], [], [] -%}
@@ -151,11 +158,11 @@
   {%- set why = "lacks the cell (" ~ row[0] ~ ") that " ~ what ~ " gives" if not row[1] else
                 "holds the cell (" ~ row[0] ~ "), which " ~ what ~ " does not give" if not row[2] else
                 "differs from " ~ what ~ " in the cell (" ~ row[0] ~ "): " ~ row[3] ~ "; the relation was changed after its step (a hook, an update) or its build record does not fit it" -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ why ~ "; refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ why ~ "; " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {%- set counts = run_query('select (select count(*) from ' ~ content ~ '), (select count(*) from (' ~ expected_sql ~ ') as recomputed)').rows[0] -%}
 {%- if counts[0] != counts[1] -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " holds " ~ counts[0] ~ " rows where " ~ what ~ " gives " ~ counts[1] ~ " (a cell twice); refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " holds " ~ counts[0] ~ " rows where " ~ what ~ " gives " ~ counts[1] ~ " (a cell twice); " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {% endmacro %}
 
@@ -169,12 +176,12 @@
 {%- set primary = sdc.gate_named_relation(pattern_record['cells'], pattern, 'cell table', checker, path) if pattern_record.get('cells') is string else none -%}
 {%- set primary_record = sdc.build_record_of_relation(primary.database, primary.schema, primary.identifier) or {} if primary is not none else {} -%}
 {%- if call is not mapping or primary_record.get('step') != 'suppression_primary' -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ pattern ~ " is read by suppression_published, but no suppression_primary table that it was solved from can be found in its build record (a pattern of one's own is no suppression step): solve it with sdc suppress --target; refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ pattern ~ " is read by suppression_published, but no suppression_primary table that it was solved from can be found in its build record (a pattern of one's own is no suppression step): solve it with sdc suppress --target; " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {%- set cells = sdc.gate_named_relation(primary_record['reads'][0], primary, 'cell table', checker, path) -%}
 {%- set cells_record = sdc.build_record_of_relation(cells.database, cells.schema, cells.identifier) or {} -%}
 {%- if cells_record.get('step') != 'suppression_cells' or cells_record.get('call') is not mapping -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ cells ~ " is read by suppression_primary, but its build record names no suppression_cells call that sdc can compute again: run dbt build (with this sdc); refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ cells ~ " is read by suppression_primary, but its build record names no suppression_cells call that sdc can compute again: run dbt build (with this sdc); " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {%- set records = sdc.gate_named_relation(cells_record['reads'][0], cells, 'microdata relation', checker, path) -%}
 {%- set arguments = sdc.gate_call_arguments(cells_record['call'], cells, checker, path) -%}
@@ -202,7 +209,7 @@
     ~ "or (p." ~ q(value) ~ " is not null and abs(" ~ p ~ " - " ~ c ~ ") > 1e-9 * greatest(1, abs(" ~ c ~ "))) limit 1") -%}
 {%- do run_query(adapter.dispatch('gate_drop_temporary_relation', 'sdc')('sdc_gate_cells')) -%}
 {%- if found.rows -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ found.rows[0][1] ~ " (" ~ found.rows[0][0] ~ "); refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ found.rows[0][1] ~ " (" ~ found.rows[0][0] ~ "); " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {% endmacro %}
 
@@ -213,7 +220,7 @@
                                                          "c.pronamespace", "n.nspname not in ('pg_catalog', 'information_schema')")
                           ~ " order by 1 limit 1") -%}
 {%- if found.rows -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is a view that calls " ~ found.rows[0][0] ~ ", a function of the database's own: what it reads cannot be told; use PostgreSQL's built-in functions only; refusing to grant " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is a view that calls " ~ found.rows[0][0] ~ ", a function of the database's own: what it reads cannot be told; use PostgreSQL's built-in functions only; " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
 {% endmacro %}
 

@@ -18,8 +18,13 @@
 
   A tagged relation that is not a protection step (a view of one's own) is refused: on these engines sdc cannot
   tell what it reads; tag the steps and build views of your own beside the tag. Stops at the first relation that
-  is not what its step gives, naming the cell and both values; says what it verified otherwise. After a run in
-  which a node failed it verifies nothing (old and new tables lie side by side) and says so.
+  is not what its step gives, naming the cell and both values; says what it verified otherwise, and which tagged
+  nodes it found no relation of (not built: nothing to verify). After a run in which a node failed it verifies
+  nothing (old and new tables lie side by side) and says so.
+
+  On DuckDB it runs too, and says that it is not the release's check there: `sdc publish` verifies relations of
+  one's own as well and audits the release as a whole (published zeros, two methods over one population, linked
+  suppression tables, averaging CKM noise), which this operation does not.
 #}
 {% macro verify_published() %}
 {%- if not execute -%}{{ return('select 1') }}{%- endif -%}
@@ -28,10 +33,10 @@
     {{ exceptions.raise_compiler_error("verify_published: the dbt run did not succeed (first " ~ result.node.unique_id ~ "); nothing verified: fix it and run dbt build") }}
   {%- endfor -%}
 {%- endif -%}
-{%- set tagged = [] -%}
+{%- set tagged, missing = [], [] -%}
 {%- for node in graph.nodes.values() if node.resource_type in ['model', 'seed', 'snapshot'] and 'sdc_publish' in node.tags -%}
   {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias or node.name) -%}
-  {%- if relation is not none -%}{%- do tagged.append(relation) -%}{%- endif -%}
+  {%- if relation is not none -%}{%- do tagged.append(relation) -%}{%- else -%}{%- do missing.append(node.unique_id) -%}{%- endif -%}
 {%- endfor -%}
 {#- Spark: each tagged relation copied (read once) into a staging database, the copy verified, and the publication
     database made anew from the copies: what the catalog grants is what sdc verified -#}
@@ -45,9 +50,20 @@
 {%- if publication is not none -%}
   {%- do sdc.verify_published_replace(tagged, copies, publication) -%}
 {%- endif -%}
-{%- do log("verify_published: " ~ verified | length ~ " relation(s) hold what sdc computes from the microdata for their steps"
-           ~ (": " ~ verified | join(', ') if verified else "")
-           ~ ("; copied into the publication database " ~ publication if publication is not none else ""), info=true) -%}
+{%- if not verified and not missing -%}
+  {%- do log("verify_published: no node of the project is tagged sdc_publish; nothing verified", info=true) -%}
+{%- else -%}
+  {%- do log("verify_published: " ~ verified | length ~ " relation(s) hold what sdc computes from the microdata for their steps"
+             ~ (": " ~ verified | join(', ') if verified else "")
+             ~ ("; " ~ missing | length ~ " tagged node(s) have no relation in the database (not built, nothing verified): "
+                ~ missing | sort | join(', ') if missing else "")
+             ~ ("; copied into the publication database " ~ publication if publication is not none else ""), info=true) -%}
+{%- endif -%}
+{%- if target.type == 'duckdb' -%}
+  {%- do log("verify_published: on DuckDB publish with sdc publish, which verifies relations of one's own too and "
+             ~ "audits the release as a whole (published zeros, two methods over one population, linked suppression, "
+             ~ "averaging CKM noise); this operation does not", info=true) -%}
+{%- endif -%}
 {{ return('select 1') }}
 {% endmacro %}
 
@@ -59,7 +75,9 @@
 {%- set record = sdc.build_record_of_relation(relation.database, relation.schema, relation.identifier) or {} -%}
 {%- set step = record.get('step') -%}
 {%- if step not in ['ckm_published', 'ckm_mean', 'suppression_published'] -%}
-  {{ exceptions.raise_compiler_error("verify_published: " ~ relation ~ " is no protection step (its build record names " ~ (step or 'none') ~ ": its SQL is not one call of ckm_published, ckm_mean or suppression_published); on this engine sdc verifies protection steps only; refusing " ~ path[0]) }}
+  {{ exceptions.raise_compiler_error("verify_published: " ~ relation ~ " is no protection step (its build record names " ~ (step or 'none') ~ ": its SQL is not one call of ckm_published, ckm_mean or suppression_published); "
+      ~ ("this operation verifies protection steps only: on DuckDB publish with sdc publish, which verifies relations of one's own too; " if target.type == 'duckdb' else "on this engine sdc verifies protection steps only; ")
+      ~ sdc.gate_refusing('verify_published', path)) }}
 {%- endif -%}
 {%- set reads = [] -%}
 {%- for item in record.get('reads') or [] -%}

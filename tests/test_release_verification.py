@@ -221,6 +221,39 @@ def test_ckm_and_suppression_over_nearly_the_same_records_are_refused(tmp_path):
     assert not (tmp_path / "pub.duckdb").exists()
 
 
+def test_a_weighted_count_beside_a_suppression_table_of_the_same_weights_is_refused(tmp_path):
+    """ckm_count(weight='income') publishes the sums of income perturbed, a suppression table of the same cells
+    (value='income') their originals: one variable of one population by two methods, every noise revealed. The
+    release audit compares the weighted counts too (the release gate's grand totals did, before the audit)."""
+    models = {
+        "sources.yml": BASE["sources.yml"],
+        "audit/ckm_persons.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region'], weight='income') }}\n",
+        "protected/persons.sql": "{{ sdc.ckm_published(ref('ckm_persons')) }}\n",
+        "audit/supp_cells.sql": "{{ sdc.suppression_cells(source('raw', 'persons'), dims=['sex', 'region'], "
+                                "value='income') }}\n",
+        "audit/supp_primary.sql": "{{ sdc.suppression_primary(ref('supp_cells'), ['p:10', 'nk:2,85']) }}\n",
+        "audit/supp_relations.sql": SUPPRESSION_AND_CKM["audit/supp_relations.sql"],
+        "audit/supp_pattern.py": SUPPRESSION_AND_CKM["audit/supp_pattern.py"].replace("cost='freq'",
+                                                                                      "magnitude=True, cost='value'"),
+        "protected/income_suppressed.sql": "{{ sdc.suppression_published(ref('supp_pattern'), ['sex', 'region'], "
+                                           "value='value') }}\n",
+    }
+    built = magnitude_project(tmp_path, models, None)  # five regions of 80 persons: no false zeros
+    revealed = rows(built.db, "select count(*) from main_protected.income_suppressed as s join main_audit.ckm_persons "
+                              "as a using (sex, region) where s.value = a.original_weighted_count "
+                              "and a.weighted_count <> a.original_weighted_count")[0][0]
+    assert revealed > 0  # cells whose weighted count's noise the suppression table gives away
+    with pytest.raises(SdcError, match=r"main_protected.persons \(Cell Key Method\) and main_protected.income_suppressed "
+                                       r"\(cell suppression\) both publish the cell \(sex='\w+', region='\w+'\) of "
+                                       r"raw.persons, and their populations are nearly the same \(grand totals (\d+) and "
+                                       r"\1\)"):
+        publish(built.db, tmp_path / "pub.duckdb", project_dir=built.project)
+    assert not (tmp_path / "pub.duckdb").exists()
+    for alone in ("persons", "income_suppressed"):
+        other = "income_suppressed" if alone == "persons" else "persons"
+        assert publish(built.db, tmp_path / "pub.duckdb", manifest=edited_manifest(built, tmp_path, untag=(other,))) == [alone]
+
+
 def test_verify_published_checks_the_tagged_steps_in_dbt_itself(tmp_path):
     """The same checks as a dbt operation or on-run-end hook (for engines where sdc neither copies nor grants,
     e.g. Spark on a governed cluster): a step's table rewritten by a post-hook is refused naming the cell; the

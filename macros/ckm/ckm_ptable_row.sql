@@ -63,3 +63,30 @@ select i, p_int_ub, lead(p_int_lb) over (partition by i order by p_int_lb, p_int
 {%- endif -%}
 {{ return(row['max_i'] | int if row['max_i'] is not none else none) }}
 {% endmacro %}
+
+
+{#
+  ckm_check_count_ptable(ptable, argument, caller_name): stops unless `ptable`, given as argument=, is a count
+  ptable: a relation (ref or source: dbt then builds it before the model, and every engine finds it again by its
+  full name), not text or a flag; with the columns i, v, p_int_lb and p_int_ub of a count ptable, and without the
+  column type of a magnitude ptable (sdc ptable --table nums), whose v is a factor, not a count's noise.
+#}
+{% macro ckm_check_count_ptable(ptable, argument, caller_name) %}
+{%- if model is defined and model.resource_type == 'unit_test' -%}{{ return(none) }}{%- endif -%}
+{%- if ptable is string or ptable.identifier is not defined or ptable.identifier is none -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": " ~ argument ~ "= takes the count ptable as a relation, e.g. "
+      ~ argument ~ "=ref('sdc_ptable'), so that dbt builds it first; got " ~ (("the text '" ~ ptable ~ "'") if ptable is string else ptable)) }}
+{%- endif -%}
+{%- if not execute -%}{{ return(none) }}{%- endif -%}
+{%- set columns = adapter.get_columns_in_relation(ptable) | map(attribute='name') | map('lower') | list -%}
+{%- if not columns -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": " ~ argument ~ "=" ~ ptable ~ " is not in the database (dbt seed or dbt build it first)") }}
+{%- endif -%}
+{%- if 'type' in columns -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": " ~ argument ~ "=" ~ ptable ~ " is a magnitude ptable (it has the column type); give the count ptable that ckm_count uses, e.g. " ~ argument ~ "=ref('sdc_ptable')") }}
+{%- endif -%}
+{%- set missing = ['i', 'v', 'p_int_lb', 'p_int_ub'] | reject('in', columns) | list -%}
+{%- if missing -%}
+  {{ exceptions.raise_compiler_error(caller_name ~ ": " ~ argument ~ "=" ~ ptable ~ " is not a count ptable: it has no column " ~ missing | join(', ') ~ " (a count ptable has i, v, p_int_lb and p_int_ub); give the count ptable that ckm_count uses, e.g. " ~ argument ~ "=ref('sdc_ptable')") }}
+{%- endif -%}
+{% endmacro %}

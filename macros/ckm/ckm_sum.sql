@@ -50,7 +50,9 @@
                whose count ckm_count publishes as 0 with it (same records, same key, same noise) has every
                magnitude published as 0. Beside a count table of the same cells a magnitude that is not 0 would
                tell a false zero from an empty cell, and so that the cell has records (red team R3-3); `sdc
-               publish` refuses that pair otherwise
+               publish` refuses that pair otherwise. A relation (not text), with the columns of a count ptable
+               (not the magnitude ptable); it is the step's count ptable in its build record, so a release whose
+               count tables use another ptable is refused (its zeros would not be theirs)
 #}
 {% macro ckm_sum(relation, dims, value=none, weight=none, fact=none, params=none, ptable=none, totals='cube', hierarchy=none, modulus=none, check_keys=none, rules_preset='handbook', audit=false, complete=none, caller_name='ckm_sum', check_cell_keys=none, zero_with_counts=none) %}
 {{- sdc.build_record_hook() -}}
@@ -77,6 +79,7 @@
 {%- set complete = complete if complete is not none else sdc.setting('sdc_complete_tables') -%}
 {%- set count_ptable = zero_with_counts -%}
 {%- if count_ptable is not none -%}
+  {%- do sdc.ckm_check_count_ptable(count_ptable, 'zero_with_counts', caller_name) -%}
   {%- set count_max_i = sdc.ckm_ptable_max_i(count_ptable, caller_name) -%}
   {%- set count_reuse_from = sdc.ckm_ptable_reuse_from(count_ptable, sdc.setting('sdc_ptable_reuse_from'), caller_name) -%}
 {%- endif -%}
@@ -493,7 +496,7 @@ select * from published
     'modulus': modulus if modulus is not none else sdc.setting('sdc_key_modulus'), 'rules_preset': rules_preset,
     'complete': complete if complete is not none else sdc.setting('sdc_complete_tables'),
     'zero_with_counts': zero_with_counts} -%}
-{{ sdc.step('ckm_sum', [relation], step_sql, {'ptables': sdc.step_ptables(none, ptable if ptable is not none else ref('sdc_nums_ptable')), 'params': sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params'), 'call': sdc.step_call(call)}) }}
+{{ sdc.step('ckm_sum', [relation], step_sql, {'ptables': sdc.step_ptables(zero_with_counts, ptable if ptable is not none else ref('sdc_nums_ptable')), 'params': sdc.ckm_magnitude_params(params if params is not none else var('sdc_magnitude_params', none), caller_name, 'params=' if params is not none else 'var sdc_magnitude_params'), 'call': sdc.step_call(call)}) }}
 {% endmacro %}
 
 

@@ -640,15 +640,11 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _run_publish(args: argparse.Namespace) -> int:
-    from .files import check_not_an_input, check_output_file, write_text_atomically
     from .publish import publish
 
-    if args.audit_json:  # checked before the work, as --out is
-        check_not_an_input(args.audit_json, args.db, args.out, args.manifest, flag="--audit-json")
-        check_output_file(args.audit_json, "sdc publish --audit-json")
     report: dict = {}
     tables = publish(args.db, args.out, args.parquet, project_dir=args.project_dir, manifest=args.manifest,
-                     report=report, min_standard_error=args.min_standard_error)
+                     report=report, min_standard_error=args.min_standard_error, audit_json=args.audit_json)
     print(f"published {len(tables)} relations to {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
     linked = report.get("linked_suppression") or {}
     print(f"verified {len(report['verified'])} relations against sdc's recomputation from the microdata; release "
@@ -663,11 +659,7 @@ def _run_publish(args: argparse.Namespace) -> int:
         print(f"averaging CKM noise: the smallest standard error of a count with records is "
               f"{averaging['smallest_standard_error']:.3g} ({averaging['method']}), {averaging['cell']}; floor "
               f"{averaging['min_standard_error']:g}")
-    if args.audit_json:
-        import json
-
-        write_text_atomically(Path(args.audit_json), json.dumps(report, indent=2, sort_keys=True) + "\n",
-                              command="sdc publish --audit-json")
+    if args.audit_json:  # written by publish() with the publication
         print(f"wrote the release audit to {args.audit_json}")
     return 0
 

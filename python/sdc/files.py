@@ -180,13 +180,59 @@ def _stage_mark(written: Path, path: Path, command: str) -> str:
 def write_text_atomically(path: Path, text: str, command: str | None = None) -> None:
     """``text`` as the file ``path``, replaced only when complete (and, with ``command``, only if that command
     wrote it; then marked as its output)."""
-    data = text.encode("utf-8")
-    with staged_file(path, command=command) as tmp:
-        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
+    stage_text(path, text, command).commit()
+
+
+class StagedText:
+    """A text written completely under a temporary name beside ``path`` (and its mark), not yet in place:
+    ``commit`` renames it over ``path``, ``discard`` removes it. For an output that must not replace the earlier
+    one before another output is complete too (sdc publish: the audit file and the publication)."""
+
+    def __init__(self, path: Path, staged: list[str]):
+        self.path, self._staged = path, staged  # the text, then its mark if any
+
+    def commit(self) -> None:
         try:
-            _write_all(fd, data)
+            os.replace(self._staged[0], self.path)
+            self._staged.pop(0)
+            if self._staged:
+                os.replace(self._staged.pop(), mark_path(self.path))
+        except BaseException as exc:
+            self.discard()
+            failure = write_failure(exc, self.path)
+            if failure is not None:
+                raise failure from None
+            raise
+
+    def discard(self) -> None:
+        while self._staged:
+            try:
+                os.unlink(self._staged.pop())
+            except FileNotFoundError:
+                pass
+
+
+def stage_text(path, text: str, command: str | None = None) -> StagedText:
+    """``text`` written under a temporary name beside ``path`` (checked as ``check_output_file`` checks it), with
+    its mark for ``command``; a failed write is one SdcError naming ``path`` and leaves nothing behind."""
+    path = check_output_file(path, command)
+    staged = StagedText(path, [])
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        staged._staged.append(tmp)
+        try:
+            _write_all(fd, text.encode("utf-8"))
         finally:
             os.close(fd)
+        if command is not None:
+            staged._staged.append(_stage_mark(Path(tmp), path, command))
+    except BaseException as exc:
+        staged.discard()
+        failure = write_failure(exc, path)
+        if failure is not None:
+            raise failure from None
+        raise
+    return staged
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -199,12 +245,21 @@ def _write_all(fd: int, data: bytes) -> None:
 def check_not_an_input(out, *inputs, flag: str = "--out") -> None:
     """Refuses an output path (given as ``flag``) that is one of the command's input files: sdc never writes
     over what it reads."""
-    target = Path(out).resolve()
     for given in inputs:
-        if given is not None and (Path(given).resolve() == target
-                                  or (target.exists() and Path(given).exists() and os.path.samefile(given, target))):
+        if given is not None and same_file(out, given):
             raise SdcError(f"{flag} {out} is the input file {given}: give another file (sdc never writes over what "
                            "it reads)")
+
+
+def same_file(a, b) -> bool:
+    """One path however spelt (``..``, symbolic links), or one file by two names (a hard link); neither needs to
+    exist."""
+    if Path(a).resolve() == Path(b).resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
 
 
 def csv_field(value) -> str:

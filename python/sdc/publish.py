@@ -65,7 +65,7 @@ from .conventions import (
 )
 from .database import connect, first_line, is_numeric_type
 from .errors import SdcError
-from .files import disk_full
+from .files import check_not_an_input, check_output_file, disk_full, same_file, stage_text
 from .quoting import quote_identifier, quote_literal
 from .release.audit import audit_release
 from .release.averaging import check_floor
@@ -77,6 +77,7 @@ PUBLISHABLE_RESOURCES = ("model", "seed", "snapshot")
 INDEX_COLUMNS = ("name", "relation", "dbt_node", "kind")
 TEMP_PREFIX = ".sdc-publish-"
 MARKER_WRITER = "sdc publish"
+AUDIT_JSON_WRITER = "sdc publish --audit-json"  # the mark of the audit file (files.written_by)
 # a relation's file name in the Parquet folder: letters, digits, _ - . ; not starting with a dot
 MAX_FILE_NAME = 200
 
@@ -104,6 +105,7 @@ def publish(
     manifest: str | Path | None = None,
     report: dict | None = None,
     min_standard_error: float = MIN_STANDARD_ERROR,
+    audit_json: str | Path | None = None,
 ) -> list[str]:
     """Copy every relation the dbt manifest tags ``sdc_publish`` from ``db`` into ``out`` (schema main) and,
     with ``parquet_dir``, into one Parquet file each; returns the published names.
@@ -113,7 +115,9 @@ def publish(
     (python/sdc/release/); the audit's figures go into the publication (table sdc_publication.release_audit,
     JSON) and, given ``report``, into that dict. ``min_standard_error``: the floor under the standard error of
     any count with records that a reader estimates from all CKM count tables of the release (averaging their
-    noise, python/sdc/release/averaging.py)."""
+    noise, python/sdc/release/averaging.py). With ``audit_json``, the audit is also written to that file (JSON),
+    checked before the work and written before the publication is renamed into place, so a refused path or a
+    failed write leaves the earlier publication as it was."""
     db, out = Path(db), Path(out)
     if not db.is_file():
         raise SdcError(f"warehouse database not found: {db}")
@@ -122,6 +126,7 @@ def publish(
     folder = Path(parquet_dir) if parquet_dir is not None else None
     previous = _check_parquet_folder(folder) if folder is not None else None
     manifest_path = Path(manifest) if manifest is not None else Path(project_dir or ".") / "target" / "manifest.json"
+    audit_file = _check_audit_json(Path(audit_json), db, out, folder, manifest_path) if audit_json is not None else None
     manifest_data = _read_manifest(manifest_path, given=manifest is not None)
     marked = _marked_relations(manifest_data, manifest_path)
     _check_last_run(manifest_path.with_name("run_results.json"))
@@ -130,6 +135,7 @@ def publish(
 
     con = _open_warehouse(db)
     tmp_dirs: list[Path] = []
+    staged_audit = None
     created_folder = False
     writing = out  # what a full disk stops, named in the message: the publication file, then the Parquet folder
     try:
@@ -163,6 +169,9 @@ def publish(
         _write_audit(con, alias, audit)
         if report is not None:
             report.update(audit)
+        if audit_file is not None:  # complete before anything is renamed into place
+            writing = audit_file
+            staged_audit = stage_text(audit_file, json.dumps(audit, indent=2, sort_keys=True) + "\n", AUDIT_JSON_WRITER)
         parquet_tmp = None
         if folder is not None:
             if not folder.exists():
@@ -182,8 +191,12 @@ def publish(
         os.replace(new_db, out)
         if folder is not None:
             _replace_parquet(folder, parquet_tmp, previous, [f"{m.name}.parquet" for m in marked])
+        if staged_audit is not None:
+            staged_audit.commit()
     except BaseException as exc:
         con.close()
+        if staged_audit is not None:
+            staged_audit.discard()
         for tmp in tmp_dirs:
             shutil.rmtree(tmp, ignore_errors=True)
         if created_folder:
@@ -222,6 +235,23 @@ def _check_out(out: Path, db: Path) -> None:
     if wal.exists():
         raise SdcError(f"{wal} exists: the publication was opened for writing since sdc wrote it; "
                        "refusing to replace it (remove both files or give a new --out)")
+
+
+def _check_audit_json(path: Path, db: Path, out: Path, folder: Path | None, manifest: Path) -> Path:
+    """``--audit-json`` may be written: a file of its own, not a symbolic link (as --out), none of the files sdc
+    publish reads (warehouse, manifest, run results) or writes (the publication, the Parquet folder's files), and
+    new or an earlier audit file of sdc publish."""
+    if path.is_symlink():
+        raise SdcError(f"--audit-json {path} is a symbolic link (to {os.readlink(path)}); give the path of a file of "
+                       "its own")
+    check_not_an_input(path, db, manifest, manifest.with_name("run_results.json"), flag="--audit-json")
+    if same_file(path, out):
+        raise SdcError(f"--audit-json {path} is the publication (--out {out}): give two files")
+    if folder is not None and (same_file(path, folder) or (same_file(path.parent, folder) and (
+            path.name == PARQUET_MARKER_FILE or path.name.endswith(".parquet")))):
+        raise SdcError(f"--audit-json {path} is the Parquet folder --parquet {folder} or a file sdc publish writes "
+                       "there: give another file")
+    return check_output_file(path, AUDIT_JSON_WRITER)
 
 
 def _is_publication(path: Path) -> bool:

@@ -18,10 +18,10 @@ So a relation is judged by what it is and what it reads in the warehouse:
 
 Across the release: every CKM table was built with one ptable of each kind (counts, magnitudes) and one set
 of magnitude parameters (a second ptable gives a cell a second noisy value: averaging them narrows the
-original), and no population is published both by the CKM and by cell suppression (the suppression table
-shows the true value of cells the CKM perturbs, and the CKM a value for cells suppression hides). Two tables
-publish one population and variable when they read the same source table and their grand totals (largest
-original) are equal.
+original; the count ptable of a ckm_sum is its zero_with_counts=, whose zeros must be those of the count
+tables). That no population and variable is published both by the CKM and by cell suppression is the release
+audit's (python/sdc/release/audit.py), which compares the verified cells themselves; the earlier comparison of
+grand totals here is gone (macros/grant_published.sql keeps it for PostgreSQL, where there is no audit).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from .conventions import (
     SUPPRESSION_PATTERN_COLUMNS,
 )
 from .errors import SdcError
-from .quoting import quote_identifier
 
 
 @dataclass(frozen=True)
@@ -63,10 +62,9 @@ class Rel:
 
 @dataclass
 class Verdict:
-    """A relation found publishable, and the CKM audit relations and suppression patterns behind it."""
+    """A relation found publishable, and the CKM audit relations behind it."""
 
     ckm_audits: set = field(default_factory=set)
-    patterns: set = field(default_factory=set)
 
 
 class Warehouse:
@@ -141,6 +139,21 @@ def sql_reads(sql: str, dialect: str = "duckdb") -> list[tuple[str | None, str |
     return found
 
 
+def resolve_reads(warehouse: Warehouse, rel: Rel, sql: str) -> list[Rel]:
+    """The relations of the warehouse that ``sql``, the SQL of ``rel``, reads (each once, as first named; unqualified
+    names in the schema of ``rel``, then in main). SdcError (the reason, for the caller to name the path) where the
+    SQL cannot be parsed, reads a table function or file, or names no relation of the warehouse."""
+    found: dict[tuple, Rel] = {}
+    for catalog, schema, name in sql_reads(sql):
+        parent = warehouse.find(catalog, schema, name, rel)
+        if parent is None:
+            shown = ".".join(p for p in (catalog, schema, name) if p)
+            raise SdcError(f"reads {shown!r}, which is no relation of the warehouse (a file, or a relation of another "
+                           "database)")
+        found.setdefault(parent.key, parent)
+    return list(found.values())
+
+
 class Gate:
     """Judges the relations of one release (see the module's text)."""
 
@@ -206,11 +219,9 @@ class Gate:
                 if missing or parent.schema.lower() == RAW_SCHEMA:
                     raise self._refuse(here, "is read by suppression_published but is no suppression pattern "
                                              f"(no column {missing[0] if missing else 'status'})")
-                verdict.patterns.add(parent)
             else:  # ckm_mean: a quotient of two protected relations
                 found = self._verify(parent, here, visiting)
                 verdict.ckm_audits |= found.ckm_audits
-                verdict.patterns |= found.patterns
         return verdict
 
     def _own_relation(self, rel: Rel, record: dict | None, path: list[str], visiting: set) -> Verdict:
@@ -230,7 +241,6 @@ class Gate:
         for parent in self._reads_in_warehouse(rel, sql, path):
             found = self._verify(parent, path + [parent.label], visiting)
             verdict.ckm_audits |= found.ckm_audits
-            verdict.patterns |= found.patterns
         return verdict
 
     def _reads_in_warehouse(self, rel: Rel, sql: str, path: list[str]) -> list[Rel]:
@@ -239,18 +249,9 @@ class Gate:
 
     def _resolved_reads(self, rel: Rel, sql: str, path: list[str]) -> list[tuple]:
         try:
-            names = sql_reads(sql)
+            return [found.key for found in resolve_reads(self.wh, rel, sql)]
         except SdcError as exc:
             raise self._refuse(path, str(exc)) from None
-        keys = []
-        for catalog, schema, name in names:
-            found = self.wh.find(catalog, schema, name, rel)
-            if found is None:
-                shown = ".".join(p for p in (catalog, schema, name) if p)
-                raise self._refuse(path, f"reads {shown!r}, which is no relation of the warehouse (a file, or a "
-                                         "relation of another database)")
-            keys.append(found.key)
-        return keys
 
     @staticmethod
     def _refuse(path: list[str], why: str) -> SdcError:
@@ -259,59 +260,50 @@ class Gate:
 
     # ------------------------------------------------------------------ the release
     def check_release(self) -> None:
-        """One ptable per kind and one set of magnitude parameters behind every CKM table; no population and
-        variable published by both the CKM and cell suppression."""
+        """One ptable per kind and one set of magnitude parameters behind every CKM table. (A population and
+        variable published by both the CKM and cell suppression is refused by the release audit,
+        release/audit.py _check_two_methods, cell by cell after verification.)"""
         audits = sorted({a for v in self.verdicts.values() for a in v.ckm_audits}, key=lambda r: r.key)
-        patterns = sorted({p for v in self.verdicts.values() for p in v.patterns}, key=lambda r: r.key)
-        used: dict[tuple[str, str], list[str]] = {}
+        used: dict[tuple[str, str], list[tuple[str, Rel]]] = {}
         for audit in audits:
             record = self.wh.record(audit) or {}
             for kind, digest in sorted((record.get("ptables") or {}).items()):
-                used.setdefault(("ptable", kind), []).append((digest, audit.label))
+                used.setdefault(("ptable", kind), []).append((digest, audit))
             if record.get("params_md5"):
-                used.setdefault(("params", "magnitude"), []).append((record["params_md5"], audit.label))
+                used.setdefault(("params", "magnitude"), []).append((record["params_md5"], audit))
         for (what, kind), seen in sorted(used.items()):
-            digests = {d for d, _ in seen}
-            if len(digests) > 1:
-                first = {}
-                for d, label in seen:
-                    first.setdefault(d, label)
-                a, b = list(first.values())[:2]
+            first: dict[str, Rel] = {}
+            for d, audit in seen:
+                first.setdefault(d, audit)
+            if len(first) > 1:
+                if what == "ptable" and kind == "count":
+                    self._check_zero_with_counts(seen)
+                a, b = (audit.label for audit in list(first.values())[:2])
                 thing = f"{kind} ptable" if what == "ptable" else "magnitude parameters"
                 raise SdcError(f"the release mixes two {thing}: {a} and {b} were built with different ones, so a "
                                "cell can be published with two noisy values (averaging them narrows the original); "
                                f"build every CKM table with one {thing} (dbt build after changing it)")
-        self._check_one_method_per_population(audits, patterns)
 
-    def _check_one_method_per_population(self, audits: list[Rel], patterns: list[Rel]) -> None:
-        for pattern in patterns:
-            pattern_columns = {c.lower(): c for c in self.wh.columns(pattern)}
-            for audit in audits:
-                if not self._may_share_source(audit, pattern):
-                    continue
-                audit_columns = {c.lower(): c for c in self.wh.columns(audit)}
-                pairs = [("original", "freq"), ("original_value", "value"), ("original_weighted_count", "value")]
-                for ckm_column, supp_column in pairs:
-                    if ckm_column not in audit_columns or supp_column not in pattern_columns:
-                        continue
-                    ckm_total = self._largest(audit, audit_columns[ckm_column])
-                    supp_total = self._largest(pattern, pattern_columns[supp_column])
-                    if ckm_total is not None and ckm_total > 0 and supp_total is not None \
-                            and abs(ckm_total - supp_total) <= 1e-9 * max(1.0, abs(ckm_total)):
-                        raise SdcError(
-                            f"{audit.label} (Cell Key Method) and {pattern.label} (cell suppression) hold the same "
-                            f"population and variable (both have the grand total {ckm_total:.12g}): published side by "
-                            "side, the suppression table shows the true value of cells the CKM perturbs (their noise "
-                            "is revealed) and the CKM a value for cells suppression hides. One value per cell in a "
-                            "release: publish this table by one method only (take the other out of the sdc_publish tag)")
+    def _check_zero_with_counts(self, seen: list[tuple[str, Rel]]) -> None:
+        """Count ptables (md5 of their rows, audit relation) that differ where one is a ckm_sum's zero_with_counts=
+        and the other a count table's: the magnitudes are 0 where another count table than the release's publishes
+        a count of 0, so the release's zeros do not agree."""
+        records = {audit: self.wh.record(audit) or {} for _, audit in seen}
 
-    def _may_share_source(self, a: Rel, b: Rel) -> bool:
-        """False only where both build records name their loads and the source tables differ."""
-        loads = [set(((self.wh.record(r) or {}).get("loads") or {}).keys()) for r in (a, b)]
-        return not (loads[0] and loads[1]) or bool(loads[0] & loads[1])
+        def ptable(audit: Rel, argument: str) -> str:
+            named = (records[audit].get("call") or {}).get(argument)
+            if isinstance(named, dict):
+                return ".".join(str(named[k]) for k in ("schema", "name") if named.get(k))
+            return str(named)
 
-    def _largest(self, rel: Rel, column: str) -> float | None:
-        row = self.wh.con.execute(
-            f"select max(cast({quote_identifier(column)} as double)) from "
-            f"{quote_identifier(rel.database)}.{quote_identifier(rel.schema)}.{quote_identifier(rel.name)}").fetchone()
-        return None if row is None or row[0] is None else float(row[0])
+        for digest, magnitude in seen:
+            if records[magnitude].get("step") != "ckm_sum":
+                continue
+            for other, count in seen:
+                if other != digest and records[count].get("step") != "ckm_sum":
+                    raise SdcError(
+                        f"{magnitude.label} was built with ckm_sum(zero_with_counts={ptable(magnitude, 'zero_with_counts')}), "
+                        f"but {count.label} counts with the ptable {ptable(count, 'ptable')}, whose rows differ: the "
+                        "magnitudes published as 0 are not those of the cells whose count is published as 0, so the "
+                        "release tells a false zero from an empty cell; give zero_with_counts= the count ptable of "
+                        "ckm_count (dbt build after changing it)")

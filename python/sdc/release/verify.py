@@ -52,7 +52,7 @@ from ..errors import SdcError
 from ..macro_renderer import Relation, RememberedQueries, render_macro, sql_errors
 from ..quoting import quote_identifier as q
 from ..quoting import quote_literal
-from ..release_gate import Rel, Warehouse, sql_reads
+from ..release_gate import Rel, Warehouse, resolve_reads
 
 # built-in functions that read state outside the query's relations: refused in SQL that sdc runs
 STATE_FUNCTIONS: tuple[str, ...] = ("getvariable", "current_setting", "getenv")
@@ -380,18 +380,9 @@ class Verifier:
 
     def _checked_reads(self, rel: Rel, sql: str, path: list[str]) -> list[Rel]:
         try:
-            names = sql_reads(sql)
+            return resolve_reads(self.wh, rel, sql)
         except SdcError as exc:
             raise refuse(path, str(exc)) from None
-        found = []
-        for catalog, schema, name in names:
-            parent = self.wh.find(catalog, schema, name, rel)
-            if parent is None:
-                shown = ".".join(p for p in (catalog, schema, name) if p)
-                raise refuse(path, f"reads {shown!r}, which is no relation of the warehouse")
-            if parent.key not in {p.key for p in found}:
-                found.append(parent)
-        return found
 
     # ------------------------------------------------------------------------------------------ comparing
     def _compare(self, rel: Rel, expected_sql: str, path: list[str], what: str) -> None:

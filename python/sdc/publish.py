@@ -125,11 +125,9 @@ def publish(
     _check_out(out, db)
     folder = Path(parquet_dir) if parquet_dir is not None else None
     previous = _check_parquet_folder(folder) if folder is not None else None
-    manifest_path = Path(manifest) if manifest is not None else Path(project_dir or ".") / "target" / "manifest.json"
+    manifest_path = manifest_location(project_dir, manifest)
     audit_file = _check_audit_json(Path(audit_json), db, out, folder, manifest_path) if audit_json is not None else None
-    manifest_data = _read_manifest(manifest_path, given=manifest is not None)
-    marked = _marked_relations(manifest_data, manifest_path)
-    _check_last_run(manifest_path.with_name("run_results.json"))
+    manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
     if folder is not None:
         _check_file_names(marked, folder, previous, out)
 
@@ -139,33 +137,15 @@ def publish(
     created_folder = False
     writing = out  # what a full disk stops, named in the message: the publication file, then the Parquet folder
     try:
-        _check_catalog(con, marked, db, manifest_path)
-        kinds = {m: _find_relation(con, m, db) for m in marked}
-        _check_leftovers(con, marked)
-        _check_one_build(con, manifest_data, marked, kinds)
-        verifier, rels = _check_what_each_reads(con, manifest_data, marked)
-        paths = {m: [f"{rels[m].label} ({m.node_id})"] for m in marked}
-        contents = {m: verifier.content(rels[m], paths[m]) for m in marked}
-        columns = {m: _publishable_columns(con, m) for m in marked}
+        release = check_release(con, manifest_data, marked, str(db), manifest_path)
         tmp_dirs.append(Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent)))
         new_db = tmp_dirs[0] / "publication.duckdb"
         alias = f"sdc_publication_{uuid.uuid4().hex}"
         _execute(con, f"attach {quote_literal(new_db)} as {quote_identifier(alias)} "
                       f"(read_write, storage_version {quote_literal(PUBLICATION_STORAGE_VERSION)})", f"cannot write {out}")
-        for m in marked:
-            _copy(con, alias, m, columns[m], contents[m])
-            values = _check_published_text(con, alias, m)
-            _check_unique_cells(con, alias, m, values)
-        _write_index(con, alias, marked, kinds)
-        verifier.plan([rels[m] for m in marked])  # the tables of one source are recomputed from one pass
-        for m in marked:  # last: the other checks name the simpler mistakes first
-            verifier.verify(rels[m], paths[m])
-        audit = audit_release(verifier, list(verifier.verified.values()), min_standard_error)
-        audit["verified"] = sorted(v.rel.label for v in verifier.verified.values())
-        audit["published_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        # the release's quality and its count ptables, for its record and report (release/quality.py)
-        audit["quality"] = release_quality(verifier, list(verifier.verified.values()))
-        audit["ptables"] = release_ptables(verifier, list(verifier.verified.values()))
+        copy_release(con, alias, release)
+        _write_index(con, alias, marked, release.kinds)
+        audit = audit_checked_release(release, min_standard_error)
         _write_audit(con, alias, audit)
         if report is not None:
             report.update(audit)
@@ -213,6 +193,77 @@ def publish(
     for tmp in tmp_dirs:
         shutil.rmtree(tmp, ignore_errors=True)
     return [m.name for m in marked]
+
+
+# ------------------------------------------------------------------------------------------ the release
+@dataclass
+class CheckedRelease:
+    """The tagged relations of one release as the checks of the warehouse found them (check_release): their kind
+    (table, view), the relation and path of each, the SQL that gives what is published of each (the relation, or
+    for a table of one's own its SQL) and its columns, and the verifier that checks their content."""
+
+    marked: list[Marked]
+    kinds: dict
+    verifier: Verifier
+    rels: dict
+    paths: dict
+    contents: dict
+    columns: dict
+
+
+def check_release(con, manifest: dict, marked: list[Marked], where: str, manifest_path: Path) -> CheckedRelease:
+    """The checks of the warehouse ``con`` (``where`` names it in the messages) before anything is copied: the
+    manifest is its own, every tagged relation is there, no build was interrupted or mixed two loads, each reads
+    protected relations only (release_gate.py) and publishes no column that undoes the protection."""
+    _check_catalog(con, marked, where, manifest_path)
+    kinds = {m: _find_relation(con, m, where) for m in marked}
+    _check_leftovers(con, marked)
+    _check_one_build(con, manifest, marked, kinds)
+    verifier, rels = _check_what_each_reads(con, manifest, marked)
+    paths = {m: [f"{rels[m].label} ({m.node_id})"] for m in marked}
+    contents = {m: verifier.content(rels[m], paths[m]) for m in marked}
+    columns = {m: _publishable_columns(con, m) for m in marked}
+    return CheckedRelease(marked, kinds, verifier, rels, paths, contents, columns)
+
+
+def copy_release(con, alias: str, release: CheckedRelease) -> None:
+    """What is published of each tagged relation copied into the database ``alias`` (schema main), each copy
+    checked: no true value of a suppressed cell, no cell twice."""
+    for m in release.marked:
+        _copy(con, alias, m, release.columns[m], release.contents[m])
+        values = _check_published_text(con, alias, m)
+        _check_unique_cells(con, alias, m, values)
+
+
+def audit_checked_release(release: CheckedRelease, min_standard_error: float) -> dict:
+    """Every tagged relation verified against sdc's recomputation from the microdata, then the release audited
+    as a whole (python/sdc/release/); returns the audit's figures with the verified relations."""
+    verifier = release.verifier
+    verifier.plan([release.rels[m] for m in release.marked])  # the tables of one source are recomputed from one pass
+    for m in release.marked:  # last: the other checks name the simpler mistakes first
+        verifier.verify(release.rels[m], release.paths[m])
+    audit = audit_release(verifier, list(verifier.verified.values()), min_standard_error)
+    audit["verified"] = sorted(v.rel.label for v in verifier.verified.values())
+    audit["published_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    # the release's quality and its count ptables, for its record and report (release/quality.py)
+    audit["quality"] = release_quality(verifier, list(verifier.verified.values()))
+    audit["ptables"] = release_ptables(verifier, list(verifier.verified.values()))
+    return audit
+
+
+def manifest_location(project_dir: str | Path | None, manifest: str | Path | None) -> Path:
+    """The manifest: ``manifest``, else ``<project_dir>/target/manifest.json``, else the working directory's."""
+    return Path(manifest) if manifest is not None else Path(project_dir or ".") / "target" / "manifest.json"
+
+
+def read_manifest(project_dir: str | Path | None, manifest: str | Path | None) -> tuple[Path, dict, list[Marked]]:
+    """The manifest (manifest_location), its content and the relations it tags for publication; refuses after a
+    dbt run that did not succeed."""
+    manifest_path = manifest_location(project_dir, manifest)
+    manifest_data = _read_manifest(manifest_path, given=manifest is not None)
+    marked = _marked_relations(manifest_data, manifest_path)
+    _check_last_run(manifest_path.with_name("run_results.json"))
+    return manifest_path, manifest_data, marked
 
 
 # ------------------------------------------------------------------------------------------ outputs
@@ -495,7 +546,7 @@ def _open_warehouse(db: Path) -> duckdb.DuckDBPyConnection:
     return connect(db, read_only=True, what="the warehouse")
 
 
-def _check_catalog(con, marked: list[Marked], db: Path, manifest_path: Path) -> None:
+def _check_catalog(con, marked: list[Marked], db: str, manifest_path: Path) -> None:
     catalog = con.execute("select current_database()").fetchone()[0]
     for m in marked:
         if m.database is not None and m.database.lower() != catalog.lower():
@@ -503,7 +554,7 @@ def _check_catalog(con, marked: list[Marked], db: Path, manifest_path: Path) -> 
                            f"{m.node_id}), but {db} is warehouse {catalog!r}: run dbt build against {db} or give its manifest")
 
 
-def _find_relation(con, m: Marked, db: Path) -> str:
+def _find_relation(con, m: Marked, db: str) -> str:
     rows = con.execute(
         "select table_type from information_schema.tables where table_catalog = current_database() "
         "and lower(table_schema) = lower(?) and lower(table_name) = lower(?)", [m.schema, m.name]).fetchall()

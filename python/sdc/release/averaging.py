@@ -322,9 +322,11 @@ def _count_table(verifier, item) -> CountTable:
         f"select i, sum(cast(p_int_ub - p_int_lb as double) * v * v) - power(sum(cast(p_int_ub - p_int_lb as "
         f"double) * v), 2) from {ptable} group by i").fetchall())
     cells = []
+    # in the order of their codes: the audit's figures (which cell of equal standard errors it names) do not
+    # depend on the order in which the engine returns the rows
     for *codes, original, row, count in con.execute(
             f"select {', '.join(f'cast({q(d)} as varchar)' for d in dims)}, original, ptable_row, count "
-            f"from {item.audit}").fetchall():
+            f"from {item.audit} order by all").fetchall():
         variance = None
         if count is not None and original:
             variance = variances.get(row)

@@ -237,8 +237,8 @@ def test_averaged_noise_below_the_floor_is_refused_and_the_publication_withdrawn
     assert publish_target(release, "--audit-json", str(audit)) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0] == (f"audited the 6 relations that grant_published copied into schema {PUBLICATION} of target pg "
-                        "(by_age, income, kept, men, men_suppressed, persons)"), out
+    assert lines[0] == ("audited the 6 relations tagged sdc_publish in target pg (by_age, income, kept, men, "
+                        f"men_suppressed, persons), as grant_published published them in schema {PUBLICATION}"), out
     assert lines[1].startswith("verified 6 relations against sdc's recomputation from the microdata; release audit "
                                "passed (published zeros, two methods over one population: "), out
     assert "  pga_protected.by_age (ckm counts): 12 cells, 0 published as 0, 0 suppressed" in lines

@@ -10,7 +10,13 @@ import threading
 from pathlib import Path
 
 from . import __version__
-from .conventions import DEFAULT_KEY_MODULUS, MIN_STANDARD_ERROR, NUMS_PTABLE_TYPES, WEIGHTED_COUNT_METHODS
+from .conventions import (
+    DEFAULT_KEY_MODULUS,
+    MIN_STANDARD_ERROR,
+    NUMS_PTABLE_TYPES,
+    RELEASE_AUDIT_TABLE,
+    WEIGHTED_COUNT_METHODS,
+)
 from .errors import SdcError
 from .ptable.params import PTableParams
 from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, is_magnitude_ptable, read_ptable, write_ptable
@@ -319,11 +325,16 @@ def _parser() -> argparse.ArgumentParser:
         description="Copies every model, view, seed and snapshot the dbt manifest tags sdc_publish (views as tables) "
         "into a new DuckDB file that clients from DuckDB 1.0.0 on read. Refuses raw microdata (a path to a dbt source "
         "without sdc.ckm_count, sdc.ckm_published or sdc.suppression_published), record keys, audit columns and "
-        "the values of suppressed cells. Replaces only what an earlier sdc publish wrote; a failed run changes nothing.",
+        "the values of suppressed cells. Replaces only what an earlier sdc publish wrote; a failed run changes nothing. "
+        "With --target (PostgreSQL, where grant_published publishes) it runs the same verification and release audit "
+        "on the release grant_published published, and writes the audit there or withdraws the release.",
     )
-    pub.add_argument("--db", required=True, help="warehouse DuckDB file (opened read-only)")
-    pub.add_argument("--out", required=True,
-                     help="publication DuckDB file: new, or one sdc publish wrote (then replaced)")
+    warehouse = pub.add_mutually_exclusive_group(required=True)
+    warehouse.add_argument("--db", help="warehouse DuckDB file (opened read-only)")
+    warehouse.add_argument("--target", help="or the PostgreSQL warehouse of this dbt target: audit the release that "
+                           "grant_published published there (run after dbt build); the audit is written into the "
+                           "publication schema, a refused release is withdrawn (that schema dropped)")
+    pub.add_argument("--out", help="publication DuckDB file (with --db): new, or one sdc publish wrote (then replaced)")
     pub.add_argument("--parquet", metavar="DIR",
                      help="folder for one Parquet file per relation: new, empty, or one sdc publish wrote to "
                      "(only its own files, listed in _sdc_publication.json, are replaced)")
@@ -338,6 +349,14 @@ def _parser() -> argparse.ArgumentParser:
     pub.add_argument("--audit-json", metavar="FILE",
                      help="also write the release audit (per table and release: verification, zeros, two methods, "
                      "linked suppression, averaging) as JSON to this file (new, or one sdc publish wrote)")
+    on_target = pub.add_argument_group("with --target")
+    on_target.add_argument("--profile", help="the dbt profile (the name in profiles.yml; default: profile: in the dbt "
+                           "project's dbt_project.yml, the project of --project-dir or found as dbt finds it)")
+    on_target.add_argument("--profiles-dir", help="folder of profiles.yml (default as dbt: $DBT_PROFILES_DIR, else the "
+                           "working directory if it holds profiles.yml, else ~/.dbt)")
+    on_target.add_argument("--publication-schema", metavar="SCHEMA",
+                           help="the schema grant_published publishes to (default: var sdc_publication_schema of the "
+                           "project's dbt_project.yml, else sdc_publication)")
     pub.set_defaults(run=_run_publish)
 
     rep = commands.add_parser(
@@ -642,10 +661,61 @@ def _run_report(args: argparse.Namespace) -> int:
 def _run_publish(args: argparse.Namespace) -> int:
     from .publish import publish
 
+    if args.target is not None:
+        return _run_publish_target(args)
+    if args.out is None:
+        raise SdcError("--out is required with --db (the publication DuckDB file to write)")
+    for name in ("profile", "profiles_dir", "publication_schema"):
+        if getattr(args, name) is not None:
+            raise SdcError(f"--{name.replace('_', '-')} belongs to --target (a PostgreSQL warehouse); --db publishes "
+                           "a DuckDB warehouse into --out")
     report: dict = {}
     tables = publish(args.db, args.out, args.parquet, project_dir=args.project_dir, manifest=args.manifest,
                      report=report, min_standard_error=args.min_standard_error, audit_json=args.audit_json)
     print(f"published {len(tables)} relations to {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
+    _print_release_audit(report)
+    if args.audit_json:  # written by publish() with the publication
+        print(f"wrote the release audit to {args.audit_json}")
+    return 0
+
+
+def _run_publish_target(args: argparse.Namespace) -> int:
+    """sdc publish --target: the release audit on a PostgreSQL warehouse (python/sdc/target_publish.py)."""
+    from .files import check_not_an_input, check_output_file
+    from .profiles import find_profile
+    from .target_publish import publish_target
+
+    if args.out is not None or args.parquet is not None:
+        raise SdcError("--out and --parquet write the publication file of sdc publish --db (a DuckDB warehouse); on "
+                       "PostgreSQL grant_published publishes the release and --target audits it")
+    if args.audit_json:  # checked before the work: a file of its own, none that sdc publish reads
+        from .publish import AUDIT_JSON_WRITER, manifest_location
+
+        if Path(args.audit_json).is_symlink():
+            raise SdcError(f"--audit-json {args.audit_json} is a symbolic link: give the path of a file of its own")
+        manifest = manifest_location(args.project_dir, args.manifest)
+        check_not_an_input(args.audit_json, manifest, manifest.with_name("run_results.json"), flag="--audit-json")
+        check_output_file(args.audit_json, AUDIT_JSON_WRITER)
+    profiles_dir, profile = find_profile(args.profile, args.project_dir, args.profiles_dir)
+    report: dict = {}
+    done = publish_target(profiles_dir, profile, args.target, project_dir=args.project_dir, manifest=args.manifest,
+                          report=report, min_standard_error=args.min_standard_error,
+                          publication_schema=args.publication_schema)
+    print(f"audited the {len(done.names)} relations tagged sdc_publish in {done.target} ({', '.join(done.names)})"
+          + (f", as grant_published published them in schema {done.schema}" if done.published else ""))
+    _print_release_audit(report)
+    if done.written:
+        print(f"wrote the release audit to {done.schema}.{RELEASE_AUDIT_TABLE}"
+              + (f" (read by {', '.join(done.readers)})" if done.readers else ""))
+    else:
+        print(f"the release audit is not written to the database: {done.why_not}")
+    if args.audit_json:
+        _write_audit_json(args.audit_json, report)
+    return 0
+
+
+def _print_release_audit(report: dict) -> None:
+    """The summary of the release audit that sdc publish prints (--db and --target alike)."""
     linked = report.get("linked_suppression") or {}
     print(f"verified {len(report['verified'])} relations against sdc's recomputation from the microdata; release "
           f"audit passed (published zeros, two methods over one population: {report['cells_compared_across_methods']} "
@@ -659,9 +729,16 @@ def _run_publish(args: argparse.Namespace) -> int:
         print(f"averaging CKM noise: the smallest standard error of a count with records is "
               f"{averaging['smallest_standard_error']:.3g} ({averaging['method']}), {averaging['cell']}; floor "
               f"{averaging['min_standard_error']:g}")
-    if args.audit_json:  # written by publish() with the publication
-        print(f"wrote the release audit to {args.audit_json}")
-    return 0
+
+
+def _write_audit_json(path, report: dict) -> None:
+    import json
+
+    from .files import write_text_atomically
+    from .publish import AUDIT_JSON_WRITER
+
+    write_text_atomically(Path(path), json.dumps(report, indent=2, sort_keys=True) + "\n", command=AUDIT_JSON_WRITER)
+    print(f"wrote the release audit to {path}")
 
 
 def _run_demo_generate(args: argparse.Namespace) -> int:

@@ -23,6 +23,9 @@ It never deletes or overwrites what it did not write: ``--out`` is replaced only
 names beside the targets and renamed at the end, so a failed run leaves the previous publication as it
 was. The file is written in DuckDB storage format ``v1.0.0`` (conventions.PUBLICATION_STORAGE_VERSION),
 which DuckDB clients from 1.0.0 on read.
+
+On PostgreSQL the dbt hook grant_published publishes, and ``sdc publish --target`` runs these checks, the
+verification and the release audit on a replica of the release (python/sdc/target_publish.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,701 @@
+"""`sdc publish --target`: the release audit of sdc publish on a PostgreSQL warehouse.
+
+On PostgreSQL the dbt hook grant_published (macros/grant_published.sql) checks and verifies each tagged relation
+and copies the release into a schema of sdc's own (var sdc_publication_schema, default sdc_publication) that the
+reader roles read. What no single table shows (python/sdc/release/audit.py: published zeros told from empty cells,
+two methods over nearly the same records, linked suppression tables, averaging CKM noise) is audited here, by the
+same Python code as on DuckDB, on a private replica:
+
+* one read-only transaction (repeatable read: one snapshot) copies into a temporary DuckDB file, under the names
+  of the manifest (the DuckDB catalog is named as the PostgreSQL database), every relation that the tagged
+  relations reach: through dbt's lineage, the build records (what each step read, the ptables and hierarchies of
+  its call) and, for views, PostgreSQL's dependencies; each with its build record (the relation's comment), the
+  raw tables among them, the load log, and the tables of the publication schema. A protection step built as a
+  view is copied as a table of its rows (its cells are compared with sdc's recomputation anyway); a view of
+  one's own stays a view, its SQL (pg_get_viewdef) translated to DuckDB's by sqlglot, and so does the SQL of a
+  table of one's own that a step reads as microdata (the manifest's, which sdc runs again). A translation that
+  changes what the SQL gives can only make the recomputation differ from what PostgreSQL published: a refusal;
+* the replica is opened read-only and sdc publish's checks, verification and release audit run on it
+  (publish.check_release, copy_release, audit_checked_release); the publication schema must hold exactly what
+  was audited;
+* the audit passed: its JSON is written into the publication schema as table release_audit (only where
+  grant_published made that schema: its comment is grant_published's marker), readable by the roles that read the
+  schema; refused: that schema is dropped (the release is withdrawn) and the message says so. A schema of that
+  name without the marker is never written and never dropped; nothing else on PostgreSQL is written.
+
+The replica (raw microdata among it) lies in a private scratch folder (mode 0700) that is removed at the end.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from .build_record import build_record_of_comment
+from .conventions import (
+    DBT_LEFTOVER_SUFFIXES,
+    LOAD_LOG_TABLE,
+    MIN_STANDARD_ERROR,
+    PROTECTION_STEPS,
+    PUBLICATION_SCHEMA,
+    RAW_SCHEMA,
+    RELEASE_AUDIT_TABLE,
+)
+from .errors import SdcError
+from .profiles import _read_yaml, _render_values, connect_target, read_target
+from .publish import Marked, audit_checked_release, check_release, copy_release, read_manifest
+from .quoting import quote_identifier as q
+from .quoting import quote_literal
+from .release.averaging import check_floor
+from .scratch import scratch_folder
+
+# the arguments of a recorded call that name relations (as release/verify.py reads them)
+CALL_RELATIONS: tuple[str, ...] = ("hierarchy", "ptable", "nums_ptable", "zero_with_counts")
+# names DuckDB keeps for its own catalogs: a PostgreSQL database of such a name cannot be mirrored under it
+RESERVED_CATALOGS: tuple[str, ...] = ("memory", "temp", "system", "main")
+NOT_MARKED = "was not made by grant_published (its comment is not grant_published's marker)"
+# dates and times as DuckDB reads them back from PostgreSQL's text
+DATESTYLE = "ISO, YMD"
+
+
+@dataclass
+class TargetRelease:
+    """What sdc publish --target did: the tagged relations audited, the publication schema (``published``: one that
+    grant_published made), and whether the audit was written there (else why not), read by which roles."""
+
+    names: list[str]
+    schema: str
+    target: str
+    published: bool = False
+    written: bool = False
+    why_not: str | None = None
+    readers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Publication:
+    """The publication schema as the read transaction saw it."""
+
+    name: str
+    oid: int | None = None  # None: there is none
+    marked: bool = False
+    tables: list[str] = field(default_factory=list)
+    digests: dict = field(default_factory=dict)
+
+
+@dataclass
+class Mirrored:
+    """A relation of the warehouse in the replica: ``kind`` table (its rows copied) or view (its SQL)."""
+
+    oid: int
+    schema: str
+    name: str
+    relkind: str
+    comment: str | None
+    kind: str
+    reads: list = field(default_factory=list)  # (schema, name) it reads: lineage, record, dependencies
+
+
+# ------------------------------------------------------------------------------------------ the command
+def publish_target(profiles_dir, profile: str, target: str | None, *, project_dir=None, manifest=None,
+                   report: dict | None = None, min_standard_error: float = MIN_STANDARD_ERROR,
+                   publication_schema: str | None = None) -> TargetRelease:
+    """Audit the release that grant_published published on the PostgreSQL ``target`` (see the module's text);
+    returns what was audited and written; ``report`` gets the audit's figures."""
+    check_floor(min_standard_error)
+    output = read_target(profiles_dir, profile, target)
+    shown = f"target {target}" if target else f"the default target of profile {profile}"
+    if output["type"] != "postgres":
+        hint = ("publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>"
+                if output["type"] == "duckdb" else
+                "on Spark, dbt run-operation verify_published checks the release's steps in dbt itself")
+        raise SdcError(f"sdc publish --target audits a PostgreSQL warehouse, and {shown} is of type "
+                       f"{output['type']}: {hint}")
+    manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
+    schema = publication_schema or _publication_schema(project_dir)
+    _check_names(manifest_data, marked, schema)
+    marker = publication_marker()
+    result = TargetRelease(sorted(m.name for m in marked), schema, shown)
+    with connect_target(profiles_dir, profile, target) as where:
+        pg = where.connection
+        with scratch_folder("publish") as folder:
+            con = duckdb.connect()
+            try:
+                con.execute(f"set temp_directory = {quote_literal(str(folder))}")
+                try:
+                    translated: dict = {}
+                    publication = _read_release(pg, con, folder, manifest_data, marked, schema, marker, translated)
+                    audit = _audit(con, adapted_manifest(manifest_data, translated), marked, publication,
+                                   f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
+                except _ReadError:
+                    raise
+                except SdcError as exc:
+                    _end(pg)
+                    raise SdcError(f"{exc}; {_withdraw(pg, schema, marker)}") from None
+            finally:
+                con.close()
+        if report is not None:
+            report.update(audit)
+        if publication.oid is None:
+            result.why_not = (f"there is no schema {schema} (grant_published publishes the release there: its "
+                              "on-run-end hook, or dbt run-operation grant_published)")
+        elif not publication.marked:
+            result.why_not = f"the schema {schema} {NOT_MARKED}"
+        else:
+            result.published = True
+            result.readers = _write_audit(pg, publication, marker, audit)
+            result.written = True
+    return result
+
+
+def publication_marker() -> str:
+    """The comment grant_published puts on the publication schema it makes (its macro gate_publication_marker)."""
+    from .macro_renderer import render_macro
+
+    con = duckdb.connect()
+    try:
+        return str(render_macro(con, "gate_publication_marker")).strip()
+    finally:
+        con.close()
+
+
+def _publication_schema(project_dir) -> str:
+    """The var sdc_publication_schema of the dbt project (dbt_project.yml: vars, or vars of the package sdc), as
+    grant_published reads it; else its default."""
+    folder = Path(project_dir) if project_dir is not None else (
+        Path(os.environ["DBT_PROJECT_DIR"]) if os.environ.get("DBT_PROJECT_DIR") else
+        next((f for f in [Path.cwd(), *Path.cwd().parents] if (f / "dbt_project.yml").is_file()), None))
+    path = folder / "dbt_project.yml" if folder is not None else None
+    if path is None or not path.is_file():
+        return PUBLICATION_SCHEMA
+    variables = _read_yaml(path, path.read_text(encoding="utf-8")).get("vars")
+    variables = variables if isinstance(variables, dict) else {}
+    scoped = variables.get("sdc") if isinstance(variables.get("sdc"), dict) else {}
+    value = variables.get("sdc_publication_schema", scoped.get("sdc_publication_schema"))
+    if value is None:
+        return PUBLICATION_SCHEMA
+    value = _render_values(value, path, "vars.sdc_publication_schema")
+    if not isinstance(value, str) or not value.strip():
+        raise SdcError(f"{path}: var sdc_publication_schema is {value!r}, no schema name")
+    return value.strip()
+
+
+def _check_names(manifest: dict, marked: list[Marked], schema: str) -> None:
+    """The publication schema is no schema the project builds into or reads sources from, nor the raw schema
+    (sdc never drops those), and no tagged relation takes the name of the audit's table there."""
+    schemas = {RAW_SCHEMA} | {str(s.get("schema", "")).lower() for s in (manifest.get("sources") or {}).values()}
+    schemas |= {str(n.get("schema", "")).lower() for n in (manifest.get("nodes") or {}).values()
+                if n.get("resource_type") in ("model", "seed", "snapshot")}
+    if schema.lower() in schemas:
+        raise SdcError(f"the publication schema is {schema!r}, which holds raw data or relations dbt builds: "
+                       "grant_published replaces its publication schema each time, and sdc publish --target never "
+                       "writes or drops such a schema; set var sdc_publication_schema (or --publication-schema) to a "
+                       "schema of sdc's own")
+    for m in marked:
+        if m.name.lower() == RELEASE_AUDIT_TABLE:
+            raise SdcError(f"{m.relation} ({m.node_id}) is published as {schema}.{m.name}, the table the release "
+                           "audit is written to: give it another dbt alias")
+
+
+# ------------------------------------------------------------------------------------------ reading PostgreSQL
+def _read_release(pg, con, folder: Path, manifest: dict, marked: list[Marked], schema: str, marker: str,
+                  translated: dict) -> Publication:
+    """Everything the audit reads, copied in one read-only snapshot into the replica (attached to ``con`` under
+    the database's name, read-only); returns the publication schema as that snapshot showed it, and fills
+    ``translated`` (_translate)."""
+    import psycopg2
+
+    pg.set_session(isolation_level="REPEATABLE READ", readonly=True)
+    try:
+        cur = pg.cursor()
+        try:
+            # every name in the views' SQL qualified; numbers and times in the forms DuckDB reads back exactly
+            cur.execute("set local search_path = pg_catalog; set local extra_float_digits = 1; "
+                        f"set local datestyle = {quote_literal(DATESTYLE)}; set local timezone = 'UTC'; "
+                        "set local intervalstyle = 'postgres'; set local bytea_output = 'hex'")
+            cur.execute("select current_database()")
+            (database,) = cur.fetchone()
+            if database.lower() in RESERVED_CATALOGS:
+                raise SdcError(f"sdc publish --target mirrors the database under its name, and {database!r} is a "
+                               "name DuckDB keeps for itself; audit a database of another name")
+            _check_leftovers(cur, marked)
+            publication = _publication(cur, schema, marker)
+            relations = _closure(cur, manifest, marked, database, publication)
+            _build_replica(cur, con, folder, database, manifest, relations, translated)
+        finally:
+            cur.close()
+    except psycopg2.Error as exc:
+        _end(pg)
+        raise _ReadError(f"cannot read the release from the warehouse: {str(exc).strip().splitlines()[0]}; "
+                         "nothing was changed") from None
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot copy the release into sdc's replica of the warehouse: "
+                       f"{str(exc).strip().splitlines()[0]}") from None
+    _end(pg)
+    return publication
+
+
+class _ReadError(SdcError):
+    """The warehouse could not be read (a connection lost, a right missing): no refusal of the release."""
+
+
+def _end(pg) -> None:
+    """End the transaction and leave the connection for writing."""
+    try:
+        pg.rollback()
+        pg.set_session(isolation_level="READ COMMITTED", readonly=False)
+    except Exception:  # a lost connection: nothing to end
+        pass
+
+
+def _check_leftovers(cur, marked: list[Marked]) -> None:
+    """dbt-postgres builds a model as <name>__dbt_tmp and keeps the old one as <name>__dbt_backup until the commit:
+    one beside a tagged relation is a build that was killed half-way (publish.py _check_leftovers)."""
+    schemas = sorted({m.schema for m in marked})
+    cur.execute("select n.nspname || '.' || c.relname, c.relname from pg_catalog.pg_class as c join "
+                "pg_catalog.pg_namespace as n on n.oid = c.relnamespace where n.nspname = any(%s) "
+                "and c.relkind in ('r', 'p', 'v', 'm') order by 1", (schemas,))
+    left = [relation for relation, name in cur.fetchall() if name.lower().endswith(DBT_LEFTOVER_SUFFIXES)]
+    if left:
+        raise SdcError(f"{', '.join(left)} lie beside the tagged relations: a dbt build was interrupted and the "
+                       "warehouse may hold tables of two builds; run dbt build to the end before publishing")
+
+
+def _publication(cur, schema: str, marker: str) -> Publication:
+    cur.execute("select oid, coalesce(pg_catalog.obj_description(oid, 'pg_namespace'), '') from "
+                "pg_catalog.pg_namespace where nspname = %s", (schema,))
+    row = cur.fetchone()
+    found = Publication(schema)
+    if row is None:
+        return found
+    found.oid, found.marked = row[0], row[1] == marker
+    if found.marked:
+        cur.execute("select relname from pg_catalog.pg_class where relnamespace = %s and relkind in ('r', 'p', 'v', 'm') "
+                    "and relname <> %s order by 1", (found.oid, RELEASE_AUDIT_TABLE))
+        found.tables = [name for (name,) in cur.fetchall()]
+        found.digests = _digests(cur, schema, found.tables)
+    return found
+
+
+def _digests(cur, schema: str, tables: list[str]) -> dict:
+    """The md5 of each table's rows (as text, in order): whether it changed between two transactions."""
+    found = {}
+    for table in tables:
+        cur.execute(f"select pg_catalog.md5(coalesce(pg_catalog.string_agg(t::text, E'\\n' order by t::text), '')) "
+                    f"from {q(schema)}.{q(table)} as t")
+        found[table] = cur.fetchone()[0]
+    return found
+
+
+def _relation(cur, schema: str, name: str) -> tuple | None:
+    """(oid, schema, name, relkind, comment) of a relation, its names as PostgreSQL spells them (exactly, else in
+    any letter case when only one matches)."""
+    sql = ("select c.oid, n.nspname, c.relname, c.relkind, pg_catalog.obj_description(c.oid, 'pg_class') from "
+           "pg_catalog.pg_class as c join pg_catalog.pg_namespace as n on n.oid = c.relnamespace "
+           "where c.relkind in ('r', 'p', 'v', 'm', 'f') and ")
+    cur.execute(sql + "n.nspname = %s and c.relname = %s", (schema, name))
+    rows = cur.fetchall()
+    if not rows:
+        cur.execute(sql + "lower(n.nspname) = lower(%s) and lower(c.relname) = lower(%s)", (schema, name))
+        rows = cur.fetchall()
+    return tuple(rows[0]) if len(rows) == 1 else None
+
+
+def _named(item, database: str) -> tuple[str | None, str] | None:
+    """(schema, name) of a relation as a build record names it ({database, schema, name} or 'schema.name');
+    None for one of another database."""
+    if isinstance(item, str):
+        parts = [p.strip().strip('"') for p in item.split(".")]
+        item = {"database": parts[-3] if len(parts) > 2 else None, "schema": parts[-2] if len(parts) > 1 else None,
+                "name": parts[-1]}
+    if not isinstance(item, dict) or not item.get("name"):
+        return None
+    if item.get("database") and str(item["database"]).lower() != database.lower():
+        return None
+    return (str(item["schema"]) if item.get("schema") else None, str(item["name"]))
+
+
+def _record_names(record: dict, database: str) -> list:
+    """The relations a build record names: what its step read, the relations of its call (ptables, hierarchies)
+    and the cell table of a pattern sdc suppress --target wrote."""
+    items = list(record.get("reads") or [])
+    call = record.get("call") if isinstance(record.get("call"), dict) else {}
+    items += [call[name] for name in CALL_RELATIONS if call.get(name) is not None]
+    if isinstance(record.get("cells"), str):
+        items.append(record["cells"])
+    return [found for found in (_named(item, database) for item in items) if found is not None]
+
+
+def _closure(cur, manifest: dict, marked: list[Marked], database: str, publication: Publication) -> list[Mirrored]:
+    """Every relation the tagged ones reach (the module's text), in the order found; the load log, and the
+    tables of a publication schema that grant_published made."""
+    nodes, sources = manifest.get("nodes") or {}, manifest.get("sources") or {}
+    by_name = {}
+    for node in nodes.values():
+        if node.get("resource_type") in ("model", "seed", "snapshot"):
+            by_name[(str(node.get("schema", "")).lower(), str(node.get("alias") or node.get("name")).lower())] = node
+
+    def parents(schema: str, name: str) -> list:
+        found = []
+        node = by_name.get((schema.lower(), name.lower()))
+        for parent in ((node or {}).get("depends_on") or {}).get("nodes") or []:
+            if parent in sources:
+                source = sources[parent]
+                found.append((str(source.get("schema")), str(source.get("identifier") or source.get("name"))))
+            elif parent in nodes and nodes[parent].get("resource_type") in ("model", "seed", "snapshot"):
+                other = nodes[parent]
+                if (other.get("config") or {}).get("materialized") != "ephemeral":
+                    found.append((str(other.get("schema")), str(other.get("alias") or other.get("name"))))
+        return found
+
+    wanted = [(m.schema, m.name) for m in marked] + [(RAW_SCHEMA, LOAD_LOG_TABLE)]
+    wanted += [(publication.name, table) for table in publication.tables]
+    found: dict[int, Mirrored] = {}
+    while wanted:
+        schema, name = wanted.pop(0)
+        row = _relation(cur, schema, name)
+        if row is None or row[0] in found:
+            continue
+        oid, schema, name, relkind, comment = row
+        record = build_record_of_comment(comment) or {}
+        published = schema == publication.name and publication.marked
+        # a view with a step (a protection step built as a view): its rows, compared with the recomputation
+        kind = "view" if relkind == "v" and not record.get("step") and not published else "table"
+        item = Mirrored(oid, schema, name, relkind, comment, kind)
+        found[oid] = item
+        if published:
+            continue
+        reads = parents(schema, name) + [(s or schema, n) for s, n in _record_names(record, database)]
+        if relkind == "v":
+            live = _view_reads(cur, oid)
+            if kind == "table":
+                _check_step_view(cur, item, record, live, database)
+            reads += live
+        item.reads = reads
+        wanted += reads
+    return list(found.values())
+
+
+def _view_reads(cur, oid: int) -> list[tuple[str, str]]:
+    """The relations a view reads, from PostgreSQL's dependencies of its rewrite rule."""
+    cur.execute("select distinct n.nspname, c.relname from pg_catalog.pg_rewrite as r join pg_catalog.pg_depend as d "
+                "on d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.objid = r.oid "
+                "and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass join pg_catalog.pg_class as c "
+                "on c.oid = d.refobjid join pg_catalog.pg_namespace as n on n.oid = c.relnamespace "
+                "where r.ev_class = %s and c.oid <> r.ev_class order by 1, 2", (oid,))
+    return [tuple(row) for row in cur.fetchall()]
+
+
+def _view_functions(cur, oid: int) -> list[str]:
+    """The functions of the database's own (outside pg_catalog) a view calls."""
+    cur.execute("select distinct n.nspname || '.' || p.proname from pg_catalog.pg_rewrite as r join pg_catalog.pg_depend "
+                "as d on d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass and d.objid = r.oid "
+                "and d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass join pg_catalog.pg_proc as p "
+                "on p.oid = d.refobjid join pg_catalog.pg_namespace as n on n.oid = p.pronamespace "
+                "where r.ev_class = %s and n.nspname not in ('pg_catalog', 'information_schema') order by 1", (oid,))
+    return [name for (name,) in cur.fetchall()]
+
+
+def _check_step_view(cur, view: Mirrored, record: dict, live: list, database: str) -> None:
+    """A protection step's view whose SQL in the warehouse reads more than its step read was replaced after the
+    build (release_gate.py checks the same on DuckDB's SQL of the view)."""
+    declared = set()
+    for schema, name in _record_names({"reads": record.get("reads") or []}, database):
+        row = _relation(cur, schema or view.schema, name)
+        if row is not None:
+            declared.add(row[0])
+    extra = []
+    for schema, name in live:
+        row = _relation(cur, schema, name)
+        if row is not None and row[0] not in declared:
+            extra.append(f"{schema}.{name}")
+    if record.get("step") in PROTECTION_STEPS and extra:
+        raise SdcError(f"{view.schema}.{view.name} is a view whose SQL in the warehouse reads {', '.join(extra)} "
+                       f"beside what its step {record['step']} read: the view was replaced after dbt built it")
+
+
+# ------------------------------------------------------------------------------------------ the replica
+def _build_replica(cur, con, folder: Path, database: str, manifest: dict, relations: list[Mirrored],
+                   translated: dict) -> None:
+    """The relations in a DuckDB file attached as ``database`` (then read-only), with their comments (build
+    records); fills ``translated`` with the SQL of the tables of one's own (_translate)."""
+    path = folder / "replica.duckdb"
+    catalog = q(database)
+    con.execute(f"attach {quote_literal(str(path))} as {catalog}")
+    con.execute(f"use {catalog}")
+    for schema in sorted({r.schema for r in relations}):
+        con.execute(f"create schema if not exists {catalog}.{q(schema)}")
+    views = []
+    for item in relations:
+        if item.kind == "view":
+            views.append(item)
+            continue
+        _copy_table(cur, con, folder, catalog, item)
+    _create_views(cur, con, catalog, views)
+    for item in relations:
+        found = _translate(manifest, item)
+        if found is not None:
+            translated[(item.schema.lower(), item.name.lower())] = found
+        if item.comment is not None:
+            what = "view" if item.kind == "view" else "table"
+            con.execute(f"comment on {what} {catalog}.{q(item.schema)}.{q(item.name)} is {quote_literal(item.comment)}")
+    con.execute("use memory")
+    con.execute(f"detach {catalog}")
+    con.execute(f"attach {quote_literal(str(path))} as {catalog} (read_only)")
+    con.execute(f"use {catalog}")
+
+
+def _copy_table(cur, con, folder: Path, catalog: str, item: Mirrored) -> None:
+    """The rows of a relation through a CSV file (PostgreSQL's COPY, DuckDB's read_csv), its columns' types
+    mapped (the load log's loaded_at as PostgreSQL's text, as build_record compares it)."""
+    cur.execute("select a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) from pg_catalog.pg_attribute as a "
+                "where a.attrelid = %s and a.attnum > 0 and not a.attisdropped order by a.attnum", (item.oid,))
+    columns = cur.fetchall()
+    load_log = item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE
+    types = {name: ("VARCHAR" if load_log and pg_type.startswith("timestamp") else duckdb_type(pg_type))
+             for name, pg_type in columns}
+    selected = ", ".join(f"{q(name)}::text" if types[name] == "VARCHAR" and load_log else q(name)
+                         for name, _ in columns)
+    csv = folder / f"copy_{uuid.uuid4().hex}.csv"
+    try:
+        if load_log:  # loaded_at as the dbt session wrote it into the build records: in the server's own DateStyle
+            cur.execute("set local datestyle to default")
+        with csv.open("w", encoding="utf-8") as handle:
+            cur.copy_expert(f"copy (select {selected} from {q(item.schema)}.{q(item.name)}) to stdout "
+                            "with (format csv, header true)", handle)
+        if load_log:
+            cur.execute(f"set local datestyle = {quote_literal(DATESTYLE)}")
+        spec = "{" + ", ".join(f"{quote_literal(c)}: {quote_literal(t)}" for c, t in types.items()) + "}"
+        try:
+            con.execute(f"create table {catalog}.{q(item.schema)}.{q(item.name)} as select * from "
+                        f"read_csv({quote_literal(str(csv))}, header = true, auto_detect = false, columns = {spec}, "
+                        "delim = ',', quote = '\"', escape = '\"', nullstr = '', allow_quoted_nulls = false)")
+        except duckdb.Error as exc:
+            raise SdcError(f"cannot copy {item.schema}.{item.name} into sdc's replica of the warehouse: "
+                           f"{str(exc).strip().splitlines()[0]}") from None
+    finally:
+        csv.unlink(missing_ok=True)
+
+
+def duckdb_type(pg_type: str) -> str:
+    """DuckDB's type for PostgreSQL's (format_type's spelling); text for what has no counterpart."""
+    import re
+
+    kind = pg_type.lower()
+    simple = {"bigint": "BIGINT", "integer": "INTEGER", "smallint": "SMALLINT", "double precision": "DOUBLE",
+              "real": "FLOAT", "boolean": "BOOLEAN", "date": "DATE", "numeric": "DOUBLE", "uuid": "UUID"}
+    if kind in simple:
+        return simple[kind]
+    decimal = re.fullmatch(r"numeric\((\d+),\s*(\d+)\)", kind)
+    if decimal:
+        precision, scale = int(decimal.group(1)), int(decimal.group(2))
+        return f"DECIMAL({precision}, {scale})" if precision <= 38 else "DOUBLE"
+    if re.fullmatch(r"timestamp(\(\d\))? without time zone", kind):
+        return "TIMESTAMP"
+    if re.fullmatch(r"timestamp(\(\d\))? with time zone", kind):
+        return "TIMESTAMP WITH TIME ZONE"
+    return "VARCHAR"
+
+
+def _create_views(cur, con, catalog: str, views: list[Mirrored]) -> None:
+    """The views of one's own, their SQL translated from PostgreSQL's to DuckDB's; a view over another view after
+    it. A view that calls a function of the database's own is refused: what it reads cannot be told."""
+    import sqlglot
+
+    pending = []
+    for view in views:
+        functions = _view_functions(cur, view.oid)
+        if functions:
+            raise SdcError(f"{view.schema}.{view.name} is a view that calls {functions[0]}, a function of the "
+                           "database's own: what it reads cannot be told; use PostgreSQL's built-in functions only")
+        cur.execute("select pg_catalog.pg_get_viewdef(%s, true)", (view.oid,))
+        definition = cur.fetchone()[0]
+        try:
+            (sql,) = sqlglot.transpile(definition.strip().rstrip(";"), read="postgres", write="duckdb")
+        except (sqlglot.errors.SqlglotError, ValueError) as exc:
+            raise SdcError(f"{view.schema}.{view.name} is a view whose SQL sdc cannot read ({str(exc).splitlines()[0]})"
+                           ) from None
+        pending.append((view, sql))
+    while pending:
+        failed = []
+        for view, sql in pending:
+            try:
+                con.execute(f"create view {catalog}.{q(view.schema)}.{q(view.name)} as {sql}")
+            except duckdb.Error as exc:
+                failed.append((view, sql, str(exc).strip().splitlines()[0]))
+        if len(failed) == len(pending):
+            view, _, error = failed[0]
+            raise SdcError(f"{view.schema}.{view.name} is a view whose SQL sdc cannot run in its audit ({error}): "
+                           "publish views over protected relations in SQL that DuckDB reads too")
+        pending = [(view, sql) for view, sql, _ in failed]
+
+
+def _translate(manifest: dict, item: Mirrored) -> tuple[str, str] | None:
+    """For a table of one's own (no step in its record) whose model is SQL: (its SQL in the manifest, that SQL
+    translated from PostgreSQL's to DuckDB's), which sdc runs again on the replica where a step reads the table
+    as microdata; None where sqlglot cannot translate it (the SQL is then run as it is). A table of one's own with
+    a build record that ties it to its SQL (md5) no longer matches the translation and is refused, as
+    grant_published refuses a published table that is no protection step."""
+    import sqlglot
+
+    record = build_record_of_comment(item.comment) or {}
+    node = _node_of(manifest, item.schema, item.name)
+    code = (node or {}).get("compiled_code")
+    if item.kind != "table" or record.get("step") or not isinstance(code, str) or node.get("resource_type") != "model" \
+            or node.get("language", "sql") != "sql":
+        return None
+    try:
+        return code, ";\n".join(sqlglot.transpile(code, read="postgres", write="duckdb"))
+    except (sqlglot.errors.SqlglotError, ValueError):
+        return None
+
+
+def _node_of(manifest: dict, schema: str, name: str) -> dict | None:
+    for node in (manifest.get("nodes") or {}).values():
+        if str(node.get("schema", "")).lower() == schema.lower() and \
+                str(node.get("alias") or node.get("name")).lower() == name.lower():
+            return node
+    return None
+
+
+def adapted_manifest(manifest: dict, translated: dict) -> dict:
+    """The manifest as the replica needs it: the SQL of the tables of one's own translated (_translate); the
+    rest as dbt wrote it (the database of every node is the replica's catalog)."""
+    adapted = copy.deepcopy(manifest)
+    for (schema, name), (_, sql) in translated.items():
+        _node_of(adapted, schema, name)["compiled_code"] = sql
+    return adapted
+
+
+# ------------------------------------------------------------------------------------------ the audit
+def _audit(con, manifest: dict, marked: list[Marked], publication: Publication, where: str, manifest_path: Path,
+           min_standard_error: float) -> dict:
+    """sdc publish's checks, verification and release audit on the replica; the publication schema (one that
+    grant_published made) must hold exactly what they passed."""
+    release = check_release(con, manifest, marked, where, manifest_path)
+    alias = f"sdc_release_{uuid.uuid4().hex}"
+    con.execute(f"attach ':memory:' as {q(alias)}")
+    copy_release(con, alias, release)
+    if publication.marked:
+        try:
+            _check_publication(con, alias, marked, publication)
+        except duckdb.Error as exc:
+            raise SdcError(f"cannot compare the publication schema {publication.name} with the release sdc audited: "
+                           f"{str(exc).strip().splitlines()[0]}") from None
+    return audit_checked_release(release, min_standard_error)
+
+
+def _check_publication(con, alias: str, marked: list[Marked], publication: Publication) -> None:
+    """Every table of the publication is a tagged relation's copy, with the rows sdc checked (copy_release)."""
+    schema = publication.name
+    names = {m.name.lower(): m for m in marked}
+    extra = sorted(t for t in publication.tables if t.lower() not in names)
+    missing = sorted(m.name for m in marked if m.name.lower() not in {t.lower() for t in publication.tables})
+    why = None
+    if extra or missing:
+        why = "; ".join(part for part in (f"it holds {', '.join(extra)}, which the manifest does not tag" if extra else "",
+                                          f"it lacks {', '.join(missing)}" if missing else "") if part)
+    else:
+        for table in publication.tables:
+            m = names[table.lower()]
+            mine = f"{q(alias)}.main.{q(m.name)}"
+            theirs = f"{q(publication.name)}.{q(table)}"
+            have = [c for (c,) in con.execute(f"select column_name from (describe select * from {theirs})").fetchall()]
+            want = [c for (c,) in con.execute(f"select column_name from (describe select * from {mine})").fetchall()]
+            if [c.lower() for c in have] != [c.lower() for c in want]:
+                why = f"{schema}.{table} has the columns {', '.join(have)}, the release {', '.join(want)}"
+                break
+            differs = con.execute(f"select (select count(*) from (select * from {theirs} except all select * from {mine})) "
+                                  f"+ (select count(*) from (select * from {mine} except all select * from {theirs}))"
+                                  ).fetchone()[0]
+            if differs:
+                why = f"{schema}.{table} differs from {m.relation} in {differs} row(s)"
+                break
+    if why:
+        raise SdcError(f"the publication schema {schema} does not hold the release sdc audited: {why} (grant_published "
+                       "copied another build, or its tables were changed since); run dbt build, which publishes the "
+                       "release again, then sdc publish --target")
+
+
+# ------------------------------------------------------------------------------------------ writing PostgreSQL
+def _write_audit(pg, publication: Publication, marker: str, audit: dict) -> list[str]:
+    """The audit as table release_audit of the publication schema, granted to the roles that read that schema, in
+    one transaction; only if the schema is still the one audited (not replaced, its tables unchanged). Returns
+    those roles."""
+    import psycopg2
+
+    schema, table = q(publication.name), f"{q(publication.name)}.{q(RELEASE_AUDIT_TABLE)}"
+    try:
+        with pg.cursor() as cur:
+            if publication.tables:  # held until the commit: grant_published cannot replace them meanwhile
+                cur.execute("lock table " + ", ".join(f"{schema}.{q(t)}" for t in publication.tables) + " in share mode")
+            cur.execute("select oid, coalesce(pg_catalog.obj_description(oid, 'pg_namespace'), '') from "
+                        "pg_catalog.pg_namespace where nspname = %s", (publication.name,))
+            row = cur.fetchone()
+            if row is None or row[0] != publication.oid or row[1] != marker or \
+                    _digests(cur, publication.name, publication.tables) != publication.digests:
+                raise SdcError(f"the publication schema {publication.name} was replaced or changed while sdc audited "
+                               "it (a dbt build ran meanwhile); the audit is not written: run sdc publish --target again")
+            cur.execute("select r.rolname from pg_catalog.pg_namespace as n cross join "
+                        "pg_catalog.aclexplode(n.nspacl) as a left join pg_catalog.pg_roles as r on r.oid = a.grantee "
+                        "where n.oid = %s and a.privilege_type = 'USAGE' and a.grantee <> n.nspowner order by 1",
+                        (publication.oid,))
+            readers = sorted({name or "public" for (name,) in cur.fetchall()})
+            cur.execute(f"drop table if exists {table}")
+            cur.execute(f"create table {table} (report json)")
+            cur.execute(f"insert into {table} values (%s)", (json.dumps(audit, sort_keys=True),))
+            cur.execute(f"comment on table {table} is %s", ("sdc publish --target: the release audit of this "
+                                                             "publication (python/sdc/release/audit.py)",))
+            if readers:
+                cur.execute(f"grant select on {table} to " + ", ".join(r if r == "public" else q(r) for r in readers))
+        pg.commit()
+    except psycopg2.Error as exc:
+        pg.rollback()
+        raise SdcError(f"the release audit passed but cannot be written to {publication.name}."
+                       f"{RELEASE_AUDIT_TABLE}: {str(exc).strip().splitlines()[0]}") from None
+    except BaseException:
+        pg.rollback()
+        raise
+    return readers
+
+
+def _withdraw(pg, schema: str, marker: str) -> str:
+    """Drop the publication schema that grant_published made (its marker; nothing else), in one transaction;
+    returns what was done, for the message."""
+    import psycopg2
+
+    try:
+        with pg.cursor() as cur:
+            cur.execute("select coalesce(pg_catalog.obj_description(oid, 'pg_namespace'), '') from "
+                        "pg_catalog.pg_namespace where nspname = %s", (schema,))
+            row = cur.fetchone()
+            if row is None:
+                pg.rollback()
+                return f"there is no publication schema {schema}: nothing was published to withdraw"
+            if row[0] != marker:
+                pg.rollback()
+                return f"the schema {schema} {NOT_MARKED}: it is left as it is"
+            # grant_published makes tables only: anything else there is someone's own, which a cascade would take
+            cur.execute("select c.relname from pg_catalog.pg_class as c join pg_catalog.pg_namespace as n on "
+                        "n.oid = c.relnamespace where n.nspname = %s and c.relkind not in ('r', 'p') order by 1",
+                        (schema,))
+            others = [name for (name,) in cur.fetchall()]
+            if others:  # the audit of an earlier run, if any, does not stay beside a refused release
+                cur.execute(f"drop table if exists {q(schema)}.{q(RELEASE_AUDIT_TABLE)}")
+                pg.commit()
+                return (f"the schema {schema} holds {', '.join(others)}, which grant_published does not make: it is "
+                        "left as it is (without a release_audit table); drop it to withdraw the refused release")
+            cur.execute(f"drop schema {q(schema)} cascade")
+        pg.commit()
+    except psycopg2.Error as exc:
+        pg.rollback()
+        return (f"the publication schema {schema} could not be dropped ({str(exc).strip().splitlines()[0]}): its "
+                "readers still read the refused release; drop it")
+    return (f"the publication schema {schema} that grant_published made is dropped: the release is withdrawn (fix "
+            "it; the next dbt build publishes it again, then run sdc publish --target)")

@@ -133,7 +133,7 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
                     publication = _read_release(pg, con, folder, manifest_data, marked, schema, marker, translated)
                     audit = _audit(con, adapted_manifest(manifest_data, translated), marked, publication,
                                    f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
-                except _ReadError:
+                except _NotAudited:
                     raise
                 except SdcError as exc:
                     _end(pg)
@@ -222,8 +222,8 @@ def _read_release(pg, con, folder: Path, manifest: dict, marked: list[Marked], s
             cur.execute("select current_database()")
             (database,) = cur.fetchone()
             if database.lower() in RESERVED_CATALOGS:
-                raise SdcError(f"sdc publish --target mirrors the database under its name, and {database!r} is a "
-                               "name DuckDB keeps for itself; audit a database of another name")
+                raise _NotAudited(f"sdc publish --target mirrors the database under its name, and {database!r} is "
+                                  "a name DuckDB keeps for itself: the release cannot be audited; nothing was changed")
             _check_leftovers(cur, marked)
             publication = _publication(cur, schema, marker)
             relations = _closure(cur, manifest, marked, database, publication)
@@ -232,7 +232,7 @@ def _read_release(pg, con, folder: Path, manifest: dict, marked: list[Marked], s
             cur.close()
     except psycopg2.Error as exc:
         _end(pg)
-        raise _ReadError(f"cannot read the release from the warehouse: {str(exc).strip().splitlines()[0]}; "
+        raise _NotAudited(f"cannot read the release from the warehouse: {str(exc).strip().splitlines()[0]}; "
                          "nothing was changed") from None
     except duckdb.Error as exc:
         raise SdcError(f"cannot copy the release into sdc's replica of the warehouse: "
@@ -241,8 +241,9 @@ def _read_release(pg, con, folder: Path, manifest: dict, marked: list[Marked], s
     return publication
 
 
-class _ReadError(SdcError):
-    """The warehouse could not be read (a connection lost, a right missing): no refusal of the release."""
+class _NotAudited(SdcError):
+    """The release could not be read (a connection lost, a right missing, a database name DuckDB keeps for
+    itself): no refusal of the release, nothing is withdrawn."""
 
 
 def _end(pg) -> None:

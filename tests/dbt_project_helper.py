@@ -129,8 +129,9 @@ class ScratchProject:
         # a dbt-spark session is the process's: each run in a process of its own (and every run so, to compare,
         # with SDC_TESTS_DBT_SUBPROCESS=1)
         if self.spark or os.environ.get("SDC_TESTS_DBT_SUBPROCESS"):
+            # the Spark project's whole build takes 3-5 minutes on 2 cores alone, past 10 beside a loaded suite
             return subprocess.run([str(DBT), *args], cwd=self.root, env=self.env(), capture_output=True, text=True,
-                                  timeout=600)
+                                  timeout=1800)
         return dbt_in_process(list(args), self.root, self.env())
 
     def compiled_sql(self, model: str) -> str:

@@ -179,15 +179,23 @@ if __name__ == "__main__":
 
 
 def test_the_spill_folders_of_multiprocessing_workers_are_removed_when_they_end(tmp_path):
+    import shutil
+    import tempfile
+
     script = tmp_path / "workers.py"
     script.write_text(FORKED_WORKER.format(data=str(DATA), ptable=str(PTABLE)))
-    (tmp_path / "tmp").mkdir()
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                            env=dict(os.environ, TMPDIR=str(tmp_path / "tmp")))
-    assert result.returncode == 0, result.stderr
-    names = result.stdout.split()
-    assert names and all(name.startswith("sdc-scratch-session-") for name in names)
-    assert sorted(p.name for p in (tmp_path / "tmp").iterdir() if p.name.startswith("sdc-")) == []
+    # a short TMPDIR: the manager's socket lives there, and a socket's path may hold at most 107 bytes (pytest's
+    # own folders grow past that as its run counter grows)
+    tmp = Path(tempfile.mkdtemp(prefix="sdc-t-", dir="/tmp"))
+    try:
+        result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                                env=dict(os.environ, TMPDIR=str(tmp)))
+        assert result.returncode == 0, result.stderr
+        names = result.stdout.split()
+        assert names and all(name.startswith("sdc-scratch-session-") for name in names)
+        assert sorted(p.name for p in tmp.iterdir() if p.name.startswith("sdc-")) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_a_child_forked_while_another_thread_holds_the_lock_works():

@@ -349,6 +349,12 @@ def _parser() -> argparse.ArgumentParser:
     pub.add_argument("--audit-json", metavar="FILE",
                      help="also write the release audit (per table and release: verification, zeros, two methods, "
                      "linked suppression, averaging) as JSON to this file (new, or one sdc publish wrote)")
+    pub.add_argument("--ledger", metavar="FILE",
+                     help="the ledger of releases (a DuckDB file of sdc's own; default sdc_ledger.duckdb beside the "
+                     "warehouse): this release is checked against the last one there and recorded")
+    pub.add_argument("--accept-parameter-change", action="store_true",
+                     help="publish cells whose records did not change with other values than the last release "
+                     "because their tables' ptable or parameters changed (refused by default; the ledger records it)")
     on_target = pub.add_argument_group("with --target")
     on_target.add_argument("--profile", help="the dbt profile (the name in profiles.yml; default: profile: in the dbt "
                            "project's dbt_project.yml, the project of --project-dir or found as dbt finds it)")
@@ -358,6 +364,24 @@ def _parser() -> argparse.ArgumentParser:
                            help="the schema grant_published publishes to (default: var sdc_publication_schema of the "
                            "project's dbt_project.yml, else sdc_publication)")
     pub.set_defaults(run=_run_publish)
+
+    rel = commands.add_parser(
+        "release", help="the ledger of releases that sdc publish keeps: list them, or the cells two of them differ in",
+        description="sdc publish records each release in a ledger (a DuckDB file beside the warehouse): its time, "
+        "loads, audit and every published cell with a digest of its records and of its table's parameters. "
+        "list: the releases; diff A B: every cell that changed, appeared or disappeared from release A to B, with "
+        "its reason (microdata change, parameter change, re-key).",
+    )
+    rel_commands = rel.add_subparsers(dest="release_command", required=True)
+    for name, text in (("list", "the releases in the ledger"), ("diff", "the cells release A and B differ in")):
+        one = rel_commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        if name == "diff":
+            one.add_argument("a", type=int, help="the earlier release's number")
+            one.add_argument("b", type=int, help="the later release's number")
+        where = one.add_mutually_exclusive_group(required=True)
+        where.add_argument("--ledger", help="the ledger file")
+        where.add_argument("--db", help="or the warehouse DuckDB file, whose ledger lies beside it (sdc_ledger.duckdb)")
+        one.set_defaults(run=_run_release)
 
     rep = commands.add_parser(
         "report", help="write the release report of a publication: one self-contained HTML file",
@@ -666,16 +690,43 @@ def _run_publish(args: argparse.Namespace) -> int:
     if args.out is None:
         raise SdcError("--out is required with --db (the publication DuckDB file to write)")
     for name in ("profile", "profiles_dir", "publication_schema"):
-        if getattr(args, name) is not None:
+        if getattr(args, name, None) is not None:
             raise SdcError(f"--{name.replace('_', '-')} belongs to --target (a PostgreSQL warehouse); --db publishes "
                            "a DuckDB warehouse into --out")
     report: dict = {}
     tables = publish(args.db, args.out, args.parquet, project_dir=args.project_dir, manifest=args.manifest,
-                     report=report, min_standard_error=args.min_standard_error, audit_json=args.audit_json)
+                     report=report, min_standard_error=args.min_standard_error, audit_json=args.audit_json,
+                     ledger=args.ledger, accept_parameter_change=args.accept_parameter_change)
     print(f"published {len(tables)} relations to {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
     _print_release_audit(report)
+    print(f"recorded as release {report['release']} in the ledger {report['ledger']}")
     if args.audit_json:  # written by publish() with the publication
         print(f"wrote the release audit to {args.audit_json}")
+    return 0
+
+
+def _run_release(args: argparse.Namespace) -> int:
+    from .release.ledger import default_ledger, diff_releases, list_releases
+
+    ledger = args.ledger or default_ledger(args.db)
+    if args.release_command == "list":
+        releases = list_releases(ledger)
+        for r in releases:
+            print(f"release {r['release']}: {r['published_at']}, {r['tables']} tables, {r['cells']} cells, "
+                  f"{r['publication']}" + (f", {r['accepted_parameter_changes']} cells changed by accepted parameter "
+                                          "changes" if r["accepted_parameter_changes"] else ""))
+        if not releases:
+            print(f"no release in the ledger {ledger}")
+        return 0
+    changes = diff_releases(ledger, args.a, args.b)
+    counts: dict = {}
+    for c in changes:
+        counts[(c["change"], c["reason"])] = counts.get((c["change"], c["reason"]), 0) + 1
+        shown = ", ".join(f"{k}={v}" for k, v in c["cell"].items())
+        values = lambda v: "-" if v is None else ", ".join(f"{k} {x}" for k, x in v.items())  # noqa: E731
+        print(f"{c['relation']} ({shown}): {c['change']} ({c['reason']}): {values(c['before'])} -> {values(c['now'])}")
+    summary = "; ".join(f"{n} {change} ({reason})" for (change, reason), n in sorted(counts.items()))
+    print(f"release {args.a} -> {args.b}: " + (summary if changes else "no cell changed"))
     return 0
 
 

@@ -72,6 +72,16 @@ from .files import check_not_an_input, check_output_file, disk_full, same_file, 
 from .quoting import quote_identifier, quote_literal
 from .release.audit import audit_release
 from .release.averaging import check_floor
+from .release.ledger import (
+    check_against_last,
+    check_ledger_path,
+    default_ledger,
+    last_release,
+    open_ledger,
+    record_release,
+    release_cells,
+    release_loads,
+)
 from .release.quality import release_ptables, release_quality
 from .release.verify import Verifier
 from .release_gate import Gate, Warehouse
@@ -109,6 +119,8 @@ def publish(
     report: dict | None = None,
     min_standard_error: float = MIN_STANDARD_ERROR,
     audit_json: str | Path | None = None,
+    ledger: str | Path | None = None,
+    accept_parameter_change: bool = False,
 ) -> list[str]:
     """Copy every relation the dbt manifest tags ``sdc_publish`` from ``db`` into ``out`` (schema main) and,
     with ``parquet_dir``, into one Parquet file each; returns the published names.
@@ -120,7 +132,10 @@ def publish(
     any count with records that a reader estimates from all CKM count tables of the release (averaging their
     noise, python/sdc/release/averaging.py). With ``audit_json``, the audit is also written to that file (JSON),
     checked before the work and written before the publication is renamed into place, so a refused path or a
-    failed write leaves the earlier publication as it was."""
+    failed write leaves the earlier publication as it was. Each release is recorded in the ``ledger`` (default
+    sdc_ledger.duckdb beside the warehouse) and checked against the last one there first (release/ledger.py): a
+    cell whose records did not change is not published with another value, unless its table's parameters changed
+    and ``accept_parameter_change``."""
     db, out = Path(db), Path(out)
     if not db.is_file():
         raise SdcError(f"warehouse database not found: {db}")
@@ -130,6 +145,8 @@ def publish(
     previous = _check_parquet_folder(folder) if folder is not None else None
     manifest_path = manifest_location(project_dir, manifest)
     audit_file = _check_audit_json(Path(audit_json), db, out, folder, manifest_path) if audit_json is not None else None
+    ledger_path = Path(ledger) if ledger is not None else default_ledger(db)
+    check_ledger_path(ledger_path, db, out, manifest_path, audit_file, folder)
     manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
     if folder is not None:
         _check_file_names(marked, folder, previous, out)
@@ -137,6 +154,7 @@ def publish(
     con = _open_warehouse(db)
     tmp_dirs: list[Path] = []
     staged_audit = None
+    ledger_con, staged_ledger = None, None
     created_folder = False
     writing = out  # what a full disk stops, named in the message: the publication file, then the Parquet folder
     try:
@@ -149,6 +167,21 @@ def publish(
         copy_release(con, alias, release)
         _write_index(con, alias, marked, release.kinds)
         audit = audit_checked_release(release, min_standard_error)
+        # the ledger: this release against the last one, before anything is written (release/ledger.py)
+        cells = release_cells(release.verifier, list(release.verifier.verified.values()),
+                              {release.rels[m].label: f"{quote_identifier(alias)}.main.{quote_identifier(m.name)}"
+                               for m in release.marked})
+        loads = release_loads(con)
+        accepted, last = [], None
+        if ledger_path.exists():  # read only: the ledger is written once the release is complete
+            reading = open_ledger(ledger_path, create=False, read_only=True)
+            try:
+                accepted = check_against_last(reading, cells, loads, accept_parameter_change)
+                last = last_release(reading)
+            finally:
+                reading.close()
+        audit["release"] = (last or 0) + 1
+        audit["ledger"] = str(ledger_path)
         _write_audit(con, alias, audit)
         if report is not None:
             report.update(audit)
@@ -170,14 +203,30 @@ def publish(
         writing = out
         _execute(con, f"detach {quote_identifier(alias)}", f"cannot write {out}")
         con.close()
+        # the ledger with this release, staged beside it and renamed into place after the publication
+        writing = ledger_path
+        staged_ledger = ledger_path.with_name(f".{ledger_path.name}.{uuid.uuid4().hex}.tmp")
+        if ledger_path.exists():
+            shutil.copyfile(ledger_path, staged_ledger)
+            os.chmod(staged_ledger, 0o600)
+        ledger_con = open_ledger(staged_ledger, create=True)
+        record_release(ledger_con, cells, loads, audit, str(out), accepted)
+        ledger_con.close()
+        writing = out
         # everything is written: rename into place
         os.replace(new_db, out)
         if folder is not None:
             _replace_parquet(folder, parquet_tmp, previous, [f"{m.name}.parquet" for m in marked])
         if staged_audit is not None:
             staged_audit.commit()
+        os.replace(staged_ledger, ledger_path)
     except BaseException as exc:
         con.close()
+        if ledger_con is not None:
+            ledger_con.close()
+        if staged_ledger is not None:  # the publication did not get into place: neither does its release
+            for leftover in (staged_ledger, Path(f"{staged_ledger}.wal")):
+                leftover.unlink(missing_ok=True)
         if staged_audit is not None:
             staged_audit.discard()
         for tmp in tmp_dirs:

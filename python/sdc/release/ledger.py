@@ -1,0 +1,298 @@
+"""The ledger of releases: what each release published, so that the next one can be checked against it.
+
+An office publishes month after month from one warehouse. Each release that `sdc publish` makes is recorded in
+a ledger (a DuckDB file of sdc's own beside the warehouse, sdc_ledger.duckdb by default): its number, time,
+the loads it was built from (key mode, modulus, key fingerprint, whether a load re-keyed), the audit's result,
+and every published cell with
+
+* its **published** values (the measures, as published);
+* a **records** digest: an md5 of what the cell's records alone determine (the original count or sum, the
+  record-key sum or cell key, the contributors and top contributions), from sdc's own recomputation; equal
+  digests mean the same records (with the same keys);
+* a **parameters** digest of its table: the step's recorded call (every default resolved), the md5 of its
+  ptables and magnitude parameters.
+
+A new release is compared with the last one before anything is written: a cell whose records digest is unchanged
+but whose published value changed is a change no microdata explains, and a reader who holds both releases learns
+from it (two noises of one cell, a suppressed cell published, a published one suppressed). It is refused naming
+the cells, unless the table's parameters changed and the caller accepts that (`accept_parameter_change`, which
+the ledger records), or the loads were re-keyed on purpose (`sdc load --rekey`: every cell changes). `diff`
+gives, for two releases, every cell that changed, appeared or disappeared with its reason: microdata change,
+parameter change, re-key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..conventions import LOAD_LOG_TABLE, PUBLISHED_MEASURES, RAW_SCHEMA
+from ..errors import SdcError
+from ..quoting import quote_identifier as q
+from .verify import Verified, Verifier
+
+LEDGER_FILE_NAME = "sdc_ledger.duckdb"
+LEDGER_SCHEMA = "main"  # of the ledger's own file (a schema named as the file's catalog would be ambiguous)
+# columns of sdc's recomputation that the cell's records alone determine (no noise, no ptable)
+RECORD_COLUMNS: tuple[str, ...] = ("original", "key_sum", "records", "cell_key_int", "weight_sum", "weight_min",
+                                   "weight_max", "spread_key_sum", "freq", "contributors")
+RECORD_PREFIXES: tuple[str, ...] = ("original_", "contributors_", "top_")
+SHOWN_CELLS = 5  # cells a refusal names
+
+
+@dataclass(frozen=True)
+class LedgerCell:
+    relation: str
+    cell: str  # JSON of {dimension: code}
+    published: str  # JSON of {measure: value}
+    records: str | None  # md5; None for a relation without sdc's recomputation (a relation of one's own)
+    parameters: str | None
+
+
+def default_ledger(db: str | Path) -> Path:
+    return Path(db).parent / LEDGER_FILE_NAME
+
+
+# ------------------------------------------------------------------------------------------ the release's cells
+def release_cells(verifier: Verifier, verified: list[Verified], published: dict[str, str]) -> list[LedgerCell]:
+    """The cells of every published relation: ``published`` maps a relation's label to SQL that reads what is
+    published of it (on ``verifier.con``)."""
+    cells = []
+    by_label = {v.rel.label: v for v in verified}
+    for label, content in sorted(published.items()):
+        item = by_label.get(label)
+        cursor = verifier.con.execute(f"select * from {content}")
+        columns = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+        measures = [c for c in columns if c.lower() in PUBLISHED_MEASURES or c.lower().startswith("mean_")]
+        dims = [c for c in columns if c not in measures]
+        records = _records(verifier, item, dims) if item is not None else {}
+        parameters = _parameters(verifier, item) if item is not None else None
+        for row in rows:
+            values = dict(zip(columns, row))
+            cell = _json({d: values[d] for d in dims})
+            cells.append(LedgerCell(label, cell, _json({m: values[m] for m in measures}), records.get(cell), parameters))
+    return cells
+
+
+def _records(verifier: Verifier, item: Verified, dims: list[str]) -> dict[str, str]:
+    """{cell JSON: records digest} from sdc's recomputation of the step (CKM and suppression tables)."""
+    if item.audit is None or item.kind not in ("ckm_count", "ckm_sum", "suppression"):
+        return {}
+    cursor = verifier.con.execute(f"select * from {item.audit}")
+    columns = [d[0] for d in cursor.description]
+    kept = [c for c in columns if c.lower() in RECORD_COLUMNS or c.lower().startswith(RECORD_PREFIXES)
+            or (item.kind == "suppression" and c.lower() == "value")]
+    digests = {}
+    for row in cursor.fetchall():
+        values = dict(zip(columns, row))
+        if not all(d in values for d in dims):
+            return {}
+        digests[_json({d: values[d] for d in dims})] = _md5(_json({c: values[c] for c in kept}))
+    return digests
+
+
+def _parameters(verifier: Verifier, item: Verified) -> str | None:
+    if item.kind not in ("ckm_count", "ckm_sum", "suppression"):
+        return None
+    record = (verifier.wh.record(item.step_of) or {}) if item.step_of is not None else {}
+    return _md5(_json({"call": item.call, "ptables": record.get("ptables"), "params": record.get("params_md5")}))
+
+
+def release_loads(con) -> dict:
+    """The load log as the release saw it: {table: {loaded_at, key_mode, modulus, key_fingerprint, rekeyed}}."""
+    columns = [c for (c,) in con.execute("select column_name from information_schema.columns where table_schema = ? "
+                                         "and table_name = ?", [RAW_SCHEMA, LOAD_LOG_TABLE]).fetchall()]
+    if not columns:
+        return {}
+    wanted = [c for c in ("loaded_at", "key_mode", "modulus", "key_fingerprint", "rekeyed") if c in columns]
+    rows = con.execute(f"select table_name, {', '.join(f'cast({q(c)} as varchar)' for c in wanted)} "
+                       f"from {RAW_SCHEMA}.{LOAD_LOG_TABLE} order by 1").fetchall()
+    return {row[0]: dict(zip(wanted, row[1:])) for row in rows}
+
+
+# ------------------------------------------------------------------------------------------ the ledger file
+def check_ledger_path(path: Path, *inputs) -> None:
+    """The ledger is no file the command reads or writes otherwise, and no other DuckDB file than a ledger."""
+    from ..files import check_not_an_input
+
+    check_not_an_input(path, *inputs, flag="--ledger")
+    if path.is_dir():
+        raise SdcError(f"--ledger {path} is a folder; give the ledger's file (e.g. {LEDGER_FILE_NAME})")
+    if not path.parent.is_dir():
+        raise SdcError(f"cannot write the ledger {path}: folder {path.parent} does not exist")
+    if path.is_file():
+        import duckdb
+
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error as exc:
+            raise SdcError(f"--ledger {path} is no ledger of sdc publish (not a DuckDB file it can open: "
+                           f"{str(exc).splitlines()[0]})") from None
+        try:
+            tables = {t for (t,) in con.execute("select table_name from duckdb_tables() where schema_name = ?",
+                                                [LEDGER_SCHEMA]).fetchall()}
+            others = con.execute("select count(*) from duckdb_tables() where schema_name <> ?",
+                                 [LEDGER_SCHEMA]).fetchone()[0]
+        finally:
+            con.close()
+        if tables != {"releases", "cells"} or others:
+            raise SdcError(f"--ledger {path} is no ledger of sdc publish (it holds other tables); give another file")
+
+
+def open_ledger(path: str | Path, *, create: bool, read_only: bool = False):
+    """The ledger's DuckDB connection; ``create``: made with its tables when missing."""
+    from ..database import connect
+
+    path = Path(path)
+    if not create and not path.is_file():
+        raise SdcError(f"no ledger of releases at {path}: sdc publish writes it with the first release")
+    con = connect(path, must_exist=not create, read_only=read_only, what="the ledger")
+    if read_only:
+        return con
+    con.execute(f"create table if not exists {LEDGER_SCHEMA}.releases (release_id integer primary key, "
+                "published_at varchar, publication varchar, loads json, audit json, accepted varchar)")
+    con.execute(f"create table if not exists {LEDGER_SCHEMA}.cells (release_id integer, relation varchar, "
+                "cell varchar, published varchar, records varchar, parameters varchar)")
+    return con
+
+
+def last_release(con) -> int | None:
+    return con.execute(f"select max(release_id) from {LEDGER_SCHEMA}.releases").fetchone()[0]
+
+
+def check_against_last(con, cells: list[LedgerCell], loads: dict, accept_parameter_change: bool) -> list[dict]:
+    """Refuses a release with a cell whose records are those of the last release but whose published values are
+    not (see the module's text); returns the changes it accepts (parameter changes, re-keys) for the record."""
+    last = last_release(con)
+    if last is None:
+        return []
+    before = {(r, c): (p, rec, par) for r, c, p, rec, par in con.execute(
+        f"select relation, cell, published, records, parameters from {LEDGER_SCHEMA}.cells where release_id = ?",
+        [last]).fetchall()}
+    (old_loads,) = con.execute(f"select loads from {LEDGER_SCHEMA}.releases where release_id = ?", [last]).fetchone()
+    rekeyed = _rekeyed(json.loads(old_loads or "{}"), loads)
+    unexplained, parameter_changes = [], []
+    for cell in cells:
+        old = before.get((cell.relation, cell.cell))
+        if old is None or cell.records is None or old[1] != cell.records or old[0] == cell.published:
+            continue
+        if rekeyed:
+            continue  # a new series of keys on purpose: every cell's noise changes
+        if old[2] != cell.parameters:
+            parameter_changes.append({"relation": cell.relation, "cell": cell.cell, "before": old[0], "now": cell.published})
+        else:
+            unexplained.append((cell, old[0]))
+    if unexplained:
+        raise SdcError(
+            f"{len(unexplained)} cell(s) would be published with other values than in release {last} although "
+            "their records did not change and neither did their tables' parameters: "
+            + "; ".join(f"{c.relation} {_shown(c.cell)}: {_shown(old)} then, {_shown(c.published)} now"
+                        for c, old in unexplained[:SHOWN_CELLS])
+            + ("; ..." if len(unexplained) > SHOWN_CELLS else "")
+            + ". A reader of both releases learns from the difference (a suppressed cell published, two noises of "
+            "one cell). Publish the same pattern for unchanged cells (feed the last release's pattern to the "
+            "suppression), or find what changed the table; nothing was published")
+    if parameter_changes and not accept_parameter_change:
+        tables = sorted({c["relation"] for c in parameter_changes})
+        raise SdcError(
+            f"{len(parameter_changes)} cell(s) whose records did not change would be published with other values than "
+            f"in release {last}, because the parameters of {', '.join(tables)} changed (ptable, magnitude parameters "
+            "or the step's call): a reader of both releases sees two noises of one cell. If the change is meant, "
+            "publish with --accept-parameter-change (the ledger records it); nothing was published")
+    return parameter_changes
+
+
+def _rekeyed(before: dict, now: dict) -> bool:
+    """True when a load behind this release gave its records new keys since the last release."""
+    for table, load in now.items():
+        old = before.get(table)
+        if old is None or old.get("loaded_at") == load.get("loaded_at"):
+            continue
+        if str(load.get("rekeyed")).lower() == "true" or any(
+                old.get(k) != load.get(k) for k in ("key_mode", "modulus", "key_fingerprint") if k in old and k in load):
+            return True
+    return False
+
+
+def record_release(con, cells: list[LedgerCell], loads: dict, audit: dict, publication: str,
+                   accepted: list[dict]) -> int:
+    """Appends the release to the ledger in one transaction; returns its number."""
+    con.execute("begin transaction")
+    try:
+        release = (last_release(con) or 0) + 1
+        con.execute(f"insert into {LEDGER_SCHEMA}.releases values (?, ?, ?, ?, ?, ?)",
+                    [release, audit.get("published_at"), publication, _json(loads), _json(audit),
+                     _json(accepted) if accepted else None])
+        con.executemany(f"insert into {LEDGER_SCHEMA}.cells values (?, ?, ?, ?, ?, ?)",
+                        [[release, c.relation, c.cell, c.published, c.records, c.parameters] for c in cells])
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    return release
+
+
+# ------------------------------------------------------------------------------------------ reading the ledger
+def list_releases(path: str | Path) -> list[dict]:
+    con = open_ledger(path, create=False, read_only=True)
+    try:
+        rows = con.execute(
+            f"select r.release_id, r.published_at, r.publication, r.accepted, count(c.cell), count(distinct c.relation) "
+            f"from {LEDGER_SCHEMA}.releases r left join {LEDGER_SCHEMA}.cells c using (release_id) "
+            "group by all order by 1").fetchall()
+    finally:
+        con.close()
+    return [{"release": r[0], "published_at": r[1], "publication": r[2], "cells": r[4], "tables": r[5],
+             "accepted_parameter_changes": len(json.loads(r[3])) if r[3] else 0} for r in rows]
+
+
+def diff_releases(path: str | Path, a: int, b: int) -> list[dict]:
+    """Every cell that changed, appeared or disappeared from release ``a`` to ``b``, with its reason."""
+    con = open_ledger(path, create=False, read_only=True)
+    try:
+        known = {r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases").fetchall()}
+        for release in (a, b):
+            if release not in known:
+                raise SdcError(f"the ledger {path} has no release {release} (releases: "
+                               f"{', '.join(map(str, sorted(known))) or 'none'})")
+        loads = {r: json.loads(x or "{}") for r, x in con.execute(
+            f"select release_id, loads from {LEDGER_SCHEMA}.releases where release_id in (?, ?)", [a, b]).fetchall()}
+        rows = con.execute(
+            f"select coalesce(x.relation, y.relation), coalesce(x.cell, y.cell), x.published, y.published, "
+            f"x.records, y.records, x.parameters, y.parameters "
+            f"from (select * from {LEDGER_SCHEMA}.cells where release_id = ?) x "
+            f"full join (select * from {LEDGER_SCHEMA}.cells where release_id = ?) y "
+            "on x.relation = y.relation and x.cell = y.cell "
+            "where x.published is distinct from y.published order by 1, 2", [a, b]).fetchall()
+    finally:
+        con.close()
+    rekeyed = _rekeyed(loads[a], loads[b])
+    found = []
+    for relation, cell, before, now, rec_a, rec_b, par_a, par_b in rows:
+        change = "appeared" if before is None else "disappeared" if now is None else "changed"
+        if rekeyed:
+            reason = "re-key"
+        elif change != "changed" or rec_a != rec_b:
+            reason = "microdata change"
+        elif par_a != par_b:
+            reason = "parameter change"
+        else:
+            reason = "unexplained"
+        found.append({"relation": relation, "cell": json.loads(cell), "change": change, "reason": reason,
+                      "before": json.loads(before) if before else None, "now": json.loads(now) if now else None})
+    return found
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _md5(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+def _shown(text: str) -> str:
+    return ", ".join(f"{k}={v}" for k, v in json.loads(text).items())

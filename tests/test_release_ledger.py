@@ -1,0 +1,147 @@
+"""The ledger of releases (python/sdc/release/ledger.py): releases month after month from one warehouse.
+
+A two-month scenario on DuckDB as an office runs it: load, build, publish; a reload with some records changed,
+rebuild, publish; the diff names exactly the cells whose records changed. A new ptable changes cells whose records
+did not: refused unless accepted. A re-key (sdc load --rekey) changes every cell and says so."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sdc.cli import main
+from sdc.errors import SdcError
+from sdc.loader import load_microdata
+from sdc.publish import publish
+from sdc.release.ledger import LedgerCell, check_against_last, diff_releases, list_releases, open_ledger, record_release
+from test_publication_gate import BASE, dbt, make
+
+MODELS = {
+    **BASE,
+    "audit/ckm_by_region.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region']) }}\n",
+    "protected/by_region.sql": "{{ sdc.ckm_published(ref('ckm_by_region')) }}\n",
+}
+SECRET = b"gate test secret"  # make()'s keyed secret
+
+
+def persons(moved: int = 0) -> str:
+    """400 persons in regions R0..R4; the first ``moved`` persons of R0 (ids 0, 5, 10, ...) moved to R1."""
+    rows = []
+    for i in range(400):
+        region = f"R{i % 5}"
+        if region == "R0" and i // 5 < moved:
+            region = "R1"
+        rows.append(f"{i},{'mw'[i % 2]},{region},{1000 + (i * 7919) % 5000}\n")
+    return "id,sex,region,income\n" + "".join(rows)
+
+
+def month(built, tmp_path, n: int, **options):
+    out = tmp_path / "publication.duckdb"
+    report: dict = {}
+    publish(built.db, out, manifest=built.manifest, report=report, **options)
+    return report
+
+
+@pytest.fixture
+def office(tmp_path):
+    built = make(tmp_path / "office", MODELS, persons=persons())
+    return built
+
+
+def reload(built, tmp_path, text: str, **options) -> None:
+    path = tmp_path / "persons_next.csv"
+    path.write_text(text)
+    load_microdata(built.db, path, "persons", id_column="id", key_mode=options.pop("key_mode", "keyed"),
+                   secret=options.pop("secret", SECRET), **options)
+    dbt(built, "build")
+
+
+def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, tmp_path, capsys):
+    built = office
+    ledger = built.db.parent / "sdc_ledger.duckdb"
+    first = month(built, tmp_path, 1)
+    assert first["release"] == 1 and first["ledger"] == str(ledger)
+
+    # month 2: two persons of R0 moved to R1; every other cell keeps its records and so its published value
+    reload(built, tmp_path, persons(moved=2))
+    second = month(built, tmp_path, 2)
+    assert second["release"] == 2
+    changes = diff_releases(ledger, 1, 2)
+    changed_cells = {(c["relation"], tuple(sorted(c["cell"].items()))) for c in changes}
+    # the cells of R0 and R1 of the men (ids 0 and 5 are m and w: one of each moved), the women, their totals
+    assert all(c["reason"] == "microdata change" and c["change"] == "changed" for c in changes)
+    regions = {dict(cell).get("region") for _, cell in changed_cells}
+    assert regions <= {"R0", "R1"} and {"R0", "R1"} <= regions
+    assert not any(dict(cell).get("region") in {"R2", "R3", "R4"} for _, cell in changed_cells)
+    # the totals over all regions did not change their records (the same 400 persons): not in the diff
+    assert not any(dict(cell).get("region") == "Total" for _, cell in changed_cells)
+
+    # a new ptable: cells whose records did not change would get other noise: refused, nothing written
+    seed = built.project / "seeds" / "sdc_ptable.csv"
+    seed.unlink()
+    assert main(["ptable", "--D", "4", "--V", "2.5", "--js", "2", "--out", str(seed)]) == 0
+    dbt(built, "build")
+    publication = (tmp_path / "publication.duckdb").read_bytes()
+    with pytest.raises(SdcError, match=r"whose records did not change would be published with other values than in "
+                                       r"release 2, because the parameters of .*protected.by_region.* changed .* "
+                                       r"publish with --accept-parameter-change"):
+        month(built, tmp_path, 3)
+    assert (tmp_path / "publication.duckdb").read_bytes() == publication
+    assert [r["release"] for r in list_releases(ledger)] == [1, 2]
+    third = month(built, tmp_path, 3, accept_parameter_change=True)
+    assert third["release"] == 3
+    changes = diff_releases(ledger, 2, 3)
+    assert changes and {c["reason"] for c in changes} == {"parameter change"}
+    assert list_releases(ledger)[-1]["accepted_parameter_changes"] == len(changes)
+
+    # a re-key on purpose: every cell may change, and the diff says why
+    reload(built, tmp_path, persons(moved=2), key_mode="random", secret=None, rekey=True)
+    fourth = month(built, tmp_path, 4)
+    assert fourth["release"] == 4
+    changes = diff_releases(ledger, 3, 4)
+    assert changes and {c["reason"] for c in changes} == {"re-key"}
+
+    # the CLI: list and diff
+    capsys.readouterr()
+    assert main(["release", "list", "--db", str(built.db)]) == 0
+    out = capsys.readouterr().out
+    assert [line.split(":")[0] for line in out.splitlines()] == ["release 1", "release 2", "release 3", "release 4"]
+    assert main(["release", "diff", "1", "2", "--ledger", str(ledger)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith("release 1 -> 2: ") and "changed (microdata change)" in out
+    assert main(["release", "diff", "1", "9", "--ledger", str(ledger)]) == 2
+    assert "has no release 9 (releases: 1, 2, 3, 4)" in capsys.readouterr().err
+
+
+def test_a_cell_whose_records_and_parameters_did_not_change_may_not_change(tmp_path):
+    """What no parameter and no microdata explains (a suppression pattern that hides another cell than last
+    month, a table changed after sdc verified it) is refused, naming the cell and both values."""
+    con = open_ledger(tmp_path / "ledger.duckdb", create=True)
+    before = [LedgerCell("protected.t", json.dumps({"region": "R1"}), json.dumps({"freq": 12}), "r1", "p"),
+              LedgerCell("protected.t", json.dumps({"region": "R2"}), json.dumps({"freq": 3}), "r2", "p")]
+    record_release(con, before, {}, {"published_at": "then"}, "p.duckdb", [])
+    now = [LedgerCell("protected.t", json.dumps({"region": "R1"}), json.dumps({"freq": None}), "r1", "p"),
+           LedgerCell("protected.t", json.dumps({"region": "R2"}), json.dumps({"freq": 4}), "r2 new", "p")]
+    with pytest.raises(SdcError, match=r"1 cell\(s\) would be published with other values than in release 1 although "
+                                       r"their records did not change .*protected.t region=R1: freq=12 then, "
+                                       r"freq=None now"):
+        check_against_last(con, now, {}, accept_parameter_change=True)
+    # the cell whose records changed may change
+    assert check_against_last(con, now[1:], {}, accept_parameter_change=False) == []
+    con.close()
+
+
+def test_a_ledger_that_is_not_one_is_refused_and_left_alone(office, tmp_path):
+    other = tmp_path / "mine.duckdb"
+    import duckdb
+
+    con = duckdb.connect(str(other))
+    con.execute("create table notes (x int)")
+    con.close()
+    before = other.read_bytes()
+    with pytest.raises(SdcError, match=r"--ledger .*mine.duckdb is no ledger of sdc publish \(it holds other tables\)"):
+        month(office, tmp_path, 1, ledger=other)
+    assert other.read_bytes() == before and not (tmp_path / "publication.duckdb").exists()
+    with pytest.raises(SdcError, match=r"--ledger .* is the input file"):
+        month(office, tmp_path, 1, ledger=office.db)

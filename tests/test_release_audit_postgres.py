@@ -284,8 +284,9 @@ def test_a_magnitude_beside_a_count_published_as_zero_is_refused_as_on_duckdb(ze
 def normalised(report: dict) -> dict:
     """The audit with the engines' names of the same relations made one: the profile's schema (pga on PostgreSQL,
     main on DuckDB: the seeds) and dbt's schemas <schema>_audit and <schema>_protected; the time of the audit
-    left out."""
-    text = json.dumps({k: v for k, v in report.items() if k != "published_at"}, sort_keys=True)
+    left out, and the ledger of releases (the file sdc publish --db keeps beside the warehouse)."""
+    text = json.dumps({k: v for k, v in report.items() if k not in ("published_at", "release", "ledger")},
+                      sort_keys=True)
     text = re.sub(r"\b(pga|main)_(audit|protected)\b", r"\2", text)
     text = re.sub(r"\b(pga|main)\.(sdc_\w+)", r"\2", text)
     found = json.loads(text)
@@ -393,3 +394,40 @@ def test_a_publication_schema_that_grant_published_did_not_make_is_never_dropped
             cur.execute(f"comment on schema {PUBLICATION} is %s", (MARKER,))
         con.commit()
         con.close()
+
+
+# ------------------------------------------------------------------------------------------ the table builder
+def test_the_table_builder_s_cube_is_part_of_the_release_audit(release, tmp_path, capsys):
+    """Analysts read every cell of the table builder's cube through its function: the cube (ckm_finest_cells) is
+    verified against sdc's recomputation and counted in the release audit as one more CKM count table of its
+    population. Beside the two published tables of the same persons (1.14 without it), its cells take the smallest
+    standard error to 1.12: under a floor of 1.13 the release passed without the cube and is refused with it."""
+    republish(release)
+    assert publish_target(release, "--min-standard-error", "1.13") == 0
+    capsys.readouterr()
+    model = release.root / "models" / "audit" / "persons_cube.sql"
+    model.write_text(f"{{{{ sdc.ckm_finest_cells(source('raw', '{TABLE}'), ['sex', 'region', 'age']) }}}}")
+    try:
+        result = release.dbt("build")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert publish_target(release, "--min-standard-error", "1.13") == 2
+        err = capsys.readouterr().err
+        assert "the release lets a reader average the CKM noise: the cell (sex=" in err and \
+            "of pga_audit.persons_cube" in err and "with a standard error of 1.12, below the floor of 1.13" in err, err
+        republish(release)
+        audit = tmp_path / "audit.json"
+        assert publish_target(release, "--audit-json", str(audit)) == 0
+        report = json.loads(audit.read_text())
+        assert "pga_audit.persons_cube" in report["verified"]
+        assert {t["table"]: t["cells"] for t in report["tables"]}["pga_audit.persons_cube"] == 3 * 6 * 4
+        population = next(p for p in report["averaging"]["populations"] if "pga_audit.persons_cube" in p["tables"])
+        assert {"pga_protected.persons", "pga_protected.by_age"} <= set(population["tables"])
+        assert report["averaging"]["smallest_standard_error"] == pytest.approx(1.12, abs=0.005)
+    finally:
+        model.unlink()
+        admin = release.postgres.connect()
+        with admin.cursor() as cur:
+            cur.execute("drop table if exists pga_audit.persons_cube")
+        admin.commit()
+        admin.close()
+        assert release.dbt("build").returncode == 0

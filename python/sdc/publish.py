@@ -294,6 +294,11 @@ def audit_checked_release(release: CheckedRelease, min_standard_error: float) ->
     verifier.plan([release.rels[m] for m in release.marked])  # the tables of one source are recomputed from one pass
     for m in release.marked:  # last: the other checks name the simpler mistakes first
         verifier.verify(release.rels[m], release.paths[m])
+    # the table builder's cubes: analysts read every cell of them, so they are part of the release audit
+    for database, schema, name in builder_cubes(verifier.manifest):
+        cube = verifier.wh.find(database, schema, name)
+        if cube is not None:
+            verifier.verify(cube, [f"{cube.label} (the table builder's cube)"])
     audit = audit_release(verifier, list(verifier.verified.values()), min_standard_error)
     audit["verified"] = sorted(v.rel.label for v in verifier.verified.values())
     audit["published_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -301,6 +306,14 @@ def audit_checked_release(release: CheckedRelease, min_standard_error: float) ->
     audit["quality"] = release_quality(verifier, list(verifier.verified.values()))
     audit["ptables"] = release_ptables(verifier, list(verifier.verified.values()))
     return audit
+
+
+def builder_cubes(manifest: dict) -> list[tuple[str, str, str]]:
+    """(database, schema, name) of every model that is the table builder's cube (a call of ckm_finest_cells)."""
+    return sorted((str(node.get("database") or ""), str(node.get("schema")), str(node.get("alias") or node.get("name")))
+                  for node in (manifest.get("nodes") or {}).values()
+                  if node.get("resource_type") == "model"
+                  and "macro.sdc.ckm_finest_cells" in ((node.get("depends_on") or {}).get("macros") or []))
 
 
 def manifest_location(project_dir: str | Path | None, manifest: str | Path | None) -> Path:

@@ -49,7 +49,7 @@ from .conventions import (
 )
 from .errors import SdcError
 from .profiles import _read_yaml, _render_values, connect_target, read_target
-from .publish import Marked, audit_checked_release, check_release, copy_release, read_manifest
+from .publish import Marked, audit_checked_release, builder_cubes, check_release, copy_release, read_manifest
 from .quoting import quote_identifier as q
 from .quoting import quote_literal
 from .release.averaging import check_floor
@@ -355,7 +355,9 @@ def _closure(cur, manifest: dict, marked: list[Marked], database: str, publicati
                     found.append((str(other.get("schema")), str(other.get("alias") or other.get("name"))))
         return found
 
-    wanted = [(m.schema, m.name) for m in marked] + [(RAW_SCHEMA, LOAD_LOG_TABLE)]
+    # the tagged relations, the table builder's cubes (part of the release audit), the load log
+    wanted = [(m.schema, m.name) for m in marked] + [(s, n) for _, s, n in builder_cubes(manifest)]
+    wanted += [(RAW_SCHEMA, LOAD_LOG_TABLE)]
     wanted += [(publication.name, table) for table in publication.tables]
     found: dict[int, Mirrored] = {}
     while wanted:

@@ -123,6 +123,8 @@ class Verifier:
                 found = self._ckm_published(rel, record, path)
             elif step == "ckm_mean":
                 found = self._ckm_mean(rel, record, path)
+            elif step == "ckm_finest_cells":
+                found = self._ckm_finest_cells(rel, record, path)
             elif step == "suppression_published":
                 from .verify_suppression import verify_suppression_published
 
@@ -168,6 +170,25 @@ class Verifier:
                                denominator=call.get("denominator", "count"), database=self.wh.database)
         self._compare(rel, sql, path, "ckm_mean of the verified sums and counts")
         return Verified(rel, "ckm_mean", self.wh_name(rel))
+
+    def _ckm_finest_cells(self, rel: Rel, record: dict, path: list[str]) -> Verified:
+        """The table builder's cube (PostgreSQL serves every cell of it to analysts): ckm_count's cube of its
+        recorded call, every cell of the frame, computed again from the microdata and compared cell by cell; in
+        the release audit it is one more CKM count table of its population."""
+        call = record.get("call")
+        if not isinstance(call, dict) or "leaf_cells" in call:
+            raise refuse(path, "is the table builder's cube (ckm_finest_cells), but its build record names no call "
+                               "that sdc can compute again: run dbt build (with this sdc)")
+        (source,) = self._reads(rel, record, path, 1)
+        count_call = {**call, "totals": "cube", "complete": True}
+        table = self.recomputed.get(rel.key)
+        if table is None:
+            table = self.recomputed[rel.key] = self._recompute("ckm_count", source, count_call, path + [source.label])
+        dims = [q(d) for d in call["dims"]]
+        self._compare(rel, f"select {', '.join(dims)}, original, key_sum, {q('count')} from {table}", path,
+                      f"ckm_finest_cells over {source.label} (recomputed from the microdata)")
+        return Verified(rel, "ckm_count", self.wh_name(rel), audit=table, source=str(self.inputs[source.key]),
+                        call=count_call, step_of=rel, roots=self.roots[source.key])
 
     def _own(self, rel: Rel, record: dict, path: list[str]) -> Verified:
         sql = self.own_sql(rel, record, path)

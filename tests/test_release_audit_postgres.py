@@ -285,7 +285,8 @@ def normalised(report: dict) -> dict:
     """The audit with the engines' names of the same relations made one: the profile's schema (pga on PostgreSQL,
     main on DuckDB: the seeds) and dbt's schemas <schema>_audit and <schema>_protected; the time of the audit
     left out, and the ledger of releases (the file sdc publish --db keeps beside the warehouse)."""
-    text = json.dumps({k: v for k, v in report.items() if k not in ("published_at", "release", "ledger")},
+    text = json.dumps({k: v for k, v in report.items()
+                       if k not in ("published_at", "release", "ledger", "published", "withdrawn")},
                       sort_keys=True)
     text = re.sub(r"\b(pga|main)_(audit|protected)\b", r"\2", text)
     text = re.sub(r"\b(pga|main)\.(sdc_\w+)", r"\2", text)

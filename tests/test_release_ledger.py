@@ -102,16 +102,37 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
     changes = diff_releases(ledger, 3, 4)
     assert changes and {c["reason"] for c in changes} == {"re-key"}
 
+    # a table no longer published: the publication is exactly the release, and the command says what went
+    model = built.project / "models" / "protected" / "by_region.sql"
+    text = model.read_text()
+    model.unlink()
+    try:
+        dbt(built, "build")
+        capsys.readouterr()
+        assert main(["publish", "--db", str(built.db), "--manifest", str(built.manifest),
+                     "--out", str(tmp_path / "publication.duckdb")]) == 0
+        out = capsys.readouterr().out
+        assert "withdrawn: main_protected.by_region (published in release 4, not in this one: not in the new " \
+               "publication)" in out, out
+        import duckdb
+
+        con = duckdb.connect(str(tmp_path / "publication.duckdb"), read_only=True)
+        assert [n for (n,) in con.execute("select name from sdc_publication.relations").fetchall()] == ["persons"]
+        con.close()
+    finally:
+        model.write_text(text)
+    dbt(built, "build")
+
     # the CLI: list and diff
     capsys.readouterr()
     assert main(["release", "list", "--db", str(built.db)]) == 0
     out = capsys.readouterr().out
-    assert [line.split(":")[0] for line in out.splitlines()] == ["release 1", "release 2", "release 3", "release 4"]
+    assert [line.split(":")[0] for line in out.splitlines()] == [f"release {n}" for n in range(1, 6)]
     assert main(["release", "diff", "1", "2", "--ledger", str(ledger)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1].startswith("release 1 -> 2: ") and "changed (microdata change)" in out
     assert main(["release", "diff", "1", "9", "--ledger", str(ledger)]) == 2
-    assert "has no release 9 (releases: 1, 2, 3, 4)" in capsys.readouterr().err
+    assert "has no release 9 (releases: 1, 2, 3, 4, 5)" in capsys.readouterr().err
 
 
 def test_a_cell_whose_records_and_parameters_did_not_change_may_not_change(tmp_path):

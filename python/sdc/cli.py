@@ -700,6 +700,9 @@ def _run_publish(args: argparse.Namespace) -> int:
     print(f"published {len(tables)} relations to {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
     _print_release_audit(report)
     print(f"recorded as release {report['release']} in the ledger {report['ledger']}")
+    if report.get("withdrawn"):
+        print(f"withdrawn: {', '.join(report['withdrawn'])} (published in release {report['release'] - 1}, not in "
+              "this one: not in the new publication)")
     if args.audit_json:  # written by publish() with the publication
         print(f"wrote the release audit to {args.audit_json}")
     return 0

@@ -81,6 +81,7 @@ from .release.ledger import (
     record_release,
     release_cells,
     release_loads,
+    withdrawn_relations,
 )
 from .release.quality import release_ptables, release_quality
 from .release.verify import Verifier
@@ -173,11 +174,15 @@ def publish(
                                for m in release.marked})
         loads = release_loads(con)
         accepted, last = [], None
+        audit["published"] = sorted(release.rels[m].label for m in release.marked)
+        audit["withdrawn"] = []
         if ledger_path.exists():  # read only: the ledger is written once the release is complete
             reading = open_ledger(ledger_path, create=False, read_only=True)
             try:
                 accepted = check_against_last(reading, cells, loads, accept_parameter_change)
                 last = last_release(reading)
+                # what the last release published and this one does not: gone from the publication (new-user N2)
+                audit["withdrawn"] = withdrawn_relations(reading, audit["published"])
             finally:
                 reading.close()
         audit["release"] = (last or 0) + 1

@@ -159,6 +159,15 @@ def open_ledger(path: str | Path, *, create: bool, read_only: bool = False):
     return con
 
 
+def withdrawn_relations(con, published: list[str]) -> list[str]:
+    """The relations the last release published that ``published`` (this release's) does not hold."""
+    last = last_release(con)
+    if last is None:
+        return []
+    (audit,) = con.execute(f"select audit from {LEDGER_SCHEMA}.releases where release_id = ?", [last]).fetchone()
+    return sorted(set(json.loads(audit or "{}").get("published") or []) - set(published))
+
+
 def last_release(con) -> int | None:
     return con.execute(f"select max(release_id) from {LEDGER_SCHEMA}.releases").fetchone()[0]
 

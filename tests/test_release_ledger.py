@@ -71,6 +71,12 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
     changed_cells = {(c["relation"], tuple(sorted(c["cell"].items()))) for c in changes}
     # the cells of R0 and R1 of the men (ids 0 and 5 are m and w: one of each moved), the women, their totals
     assert all(c["reason"] == "microdata change" and c["change"] == "changed" for c in changes)
+    # the release report shows the same cells, with their reason
+    report = tmp_path / "report.html"
+    assert main(["report", "--publication", str(tmp_path / "publication.duckdb"), "--out", str(report)]) == 0
+    text = report.read_text()
+    assert f"Release 1 &rarr; 2: {len(changes)} changed (microdata change)." in text
+    assert text.count("<td>microdata change</td>") == len(changes)
     regions = {dict(cell).get("region") for _, cell in changed_cells}
     assert regions <= {"R0", "R1"} and {"R0", "R1"} <= regions
     assert not any(dict(cell).get("region") in {"R2", "R3", "R4"} for _, cell in changed_cells)

@@ -4,7 +4,8 @@ It is made from what `sdc publish` wrote: the publication file's tables and its 
 (sdc_publication.release_audit: the checks, the averaging audit's standard errors, linked suppression, and the
 quality figures and count ptables of release/quality.py). For each table: its cells (suppressed cells marked,
 their interval or mark shown as published), its quality figures and the histogram of its relative deviations;
-for the release: the audit's risk figures and the ptable's transition matrix. Plots are matplotlib's, embedded as
+for the release: the audit's risk figures, the cells that changed since the release before it (from the ledger
+of releases the audit names, release/ledger.py: change and reason per cell) and the ptable's transition matrix. Plots are matplotlib's, embedded as
 SVG; every text from the data is escaped.
 """
 
@@ -98,7 +99,7 @@ def render(release: dict) -> str:
              "<h1>Release report</h1>\n",
              f"<p class=\"note\">{len(release['tables'])} tables of the publication {_e(release['file'])}"
              + (f", published {_e(audit['published_at'])}" if audit.get("published_at") else "") + ".</p>\n",
-             _contents(release), _risk(audit), _ptables(audit)]
+             _contents(release), _risk(audit), _changes(audit), _ptables(audit)]
     for table in release["tables"]:
         parts.append(_table(table, quality.get(table["label"]), audit))
     parts.append("</body>\n</html>\n")
@@ -108,6 +109,7 @@ def render(release: dict) -> str:
 def _contents(release: dict) -> str:
     items = "".join(f"<li><a href=\"#{_anchor(t['name'])}\">{_e(t['name'])}</a></li>" for t in release["tables"])
     return (f"<nav><h2>Contents</h2><ul><li><a href=\"#risk\">Risk: the release audit</a></li>"
+            f"<li><a href=\"#changes\">Changes since the last release</a></li>"
             f"<li><a href=\"#ptable\">Perturbation table</a></li>{items}</ul></nav>\n")
 
 
@@ -131,6 +133,38 @@ def _risk(audit: dict) -> str:
             + (f" (floor {_e(floor)})" if floor is not None else "") + ":</p>\n"
             "<table><tr><th>table</th><th>smallest standard error</th><th>cell</th><th>method</th></tr>"
             f"{per_table}</table></section>\n")
+
+
+def _changes(audit: dict) -> str:
+    """The cells that changed since the release before this one, from the ledger (release/ledger.py)."""
+    from .ledger import diff_releases
+
+    release, ledger = audit.get("release"), audit.get("ledger")
+    head = "<section id=\"changes\"><h2>Changes since the last release</h2>\n"
+    if not release or not ledger or release == 1 or not Path(ledger).is_file():
+        return head + ("<p class=\"note\">The first release in the ledger.</p></section>\n" if release == 1 else
+                       "<p class=\"note\">No ledger of releases beside this publication.</p></section>\n")
+    try:
+        changes = diff_releases(ledger, release - 1, release)
+    except SdcError as exc:
+        return head + f"<p class=\"note\">{_e(exc)}</p></section>\n"
+    counts: dict = {}
+    for c in changes:
+        counts[(c["change"], c["reason"])] = counts.get((c["change"], c["reason"]), 0) + 1
+    summary = "; ".join(f"{n} {change} ({reason})" for (change, reason), n in sorted(counts.items()))
+    rows = "".join(
+        f"<tr><td>{_e(c['relation'])}</td><td>{_e(', '.join(f'{k}={v}' for k, v in c['cell'].items()))}</td>"
+        f"<td>{_e(c['change'])}</td><td>{_e(c['reason'])}</td><td>{_e(_values(c['before']))}</td>"
+        f"<td>{_e(_values(c['now']))}</td></tr>" for c in changes[:CELLS_SHOWN])
+    withdrawn = audit.get("withdrawn") or []
+    return (head + f"<p>Release {release - 1} &rarr; {release}: {_e(summary) if changes else 'no cell changed'}."
+            + (f" Withdrawn: {_e(', '.join(withdrawn))}." if withdrawn else "") + "</p>\n"
+            + (f"<table><tr><th>table</th><th>cell</th><th>change</th><th>reason</th><th>before</th><th>now</th></tr>"
+               f"{rows}</table>" if changes else "") + "</section>\n")
+
+
+def _values(values: dict | None) -> str:
+    return "-" if values is None else ", ".join(f"{k} {v}" for k, v in values.items())
 
 
 def _ptables(audit: dict) -> str:

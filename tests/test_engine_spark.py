@@ -223,7 +223,7 @@ def test_a_cell_too_large_for_an_exact_bigint_key_sum_stops_the_build(built):
     modulus = 4 * 10**17
     pyspark(spark, "spark.sql('create table raw.bigkeys as select sex, rk * 40000000000 as rk from raw.survey')\n"
                         "spark.sql(\"insert into raw.sdc_loads select 'bigkeys', 'existing', "
-                        f"{modulus}, 4580, current_timestamp()\")\n")
+                        f"{modulus}, 4580, current_timestamp(), cast(null as string), false\")\n")
     spark.sources(["survey", "bigkeys"])
     spark.model("bigkeys_counts", f"{{{{ sdc.ckm_count(source('raw', 'bigkeys'), ['sex'], modulus={modulus}) }}}}")
     try:

@@ -235,8 +235,16 @@ def record_release(con, cells: list[LedgerCell], loads: dict, audit: dict, publi
         con.execute(f"insert into {LEDGER_SCHEMA}.releases values (?, ?, ?, ?, ?, ?)",
                     [release, audit.get("published_at"), publication, _json(loads), _json(audit),
                      _json(accepted) if accepted else None])
-        con.executemany(f"insert into {LEDGER_SCHEMA}.cells values (?, ?, ?, ?, ?, ?)",
-                        [[release, c.relation, c.cell, c.published, c.records, c.parameters] for c in cells])
+        # one insert of all cells (executemany costs a round trip per row: 20 s for 10^4 cells)
+        import pandas as pd
+
+        frame = pd.DataFrame({"release_id": [release] * len(cells), "relation": [c.relation for c in cells],
+                              "cell": [c.cell for c in cells], "published": [c.published for c in cells],
+                              "records": [c.records for c in cells], "parameters": [c.parameters for c in cells]})
+        con.register("sdc_ledger_new_cells", frame)
+        con.execute(f"insert into {LEDGER_SCHEMA}.cells select release_id, relation, cell, published, records, "
+                    "parameters from sdc_ledger_new_cells")
+        con.unregister("sdc_ledger_new_cells")
         con.execute("commit")
     except BaseException:
         con.execute("rollback")

@@ -709,7 +709,7 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 
 def _run_release(args: argparse.Namespace) -> int:
-    from .release.ledger import default_ledger, diff_releases, list_releases
+    from .release.ledger import default_ledger, diff_releases, diff_summary, list_releases, shown_values
 
     ledger = args.ledger or default_ledger(args.db)
     if args.release_command == "list":
@@ -722,14 +722,11 @@ def _run_release(args: argparse.Namespace) -> int:
             print(f"no release in the ledger {ledger}")
         return 0
     changes = diff_releases(ledger, args.a, args.b)
-    counts: dict = {}
     for c in changes:
-        counts[(c["change"], c["reason"])] = counts.get((c["change"], c["reason"]), 0) + 1
         shown = ", ".join(f"{k}={v}" for k, v in c["cell"].items())
-        values = lambda v: "-" if v is None else ", ".join(f"{k} {x}" for k, x in v.items())  # noqa: E731
-        print(f"{c['relation']} ({shown}): {c['change']} ({c['reason']}): {values(c['before'])} -> {values(c['now'])}")
-    summary = "; ".join(f"{n} {change} ({reason})" for (change, reason), n in sorted(counts.items()))
-    print(f"release {args.a} -> {args.b}: " + (summary if changes else "no cell changed"))
+        print(f"{c['relation']} ({shown}): {c['change']} ({c['reason']}): {shown_values(c['before'])} -> "
+              f"{shown_values(c['now'])}")
+    print(f"release {args.a} -> {args.b}: " + (diff_summary(changes) if changes else "no cell changed"))
     return 0
 
 

@@ -303,6 +303,19 @@ def diff_releases(path: str | Path, a: int, b: int) -> list[dict]:
     return found
 
 
+def diff_summary(changes: list[dict]) -> str:
+    """The changes of diff_releases counted by change and reason, e.g. "6 changed (microdata change)"."""
+    counts: dict = {}
+    for c in changes:
+        counts[(c["change"], c["reason"])] = counts.get((c["change"], c["reason"]), 0) + 1
+    return "; ".join(f"{n} {change} ({reason})" for (change, reason), n in sorted(counts.items()))
+
+
+def shown_values(values: dict | None) -> str:
+    """A cell's published values as the diff shows them ("count 41"), "-" where it had none."""
+    return "-" if values is None else ", ".join(f"{k} {v}" for k, v in values.items())
+
+
 def _json(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 

@@ -137,7 +137,7 @@ def _risk(audit: dict) -> str:
 
 def _changes(audit: dict) -> str:
     """The cells that changed since the release before this one, from the ledger (release/ledger.py)."""
-    from .ledger import diff_releases
+    from .ledger import diff_releases, diff_summary, shown_values
 
     release, ledger = audit.get("release"), audit.get("ledger")
     head = "<section id=\"changes\"><h2>Changes since the last release</h2>\n"
@@ -148,23 +148,16 @@ def _changes(audit: dict) -> str:
         changes = diff_releases(ledger, release - 1, release)
     except SdcError as exc:
         return head + f"<p class=\"note\">{_e(exc)}</p></section>\n"
-    counts: dict = {}
-    for c in changes:
-        counts[(c["change"], c["reason"])] = counts.get((c["change"], c["reason"]), 0) + 1
-    summary = "; ".join(f"{n} {change} ({reason})" for (change, reason), n in sorted(counts.items()))
+    summary = diff_summary(changes)
     rows = "".join(
         f"<tr><td>{_e(c['relation'])}</td><td>{_e(', '.join(f'{k}={v}' for k, v in c['cell'].items()))}</td>"
-        f"<td>{_e(c['change'])}</td><td>{_e(c['reason'])}</td><td>{_e(_values(c['before']))}</td>"
-        f"<td>{_e(_values(c['now']))}</td></tr>" for c in changes[:CELLS_SHOWN])
+        f"<td>{_e(c['change'])}</td><td>{_e(c['reason'])}</td><td>{_e(shown_values(c['before']))}</td>"
+        f"<td>{_e(shown_values(c['now']))}</td></tr>" for c in changes[:CELLS_SHOWN])
     withdrawn = audit.get("withdrawn") or []
     return (head + f"<p>Release {release - 1} &rarr; {release}: {_e(summary) if changes else 'no cell changed'}."
             + (f" Withdrawn: {_e(', '.join(withdrawn))}." if withdrawn else "") + "</p>\n"
             + (f"<table><tr><th>table</th><th>cell</th><th>change</th><th>reason</th><th>before</th><th>now</th></tr>"
                f"{rows}</table>" if changes else "") + "</section>\n")
-
-
-def _values(values: dict | None) -> str:
-    return "-" if values is None else ", ".join(f"{k} {v}" for k, v in values.items())
 
 
 def _ptables(audit: dict) -> str:

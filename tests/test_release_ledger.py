@@ -172,3 +172,82 @@ def test_a_ledger_that_is_not_one_is_refused_and_left_alone(office, tmp_path):
     assert other.read_bytes() == before and not (tmp_path / "publication.duckdb").exists()
     with pytest.raises(SdcError, match=r"--ledger .* is the input file"):
         month(office, tmp_path, 1, ledger=office.db)
+
+
+# ------------------------------------------------------------------------------------------ suppression, a-priori
+# tests/test_suppression_a_priori.py's table (regions A-C by kinds x-z) as microdata of the warehouse. Release 1
+# suppresses A/x (2 persons) with A/y, C/x and C/y. Month 2 takes three persons out of B/y, every other cell keeps
+# its records; the heuristic alone would now hide B/x and B/y and publish C/x = 11 and C/y = 6
+SUPPRESSION = {
+    "sources.yml": BASE["sources.yml"],
+    "audit/supp_cells.sql": "{{ sdc.suppression_cells(source('raw', 'persons'), dims=['region', 'sex']) }}\n",
+    "audit/supp_primary.sql": "{{ sdc.suppression_primary(ref('supp_cells'), ['freq:3']) }}\n",
+    "audit/supp_relations.sql": "{{ sdc.suppression_constraints(ref('supp_cells'), ['region', 'sex']) }}\n",
+    "audit/supp_pattern.py": (
+        "def model(dbt, session):\n"
+        "    from sdc.suppression.warehouse import secondary_suppression\n\n"
+        "    return secondary_suppression(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
+        "                                 dims=['region', 'sex'], cost='freq'{a_priori})\n"),
+    "protected/by_region_kind.sql": "{{ sdc.suppression_published(ref('supp_pattern'), ['region', 'sex'], "
+                                    "value='freq') }}\n",
+}
+
+
+def kinds(leaving: int = 0) -> str:
+    """The table's persons, ids fixed per cell; the last ``leaving`` persons of B/y are gone."""
+    from test_suppression_a_priori import MONTH_1
+
+    rows, i = [], 0
+    for (region, kind), n in MONTH_1.items():
+        for k in range(n):
+            if not ((region, kind) == ("B", "y") and k >= n - leaving):
+                rows.append(f"{i},{kind},{region},{1000 + i}\n")
+            i += 1
+    return "id,sex,region,income\n" + "".join(rows)
+
+
+def test_two_months_of_a_suppression_table_keep_the_last_pattern_through_a_priori_cells(tmp_path, capsys):
+    models = {**SUPPRESSION, "audit/supp_pattern.py": SUPPRESSION["audit/supp_pattern.py"].format(a_priori="")}
+    built = make(tmp_path / "office", models, persons=kinds())
+    ledger = built.db.parent / "sdc_ledger.duckdb"
+    assert month(built, tmp_path, 1)["release"] == 1
+
+    # month 2 without the last pattern: the heuristic publishes C/x and C/y, which release 1 hid: refused
+    reload(built, tmp_path, kinds(leaving=3))
+    with pytest.raises(SdcError, match=r"would be published with other values than in release 1 although their "
+                                       r"records did not change .*region=C, sex=x: freq=None, published_text=x then, "
+                                       r"freq=11, published_text=11 now"):
+        month(built, tmp_path, 2)
+
+    # the last release's cells as a seed of a-priori cells for the pattern
+    seed = built.project / "seeds" / "supp_a_priori.csv"
+    capsys.readouterr()
+    assert main(["release", "a-priori", "by_region_kind", "--db", str(built.db), "--out", str(seed)]) == 0
+    assert capsys.readouterr().out.strip() == (f"wrote the a-priori cells of by_region_kind in release 1 to {seed}: "
+                                               "4 suppressed, 12 published")
+    lines = seed.read_text().splitlines()
+    assert lines[0] == "region,sex,status,value" and "C,x,suppressed," in lines and "A,z,published,12" in lines
+    (built.project / "models" / "audit" / "supp_pattern.py").write_text(
+        SUPPRESSION["audit/supp_pattern.py"].format(a_priori=", a_priori=dbt.ref('supp_a_priori')"))
+    dbt(built, "seed")
+    dbt(built, "build")
+    assert month(built, tmp_path, 2)["release"] == 2
+    changes = diff_releases(ledger, 1, 2)
+    # only the cells whose records changed: B/y and its totals; release 1's pattern holds
+    assert sorted("/".join((c["cell"]["region"], c["cell"]["sex"])) for c in changes) == \
+        ["B/Total", "B/y", "Total/Total", "Total/y"]
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "publication.duckdb"), read_only=True)
+    hidden = con.execute("select region || '/' || sex from by_region_kind where freq is null order by 1").fetchall()
+    con.close()
+    assert [h for (h,) in hidden] == ["A/x", "A/y", "C/x", "C/y"]
+    assert {c["reason"] for c in changes} == {"microdata change"}
+
+    # a relation the release did not publish, a release the ledger does not hold
+    assert main(["release", "a-priori", "nothing", "--db", str(built.db), "--out", str(tmp_path / "x.csv")]) == 2
+    assert "published no relation 'nothing' (it published: main_protected.by_region_kind)" in capsys.readouterr().err
+    assert main(["release", "a-priori", "by_region_kind", "--release", "7", "--db", str(built.db),
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "has no release 7 (releases: 1, 2)" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()

@@ -250,6 +250,10 @@ def _parser() -> argparse.ArgumentParser:
     supp.add_argument("--audit", action="store_true",
                       help="write the audit layout instead: freq, value (the true value of every suppressed cell), "
                       "protection levels and audit intervals, as sdc audit reads it (never publish it)")
+    supp.add_argument("--a-priori", metavar="CSV",
+                      help="the last release's cells (sdc release a-priori writes them: the dimensions, status, value): "
+                      "what it suppressed stays suppressed, what it published with today's value is never a "
+                      "secondary suppression, so that a reader of both releases learns nothing from their difference")
     supp.add_argument("--out", help="CSV file to write (the publishable columns unless --audit)")
     warehouse = supp.add_argument_group(
         "in the warehouse (--target)", "between two dbt selections: read the cell table of suppression_primary and "
@@ -373,11 +377,20 @@ def _parser() -> argparse.ArgumentParser:
         "its reason (microdata change, parameter change, re-key).",
     )
     rel_commands = rel.add_subparsers(dest="release_command", required=True)
-    for name, text in (("list", "the releases in the ledger"), ("diff", "the cells release A and B differ in")):
-        one = rel_commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+    for name, text in (("list", "the releases in the ledger"), ("diff", "the cells release A and B differ in"),
+                       ("a-priori", "a suppression table's cells in a release, as a-priori cells for the next pattern")):
+        one = rel_commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + "." + (
+            " The file (the table's dimensions, status suppressed or published, value) goes to sdc suppress "
+            "--a-priori, or as a dbt seed to secondary_suppression(a_priori=ref(...)): what the release suppressed "
+            "stays suppressed and what it published with the same value is never a secondary suppression."
+            if name == "a-priori" else ""))
         if name == "diff":
             one.add_argument("a", type=int, help="the earlier release's number")
             one.add_argument("b", type=int, help="the later release's number")
+        if name == "a-priori":
+            one.add_argument("relation", help="the published suppression table (its name in the publication)")
+            one.add_argument("--release", type=int, help="the release to read (default the last one)")
+            one.add_argument("--out", required=True, help="the CSV file to write")
         where = one.add_mutually_exclusive_group(required=True)
         where.add_argument("--ledger", help="the ledger file")
         where.add_argument("--db", help="or the warehouse DuckDB file, whose ledger lies beside it (sdc_ledger.duckdb)")
@@ -554,6 +567,9 @@ def _run_suppress(args: argparse.Namespace) -> int:
         raise SdcError("--time-limit applies to --method optimal only")
     time_limit = DEFAULT_TIME_LIMIT if args.time_limit is None else check_time_limit(args.time_limit)
     if args.target:
+        if args.a_priori:
+            raise SdcError("--a-priori applies to a microdata file (--input); in a warehouse give the a-priori cells "
+                           "to secondary_suppression(a_priori=...) of the pattern model")
         return _run_suppress_in_warehouse(args, time_limit)
     missing = [flag for flag, given in (("--input", args.input), ("--out", args.out)) if not given]
     if missing:
@@ -568,7 +584,7 @@ def _run_suppress(args: argparse.Namespace) -> int:
                 args.input, _split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
                 holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
                 publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
-                time_limit=time_limit, audit=args.audit,
+                time_limit=time_limit, audit=args.audit, a_priori=args.a_priori,
             )
         finally:
             for warning in caught:
@@ -712,6 +728,13 @@ def _run_release(args: argparse.Namespace) -> int:
     from .release.ledger import default_ledger, diff_releases, diff_summary, list_releases, shown_values
 
     ledger = args.ledger or default_ledger(args.db)
+    if args.release_command == "a-priori":
+        from .release.a_priori import write_a_priori
+
+        done = write_a_priori(ledger, args.relation, args.out, release=args.release)
+        print(f"wrote the a-priori cells of {args.relation} in release {done['release']} to {args.out}: "
+              f"{done['suppressed']} suppressed, {done['published']} published")
+        return 0
     if args.release_command == "list":
         releases = list_releases(ledger)
         for r in releases:

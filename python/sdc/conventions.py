@@ -229,6 +229,11 @@ SUPPRESSION_OWN_COLUMNS: tuple[str, ...] = (
     "sdc_contribution_id", "published_text", "constraint_id", "dimension", "coefficient",  # the last three: relations
 ) + SUPPRESSION_AUDIT_COLUMNS
 HIERARCHY_LEVEL_MARKERS: tuple[str, ...] = ("__level_", "__leaf")
+# A-priori cells of a suppression (suppression/a_priori.py; `sdc release a-priori` writes them from the ledger):
+# the table's dimensions, the status a cell had in the last release and the value it published
+A_PRIORI_STATUS_COLUMN: str = "status"
+A_PRIORI_VALUE_COLUMN: str = "value"
+A_PRIORI_STATUSES: tuple[str, ...] = ("suppressed", "published")
 
 # ------------------------------------------------------------------------------------------ dbt settings
 # The settings of the sdc dbt macros and their defaults (macros/_setting.sql holds the same values; a test

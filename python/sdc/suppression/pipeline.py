@@ -28,6 +28,7 @@ from ..microdata_input import register_microdata
 from ..files import (check_not_an_input, check_output_file, csv_field, read_csv_rows,
                      write_text_atomically)
 from ..macro_renderer import Relation, private_connection, render_macro, run_sql
+from .a_priori import APrioriCells, a_priori_cells, rows_of_frame
 from .audit import AUDIT_TOLERANCE, FLOAT_NOISE, a_priori_lower, audit_pattern, default_upper, public_intervals
 from .heuristic import heuristic_pattern, integer_safe_pattern
 from .optimal import optimal_pattern
@@ -78,6 +79,7 @@ def suppress_table(
     prefer_low_levels: bool = False,
     time_limit: float = DEFAULT_TIME_LIMIT,
     audit: bool = False,
+    a_priori=None,
 ) -> dict:
     """Write the protected cell table to ``out``; returns counts by status.
 
@@ -89,13 +91,14 @@ def suppress_table(
 
     ``cost``: what the secondary suppressions minimise (value, freq or cells = their number);
     ``prefer_low_levels``: multiply each cell's cost by 10^(number of dimensions along which it is a total);
-    ``time_limit``: seconds for method optimal (then the heuristic completes its pattern, with a warning)."""
+    ``time_limit``: seconds for method optimal (then the heuristic completes its pattern, with a warning);
+    ``a_priori``: a CSV file of the last release's cells (`sdc release a-priori`; a_priori.py)."""
     _check_options(rules, value, method, cost, time_limit)
-    check_not_an_input(out, input_path, hierarchy_path)
+    check_not_an_input(out, input_path, hierarchy_path, *([a_priori] if a_priori is not None else []))
     check_output_file(out, "sdc suppress")
     columns, rows, counts = _protected_rows(
         input_path, dims, rules, hierarchy_path, value, holding, preset, method, cost, mark, publish_intervals,
-        prefer_low_levels, time_limit, audit)
+        prefer_low_levels, time_limit, audit, a_priori)
     lines = [",".join(csv_field(c) for c in columns)] + [",".join(csv_field(row[c]) for c in columns) for row in rows]
     write_text_atomically(Path(out), "\n".join(lines) + "\n", command="sdc suppress")
     return counts
@@ -104,16 +107,17 @@ def suppress_table(
 def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None, value: str | None = None,
                      holding: str | None = None, preset: str = "handbook", method: str = "heuristic",
                      cost: str = "value", mark: str = "x", publish_intervals: bool = False,
-                     prefer_low_levels: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, audit: bool = False):
+                     prefer_low_levels: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, audit: bool = False,
+                     a_priori=None):
     """The table of ``suppress_table`` as a pandas DataFrame (numbers as numbers, NA for a suppressed cell), for
     pipelines and notebooks: ``data`` is a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/
     .parquet path; ``hierarchy`` a file path or a DataFrame (dimension, code, parent). The options are those
-    of suppress_table."""
+    of suppress_table, ``a_priori`` also a DataFrame."""
     import pandas as pd
 
     _check_options(rules, value, method, cost, time_limit, dims)
     columns, rows, _ = _protected_rows(data, dims, rules, hierarchy, value, holding, preset, method, cost, mark,
-                                       publish_intervals, prefer_low_levels, time_limit, audit)
+                                       publish_intervals, prefer_low_levels, time_limit, audit, a_priori)
     table = pd.DataFrame([[row[c] for c in columns] for row in rows], columns=columns)
     counts = {"freq"} | (set() if value else {"published_value"})  # whole numbers: integers, NA where suppressed
     for column in _NUMERIC_COLUMNS.intersection(columns):  # numbers, and NA where the file has an empty field
@@ -146,12 +150,13 @@ def _check_options(rules, value, method, cost, time_limit, dims=None) -> None:
 
 
 def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, method, cost, mark,
-                    publish_intervals, prefer_low_levels, time_limit, audit):
+                    publish_intervals, prefer_low_levels, time_limit, audit, a_priori=None):
     """(columns, one dict of text fields per cell, counts by status) of the protected table."""
     cells, relations = _cells_and_relations(data, dims, rules, hierarchy_path, value, holding, preset)
+    last = a_priori_cells(cells, dims, rows_of_frame(a_priori)) if a_priori is not None else None
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
                               publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
-                              time_limit=time_limit)
+                              time_limit=time_limit, a_priori=last)
     intervals = ["published_lower", "published_upper"] if publish_intervals else []
     if audit:
         columns = dims + ["freq"] + (["value"] if value else []) + [c for c in PATTERN_COLUMNS if c not in
@@ -173,11 +178,13 @@ def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, m
 
 def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = "heuristic", cost: str = "value",
                   mark: str = "x", publish_intervals: bool = False, prefer_low_levels: bool = False,
-                  time_limit: float = DEFAULT_TIME_LIMIT) -> list[dict]:
+                  time_limit: float = DEFAULT_TIME_LIMIT, a_priori: APrioriCells | None = None) -> list[dict]:
     """Secondary suppression and audit of a cell table from suppression_primary (rows as dicts with
     value, freq, contributors, status, rule, protection_lower/upper), one output dict per cell with
     PATTERN_COLUMNS. ``magnitude``: the values are sums of a value column (not counts). ``cost`` and
-    ``prefer_low_levels``: see cell_costs; ``time_limit``: seconds for method optimal."""
+    ``prefer_low_levels``: see cell_costs; ``time_limit``: seconds for method optimal; ``a_priori``: the last
+    release's pattern (a_priori.py): its suppressed cells stay suppressed, its published cells of unchanged
+    value are never chosen as secondary suppressions."""
     if method not in METHODS:
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if cost not in COSTS:
@@ -195,16 +202,22 @@ def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str 
     empty = np.array([c["status"] == "empty" for c in cells])
     # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
     singletons = np.array([c["contributors"] for c in cells]) if magnitude else None
+    # the last release's pattern: a cell it suppressed is suppressed from the outset (a sensitive cell with nothing
+    # to reach, so both methods keep it); a cell it published with today's value is public, like an empty one
+    kept = np.zeros(len(cells), bool) if a_priori is None else a_priori.suppressed & ~primary & ~empty
+    public = empty if a_priori is None else empty | (a_priori.known & ~primary)
+    solved = primary | kept
+    solved_lpl, solved_upl = np.where(kept, 0.0, lpl), np.where(kept, 0.0, upl)
     if method == "heuristic":
-        suppressed = heuristic_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
-                                       forced_publish=empty, freq=singletons)
+        suppressed = heuristic_pattern(values, relations, solved, solved_lpl, solved_upl, weights, lower=lower,
+                                       upper=upper, forced_publish=public, freq=singletons)
     else:
-        suppressed = optimal_pattern(values, relations, primary, lpl, upl, weights, lower=lower, upper=upper,
-                                     forced_publish=empty, time_limit=time_limit)
+        suppressed = optimal_pattern(values, relations, solved, solved_lpl, solved_upl, weights, lower=lower,
+                                     upper=upper, forced_publish=public, time_limit=time_limit)
     integer = is_integer_table(values, magnitude)
     if integer:  # the LP's pattern may still give a cell away to an attacker who knows cells are whole numbers
-        suppressed, _ = integer_safe_pattern(values, relations, primary, lpl, upl, weights, suppressed, lower=lower,
-                                             upper=upper, forced_publish=empty, freq=singletons)
+        suppressed, _ = integer_safe_pattern(values, relations, solved, solved_lpl, solved_upl, weights, suppressed,
+                                             lower=lower, upper=upper, forced_publish=public, freq=singletons)
     result = audit_pattern(values, suppressed, relations, sensitive=primary, protection_lower=lpl,
                            protection_upper=upl, lower=lower, upper=upper, integer=integer)
     if not result.passed:  # never emit a pattern that fails its own audit

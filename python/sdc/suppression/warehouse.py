@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import SdcError
 from ..quoting import quote_identifier
+from .a_priori import a_priori_cells, rows_of_frame
 from .audit import a_priori_lower, audit_pattern, default_upper
 from .pipeline import DEFAULT_TIME_LIMIT, PATTERN_COLUMNS, _group_relations, is_integer_table, protect_cells
 
@@ -27,17 +28,20 @@ from .pipeline import DEFAULT_TIME_LIMIT, PATTERN_COLUMNS, _group_relations, is_
 def secondary_suppression(session, cells, relations, *, dims: list[str], magnitude: bool = False,
                           method: str = "heuristic", cost: str = "value", mark: str = "x",
                           publish_intervals: bool = False, prefer_low_levels: bool = False,
-                          time_limit: float = DEFAULT_TIME_LIMIT):
+                          time_limit: float = DEFAULT_TIME_LIMIT, a_priori=None):
     """The pattern of a suppression_primary relation: its columns plus PATTERN_COLUMNS (status now
     includes 'secondary'; lower/upper are the audit interval of each suppressed cell).
 
     ``cost``: what the secondary suppressions minimise (value, freq, cells); ``prefer_low_levels``: each
     cell's cost times 10^(number of dimensions along which it is a total), so totals are kept where
-    possible; ``time_limit``: seconds for method optimal."""
+    possible; ``time_limit``: seconds for method optimal; ``a_priori``: the last release's cells (a relation, e.g.
+    a dbt seed that `sdc release a-priori` wrote): what it suppressed stays suppressed, what it published with
+    today's value is never a secondary suppression (a_priori.py)."""
     rows = _rows(cells, dims)
+    last = a_priori_cells(rows, dims, rows_of_frame(a_priori)) if a_priori is not None else None
     columns = pattern_columns(rows, _columns(cells), _members(relations, dims), dims, magnitude=magnitude,
                               method=method, cost=cost, mark=mark, publish_intervals=publish_intervals,
-                              prefer_low_levels=prefer_low_levels, time_limit=time_limit)
+                              prefer_low_levels=prefer_low_levels, time_limit=time_limit, a_priori=last)
     return _relation(session, {name: _array(values) for name, values in columns.items()})
 
 

@@ -1,0 +1,64 @@
+"""`sdc release a-priori`: a suppression table's cells in a release of the ledger, as the a-priori cells of the
+next pattern (suppression/a_priori.py says how the suppression keeps them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..conventions import A_PRIORI_STATUS_COLUMN, A_PRIORI_VALUE_COLUMN, PUBLISHED_TEXT_COLUMN
+from ..errors import SdcError
+from ..files import check_output_file, csv_field, write_text_atomically
+from .ledger import LEDGER_SCHEMA, open_ledger
+
+
+def a_priori_rows(ledger: str | Path, relation: str, release: int | None = None) -> tuple[int, list[str], list[dict]]:
+    """(release, dimensions, rows) of ``relation``'s cells in ``release`` (default the last): the dimensions,
+    status 'suppressed' (no value published) or 'published', and the published value."""
+    con = open_ledger(ledger, create=False, read_only=True)
+    try:
+        releases = [r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases order by 1").fetchall()]
+        if not releases:
+            raise SdcError(f"the ledger {ledger} holds no release yet")
+        release = releases[-1] if release is None else release
+        if release not in releases:
+            raise SdcError(f"the ledger {ledger} has no release {release} (releases: {', '.join(map(str, releases))})")
+        names = [n for (n,) in con.execute(f"select distinct relation from {LEDGER_SCHEMA}.cells where release_id = ? "
+                                            "order by 1", [release]).fetchall()]
+        # the relation as the ledger names it (schema.name), or its name alone where that is unique
+        found = [n for n in names if n == relation] or [n for n in names if n.rsplit(".", 1)[-1] == relation]
+        if len(found) != 1:
+            raise SdcError(f"release {release} in the ledger {ledger} published "
+                           + (f"{len(found)} relations named {relation!r}: give one of " if found else
+                              f"no relation {relation!r} (it published: ")
+                           + f"{', '.join(found or names) or 'none'}" + ("" if found else ")"))
+        relation = found[0]
+        cells = con.execute(f"select cell, published from {LEDGER_SCHEMA}.cells where release_id = ? and relation = ? "
+                            "order by cell", [release, relation]).fetchall()
+    finally:
+        con.close()
+    rows, dims = [], None
+    for cell_text, published_text in cells:
+        cell, published = json.loads(cell_text), json.loads(published_text)
+        measures = [m for m in published if m != PUBLISHED_TEXT_COLUMN]
+        if PUBLISHED_TEXT_COLUMN not in published or len(measures) != 1:
+            raise SdcError(f"{relation} is no suppression table (its cells publish {', '.join(published)}, not a "
+                           f"value and {PUBLISHED_TEXT_COLUMN}): a-priori cells are a suppression's")
+        dims = dims or list(cell)
+        value = published[measures[0]]
+        rows.append({**cell, A_PRIORI_STATUS_COLUMN: "suppressed" if value is None else "published",
+                     A_PRIORI_VALUE_COLUMN: value})
+    return release, dims or [], rows
+
+
+def write_a_priori(ledger: str | Path, relation: str, out: str | Path, release: int | None = None) -> dict:
+    """Writes the a-priori cells of ``relation`` to the CSV file ``out``; returns what was written."""
+    check_output_file(out, "sdc release a-priori")
+    release, dims, rows = a_priori_rows(ledger, relation, release)
+    columns = dims + [A_PRIORI_STATUS_COLUMN, A_PRIORI_VALUE_COLUMN]
+    lines = [",".join(csv_field(c) for c in columns)]
+    lines += [",".join(csv_field("" if row[c] is None else str(row[c])) for c in columns) for row in rows]
+    write_text_atomically(Path(out), "\n".join(lines) + "\n", command="sdc release a-priori")
+    return {"release": release, "cells": len(rows),
+            "suppressed": sum(r[A_PRIORI_STATUS_COLUMN] == "suppressed" for r in rows),
+            "published": sum(r[A_PRIORI_STATUS_COLUMN] == "published" for r in rows)}

@@ -1,0 +1,110 @@
+"""A-priori cells: the last release's suppression pattern fed into the next (python/sdc/suppression/a_priori.py,
+`sdc release a-priori`), so that a revision cannot be differenced against the last release.
+
+The table: regions A, B, C by categories x, y, z, freq:3, cost = frequency. Month 1 suppresses A/x (2 persons)
+with the secondaries A/y, B/x, B/y, C/x, C/y. In month 2 three persons of A/y leave; every other cell keeps its
+records. sdc's heuristic alone would now publish C/x = 11 and C/y = 6, which month 1 hid: a reader of both
+months has them, and month 1's protection of A/x rests on them. With month 1's cells a-priori, C/x and C/y stay
+suppressed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc.cli import main
+from sdc.errors import SdcError
+from sdc.suppression.a_priori import a_priori_cells
+from sdc.suppression.pipeline import suppressed_table
+
+MONTH_1 = {("A", "x"): 2, ("A", "y"): 9, ("A", "z"): 12, ("B", "x"): 7, ("B", "y"): 8, ("B", "z"): 10,
+           ("C", "x"): 11, ("C", "y"): 6, ("C", "z"): 13}
+MONTH_2 = {**MONTH_1, ("A", "y"): 6}
+
+
+def microdata(counts: dict) -> pd.DataFrame:
+    return pd.DataFrame([cell for cell, n in counts.items() for _ in range(n)], columns=["region", "kind"])
+
+
+def pattern(counts: dict, **options) -> dict:
+    table = suppressed_table(microdata(counts), ["region", "kind"], ["freq:3"], cost="freq", **options)
+    return {f"{r}/{k}": text for r, k, text in zip(table.region, table.kind, table.published_text)}
+
+
+def a_priori_of(counts: dict) -> pd.DataFrame:
+    """What `sdc release a-priori` writes of a release that published ``counts``' pattern."""
+    table = suppressed_table(microdata(counts), ["region", "kind"], ["freq:3"], cost="freq")
+    return pd.DataFrame({"region": table.region, "kind": table.kind,
+                         "status": np.where(table.published_value.isna(), "suppressed", "published"),
+                         "value": table.published_value})
+
+
+SUPPRESSED_IN_MONTH_1 = {"A/x", "A/y", "B/x", "B/y", "C/x", "C/y"}
+
+
+def test_the_heuristic_alone_would_publish_cells_the_last_release_suppressed():
+    month_1 = pattern(MONTH_1)
+    assert {c for c, t in month_1.items() if t == "x"} == SUPPRESSED_IN_MONTH_1
+    month_2 = pattern(MONTH_2)
+    assert (month_2["C/x"], month_2["C/y"]) == ("11", "6")  # hidden in month 1, records unchanged
+
+
+def test_the_last_release_s_suppressed_cells_stay_suppressed():
+    month_2 = pattern(MONTH_2, a_priori=a_priori_of(MONTH_1))
+    assert {c for c, t in month_2.items() if t == "x"} == SUPPRESSED_IN_MONTH_1
+    # the changed totals are published with their new values
+    assert (month_2["A/Total"], month_2["Total/y"], month_2["Total/Total"]) == ("20", "20", "75")
+
+
+def test_a_cell_the_last_release_published_is_never_a_secondary_suppression():
+    """A/y gains 4 persons: alone, the heuristic then hides B/z (10, published in month 1 and unchanged) in
+    place of B/y. B/z's value is public: hiding it protects nothing. With the a-priori cells B/z stays published
+    and the pattern finds its protection elsewhere; it still passes sdc's own audit (protect_cells refuses to
+    return a pattern that does not)."""
+    grown = {**MONTH_1, ("A", "y"): 13}
+    assert pattern(grown)["B/z"] == "x"
+    with_a_priori = pattern(grown, a_priori=a_priori_of(MONTH_1))
+    assert with_a_priori["B/z"] == "10"
+    assert with_a_priori["A/x"] == "x"
+
+
+def test_a_published_cell_whose_value_changed_carries_no_constraint():
+    cells = [{"region": "B", "kind": "z", "value": 12.0, "status": "published"}]
+    rows = [{"region": "B", "kind": "z", "status": "published", "value": "10"}]
+    found = a_priori_cells(cells, ["region", "kind"], rows)
+    assert not found.known.any() and not found.suppressed.any()
+    found = a_priori_cells(cells, ["region", "kind"], [{**rows[0], "value": "12"}])
+    assert found.known.tolist() == [True]
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([{"region": "A", "status": "published", "value": 1}], r"no column 'kind' \(they need the table's dimensions "
+                                                            r"region, kind, status and value"),
+    ([{"region": "A", "kind": "x", "status": "hidden", "value": None}],
+     r"row 1 \(region='A', kind='x'\) has status 'hidden'; it must be one of suppressed, published"),
+    ([{"region": "A", "kind": "z", "status": "published", "value": ""}],
+     r"the published cell \(region='A', kind='z'\) has no number in value"),
+    ([{"region": "A", "kind": "x", "status": "suppressed", "value": None}] * 2,
+     r"the cell \(region='A', kind='x'\) is listed twice"),
+])
+def test_bad_a_priori_cells_are_refused_naming_the_row(rows, message):
+    cells = [{"region": "A", "kind": "x", "value": 2.0, "status": "primary"},
+             {"region": "A", "kind": "z", "value": 12.0, "status": "published"}]
+    with pytest.raises(SdcError, match=message):
+        a_priori_cells(cells, ["region", "kind"], rows)
+
+
+def test_sdc_suppress_reads_a_priori_cells_from_a_file(tmp_path, capsys):
+    data, last = tmp_path / "month2.csv", tmp_path / "a_priori.csv"
+    microdata(MONTH_2).to_csv(data, index=False)
+    a_priori_of(MONTH_1).to_csv(last, index=False)
+    out = tmp_path / "protected.csv"
+    assert main(["suppress", "--input", str(data), "--dims", "region,kind", "--rule", "freq:3", "--cost", "freq",
+                 "--a-priori", str(last), "--out", str(out)]) == 0
+    table = pd.read_csv(out, dtype=str)
+    hidden = {f"{r}/{k}" for r, k, t in zip(table.region, table.kind, table.published_text) if t == "x"}
+    assert hidden == SUPPRESSED_IN_MONTH_1
+    assert main(["suppress", "--input", str(data), "--dims", "region,kind", "--rule", "freq:3",
+                 "--a-priori", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "other.csv")]) == 2
+    assert "missing.csv" in capsys.readouterr().err and not (tmp_path / "other.csv").exists()

@@ -269,6 +269,9 @@ def by_part(warehouse: dict) -> None:
     patches.append((verify_suppression, "verify_suppression_published",
                     timed("suppression tables", verify_suppression.verify_suppression_published)))
     patches.append((publish_module, "audit_release", timed("release audit", publish_module.audit_release)))
+    patches.append((publish_module, "release_quality", timed("quality figures", publish_module.release_quality)))
+    for name in ("release_cells", "check_against_last", "record_release"):
+        patches.append((publish_module, name, timed("ledger of releases", getattr(publish_module, name))))
     with contextlib.ExitStack() as undo:
         for owner, attribute, replacement in patches:
             undo.callback(setattr, owner, attribute, getattr(owner, attribute))
@@ -280,11 +283,16 @@ def by_part(warehouse: dict) -> None:
         total = time.perf_counter() - start
     print(f"  one sdc publish in this process, {total:.2f} s, by part:")
     for part in ("record key checks", "recomputing the tables", "comparing cells", "suppression tables",
-                 "release audit"):
+                 "release audit", "quality figures", "ledger of releases"):
         if part in spent:
             print(f"    {part:<26} {spent[part]:7.2f} s  {spent[part] / total:5.0%}")
     rest = total - sum(spent.values())
     print(f"    {'the rest (gate, copies)':<26} {rest:7.2f} s  {rest / total:5.0%}", flush=True)
+    # the release report of that publication, as `sdc report` writes it (a whole process)
+    report = warehouse["folder"] / "release_report.html"
+    seconds = run([str(BIN / "sdc"), "report", "--publication", str(out), "--out", str(report)], warehouse["cwd"],
+                  warehouse["env"])
+    print(f"  sdc report of that publication: {seconds:.2f} s, {report.stat().st_size / 1e6:.1f} MB", flush=True)
 
 
 def main() -> None:

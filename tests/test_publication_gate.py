@@ -7,6 +7,8 @@ own mistake (and a correct protected table) is tagged."""
 
 from __future__ import annotations
 
+import json
+
 import os
 import re
 import shutil
@@ -133,6 +135,27 @@ def test_protection_steps_and_relations_built_on_them_only_are_published(mistake
     # the counts are the CKM's, not the originals
     assert rows(out, "select sum(count) from persons where sex = 'Total' and region = 'Total'") == \
         rows(mistakes.db, "select sum(count) from main_audit.ckm_persons where sex = 'Total' and region = 'Total'")
+
+
+def test_an_exposure_may_depend_on_published_relations_only(mistakes, tmp_path):
+    """A dbt exposure is what a BI tool reads (issue 34): one on an audit relation is refused before anything is
+    written; one on published relations is published as usual."""
+    manifest_path = only_tagged(mistakes, tmp_path, ["persons"])
+    manifest = json.loads(manifest_path.read_text())
+    nodes = {n["name"]: k for k, n in manifest["nodes"].items()}
+    dashboard = {"name": "persons_dashboard", "label": "Persons", "type": "dashboard", "resource_type": "exposure",
+                 "depends_on": {"nodes": [nodes["persons"], nodes["ckm_persons"]], "macros": []}}
+    manifest["exposures"] = {"exposure.pubtest.persons_dashboard": dashboard}
+    manifest_path.write_text(json.dumps(manifest))
+    out = tmp_path / "pub.duckdb"
+    with pytest.raises(SdcError, match=r"exposure exposure.pubtest.persons_dashboard \(dashboard 'Persons'\) depends "
+                                       r"on model.pubtest.ckm_persons, which is not tagged sdc_publish: a BI tool may "
+                                       r"read published relations only"):
+        publish(mistakes.db, out, manifest=manifest_path)
+    assert not out.exists()
+    dashboard["depends_on"]["nodes"] = [nodes["persons"]]
+    manifest_path.write_text(json.dumps(manifest))
+    assert publish(mistakes.db, out, manifest=manifest_path) == ["persons"]
 
 
 def test_a_view_replaced_after_the_build_is_refused(mistakes, tmp_path):

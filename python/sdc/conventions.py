@@ -271,3 +271,27 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_record_key_min_records": RECORD_KEY_MIN_RECORDS,
     "sdc_record_key_bins": RECORD_KEY_BINS,
 }
+
+# ------------------------------------------------------------------------------------------ published columns
+# What each column sdc publishes means, for BI authors: the dbt docs blocks of the package (doc('sdc_column_<name>'),
+# macros/sdc_published_columns.md, written from this by python/sdc/dbt_docs.py; a test keeps them equal) and the docs.
+PUBLISHED_COLUMN_DOCS: dict[str, str] = {
+    "count": "Number of persons (records) in the cell, perturbed by the Cell Key Method: the true count plus noise "
+             "from the perturbation table, the same noise for the same cell in every table. Totals and subtotals are "
+             "perturbed on their own, so the cells of a row do not add up to its total exactly; never sum cells "
+             "that lie under one another (filter on one level of each dimension instead).",
+    "count_reason": "Why count is empty: the perturbed count lies below the table's threshold. Empty otherwise.",
+    "weighted_count": "Weighted number of persons in the cell (sum of the weights), perturbed by the Cell Key Method "
+                      "for magnitudes. Not additive over cells, as count.",
+    "value": "Sum of the table's value column in the cell, perturbed by the Cell Key Method for magnitudes (a "
+             "suppression table: the exact sum, empty where the cell is suppressed). Not additive over cells.",
+    "weighted_value": "Weighted sum of the value column in the cell, perturbed by the Cell Key Method for "
+                      "magnitudes. Not additive over cells.",
+    "mean_value": "Mean of the value column in the cell: the perturbed sum divided by the perturbed count.",
+    "mean_weighted_value": "Weighted mean of the value column in the cell: the perturbed weighted sum divided by the "
+                           "perturbed weighted count.",
+    "freq": "Number of persons (records) in the cell of a suppression table, exact where published; empty where the "
+            "cell is suppressed (see published_text).",
+    "published_text": "The cell as it is to be printed: its value, or the mark of a suppressed cell (x), or the "
+                      "interval a suppressed cell lies in. A suppressed cell has no number in the value column.",
+}

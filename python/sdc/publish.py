@@ -551,7 +551,21 @@ def _marked_relations(manifest: dict, path: Path) -> list[Marked]:
                            "give one of them another dbt alias")
     for m in marked:
         _check_lineage(manifest, m)
+    _check_exposures(manifest, marked, path)
     return marked
+
+
+def _check_exposures(manifest: dict, marked: list[Marked], path: Path) -> None:
+    """A dbt exposure is what a BI tool reads: it may depend on relations of the release only (a dashboard on an
+    audit or raw relation would show what the release protects)."""
+    published = {m.node_id for m in marked}
+    for exposure_id, exposure in sorted((manifest.get("exposures") or {}).items()):
+        for node in (exposure.get("depends_on") or {}).get("nodes") or []:
+            if node not in published:
+                raise SdcError(f"{path}: exposure {exposure_id} ({exposure.get('type') or 'exposure'} "
+                               f"{exposure.get('label') or exposure.get('name')!r}) depends on {node}, which is not "
+                               f"tagged {PUBLISH_TAG}: a BI tool may read published relations only; point the "
+                               "exposure at the published relation (ref('<protected model>')) or tag it")
 
 
 def _check_lineage(manifest: dict, marked: Marked) -> None:

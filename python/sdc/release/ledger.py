@@ -31,6 +31,7 @@ from pathlib import Path
 from ..conventions import LOAD_LOG_TABLE, PUBLISHED_MEASURES, RAW_SCHEMA
 from ..errors import SdcError
 from ..quoting import quote_identifier as q
+from ..quoting import quote_literal
 from .verify import Verified, Verifier
 
 LEDGER_FILE_NAME = "sdc_ledger.duckdb"
@@ -58,40 +59,43 @@ def default_ledger(db: str | Path) -> Path:
 # ------------------------------------------------------------------------------------------ the release's cells
 def release_cells(verifier: Verifier, verified: list[Verified], published: dict[str, str]) -> list[LedgerCell]:
     """The cells of every published relation: ``published`` maps a relation's label to SQL that reads what is
-    published of it (on ``verifier.con``)."""
+    published of it (on ``verifier.con``). The JSON and digests are made by the database in one query per relation
+    (per cell in Python they took 15 s for the 71,300 cells of 20 tables)."""
     cells = []
     by_label = {v.rel.label: v for v in verified}
     for label, content in sorted(published.items()):
         item = by_label.get(label)
-        cursor = verifier.con.execute(f"select * from {content}")
-        columns = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()
+        columns = [d[0] for d in verifier.con.execute(f"select * from {content} limit 0").description]
         measures = [c for c in columns if c.lower() in PUBLISHED_MEASURES or c.lower().startswith("mean_")]
         dims = [c for c in columns if c not in measures]
-        records = _records(verifier, item, dims) if item is not None else {}
+        records = _records(verifier, item, dims) if item is not None else None
         parameters = _parameters(verifier, item) if item is not None else None
-        for row in rows:
-            values = dict(zip(columns, row))
-            cell = _json({d: values[d] for d in dims})
-            cells.append(LedgerCell(label, cell, _json({m: values[m] for m in measures}), records.get(cell), parameters))
+        shown = f"select {_json_sql(dims, 'p')} as cell, {_json_sql(measures, 'p')} as published from {content} as p"
+        query = (f"select cell, published, null from ({shown})" if records is None else
+                 f"select s.cell, s.published, r.digest from ({shown}) as s left join ({records}) as r using (cell)")
+        cells += [LedgerCell(label, cell, values, digest, parameters)
+                  for cell, values, digest in verifier.con.execute(query).fetchall()]
     return cells
 
 
-def _records(verifier: Verifier, item: Verified, dims: list[str]) -> dict[str, str]:
-    """{cell JSON: records digest} from sdc's recomputation of the step (CKM and suppression tables)."""
+def _records(verifier: Verifier, item: Verified, dims: list[str]) -> str | None:
+    """SQL of (cell JSON, records digest) from sdc's recomputation of the step (CKM and suppression tables)."""
     if item.audit is None or item.kind not in ("ckm_count", "ckm_sum", "suppression"):
-        return {}
-    cursor = verifier.con.execute(f"select * from {item.audit}")
-    columns = [d[0] for d in cursor.description]
+        return None
+    columns = [d[0] for d in verifier.con.execute(f"select * from {item.audit} limit 0").description]
+    if not all(d in columns for d in dims):
+        return None
     kept = [c for c in columns if c.lower() in RECORD_COLUMNS or c.lower().startswith(RECORD_PREFIXES)
             or (item.kind == "suppression" and c.lower() == "value")]
-    digests = {}
-    for row in cursor.fetchall():
-        values = dict(zip(columns, row))
-        if not all(d in values for d in dims):
-            return {}
-        digests[_json({d: values[d] for d in dims})] = _md5(_json({c: values[c] for c in kept}))
-    return digests
+    return f"select {_json_sql(dims, 'a')} as cell, md5({_json_sql(kept, 'a')}) as digest from {item.audit} as a"
+
+
+def _json_sql(names: list[str], alias: str) -> str:
+    """A JSON object of the columns ``names`` of ``alias`` (keys sorted), as text."""
+    if not names:
+        return "'{}'"
+    fields = ", ".join(f"{quote_literal(n)}: {alias}.{q(n)}" for n in sorted(names))
+    return f"cast(to_json({{{fields}}}) as varchar)"
 
 
 def _parameters(verifier: Verifier, item: Verified) -> str | None:

@@ -67,11 +67,22 @@
   {%- else -%}
     {%- set recomputed = sdc.ckm_sum(source, call['dims'], check_keys=true, audit=true, **arguments) -%}
   {%- endif -%}
-  {%- set kept = [] -%}
+  {#- the magnitudes rounded as ckm_published rounded them (its record's call.digits), the unrounded beside them -#}
+  {%- set digits = (record.get('call') or {}).get('digits') if (record.get('call') is mapping) else none -%}
+  {%- set digits = sdc.ckm_published_digits(digits) -%}
+  {%- set kept, rounded = [], {} -%}
   {%- set names = run_query('select * from (' ~ recomputed ~ ') as recomputed where 1 = 0').column_names -%}
-  {%- for name in names if not sdc.gate_audit_column(name | lower) -%}{%- do kept.append(sdc.sql_identifier(name)) -%}{%- endfor -%}
+  {%- for name in names if not sdc.gate_audit_column(name | lower) -%}
+    {%- if digits is not none and name | lower in ['weighted_count', 'value', 'weighted_value'] -%}
+      {%- do kept.append(sdc.ckm_published_rounded(sdc.sql_identifier(name), digits) ~ ' as ' ~ sdc.sql_identifier(name)) -%}
+      {%- do kept.append(sdc.sql_identifier(name) ~ ' as ' ~ sdc.sql_identifier('sdc_exact_' ~ name)) -%}
+      {%- do rounded.update({name | lower: digits}) -%}
+    {%- else -%}
+      {%- do kept.append(sdc.sql_identifier(name)) -%}
+    {%- endif -%}
+  {%- endfor -%}
   {%- do sdc.gate_compare(relation, 'select ' ~ kept | join(', ') ~ ' from (' ~ recomputed ~ ') as recomputed',
-                          audit_record['step'] ~ ' over ' ~ source ~ ' (recomputed from the microdata)', checker, path, content) -%}
+                          audit_record['step'] ~ ' over ' ~ source ~ ' (recomputed from the microdata)', checker, path, content, rounded) -%}
 {%- elif step == 'ckm_mean' -%}
   {%- set call = record.get('call') -%}
   {%- if call is not mapping -%}
@@ -117,11 +128,12 @@
 
 {#- stop unless `relation` (read from `content`, its copy, where given) holds exactly the cells of `expected_sql`:
     the same columns, the same cells, counts equal and magnitudes to 1e-9 relative -#}
-{% macro gate_compare(relation, expected_sql, what, checker, path, content=none) %}
+{% macro gate_compare(relation, expected_sql, what, checker, path, content=none, rounded=none) %}
 {%- set content = content if content is not none else relation -%}
 {#- a copy has the columns of what it copied (the catalog of another session's temporary schema holds none) -#}
 {%- set have = adapter.get_columns_in_relation(relation) -%}
-{%- set want = run_query('select * from (' ~ expected_sql ~ ') as expected where 1 = 0').column_names | list -%}
+{%- set want = [] -%}
+{%- for name in run_query('select * from (' ~ expected_sql ~ ') as expected where 1 = 0').column_names if not (name | lower).startswith('sdc_exact_') -%}{%- do want.append(name) -%}{%- endfor -%}
 {%- if have | map(attribute='name') | map('lower') | sort | list != want | map('lower') | sort | list -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " has the columns " ~ have | map(attribute='name') | join(', ') ~ ", but " ~ what ~ " gives " ~ want | join(', ') ~ "; " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
@@ -140,7 +152,18 @@
 {%- set differs = [] -%}
 {%- for m in numbers -%}
   {%- set p, e = 'cast(p.' ~ q(m) ~ ' as ' ~ sdc.double_type() ~ ')', 'cast(e.' ~ q(m) ~ ' as ' ~ sdc.double_type() ~ ')' -%}
+  {%- if (rounded or {}).get(m | lower) is not none -%}
+    {#- rounded (python/sdc/release/verify.py differ_rounded): equal to a quarter of the last digit's unit, or the
+        other neighbour of a recomputation within 1e-9 relative of the half-way point between the two -#}
+    {%- set x = 'cast(e.' ~ q('sdc_exact_' ~ m | lower) ~ ' as ' ~ sdc.double_type() ~ ')' -%}
+    {%- set unit = 'cast(1e' ~ (0 - rounded[m | lower]) ~ ' as ' ~ sdc.double_type() ~ ')' -%}
+    {%- set tolerance = 'least(1e-9 * greatest(1, abs(' ~ e ~ ')), ' ~ unit ~ ' / 4)' -%}
+    {%- do differs.append('(' ~ p ~ ' is null) <> (' ~ e ~ ' is null) or (abs(' ~ p ~ ' - ' ~ e ~ ') > ' ~ tolerance
+                          ~ ' and not (abs(abs(' ~ p ~ ' - ' ~ e ~ ') - ' ~ unit ~ ') <= ' ~ tolerance
+                          ~ ' and abs(abs(' ~ p ~ ' - ' ~ x ~ ') - ' ~ unit ~ ' / 2) <= 1e-9 * greatest(1, abs(' ~ x ~ '))))') -%}
+  {%- else -%}
   {%- do differs.append('(' ~ p ~ ' is null) <> (' ~ e ~ ' is null) or abs(' ~ p ~ ' - ' ~ e ~ ') > 1e-9 * greatest(1, abs(' ~ e ~ '))') -%}
+  {%- endif -%}
 {%- endfor -%}
 {%- for m in texts -%}{%- do differs.append('cast(p.' ~ q(m) ~ ' as ' ~ sdc.text_type() ~ ') is distinct from cast(e.' ~ q(m) ~ ' as ' ~ sdc.text_type() ~ ')') -%}{%- endfor -%}
 {%- set shown = [] -%}

@@ -11,6 +11,8 @@
     sdc_complete_tables     ckm_count publishes empty cells of the frame (count 0) too      true
     sdc_weighted_count      ckm_count weight=: magnitude (sum of weights, magnitude CKM)    magnitude
                             or mean_weight (count' * mean weight, as cellKey / τ-Argus)
+    sdc_published_digits    ckm_published rounds weighted_count, value, weighted_value to   0
+                            this many decimals (negative: tens, ...; none: unrounded)
     sdc_total_label         code of a total along a flat dimension                          Total
     sdc_audit_columns       columns of a ckm_count relation that never leave the audit      original, ...
     sdc_ckm_sum_audit_columns   ... and of a ckm_sum relation (audit=true)                  records, ...
@@ -43,6 +45,7 @@
     'sdc_ptable_reuse_from': none,
     'sdc_complete_tables': true,
     'sdc_weighted_count': 'magnitude',
+    'sdc_published_digits': 0,
     'sdc_total_label': 'Total',
     'sdc_audit_columns': ['original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise', 'perturbed',
                           'original_weighted_count'],

@@ -255,7 +255,7 @@ def test_sql_equals_the_one_cell_method(name):
     df = _microdata()
     params = PARAM_SETS[name]
     tables = _tables(separation=params.get("separation", False))
-    got = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M, params=params, ptable=tables)
+    got = sum_table(df, ["region", "size"], digits=None, value="turnover", record_key="rk", modulus=M, params=params, ptable=tables)
     expected = _expected(df, ["region", "size"], params, tables, "turnover")
     assert len(got) == len(expected) == 4 * 3 + 4 + 3 + 1
     for row in got.itertuples():
@@ -266,7 +266,7 @@ def test_sql_equals_the_one_cell_method_with_parity_and_weights():
     df = _microdata(seed=11)
     params = {"type": "top_contr", "top_k": 1, "multiplier": FLEX | {"epsilon": [1]}}
     tables = _tables(separation=False, parity=True)
-    got = sum_table(df, ["region", "size"], value="turnover", weight="w", record_key="rk", modulus=M,
+    got = sum_table(df, ["region", "size"], digits=None, value="turnover", weight="w", record_key="rk", modulus=M,
                     params=params, ptable=tables)
     unweighted = _expected(df, ["region", "size"], params, tables, "turnover")
     weighted = _expected(df, ["region", "size"], params, tables, "turnover", weight="w")
@@ -284,7 +284,7 @@ def test_sql_equals_the_one_cell_method_on_weighted_contributions_ranked_by_valu
     params = {"preset": preset, "type": "top_contr", "top_k": 3, "multiplier": FLEX, "mu_c": 2,
               "sensitive": ["freq:40"], "separation": True}
     tables = _tables()
-    got = sum_table(df, ["region", "size"], value="turnover", weight="w", record_key="rk", modulus=M,
+    got = sum_table(df, ["region", "size"], digits=None, value="turnover", weight="w", record_key="rk", modulus=M,
                     params=params, ptable=tables)
     weighted = _expected(df, ["region", "size"], params, tables, "turnover", weight="w")
     unweighted = _expected(df, ["region", "size"], params, tables, "turnover")
@@ -325,7 +325,7 @@ def test_properties_of_a_protected_table():
     df = _microdata(seed=3)
     params = PARAM_SETS["tauargus top 3, separation, mu_c"]
     tables = _tables()
-    audit = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M, params=params,
+    audit = sum_table(df, ["region", "size"], digits=None, value="turnover", record_key="rk", modulus=M, params=params,
                       ptable=tables, audit=True)
     original = audit["original_value"].astype(float)
     # no sign change, zero stays zero
@@ -341,8 +341,8 @@ def test_same_cell_same_value_in_two_tables():
     df = _microdata(seed=5)
     params = PARAM_SETS["cellkey top 3, separation, mu_c"]
     tables = _tables()
-    two = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M, params=params, ptable=tables)
-    one = sum_table(df.sample(frac=1, random_state=1), ["region"], value="turnover", record_key="rk", modulus=M,
+    two = sum_table(df, ["region", "size"], digits=None, value="turnover", record_key="rk", modulus=M, params=params, ptable=tables)
+    one = sum_table(df.sample(frac=1, random_state=1), ["region"], digits=None, value="turnover", record_key="rk", modulus=M,
                     params=params, ptable=tables)
     margins = two[two["size"] == "Total"].set_index("region")["value"]
     assert (one.set_index("region")["value"] == margins).all()  # exact: sums and keys are exact
@@ -351,7 +351,7 @@ def test_same_cell_same_value_in_two_tables():
 def test_zero_cells_stay_zero():
     df = pd.DataFrame({"g": ["a", "a", "b", "b"], "rk": [10, 20, 30, 40], "v": [0.0, 0.0, 5.0, 7.0]})
     params = {"type": "top_contr", "top_k": 2, "multiplier": {"type": "simple", "p": 0.5, "epsilon": [1, 0.5]}}
-    got = sum_table(df, ["g"], value="v", record_key="rk", modulus=M, params=params, ptable=_tables(False),
+    got = sum_table(df, ["g"], digits=None, value="v", record_key="rk", modulus=M, params=params, ptable=_tables(False),
                     check_keys=False)
     assert got.set_index("g").loc["a", "value"] == 0
 
@@ -362,8 +362,8 @@ def test_a_complete_table_publishes_empty_cells_as_zero():
     df = _microdata(seed=4)
     df = df[~((df["region"] == "W") & (df["size"] == "3"))]
     run = dict(value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"], ptable=_tables(False))
-    complete = sum_table(df, ["region", "size"], **run).set_index(["region", "size"])["value"]
-    sparse = sum_table(df, ["region", "size"], complete=False, **run).set_index(["region", "size"])["value"]
+    complete = sum_table(df, ["region", "size"], digits=None, **run).set_index(["region", "size"])["value"]
+    sparse = sum_table(df, ["region", "size"], digits=None, complete=False, **run).set_index(["region", "size"])["value"]
     assert len(complete) == 4 * 3 + 4 + 3 + 1 and len(sparse) == len(complete) - 1
     assert complete.loc[("W", "3")] == 0
     assert (complete.drop(("W", "3")) == sparse.loc[complete.drop(("W", "3")).index]).all()
@@ -380,7 +380,7 @@ def test_a_dimension_named_like_a_column_family_of_the_method_is_refused(name):
 
     df = _microdata(n=200).rename(columns={"region": name})
     with pytest.raises(SdcError, match=f"dimension '{name}' has the name of a column"):
-        sum_table(df, [name], value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
+        sum_table(df, [name], digits=None, value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
                   ptable=_tables(False))
     con = duckdb.connect()
     con.register("micro", df.rename(columns={"rk": "rk"}))
@@ -403,7 +403,7 @@ def test_quality_figures_of_a_magnitude_table_match_numpy():
     import sdc.ckm
 
     df = _microdata(seed=9)
-    audit = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M,
+    audit = sum_table(df, ["region", "size"], digits=None, value="turnover", record_key="rk", modulus=M,
                       params=PARAM_SETS["tauargus top 3, separation, mu_c"], ptable=_tables(), audit=True)
     figures = sdc.ckm.sum_quality(audit, "turnover").iloc[0]
     o = audit["original_value"].astype(float).to_numpy()
@@ -427,9 +427,9 @@ def test_means_are_perturbed_sum_over_perturbed_count(tmp_path):
 
     df = _microdata(seed=10)
     write_ptable(create_ptable(PTableParams(D=3, V=1.5, js=1)).table, tmp_path / "cnt.csv")
-    sums = sum_table(df, ["region"], value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
+    sums = sum_table(df, ["region"], digits=None, value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
                      ptable=_tables(False))
-    counts = sdc.ckm.count_table(df, ["region"], record_key="rk", modulus=M, ptable=tmp_path / "cnt.csv",
+    counts = sdc.ckm.count_table(df, ["region"], digits=None, record_key="rk", modulus=M, ptable=tmp_path / "cnt.csv",
                                  threshold=200)
     means = sdc.ckm.mean_table(sums, counts, ["region"]).set_index("region")["mean_value"]
     joined = sums.set_index("region").join(counts.set_index("region"))
@@ -442,7 +442,7 @@ def test_means_are_perturbed_sum_over_perturbed_count(tmp_path):
     with pytest.raises(SdcError, match="column 'weighted_count' is not in counts"):
         sdc.ckm.mean_table(sums, counts, ["region"], denominator="weighted_count")
     # dims that are not the tables' dimensions would pair every sum with every count: refused
-    two = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
+    two = sum_table(df, ["region", "size"], digits=None, value="turnover", record_key="rk", modulus=M, params=PARAM_SETS["sum"],
                     ptable=_tables(False))
     with pytest.raises(SdcError, match=r"ckm_mean: dims region are not the dimensions of sums \(its columns besides "
                                        r"the measures: region, size\)"):
@@ -459,7 +459,7 @@ def _one_cell(preset, contributions, key, **extra):
     df = pd.DataFrame({"g": ["a"] * len(contributions), "v": contributions,
                        "rk": [key] + [0] * (len(contributions) - 1)})
     params = {"preset": preset, **extra}
-    return sum_table(df, ["g"], value="v", record_key="rk", modulus=M, params=params, ptable=_tables(False),
+    return sum_table(df, ["g"], digits=None, value="v", record_key="rk", modulus=M, params=params, ptable=_tables(False),
                      totals="none", audit=True, check_keys=False).iloc[0]
 
 
@@ -500,7 +500,7 @@ def test_presets_differ_in_the_clamp():
                        "v": ([100.0, 100.0] + [25.0] * 20) * 300,
                        "rk": np.random.default_rng(4).integers(0, M, 22 * 300)})
     for preset in values:
-        got = sum_table(df, ["g"], value="v", record_key="rk", modulus=M, params={"preset": preset, **params},
+        got = sum_table(df, ["g"], digits=None, value="v", record_key="rk", modulus=M, params={"preset": preset, **params},
                         ptable=_tables(False), totals="none", audit=True, check_keys=False)
         values[preset] = got
     cellkey = values["cellkey"]
@@ -550,32 +550,32 @@ def test_bad_input_is_refused():
     params = {"type": "top_contr", "top_k": 1, "multiplier": FLEX | {"epsilon": [1]}, "separation": True}
     run = dict(record_key="rk", modulus=M, params=params)
     with pytest.raises(SdcError, match="no small_cells part"):
-        sum_table(df, ["region"], value="turnover", ptable=_tables(separation=False), **run)
+        sum_table(df, ["region"], digits=None, value="turnover", ptable=_tables(separation=False), **run)
     with pytest.raises(SdcError, match="column 'region' must be numeric"):
-        sum_table(df, ["size"], value="region", ptable=_tables(), **run)
+        sum_table(df, ["size"], digits=None, value="region", ptable=_tables(), **run)
     for bad in (np.nan, np.inf):
         broken = df.copy()
         broken.loc[5, "turnover"] = bad
         with pytest.raises(SdcError, match="value column \"?turnover\"? must be a finite number"):
-            sum_table(broken, ["region"], value="turnover", ptable=_tables(), **run)
+            sum_table(broken, ["region"], digits=None, value="turnover", ptable=_tables(), **run)
     for bad in (0.0, -1.0, np.nan):
         broken = df.copy()
         broken.loc[5, "w"] = bad
         with pytest.raises(SdcError, match="weight column \"?w\"? must be positive and finite"):
-            sum_table(broken, ["region"], value="turnover", weight="w", ptable=_tables(), **run)
+            sum_table(broken, ["region"], digits=None, value="turnover", weight="w", ptable=_tables(), **run)
     with pytest.raises(SdcError, match="must be a power of 10"):
-        sum_table(df, ["region"], value="turnover", ptable=_tables(), **{**run, "modulus": 4096})
+        sum_table(df, ["region"], digits=None, value="turnover", ptable=_tables(), **{**run, "modulus": 4096})
     # contributions are exact 6-decimal numbers below 10^12: a larger one is named, with the way out; so is a
     # product value x weight beyond it
     broken = df.copy()
     broken.loc[7, "turnover"] = 2.5e12
     with pytest.raises(SdcError, match=r"contributions to value \(column turnover\) must be below 10\^12.*a record "
                                        r"has 2500000000000.*give the column in larger units"):
-        sum_table(broken, ["region"], value="turnover", ptable=_tables(), **run)
+        sum_table(broken, ["region"], digits=None, value="turnover", ptable=_tables(), **run)
     broken = df.copy()
     broken.loc[7, ["turnover", "w"]] = [9e10, 20.0]
     with pytest.raises(SdcError, match=r"contributions to weighted_value \(turnover x w\) must be below 10\^12"):
-        sum_table(broken, ["region"], value="turnover", weight="w", ptable=_tables(), **run)
+        sum_table(broken, ["region"], digits=None, value="turnover", weight="w", ptable=_tables(), **run)
 
 
 # ------------------------------------------------------------------------------------------- weighted counts
@@ -601,7 +601,7 @@ def test_weighted_counts_do_not_reveal_the_original_count(tmp_path):
     params = {"type": "top_contr", "top_k": 1, "multiplier": FLEX | {"epsilon": [1]}}
     from sdc.magnitude.table import weighted_count_table
 
-    got = weighted_count_table(df, ["g"], weight="w", record_key="rk", modulus=M, ptable=counts_ptable,
+    got = weighted_count_table(df, ["g"], digits=None, weight="w", record_key="rk", modulus=M, ptable=counts_ptable,
                                params=params, nums_ptable=_tables(False), totals="none", audit=True)
     truth = df.groupby("g").agg(n=("w", "size"), s=("w", "sum"))
     got = got.set_index("g").join(truth)
@@ -617,7 +617,7 @@ def test_weighted_counts_do_not_reveal_the_original_count(tmp_path):
     # and the weighted count is the sum of weights perturbed as sum_table perturbs it plus the count's noise
     # times the cell's smallest weight (red team 6) plus the second noise times the cell's spread of weights
     # (red team 3); 0 where the count was perturbed to 0 (a false zero must not show a weight)
-    sums = sum_table(df, ["g"], weight="w", record_key="rk", modulus=M, params=params, ptable=_tables(False),
+    sums = sum_table(df, ["g"], digits=None, weight="w", record_key="rk", modulus=M, params=params, ptable=_tables(False),
                      totals="none", audit=True).set_index("g")
     positive = got["count"] > 0
     smallest = df.groupby("g")["w"].min()
@@ -652,7 +652,7 @@ def test_cli_magnitude_table(tmp_path):
     assert main(args) == 0
     got = pd.read_csv(out, dtype={"size": str})
     expected = sum_table(df, ["region", "size"], value="turnover", record_key="rk", modulus=M,
-                         params=tmp_path / "params.yml")
+                         params=tmp_path / "params.yml")  # both round to whole units by default
     assert list(got.columns) == ["region", "size", "value"]
     assert np.allclose(got["value"], expected["value"], rtol=1e-12)
     # a bad parameter file writes nothing

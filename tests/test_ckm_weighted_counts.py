@@ -68,7 +68,7 @@ def test_mean_weight_reproduces_cellkey_on_its_test_data(tmp_path, capsys):
     out = tmp_path / "weighted.csv"
     assert main(["ckm", "--input", str(MICRODATA), "--dims", "sex,age", "--hierarchy", str(HIERARCHY),
                  "--record-key", "rkeys", "--key-digits", "7", "--ptable", str(PTABLE), "--weight", "sampling_weight",
-                 "--weighted-count", "mean_weight", "--audit", "--out", str(out)]) == 0
+                 "--weighted-count", "mean_weight", "--digits", "none", "--audit", "--out", str(out)]) == 0
     assert capsys.readouterr().out.startswith("wrote 27 cells")
     table, _, _ = read_ptable(PTABLE)
     expected = independent_cells(["sex", "age"], read_hierarchy(HIERARCHY))
@@ -91,7 +91,7 @@ def test_mean_weight_reproduces_cellkey_on_its_test_data(tmp_path, capsys):
 def test_zero_stays_zero_and_a_count_perturbed_to_zero_has_no_weight(nums_ptable):
     df = pd.read_csv(MICRODATA)
     for method, options in [("mean_weight", {}), ("magnitude", {"params": PARAMS, "nums_ptable": nums_ptable})]:
-        got = sdc.ckm.count_table(df, ["roof", "water", "urbrur"], record_key="rkeys", modulus=10**7,
+        got = sdc.ckm.count_table(df, ["roof", "water", "urbrur"], digits=None, record_key="rkeys", modulus=10**7,
                                   ptable=PTABLE, weight="sampling_weight", weighted_count=method, audit=True,
                                   **options)
         empty = got["original"] == 0
@@ -127,12 +127,12 @@ def test_magnitude_weighted_count_is_the_perturbed_sum_of_weights_beside_unchang
     not be the exact Σ(w - w_min) + the magnitude noise)."""
     df = pd.read_csv(MICRODATA)
     run = dict(record_key="rkeys", modulus=10**7, hierarchy=HIERARCHY)
-    plain = sdc.ckm.count_table(df, ["sex", "age"], ptable=PTABLE, **run)
-    weighted = sdc.ckm.count_table(df, ["sex", "age"], ptable=PTABLE, weight="sampling_weight", params=PARAMS,
+    plain = sdc.ckm.count_table(df, ["sex", "age"], digits=None, ptable=PTABLE, **run)
+    weighted = sdc.ckm.count_table(df, ["sex", "age"], digits=None, ptable=PTABLE, weight="sampling_weight", params=PARAMS,
                                    nums_ptable=nums_ptable, **run)
     assert list(weighted.columns) == ["sex", "age", "count", "weighted_count"]
     assert weighted["count"].tolist() == plain["count"].tolist()  # the weight changes no count
-    sums = sdc.ckm.sum_table(df, ["sex", "age"], weight="sampling_weight", params=PARAMS, ptable=nums_ptable,
+    sums = sdc.ckm.sum_table(df, ["sex", "age"], digits=None, weight="sampling_weight", params=PARAMS, ptable=nums_ptable,
                              **run)
     merged = weighted.merge(sums, on=["sex", "age"], suffixes=("", "_sum"))
     assert len(merged) == len(weighted) == 27
@@ -153,7 +153,7 @@ def test_magnitude_weighted_count_is_the_perturbed_sum_of_weights_beside_unchang
 
 def test_threshold_hides_the_weighted_count_with_the_count(nums_ptable):
     df = pd.read_csv(MICRODATA)
-    got = sdc.ckm.count_table(df, ["roof", "water"], record_key="rkeys", modulus=10**7, ptable=PTABLE,
+    got = sdc.ckm.count_table(df, ["roof", "water"], digits=None, record_key="rkeys", modulus=10**7, ptable=PTABLE,
                               weight="sampling_weight", params=PARAMS, nums_ptable=nums_ptable, threshold=10)
     hidden = got["count"].isna()
     assert hidden.sum() >= 3 and (~hidden).sum() >= 3
@@ -194,7 +194,7 @@ def test_a_text_weight_column_is_refused(tmp_path, capsys):
     df = pd.read_csv(MICRODATA)
     df["w"] = df["sampling_weight"].astype(str) + "kg"
     with pytest.raises(SdcError, match="column 'w' must be numeric"):
-        sdc.ckm.count_table(df, ["sex"], record_key="rkeys", modulus=10**7, ptable=PTABLE, weight="w",
+        sdc.ckm.count_table(df, ["sex"], digits=None, record_key="rkeys", modulus=10**7, ptable=PTABLE, weight="w",
                             weighted_count="mean_weight")
 
 
@@ -208,7 +208,7 @@ def test_weighted_count_arguments_are_checked(options, message):
     df = pd.read_csv(MICRODATA)
     options = {"weight": "sampling_weight", **options}
     with pytest.raises(SdcError, match=message):
-        sdc.ckm.count_table(df, ["sex"], record_key="rkeys", modulus=10**7, ptable=PTABLE, **options)
+        sdc.ckm.count_table(df, ["sex"], digits=None, record_key="rkeys", modulus=10**7, ptable=PTABLE, **options)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -255,10 +255,11 @@ def test_dbt_models_give_the_python_api_numbers_and_publish_no_originals(tmp_pat
     df = pd.read_csv(MICRODATA)
     run = dict(record_key="rkeys", modulus=10**7)
     expected = {
-        "weighted_mean": sdc.ckm.count_table(df, ["sex", "roof"], ptable=PTABLE, weight="sampling_weight",
+        "weighted_mean": sdc.ckm.count_table(df, ["sex", "roof"], digits=None, ptable=PTABLE, weight="sampling_weight",
                                              weighted_count="mean_weight", **run),
-        "weighted_magnitude": sdc.ckm.count_table(df, ["sex", "roof"], ptable=PTABLE, weight="sampling_weight",
+        "weighted_magnitude": sdc.ckm.count_table(df, ["sex", "roof"], digits=None, ptable=PTABLE, weight="sampling_weight",
                                                   params=PARAMS, nums_ptable=nums_ptable, **run),
+        # published: rounded by ckm_published as by sum_table, to whole units by default
         "income_published": sdc.ckm.sum_table(df, ["sex", "roof"], value="income", weight="sampling_weight",
                                               params=PARAMS, ptable=nums_ptable, **run),
     }

@@ -92,7 +92,7 @@ def test_range_on_the_cellkey_data(all_ptable, preset):
     (in (male, r4): 10000 - 0, where its non-zero incomes alone give 10000 - 1); the weighted sum takes the
     same unweighted range. Incomes are not negative, so the presets agree; δ_1 = x_1 m(x_1) in the audit."""
     df = records()
-    audit = sdc.ckm.sum_table(df, ["sex", "roof"], value="income", weight="sampling_weight", record_key="rkeys",
+    audit = sdc.ckm.sum_table(df, ["sex", "roof"], digits=None, value="income", weight="sampling_weight", record_key="rkeys",
                               modulus=KEYS, params={"preset": preset, "type": "range", "multiplier": FLEX1},
                               ptable=all_ptable, audit=True).set_index(["sex", "roof"])
     ranges = {cell: int(part.income.max() - part.income.min()) for cell, part in cells(df)}
@@ -113,7 +113,7 @@ def test_the_presets_take_the_range_of_sizes_or_of_values():
     simple = {"type": "simple", "p": 0.1, "epsilon": [1]}
     for preset, x_1 in (("tauargus", 500), ("cellkey", 900)):
         params = {"preset": preset, "type": "range", "multiplier": simple}
-        audit = sdc.ckm.sum_table(df, ["g"], value="v", weight="w", record_key="rk", modulus=M, params=params,
+        audit = sdc.ckm.sum_table(df, ["g"], digits=None, value="v", weight="w", record_key="rk", modulus=M, params=params,
                                   ptable=_tables(separation=False), audit=True, check_keys=False).set_index("g")
         for cell in ("a", "Total"):
             assert audit.loc[cell, "delta_value_1"] == pytest.approx(x_1 * 0.1, rel=1e-12), preset
@@ -129,7 +129,7 @@ def test_sql_equals_the_one_cell_method_on_a_weighted_range(preset):
     df = _microdata(seed=13)
     params = {"preset": preset, "type": "range", "multiplier": FLEX1, "separation": True}
     tables = _tables()
-    audit = sdc.ckm.sum_table(df, ["region", "size"], value="turnover", weight="w", record_key="rk", modulus=M,
+    audit = sdc.ckm.sum_table(df, ["region", "size"], digits=None, value="turnover", weight="w", record_key="rk", modulus=M,
                               params=params, ptable=tables, audit=True)
     parsed = parse_params(params)
     z_s = parsed.separation_point(tables.small_cells.variance_of_last_row())
@@ -169,7 +169,7 @@ def test_parity_counts_the_records_of_value_0(parity_ptable, preset):
     m(x_1), a = |x / δ|, V of the table at the cell key (τ-Argus: scrambled once; cellKey: as it is)."""
     tables, path = parity_ptable
     df = records()
-    got = sdc.ckm.sum_table(df, ["sex", "roof"], value="income", weight="sampling_weight", record_key="rkeys",
+    got = sdc.ckm.sum_table(df, ["sex", "roof"], digits=None, value="income", weight="sampling_weight", record_key="rkeys",
                             modulus=KEYS, params={"preset": preset, "type": "top_contr", "top_k": 1,
                                                   "multiplier": FLEX1},
                             ptable=path).set_index(["sex", "roof"])
@@ -209,7 +209,7 @@ def test_sql_equals_the_one_cell_method_with_parity(parity_ptable, preset):
     df = _microdata(seed=11)
     params = parse_params({"preset": preset, "type": "top_contr", "top_k": 1, "multiplier": FLEX1})
     tables, _ = parity_ptable
-    got = sdc.ckm.sum_table(df, ["region", "size"], value="turnover", weight="w", record_key="rk", modulus=M,
+    got = sdc.ckm.sum_table(df, ["region", "size"], digits=None, value="turnover", weight="w", record_key="rk", modulus=M,
                             params={"preset": preset, "type": "top_contr", "top_k": 1, "multiplier": FLEX1},
                             ptable=tables)
     differ = changed = 0

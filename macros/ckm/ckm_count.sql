@@ -41,7 +41,8 @@
                false: only cells with records
     threshold  as ONS: a perturbed count below it is published NULL (column count_reason says why; the
                audit column perturbed keeps it); default none (every count published)
-    weight     positive, finite weight column: adds `weighted_count` (and the audit column
+    weight     positive, finite weight column: adds `weighted_count`, unrounded (ckm_published rounds it as it
+               is published: digits=, default var sdc_published_digits, whole units) (and the audit column
                original_weighted_count, the exact sum of the weights); zero stays zero, a count perturbed to
                0 has weighted count 0, a count the threshold hides has none. With a fact, the weights of the
                fact's records (as cellKey weights a count variable)

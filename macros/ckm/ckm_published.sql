@@ -8,8 +8,20 @@
   Its input must be the output of ckm_count or ckm_sum (the step in its build record, macro step): over any
   other relation (a plain count(*), a copy of the microdata) it would only rename unprotected numbers, so it
   stops. A ckm_count input must also agree with itself: count = original + noise in every published cell.
+
+  digits: the published magnitudes (weighted_count, value, weighted_value) rounded to this many decimals,
+  negative ones to tens, hundreds, ... (-2: to hundreds), after the noise; counts are whole numbers already.
+  Not given: var sdc_published_digits (default 0, whole units: τ-Argus writes a CKM table's cells with the
+  decimals of its response variable, and a frequency table's, weighted counts included, with none:
+  libtauargus TauArgus.cpp WriteCSVCell, `%.*f` with nDec, nDec = 0 for a frequency table; reference
+  ckm.md §2 A3 `<DECIMALS>`). digits=none publishes them unrounded. The audit relation stays exact; the
+  digits are in this step's build record (call.digits), and `sdc publish` rounds its recomputation alike.
 #}
 {% macro ckm_published(audit_relation) %}
+{%- for name in kwargs if name != 'digits' -%}
+  {{ exceptions.raise_compiler_error("ckm_published: unknown argument " ~ name ~ " (it takes the audit relation and digits=)") }}
+{%- endfor -%}
+{%- set digits = sdc.ckm_published_digits(kwargs['digits'] if 'digits' in kwargs else sdc.setting('sdc_published_digits')) -%}
 {{- sdc.build_record_hook() -}}
 {%- set step_sql -%}
 {%- set audit_columns = (sdc.setting('sdc_audit_columns') + sdc.setting('sdc_ckm_sum_audit_columns')) | map('lower') | list -%}
@@ -17,15 +29,46 @@
 {%- set columns = [] -%}
 {%- if execute -%}
   {%- do sdc.ckm_published_check_input(audit_relation) -%}
-  {%- for column in adapter.get_columns_in_relation(audit_relation) if column.name | lower not in audit_columns and not sdc.name_matches_any(column.name | lower, audit_patterns) -%}
-    {%- do columns.append(sdc.sql_identifier(column.name)) -%}
+  {%- set found = adapter.get_columns_in_relation(audit_relation) -%}
+  {%- if 'digits' in kwargs and digits is not none and not (found | map(attribute='name') | map('lower') | select('in', ['weighted_count', 'value', 'weighted_value']) | list) -%}
+    {{ exceptions.raise_compiler_error("ckm_published: digits rounds published magnitudes (weighted_count, value, weighted_value); " ~ audit_relation ~ " has none (a ckm_count table has one with a weight)") }}
+  {%- endif -%}
+  {%- for column in found if column.name | lower not in audit_columns and not sdc.name_matches_any(column.name | lower, audit_patterns) -%}
+    {%- if digits is not none and column.name | lower in ['weighted_count', 'value', 'weighted_value'] -%}
+      {%- do columns.append(sdc.ckm_published_rounded(sdc.sql_identifier(column.name), digits) ~ ' as ' ~ sdc.sql_identifier(column.name)) -%}
+    {%- else -%}
+      {%- do columns.append(sdc.sql_identifier(column.name)) -%}
+    {%- endif -%}
   {%- endfor -%}
 {%- endif -%}
 select {{ columns | join(', ') if columns else '*' }}
 from {{ audit_relation }}
 {%- endset -%}
-{{ sdc.step('ckm_published', [audit_relation], step_sql) }}
+{{ sdc.step('ckm_published', [audit_relation], step_sql, {'call': {'digits': digits}}) }}
 {% endmacro %}
+
+
+{#- digits as given (a whole number from -15 to 15, or none: unrounded), or a compile error naming it -#}
+{% macro ckm_published_digits(digits) %}
+{%- if digits is none -%}{{ return(none) }}{%- endif -%}
+{%- if digits is not number or digits is sameas true or digits is sameas false or digits | int != digits or digits < -15 or digits > 15 -%}
+  {{ exceptions.raise_compiler_error("ckm_published: digits (of the published magnitudes) must be a whole number from -15 to 15, got " ~ (digits | tojson if digits is string else digits) ~ "; none publishes them unrounded") }}
+{%- endif -%}
+{{ return(digits | int) }}
+{% endmacro %}
+
+
+{#- `expression` (a double) rounded to `digits` decimals, half away from zero, in double arithmetic that every
+    engine does alike (a multiplication or division by an exact power of ten, floor, the quotient): the same
+    SQL in dbt, in `sdc ckm` / sdc.ckm (python/sdc/ckm.py rounded) and in `sdc publish`'s recomputation -#}
+{% macro ckm_published_rounded(expression, digits) %}
+{%- set x = 'cast(' ~ expression ~ ' as ' ~ sdc.double_type() ~ ')' -%}
+{%- set power = 'cast(1e' ~ (digits | abs) ~ ' as ' ~ sdc.double_type() ~ ')' -%}
+{%- set scaled = 'abs(' ~ x ~ ') ' ~ ('*' if digits >= 0 else '/') ~ ' ' ~ power -%}
+{%- set back = 'floor(' ~ scaled ~ ' + 0.5) ' ~ ('/' if digits >= 0 else '*') ~ ' ' ~ power -%}
+{#- 0 - r, not -r: a negative number that rounds to zero is published as 0, not -0 -#}
+case when {{ x }} < 0 then 0 - {{ back }} else {{ back }} end
+{%- endmacro %}
 
 
 {% macro ckm_published_check_input(audit_relation) %}

@@ -5,7 +5,8 @@
   the leaf cells keep their largest contributions, and a subtotal takes the largest of its leaves' lists,
   which are the largest of its records. Sums are exact (contributions as decimal(18, 6), so |contribution| <
   10^12; their sums decimal(38, 6)), so a cell has the
-  same value, key and noise in every table.
+  same value, key and noise in every table. Its measures come out unrounded; ckm_published rounds them as they
+  are published (digits=, default var sdc_published_digits: whole units).
 
   Measures (one noise chain each, one cell key for all):
     value            sum of `value`                        (value given)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .record_keys import check_record_keys
-from .conventions import CKM_OWN_COLUMNS, CKM_SUM_MEASURES, KEY_FACT_PREFIX, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
+from .conventions import CKM_OWN_COLUMNS, CKM_SUM_MEASURES, KEY_FACT_PREFIX, PUBLISHED_DIGITS, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
 from .dimension_names import check_dimension_names
 from .errors import SdcError
 from .files import check_not_an_input, check_output_file, csv_field, write_text_atomically
@@ -43,6 +43,9 @@ WEIGHTED_OUTPUT = "weighted_count"  # with weight=
 WEIGHTED_AUDIT = "original_weighted_count"  # the exact sum of the weights (audit only)
 COUNT_FACT = "f_sdc_count"
 TOTALS = ("cube", "rollup", "none")
+# digits= not given: the published magnitudes are rounded to conventions.PUBLISHED_DIGITS (whole units), as
+# ckm_published does in dbt by default; None publishes them unrounded
+DEFAULT_DIGITS = "default"
 
 # the relations of one run, in DuckDB's temp catalog: the connection's own (shared_database)
 _INPUT = "sdc_input"
@@ -71,7 +74,7 @@ def count_table(
     weighted_count: str = WEIGHTED_COUNT_METHODS[0],
     params=None,
     nums_ptable=None,
-    digits: int | None = None,
+    digits: int | str | None = DEFAULT_DIGITS,
 ):
     """A frequency table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
     dimensions and ``count`` (with ``threshold``: NULL below it and ``count_reason``; with ``weight``:
@@ -103,7 +106,8 @@ def count_table(
                 cellKey and τ-Argus, which reveals the cell's exact mean weight, a fraction whose denominator
                 is the original count
     digits      round ``weighted_count`` to this many decimals (negative: to tens, hundreds, ...) after the
-                noise, as it is published; default unrounded
+                noise, as it is published; default whole units (conventions.PUBLISHED_DIGITS, as the dbt
+                macro ckm_published); None: unrounded
     """
     with shared_connection() as con, ExitStack() as keep:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
@@ -131,7 +135,7 @@ def protect_table(
     weight: str | None = None,
     weighted_count: str = WEIGHTED_COUNT_METHODS[0],
     params=None,
-    digits: int | None = None,
+    digits: int | str | None = DEFAULT_DIGITS,
 ) -> int:
     """``sdc ckm``: write the table of ``count_table`` to the CSV file ``out``; returns the number of cells."""
     if (key_digits is None) == (modulus is None):
@@ -153,25 +157,33 @@ def protect_table(
         return write_query_csv(con, rounded(con, sql, dims, digits), out, columns)
 
 
-def rounded(con, sql: str, dims: list[str], digits: int | None) -> str:
+def rounded(con, sql: str, dims: list[str], digits: int | str | None) -> str:
     """``sql`` with its published magnitudes (value, weighted_value, weighted_count) rounded to ``digits``
     decimals, negative ones to tens, hundreds, ... (whole numbers then): after the noise, so that the noise is
-    the method's and each number moves by at most half a unit of its last digit. Counts stay as they are."""
+    the method's and each number moves by at most half a unit of its last digit. Counts stay as they are.
+    DEFAULT_DIGITS: conventions.PUBLISHED_DIGITS where the table has magnitudes; None: unrounded. The rounding
+    is the dbt macro's (ckm_published_rounded), so a file and the warehouse publish the same numbers."""
     if digits is None:
         return sql
+    default = isinstance(digits, str) and digits == DEFAULT_DIGITS
+    if default:
+        digits = PUBLISHED_DIGITS
     if isinstance(digits, bool) or not isinstance(digits, int) or not -15 <= digits <= 15:
-        raise SdcError(f"digits (of the published magnitudes) must be a whole number from -15 to 15, got {digits!r}")
+        raise SdcError(f"digits (of the published magnitudes) must be a whole number from -15 to 15, got "
+                       f"{digits!r}; None publishes them unrounded")
     columns = [d[0] for d in run_sql(con, f"select * from ({sql}) as protected limit 0").description]
     measures = [c for c in columns if c in CKM_SUM_MEASURES and c not in dims]
     if not measures:
+        if default:
+            return sql
         raise SdcError(f"digits rounds published magnitudes ({', '.join(CKM_SUM_MEASURES)}); this table has none "
                        "(a count table has one with a weight)")
-    return f"select * replace ({', '.join(_rounding(c, digits) for c in measures)}) from ({sql}) as protected"
+    return f"select * replace ({', '.join(_rounding(con, c, digits) for c in measures)}) from ({sql}) as protected"
 
 
-def _rounding(column: str, digits: int) -> str:
+def _rounding(con, column: str, digits: int) -> str:
     """A decimal type holds the rounded number exactly (a double near 0.29 prints as 0.29000000000000004)."""
-    value = f"round(protected.{quote(column)}, {digits})"
+    value = render_macro(con, "ckm_published_rounded", f"protected.{quote(column)}", digits)
     kind = f"decimal(38, {digits})" if digits > 0 else "hugeint"
     return f"cast({value} as {kind}) as {quote(column)}"
 

@@ -183,9 +183,10 @@ def _parser() -> argparse.ArgumentParser:
     ckm.add_argument("--no-empty-cells", action="store_true",
                      help="publish only cells with records (default: every cell of the table's frame, empty "
                      "ones as 0, as ONS and cellKey)")
-    ckm.add_argument("--digits", type=int, metavar="N",
+    ckm.add_argument("--digits", type=_digits, metavar="N", default="default",
                      help="round the published magnitudes (value, weighted_value, weighted_count) to N decimals, "
-                     "negative N to tens, hundreds, ... (after the noise; default unrounded)")
+                     "negative N to tens, hundreds, ... (after the noise; default 0: whole units, as the dbt macro "
+                     "ckm_published; 'none': unrounded)")
     ckm.add_argument("--out", required=True, help="CSV file to write")
     ckm.add_argument("--audit", action="store_true", help="also write original, cell_key and noise (never publish these)")
     ckm.set_defaults(run=_run_ckm)
@@ -963,6 +964,18 @@ def _print_check_table(table: PTable, outcomes: dict | None) -> None:
 
 def _scalar(values: list):
     return values[0] if len(values) == 1 else tuple(values)
+
+
+def _digits(text: str) -> int | None:
+    """--digits: a whole number, or 'none' (unrounded); not given, 'default' (the rule of sdc.ckm.rounded)."""
+    if text.strip().lower() == "none":
+        return None
+    if text == "default":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number or 'none', got {text!r}") from None
 
 
 def _split(text: str) -> list[str]:

@@ -211,6 +211,12 @@ CKM_OWN_COLUMNS: tuple[str, ...] = (
 WEIGHTED_COUNT_METHODS: tuple[str, ...] = ("magnitude", "mean_weight")
 # ckm_sum (magnitude CKM): its measures, the columns of its steps, and the suppression rules' columns it reads
 CKM_SUM_MEASURES: tuple[str, ...] = ("value", "weighted_value", "weighted_count")
+# The decimals the published magnitudes (CKM_SUM_MEASURES) are rounded to, after the noise, unless a table says
+# otherwise (ckm_published digits=, sdc.ckm digits=, sdc ckm --digits): whole units, as τ-Argus writes a CKM
+# table's cells with the decimals of its response variable and a frequency table's (weighted counts included)
+# with none (libtauargus TauArgus.cpp WriteCSVCell: "%.*f" with nDec, 0 for a frequency table; reference
+# ckm.md §2 A3 <DECIMALS>). Counts are whole numbers already.
+PUBLISHED_DIGITS: int = 0
 CKM_SUM_OWN_COLUMNS: tuple[str, ...] = CKM_SUM_MEASURES + (
     "count", "records", "weight", "weight_sum", "record_key", "key_sum_all", "key_sum_zero", "max_key", "cell_key_int",
     "cell_key", "sensitive", "sensitive_rule", "freq", "contributors", "status", "rule", "protection_lower",
@@ -247,6 +253,7 @@ DBT_SETTINGS: dict[str, object] = {
     # ckm_count publishes every cell of the frame, empty ones (count 0) included, as ONS and cellKey
     "sdc_complete_tables": True,
     "sdc_weighted_count": WEIGHTED_COUNT_METHODS[0],
+    "sdc_published_digits": PUBLISHED_DIGITS,
     "sdc_total_label": TOTAL_LABEL,
     "sdc_audit_columns": list(CKM_AUDIT_COLUMNS),
     "sdc_ckm_sum_audit_columns": list(CKM_SUM_AUDIT_COLUMNS),

@@ -46,7 +46,7 @@ def sum_table(
     audit: bool = False,
     check_keys: bool = True,
     complete: bool = True,
-    digits: int | None = None,
+    digits: int | str | None = "default",
 ):
     """A magnitude table protected by the Cell Key Method, as a pandas DataFrame: one row per cell with the
     dimensions and ``value`` (the perturbed sum of ``value``); with a weight also ``weighted_value`` (the
@@ -59,7 +59,8 @@ def sum_table(
     complete every cell of the frame (cross product of each dimension's codes), empty ones with value 0;
              False: only cells with records
     digits   round the published magnitudes to this many decimals (negative: to tens, hundreds, ...) after
-             the noise; default unrounded
+             the noise; default whole units (conventions.PUBLISHED_DIGITS, as the dbt macro ckm_published);
+             None: unrounded
     """
     from ..ckm import rounded
 
@@ -80,7 +81,7 @@ def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
                                options.pop("totals", "cube"), options.pop("rules_preset", "handbook"),
                                options.pop("audit", False), options.pop("check_keys", True),
                                options.pop("complete", True))
-        digits = options.pop("digits", None)
+        digits = options.pop("digits", "default")
         if options:
             raise SdcError(f"unknown options: {', '.join(sorted(options))}")
         return write_query_csv(con, rounded(con, sql, dims, digits), out)

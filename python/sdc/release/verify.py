@@ -13,7 +13,10 @@ numbers. For each relation it publishes:
   queries of those checks, which read the microdata only, run once for all the calls over one relation: the
   warehouse is open read-only, so a second run could only give the same rows; each call judges them), and
   compares every cell (counts exactly, magnitudes to 1e-9 relative; a missing or extra cell, or another
-  column, is a difference). A forged record or step marker only chooses which call is recomputed; the
+  column, is a difference). Magnitudes that ckm_published rounded (its build record's call.digits) are
+  compared with sdc's recomputation rounded alike: equal, or one unit of the last digit apart where the
+  unrounded recomputation lies within 1e-9 relative of the half-way point between the two (two engines, or
+  two summation orders, may put it on either side; rounded). A forged record or step marker only chooses which call is recomputed; the
   published numbers must still be what that call gives. The ckm_count tables of one source are recomputed
   from one pass over it per largest set of their dimensions, not one pass each (plan, _shared_cells: each
   cell's count and key sum, which ckm_count's leaf_cells sums to the call's own cells: sums over records are
@@ -44,6 +47,7 @@ from ..conventions import (
     CKM_AUDIT_COLUMNS,
     CKM_SUM_AUDIT_COLUMNS,
     CKM_SUM_AUDIT_PATTERNS,
+    CKM_SUM_MEASURES,
     LOAD_LOG_TABLE,
     PUBLISHED_MEASURES,
     RAW_SCHEMA,
@@ -59,6 +63,8 @@ STATE_FUNCTIONS: tuple[str, ...] = ("getvariable", "current_setting", "getenv")
 # magnitudes agree to this relative difference (counts exactly)
 RELATIVE_TOLERANCE: float = 1e-9
 CKM_STEPS: tuple[str, ...] = ("ckm_count", "ckm_sum")
+# the unrounded recomputation of a measure that ckm_published rounded, beside the rounded one (_rounded)
+EXACT_PREFIX: str = "sdc_exact_"
 
 
 @dataclass
@@ -150,11 +156,27 @@ class Verifier:
         if table is None:
             table = self.recomputed[audit.key] = self._recompute(step, source, call,
                                                                  path + [audit.label, source.label])
+        digits = published_digits(record, path)
         columns = [c for c in self._columns(table) if not ckm_audit_column(c)]
-        self._compare(rel, f"select {', '.join(map(q, columns))} from {table}", path,
-                      f"{step} over {source.label} (recomputed from the microdata)")
+        rounded = {c: digits for c in columns if digits is not None and c.lower() in CKM_SUM_MEASURES}
+        if rounded:  # the table as published (rounded), for the comparison and for the release's figures
+            table = self._rounded(table, rounded)
+        self._compare(rel, f"select {', '.join(map(q, columns))}"
+                      + "".join(f", {q(EXACT_PREFIX + c)}" for c in rounded) + f" from {table}", path,
+                      f"{step} over {source.label} (recomputed from the microdata)", rounded=rounded)
         return Verified(rel, step, self.wh_name(rel), audit=table, source=str(self.inputs[source.key]), call=call,
                         step_of=audit, roots=self.roots[source.key])
+
+    def _rounded(self, table: str, rounded: dict[str, int]) -> str:
+        """A copy of the recomputed ``table`` with its measures rounded as ckm_published rounds them (its macro),
+        the unrounded ones beside them as sdc_exact_<measure>."""
+        found = self._temp("rounded")
+        with sql_errors():
+            replaced = ", ".join(f"{render_macro(self.con, 'ckm_published_rounded', q(c), d)} as {q(c)}"
+                                 for c, d in rounded.items())
+            exact = "".join(f", {q(c)} as {q(EXACT_PREFIX + c)}" for c in rounded)
+            self.con.execute(f"create temp table {found} as select * replace ({replaced}){exact} from {table}")
+        return found
 
     def _ckm_mean(self, rel: Rel, record: dict, path: list[str]) -> Verified:
         sums, counts = self._reads(rel, record, path, 2)
@@ -406,12 +428,15 @@ class Verifier:
             raise refuse(path, str(exc)) from None
 
     # ------------------------------------------------------------------------------------------ comparing
-    def _compare(self, rel: Rel, expected_sql: str, path: list[str], what: str) -> None:
-        """Refuses ``rel`` unless it holds exactly the cells of ``expected_sql``."""
+    def _compare(self, rel: Rel, expected_sql: str, path: list[str], what: str,
+                 rounded: dict[str, int] | None = None) -> None:
+        """Refuses ``rel`` unless it holds exactly the cells of ``expected_sql``; ``rounded``: the measures
+        rounded to those digits, whose unrounded values ``expected_sql`` gives as sdc_exact_<measure>."""
+        rounded = rounded or {}
         expected = self._temp("expected")
         with sql_errors():
             self.con.execute(f"create temp table {expected} as {expected_sql}")
-        want = self._columns(expected)
+        want = [c for c in self._columns(expected) if not c.startswith(EXACT_PREFIX)]
         have = self._columns(self.wh_name(rel))
         if sorted(c.lower() for c in have) != sorted(c.lower() for c in want):
             raise refuse(path, f"has the columns {', '.join(have)}, but {what} gives {', '.join(want)}")
@@ -419,7 +444,8 @@ class Verifier:
         measures = [c for c in want if c.lower() in PUBLISHED_MEASURES or c.lower().startswith("mean_")]
         dims = [c for c in want if c not in measures]
         on = " and ".join(f"cast(p.{q(d)} as varchar) is not distinct from cast(e.{q(d)} as varchar)" for d in dims)
-        differs = [f"({differ(f'p.{q(m)}', f'e.{q(m)}', kinds[m])})" for m in measures]
+        differs = [f"({differ_rounded(f'p.{q(m)}', f'e.{q(m)}', f'e.{q(EXACT_PREFIX + m)}', rounded[m])})"
+                   if m in rounded else f"({differ(f'p.{q(m)}', f'e.{q(m)}', kinds[m])})" for m in measures]
         shown = ", ".join([f"coalesce(p.{q(d)}, e.{q(d)})" for d in dims]
                           + [f"p.{q(m)}, e.{q(m)}" for m in measures])
         row = self.con.execute(
@@ -541,6 +567,29 @@ def differ(published: str, recomputed: str, kind: str) -> str:
     p, r = f"cast({published} as double)", f"cast({recomputed} as double)"
     return (f"({published} is null) <> ({recomputed} is null) or "
             f"abs({p} - {r}) > {RELATIVE_TOLERANCE} * greatest(1, abs({r}))")
+
+
+def differ_rounded(published: str, expected: str, exact: str, digits: int) -> str:
+    """SQL true where a published measure rounded to ``digits`` is not sdc's recomputation ``exact`` rounded
+    alike (``expected``): not equal (to 1e-9 relative, at most a quarter of the last digit's unit), unless it is
+    the other neighbour of a recomputation that lies within 1e-9 relative of their half-way point (the
+    engines' last bits of a double sum may put it on either side)."""
+    unit = f"cast(1e{-digits} as double)"
+    p, e, x = (f"cast({v} as double)" for v in (published, expected, exact))
+    tolerance = f"least({RELATIVE_TOLERANCE} * greatest(1, abs({e})), {unit} / 4)"
+    halfway = f"abs(abs({p} - {x}) - {unit} / 2) <= {RELATIVE_TOLERANCE} * greatest(1, abs({x}))"
+    return (f"({published} is null) <> ({expected} is null) or (abs({p} - {e}) > {tolerance} and not "
+            f"(abs(abs({p} - {e}) - {unit}) <= {tolerance} and {halfway}))")
+
+
+def published_digits(record: dict, path: list[str]) -> int | None:
+    """The digits ckm_published rounded the magnitudes to (its build record's call; none in a record of an sdc
+    that did not round)."""
+    call = record.get("call")
+    digits = call.get("digits") if isinstance(call, dict) else None
+    if digits is not None and (isinstance(digits, bool) or not isinstance(digits, int) or not -15 <= digits <= 15):
+        raise refuse(path, f"has a build record whose digits ({digits!r}) ckm_published does not take: run dbt build")
+    return digits
 
 
 def ckm_audit_column(name: str) -> bool:

@@ -21,6 +21,7 @@ import pytest
 from dbt_project_helper import ScratchProject
 from sdc.cli import main
 from sdc.loader import load_microdata
+from sdc.release.ledger_postgres import LEDGER_MARKER
 from sdc.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables, own_database, pg_rows
 
@@ -61,11 +62,12 @@ def persons(moved: int = 0) -> str:
     return "id,sex,region,income\n" + "".join(rows)
 
 
-def load(p: ScratchProject, text: str) -> None:
+def load(p: ScratchProject, text: str, **options) -> None:
     """raw.led_persons loaded with record keys (a DuckDB file, then copied to PostgreSQL with its load log row)."""
     (p.root / "persons.csv").write_text(text)
     staging = p.root / "staging.duckdb"
-    load_microdata(staging, p.root / "persons.csv", TABLE, id_column="id", key_mode="keyed", secret=SECRET)
+    options = {"key_mode": "keyed", "secret": SECRET, **options}
+    load_microdata(staging, p.root / "persons.csv", TABLE, id_column="id", **options)
     copy_raw_tables(staging, p.postgres, [TABLE])
 
 
@@ -198,8 +200,17 @@ def test_two_months_on_postgres_recorded_in_the_warehouse_with_a_refused_paramet
     assert lines[-1].startswith("release 2 -> 3: ") and lines[-1].endswith("changed (parameter change)"), lines
     assert sdc(p, "release", "list") == 0
     assert "cells changed by accepted parameter changes" in capsys.readouterr().out.splitlines()[-1]
+    # a re-key on purpose (sdc load --rekey, in the load log): every cell may change, and the diff says why
+    load(p, persons(moved=2), key_mode="random", secret=None, rekey=True)
+    build(p)
+    assert publish(p) == 0
+    assert "recorded as release 4" in capsys.readouterr().out
+    assert sdc(p, "release", "diff", "3", "4") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("release 3 -> 4: ") and lines[-1].endswith("changed (re-key)"), lines
     assert sdc(p, "release", "diff", "1", "9") == 2
-    assert "the ledger sdc_ledger of database led_build has no release 9 (releases: 1, 2, 3)" in capsys.readouterr().err
+    assert "the ledger sdc_ledger of database led_build has no release 9 (releases: 1, 2, 3, 4)" in \
+        capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------ the reader's database
@@ -286,4 +297,21 @@ def test_a_release_command_or_publication_database_that_cannot_be_is_one_line(of
     assert "on PostgreSQL the ledger of releases is schema sdc_ledger of the build database" in capsys.readouterr().err
     assert main(["release", "list", "--db", "w.duckdb", "--profile", "x"]) == 2
     assert "belong to --target" in capsys.readouterr().err
+    # a schema sdc_ledger that sdc did not make: never written, and the release is not withdrawn for it
+    made = pg_rows(p.postgres, "select count(*) from pg_namespace where nspname = 'sdc_ledger'") == [(0,)]
+    admin(p.postgres, "create schema if not exists sdc_ledger", "comment on schema sdc_ledger is 'our own notes'",
+          database="led_build")
+    try:
+        ledger = pg_rows(p.postgres, "select count(*) from pg_class where relnamespace = 'sdc_ledger'::regnamespace")
+        assert publish(p) == 2
+        err = capsys.readouterr().err
+        assert ("the schema sdc_ledger of database led_build was not made by sdc publish --target (its comment is not "
+                "the ledger's marker), and sdc keeps its ledger of releases there: rename or drop that schema; "
+                "nothing was changed") in err, err
+        assert pg_rows(p.postgres, "select count(*) from pg_class where relnamespace = 'sdc_ledger'::regnamespace") == \
+            ledger
+        assert pg_rows(p.postgres, f"select count(*) from pg_namespace where nspname = '{PUBLICATION}'") == [(1,)]
+    finally:
+        admin(p.postgres, "drop schema sdc_ledger" if made else f"comment on schema sdc_ledger is '{LEDGER_MARKER}'",
+              database="led_build")
     shutil.rmtree(p.root / "operation", ignore_errors=True)

@@ -18,10 +18,17 @@ same Python code as on DuckDB, on a private replica:
 * the replica is opened read-only and sdc publish's checks, verification and release audit run on it
   (publish.check_release, copy_release, audit_checked_release); the publication schema must hold exactly what
   was audited;
-* the audit passed: its JSON is written into the publication schema as table release_audit (only where
-  grant_published made that schema: its comment is grant_published's marker), readable by the roles that read the
-  schema; refused: that schema is dropped (the release is withdrawn) and the message says so. A schema of that
-  name without the marker is never written and never dropped; nothing else on PostgreSQL is written.
+* the release is checked against the last one in the ledger of releases, schema sdc_ledger of the build
+  database (release/ledger_postgres.py: ledger.py's rules, e.g. a cell whose records did not change keeps its
+  published value);
+* both passed: in one transaction, only while the publication schema is still the one audited, the audit's JSON
+  is written into it as table release_audit (only where grant_published made that schema: its comment is
+  grant_published's marker), readable by the roles that read the schema, and the release is recorded in the
+  ledger; with a publication database (--publication-database, var sdc_publication_database), the locked tables
+  and the audit replace the publication there (release/publication_database.py), committed after the build
+  database's transaction. Refused: that schema is dropped (the release is withdrawn), nothing is recorded, the
+  publication database keeps the last release, and the message says so. A schema of that name without the
+  marker is never written and never dropped; nothing else on PostgreSQL is written.
 
 The replica (raw microdata among it) lies in a private scratch folder (mode 0700) that is removed at the end.
 """

@@ -372,7 +372,8 @@ def _parser() -> argparse.ArgumentParser:
 
     rel = commands.add_parser(
         "release", help="the ledger of releases that sdc publish keeps: list them, or the cells two of them differ in",
-        description="sdc publish records each release in a ledger (a DuckDB file beside the warehouse): its time, "
+        description="sdc publish records each release in a ledger (a DuckDB file beside the warehouse; on "
+        f"PostgreSQL, schema {LEDGER_PG_SCHEMA} of the warehouse, read with --target): its time, "
         "loads, audit and every published cell with a digest of its records and of its table's parameters. "
         "list: the releases; diff A B: every cell that changed, appeared or disappeared from release A to B, with "
         "its reason (microdata change, parameter change, re-key).",

@@ -148,8 +148,16 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
         build_database = pg.get_dsn_parameters()["dbname"]
         if database is not None:
             check_database_name(database, build_database)
-        checked = _checked_release(pg, manifest_data, manifest_path, marked, schema, marker, shown, min_standard_error,
-                                   accept_parameter_change)
+        try:
+            checked = _checked_release(pg, manifest_data, manifest_path, marked, schema, marker, shown,
+                                       min_standard_error, accept_parameter_change)
+        except _NotAudited:
+            raise
+        except SdcError as exc:  # refused
+            if database is None:
+                raise
+            raise SdcError(f"{exc}; the publication database {database} is left as it was (its readers keep the last "
+                           "release that passed)") from None
         try:
             publication, audit = checked.publication, checked.audit
             if publication.oid is None:
@@ -205,18 +213,12 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
             audit, cells, loads = _audit(con, adapted_manifest(manifest, translated), marked, publication,
                                          f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
             accepted = _check_ledger(ledger, audit, cells, loads, accept_parameter_change)
-        except _NotAudited:
+        except BaseException as exc:
             if ledger is not None:
                 ledger.close()
-            raise
-        except SdcError as exc:
-            if ledger is not None:
-                ledger.close()
-            _end(pg)
-            raise SdcError(f"{exc}; {_withdraw(pg, schema, marker)}") from None
-        except BaseException:
-            if ledger is not None:
-                ledger.close()
+            if isinstance(exc, SdcError) and not isinstance(exc, _NotAudited):  # refused: withdrawn
+                _end(pg)
+                raise SdcError(f"{exc}; {_withdraw(pg, schema, marker)}") from None
             raise
         finally:
             con.close()

@@ -70,6 +70,8 @@ def ensure_database(pg, name: str) -> bool:
     try:
         with pg.cursor() as cur:
             cur.execute(f"create database {q(name)}")
+            # marked at once: what a template database gives every new one is no reason to refuse it later
+            cur.execute(f"comment on database {q(name)} is %s", (DATABASE_MARKER,))
     except psycopg2.errors.InsufficientPrivilege:
         raise SdcError(f"cannot create the publication database {name}: {need}") from None
     except psycopg2.Error as exc:

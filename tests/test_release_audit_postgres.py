@@ -245,7 +245,8 @@ def test_averaged_noise_below_the_floor_is_refused_and_the_publication_withdrawn
     assert "  pga_protected.men_suppressed (cell suppression): 6 cells, 0 published as 0, 2 suppressed" in lines, out
     assert ("averaging CKM noise: the smallest standard error of a count with records is 1.14 (exact), the cell "
             "(sex=") in out
-    assert lines[-2:] == [f"wrote the release audit to {PUBLICATION}.{'release_audit'} (read by {READER})",
+    assert lines[-3:] == [f"wrote the release audit to {PUBLICATION}.{'release_audit'} (read by {READER})",
+                          "recorded as release 1 in the ledger sdc_ledger of database pga_release",
                           f"wrote the release audit to {audit}"], out
     report = json.loads(audit.read_text())
     assert report["averaging"]["smallest_standard_error"] == pytest.approx(1.1421, abs=1e-4)
@@ -254,8 +255,12 @@ def test_averaged_noise_below_the_floor_is_refused_and_the_publication_withdrawn
     (stored,) = as_reader(release, f"select report from {PUBLICATION}.release_audit")
     assert (json.loads(stored[0]) if isinstance(stored[0], str) else stored[0]) == report
     after = catalog(release)
-    assert [r for r in after if r[1] != "release_audit"] == before  # the audit wrote its table and nothing else
+    # the audit wrote its table and the ledger of releases (release/ledger_postgres.py), nothing else
+    ledger = [r[:3] for r in after if r[0] == "sdc_ledger"]
+    assert [r for r in after if r[1] != "release_audit" and r[0] != "sdc_ledger"] == before
     assert [r[:3] for r in after if r[1] == "release_audit"] == [(PUBLICATION, "release_audit", "r")]
+    assert ledger == [("sdc_ledger", "cells", "r"), ("sdc_ledger", "cells_pkey", "i"), ("sdc_ledger", "releases", "r"),
+                      ("sdc_ledger", "releases_pkey", "i"), ("sdc_ledger", "", "schema")], ledger
     # a second run replaces its own table
     assert publish_target(release) == 0
     assert as_reader(release, f"select count(*) from {PUBLICATION}.release_audit") == [(1,)]

@@ -12,6 +12,7 @@ from pathlib import Path
 from . import __version__
 from .conventions import (
     DEFAULT_KEY_MODULUS,
+    LEDGER_PG_SCHEMA,
     MIN_STANDARD_ERROR,
     NUMS_PTABLE_TYPES,
     RELEASE_AUDIT_TABLE,
@@ -368,11 +369,16 @@ def _parser() -> argparse.ArgumentParser:
     on_target.add_argument("--publication-schema", metavar="SCHEMA",
                            help="the schema grant_published publishes to (default: var sdc_publication_schema of the "
                            "project's dbt_project.yml, else sdc_publication)")
+    on_target.add_argument("--publication-database", metavar="NAME",
+                           help="copy the verified release into this PostgreSQL database of its own (created where "
+                           "missing; its readers see nothing of the build database); default: var "
+                           "sdc_publication_database of the project's dbt_project.yml, else none")
     pub.set_defaults(run=_run_publish)
 
     rel = commands.add_parser(
         "release", help="the ledger of releases that sdc publish keeps: list them, or the cells two of them differ in",
-        description="sdc publish records each release in a ledger (a DuckDB file beside the warehouse): its time, "
+        description="sdc publish records each release in a ledger (a DuckDB file beside the warehouse; on "
+        f"PostgreSQL, schema {LEDGER_PG_SCHEMA} of the warehouse, read with --target): its time, "
         "loads, audit and every published cell with a digest of its records and of its table's parameters. "
         "list: the releases; diff A B: every cell that changed, appeared or disappeared from release A to B, with "
         "its reason (microdata change, parameter change, re-key).",
@@ -395,6 +401,12 @@ def _parser() -> argparse.ArgumentParser:
         where = one.add_mutually_exclusive_group(required=True)
         where.add_argument("--ledger", help="the ledger file")
         where.add_argument("--db", help="or the warehouse DuckDB file, whose ledger lies beside it (sdc_ledger.duckdb)")
+        where.add_argument("--target", help="or the PostgreSQL warehouse of this dbt target, whose ledger is its "
+                           f"schema {LEDGER_PG_SCHEMA}")
+        one.add_argument("--profile", help="with --target: the dbt profile (default: profile: in dbt_project.yml)")
+        one.add_argument("--profiles-dir", help="with --target: folder of profiles.yml (default as dbt)")
+        one.add_argument("--project-dir", metavar="DIR", help="with --target: the dbt project (default: working "
+                         "directory)")
         one.set_defaults(run=_run_release)
 
     rep = commands.add_parser(
@@ -706,7 +718,7 @@ def _run_publish(args: argparse.Namespace) -> int:
         return _run_publish_target(args)
     if args.out is None:
         raise SdcError("--out is required with --db (the publication DuckDB file to write)")
-    for name in ("profile", "profiles_dir", "publication_schema"):
+    for name in ("profile", "profiles_dir", "publication_schema", "publication_database"):
         if getattr(args, name, None) is not None:
             raise SdcError(f"--{name.replace('_', '-')} belongs to --target (a PostgreSQL warehouse); --db publishes "
                            "a DuckDB warehouse into --out")
@@ -726,8 +738,12 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 
 def _run_release(args: argparse.Namespace) -> int:
-    from .release.ledger import default_ledger, diff_releases, diff_summary, list_releases, shown_values
+    from .release.ledger import default_ledger, diff_releases, list_releases
 
+    if args.target is None and (args.profile or args.profiles_dir or args.project_dir):
+        raise SdcError("--profile, --profiles-dir and --project-dir belong to --target (a PostgreSQL warehouse)")
+    if args.target is not None:
+        return _run_release_target(args)
     ledger = args.ledger or default_ledger(args.db)
     if args.release_command == "a-priori":
         from .release.a_priori import write_a_priori
@@ -737,21 +753,47 @@ def _run_release(args: argparse.Namespace) -> int:
               f"{done['suppressed']} suppressed, {done['published']} published")
         return 0
     if args.release_command == "list":
-        releases = list_releases(ledger)
-        for r in releases:
-            print(f"release {r['release']}: {r['published_at']}, {r['tables']} tables, {r['cells']} cells, "
-                  f"{r['publication']}" + (f", {r['accepted_parameter_changes']} cells changed by accepted parameter "
-                                          "changes" if r["accepted_parameter_changes"] else ""))
-        if not releases:
-            print(f"no release in the ledger {ledger}")
+        _print_releases(list_releases(ledger), str(ledger))
         return 0
-    changes = diff_releases(ledger, args.a, args.b)
+    _print_diff(args, diff_releases(ledger, args.a, args.b))
+    return 0
+
+
+def _print_releases(releases: list[dict], ledger: str) -> None:
+    for r in releases:
+        print(f"release {r['release']}: {r['published_at']}, {r['tables']} tables, {r['cells']} cells, "
+              f"{r['publication']}" + (f", {r['accepted_parameter_changes']} cells changed by accepted parameter "
+                                      "changes" if r["accepted_parameter_changes"] else ""))
+    if not releases:
+        print(f"no release in the ledger {ledger}")
+
+
+def _run_release_target(args: argparse.Namespace) -> int:
+    """sdc release list|diff --target: the ledger in the PostgreSQL warehouse (release/ledger_postgres.py)."""
+    from .profiles import connect_target, find_profile, read_target
+    from .release.ledger_postgres import diff_target_releases, list_target_releases
+
+    profiles_dir, profile = find_profile(args.profile, args.project_dir, args.profiles_dir)
+    kind = read_target(profiles_dir, profile, args.target)["type"]
+    if kind != "postgres":
+        raise SdcError(f"sdc release --target reads the ledger of a PostgreSQL warehouse, and target {args.target} is "
+                       f"of type {kind}" + (": give --db <warehouse file> or --ledger <file>" if kind == "duckdb" else ""))
+    with connect_target(profiles_dir, profile, args.target) as where:
+        if args.release_command == "list":
+            _print_releases(list_target_releases(where.connection), f"schema {LEDGER_PG_SCHEMA} of target {args.target}")
+        else:
+            _print_diff(args, diff_target_releases(where.connection, args.a, args.b))
+    return 0
+
+
+def _print_diff(args: argparse.Namespace, changes: list[dict]) -> None:
+    from .release.ledger import diff_summary, shown_values
+
     for c in changes:
         shown = ", ".join(f"{k}={v}" for k, v in c["cell"].items())
         print(f"{c['relation']} ({shown}): {c['change']} ({c['reason']}): {shown_values(c['before'])} -> "
               f"{shown_values(c['now'])}")
     print(f"release {args.a} -> {args.b}: " + (diff_summary(changes) if changes else "no cell changed"))
-    return 0
 
 
 def _run_publish_target(args: argparse.Namespace) -> int:
@@ -763,6 +805,9 @@ def _run_publish_target(args: argparse.Namespace) -> int:
     if args.out is not None or args.parquet is not None:
         raise SdcError("--out and --parquet write the publication file of sdc publish --db (a DuckDB warehouse); on "
                        "PostgreSQL grant_published publishes the release and --target audits it")
+    if args.ledger is not None:
+        raise SdcError(f"--ledger names the ledger file of sdc publish --db; on PostgreSQL the ledger of releases is "
+                       f"schema {LEDGER_PG_SCHEMA} of the build database")
     if args.audit_json:  # checked before the work: a file of its own, none that sdc publish reads
         from .publish import AUDIT_JSON_WRITER, manifest_location
 
@@ -775,13 +820,21 @@ def _run_publish_target(args: argparse.Namespace) -> int:
     report: dict = {}
     done = publish_target(profiles_dir, profile, args.target, project_dir=args.project_dir, manifest=args.manifest,
                           report=report, min_standard_error=args.min_standard_error,
-                          publication_schema=args.publication_schema)
+                          publication_schema=args.publication_schema, publication_database=args.publication_database,
+                          accept_parameter_change=args.accept_parameter_change)
     print(f"audited the {len(done.names)} relations tagged sdc_publish in {done.target} ({', '.join(done.names)})"
           + (f", as grant_published published them in schema {done.schema}" if done.published else ""))
     _print_release_audit(report)
+    readers = f" (read by {', '.join(done.readers)})" if done.readers else ""
     if done.written:
-        print(f"wrote the release audit to {done.schema}.{RELEASE_AUDIT_TABLE}"
-              + (f" (read by {', '.join(done.readers)})" if done.readers else ""))
+        print(f"wrote the release audit to {done.schema}.{RELEASE_AUDIT_TABLE}{readers}")
+        print(f"recorded as release {done.release} in {done.ledger}")
+        if report.get("withdrawn"):
+            print(f"withdrawn: {', '.join(report['withdrawn'])} (published in release {done.release - 1}, not in this "
+                  "one)")
+        if done.database is not None:
+            print(f"published {len(done.names)} relations and the release audit to database {done.database}, schema "
+                  f"{done.schema}{readers}" + (f"; dropped there: {', '.join(done.withdrawn)}" if done.withdrawn else ""))
     else:
         print(f"the release audit is not written to the database: {done.why_not}")
     if args.audit_json:

@@ -174,6 +174,9 @@ PUBLICATION_SCHEMA: str = "sdc_publication"
 PUBLICATION_INDEX_TABLE: str = "relations"
 # ... and the table with the release audit's figures (one row, JSON: python/sdc/release/audit.py)
 RELEASE_AUDIT_TABLE: str = "release_audit"
+# On PostgreSQL, the ledger of releases (python/sdc/release/ledger_postgres.py): a schema of sdc's own in the
+# build database, which no reader role reads
+LEDGER_PG_SCHEMA: str = "sdc_ledger"
 # The release audit's floor under averaging CKM noise (python/sdc/release/averaging.py; sdc publish
 # --min-standard-error): every count with records that the release's CKM count tables determine (a finest cell
 # of a population, a published cell) keeps a standard error of at least this for the reader's best linear

@@ -328,6 +328,20 @@ def read_target(profiles_dir: str | Path, profile: str, target: str | None = Non
     return output
 
 
+def connect_postgres(output: dict, dbname: str | None = None):
+    """A psycopg2 connection with the settings of the PostgreSQL target ``output``, to its database or ``dbname``
+    (another database of the same server, as the same role)."""
+    import psycopg2
+
+    try:
+        return psycopg2.connect(host=output.get("host"), port=int(output.get("port", 5432)), user=output.get("user"),
+                                password=output.get("password") or output.get("pass"),
+                                dbname=dbname or output.get("dbname") or output.get("database"))
+    except psycopg2.Error as exc:
+        where = f"database {dbname} of " if dbname else ""
+        raise SdcError(f"cannot connect to {where}the target's PostgreSQL server: {str(exc).strip()}") from None
+
+
 @contextlib.contextmanager
 def connect_target(profiles_dir: str | Path, profile: str, target: str | None = None):
     output = read_target(profiles_dir, profile, target)
@@ -341,14 +355,7 @@ def connect_target(profiles_dir: str | Path, profile: str, target: str | None = 
             warehouse.close()
         return
     if output["type"] == "postgres":
-        import psycopg2
-
-        try:
-            connection = psycopg2.connect(host=output.get("host"), port=int(output.get("port", 5432)),
-                                          user=output.get("user"), password=output.get("password") or output.get("pass"),
-                                          dbname=output.get("dbname") or output.get("database"))
-        except psycopg2.Error as exc:
-            raise SdcError(f"cannot connect to the target's PostgreSQL server: {str(exc).strip()}") from None
+        connection = connect_postgres(output)
         placeholder = "%s"
     else:
         import duckdb

@@ -18,10 +18,17 @@ same Python code as on DuckDB, on a private replica:
 * the replica is opened read-only and sdc publish's checks, verification and release audit run on it
   (publish.check_release, copy_release, audit_checked_release); the publication schema must hold exactly what
   was audited;
-* the audit passed: its JSON is written into the publication schema as table release_audit (only where
-  grant_published made that schema: its comment is grant_published's marker), readable by the roles that read the
-  schema; refused: that schema is dropped (the release is withdrawn) and the message says so. A schema of that
-  name without the marker is never written and never dropped; nothing else on PostgreSQL is written.
+* the release is checked against the last one in the ledger of releases, schema sdc_ledger of the build
+  database (release/ledger_postgres.py: ledger.py's rules, e.g. a cell whose records did not change keeps its
+  published value);
+* both passed: in one transaction, only while the publication schema is still the one audited, the audit's JSON
+  is written into it as table release_audit (only where grant_published made that schema: its comment is
+  grant_published's marker), readable by the roles that read the schema, and the release is recorded in the
+  ledger; with a publication database (--publication-database, var sdc_publication_database), the locked tables
+  and the audit replace the publication there (release/publication_database.py), committed after the build
+  database's transaction. Refused: that schema is dropped (the release is withdrawn), nothing is recorded, the
+  publication database keeps the last release, and the message says so. A schema of that name without the
+  marker is never written and never dropped; nothing else on PostgreSQL is written.
 
 The replica (raw microdata among it) lies in a private scratch folder (mode 0700) that is removed at the end.
 """
@@ -40,6 +47,7 @@ import duckdb
 from .build_record import build_record_of_comment
 from .conventions import (
     DBT_LEFTOVER_SUFFIXES,
+    LEDGER_PG_SCHEMA,
     LOAD_LOG_TABLE,
     MIN_STANDARD_ERROR,
     PROTECTION_STEPS,
@@ -48,11 +56,14 @@ from .conventions import (
     RELEASE_AUDIT_TABLE,
 )
 from .errors import SdcError
-from .profiles import _read_yaml, _render_values, connect_target, read_target
+from .profiles import _read_yaml, _render_values, connect_postgres, connect_target, read_target
 from .publish import Marked, audit_checked_release, builder_cubes, check_release, copy_release, read_manifest
 from .quoting import quote_identifier as q
 from .quoting import quote_literal
 from .release.averaging import check_floor
+from .release.ledger import check_against_last, release_cells, release_loads, withdrawn_relations
+from .release.ledger_postgres import TargetLedger, read_ledger, write_release
+from .release.publication_database import check_database_name, ensure_database, stage_publication
 from .scratch import scratch_folder
 
 # the arguments of a recorded call that name relations (as release/verify.py reads them)
@@ -67,7 +78,8 @@ DATESTYLE = "ISO, YMD"
 @dataclass
 class TargetRelease:
     """What sdc publish --target did: the tagged relations audited, the publication schema (``published``: one that
-    grant_published made), and whether the audit was written there (else why not), read by which roles."""
+    grant_published made), and whether the audit was written there (else why not), read by which roles; the
+    release's number in the ledger, and the publication database it was copied into."""
 
     names: list[str]
     schema: str
@@ -76,6 +88,10 @@ class TargetRelease:
     written: bool = False
     why_not: str | None = None
     readers: list[str] = field(default_factory=list)
+    release: int | None = None  # its number in the ledger
+    ledger: str | None = None
+    database: str | None = None  # the publication database
+    withdrawn: list[str] = field(default_factory=list)  # tables the publication database no longer holds
 
 
 @dataclass
@@ -105,9 +121,13 @@ class Mirrored:
 # ------------------------------------------------------------------------------------------ the command
 def publish_target(profiles_dir, profile: str, target: str | None, *, project_dir=None, manifest=None,
                    report: dict | None = None, min_standard_error: float = MIN_STANDARD_ERROR,
-                   publication_schema: str | None = None) -> TargetRelease:
-    """Audit the release that grant_published published on the PostgreSQL ``target`` (see the module's text);
-    returns what was audited and written; ``report`` gets the audit's figures."""
+                   publication_schema: str | None = None, publication_database: str | None = None,
+                   accept_parameter_change: bool = False) -> TargetRelease:
+    """Audit the release that grant_published published on the PostgreSQL ``target`` (see the module's text),
+    check it against the last release in the ledger (release/ledger_postgres.py) and, both passed, write the
+    audit, record the release and, with ``publication_database``, publish it into that database
+    (release/publication_database.py); returns what was audited and written; ``report`` gets the audit's
+    figures."""
     check_floor(min_standard_error)
     output = read_target(profiles_dir, profile, target)
     shown = f"target {target}" if target else f"the default target of profile {profile}"
@@ -118,40 +138,112 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
         raise SdcError(f"sdc publish --target audits a PostgreSQL warehouse, and {shown} is of type "
                        f"{output['type']}: {hint}")
     manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
-    schema = publication_schema or _publication_schema(project_dir)
+    schema = publication_schema or _project_var(project_dir, "sdc_publication_schema") or PUBLICATION_SCHEMA
+    database = publication_database or _project_var(project_dir, "sdc_publication_database")
     _check_names(manifest_data, marked, schema)
     marker = publication_marker()
     result = TargetRelease(sorted(m.name for m in marked), schema, shown)
     with connect_target(profiles_dir, profile, target) as where:
         pg = where.connection
-        with scratch_folder("publish") as folder:
-            con = duckdb.connect()
-            try:
-                con.execute(f"set temp_directory = {quote_literal(str(folder))}")
-                try:
-                    translated: dict = {}
-                    publication = _read_release(pg, con, folder, manifest_data, marked, schema, marker, translated)
-                    audit = _audit(con, adapted_manifest(manifest_data, translated), marked, publication,
-                                   f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
-                except _NotAudited:
-                    raise
-                except SdcError as exc:
-                    _end(pg)
-                    raise SdcError(f"{exc}; {_withdraw(pg, schema, marker)}") from None
-            finally:
-                con.close()
-        if report is not None:
-            report.update(audit)
-        if publication.oid is None:
-            result.why_not = (f"there is no schema {schema} (grant_published publishes the release there: its "
-                              "on-run-end hook, or dbt run-operation grant_published)")
-        elif not publication.marked:
-            result.why_not = f"the schema {schema} {NOT_MARKED}"
-        else:
-            result.published = True
-            result.readers = _write_audit(pg, publication, marker, audit)
-            result.written = True
+        build_database = pg.get_dsn_parameters()["dbname"]
+        if database is not None:
+            check_database_name(database, build_database)
+        try:
+            checked = _checked_release(pg, manifest_data, manifest_path, marked, schema, marker, shown,
+                                       min_standard_error, accept_parameter_change)
+        except _NotAudited:
+            raise
+        except SdcError as exc:  # refused
+            if database is None:
+                raise
+            raise SdcError(f"{exc}; the publication database {database} is left as it was (its readers keep the last "
+                           "release that passed)") from None
+        try:
+            publication, audit = checked.publication, checked.audit
+            if publication.oid is None:
+                result.why_not = (f"there is no schema {schema} (grant_published publishes the release there: its "
+                                  "on-run-end hook, or dbt run-operation grant_published)")
+            elif not publication.marked:
+                result.why_not = f"the schema {schema} {NOT_MARKED}"
+            else:
+                result.published = True
+                if database is not None:
+                    ensure_database(pg, database)
+                checked.publication_name = f"{database or build_database}.{schema}"
+                result.readers, result.withdrawn = _write_release(
+                    pg, checked, marker, (lambda: connect_postgres(output, database)) if database is not None else None)
+                result.written, result.release, result.ledger = True, audit["release"], checked.ledger.where
+                result.database = database
+        finally:
+            if checked.ledger is not None:
+                checked.ledger.close()
+    if report is not None:
+        report.update(audit)
     return result
+
+
+@dataclass
+class Checked:
+    """A release that passed the audit and the ledger's check: the publication schema as read, the audit's
+    figures, the release's cells and loads for the ledger (release/ledger.py), the ledger as read (None without a
+    publication schema that grant_published made: nothing to record) and the parameter changes accepted."""
+
+    publication: Publication
+    audit: dict
+    cells: list
+    loads: dict
+    ledger: TargetLedger | None
+    accepted: list
+    publication_name: str = ""
+
+
+def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marked], schema: str, marker: str,
+                     shown: str, min_standard_error: float, accept_parameter_change: bool) -> Checked:
+    """The release read into the replica, audited and checked against the ledger's last release; refused, the
+    publication schema is withdrawn and the message says so."""
+    ledger = None
+    with scratch_folder("publish") as folder:
+        con = duckdb.connect()
+        try:
+            con.execute(f"set temp_directory = {quote_literal(str(folder))}")
+            translated: dict = {}
+            publication = _read_release(pg, con, folder, manifest, marked, schema, marker, translated)
+            if publication.marked:
+                ledger = _read_ledger(pg)
+            audit, cells, loads = _audit(con, adapted_manifest(manifest, translated), marked, publication,
+                                         f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
+            accepted = _check_ledger(ledger, audit, cells, loads, accept_parameter_change)
+        except BaseException as exc:
+            if ledger is not None:
+                ledger.close()
+            if isinstance(exc, SdcError) and not isinstance(exc, _NotAudited):  # refused: withdrawn
+                _end(pg)
+                raise SdcError(f"{exc}; {_withdraw(pg, schema, marker)}") from None
+            raise
+        finally:
+            con.close()
+    return Checked(publication, audit, cells, loads, ledger, accepted)
+
+
+def _read_ledger(pg) -> TargetLedger:
+    """The ledger's last release; a ledger that cannot be read is no refusal of the release (nothing withdrawn)."""
+    try:
+        return read_ledger(pg, "last")
+    except SdcError as exc:
+        raise _NotAudited(str(exc)) from None
+
+
+def _check_ledger(ledger: TargetLedger | None, audit: dict, cells: list, loads: dict,
+                  accept_parameter_change: bool) -> list:
+    """This release against the ledger's last one (ledger.check_against_last); its number, and the relations the
+    last release published that this one does not, into the audit."""
+    if ledger is None:
+        return []
+    accepted = check_against_last(ledger.con, cells, loads, accept_parameter_change)
+    audit["withdrawn"] = withdrawn_relations(ledger.con, audit["published"])
+    audit["release"] = (ledger.last or 0) + 1
+    audit["ledger"] = ledger.where
+    return accepted
 
 
 def publication_marker() -> str:
@@ -165,24 +257,24 @@ def publication_marker() -> str:
         con.close()
 
 
-def _publication_schema(project_dir) -> str:
-    """The var sdc_publication_schema of the dbt project (dbt_project.yml: vars, or vars of the package sdc), as
-    grant_published reads it; else its default."""
+def _project_var(project_dir, name: str) -> str | None:
+    """The var ``name`` of the dbt project (dbt_project.yml: vars, or vars of the package sdc), as
+    grant_published reads sdc_publication_schema; None where it is not set."""
     folder = Path(project_dir) if project_dir is not None else (
         Path(os.environ["DBT_PROJECT_DIR"]) if os.environ.get("DBT_PROJECT_DIR") else
         next((f for f in [Path.cwd(), *Path.cwd().parents] if (f / "dbt_project.yml").is_file()), None))
     path = folder / "dbt_project.yml" if folder is not None else None
     if path is None or not path.is_file():
-        return PUBLICATION_SCHEMA
+        return None
     variables = _read_yaml(path, path.read_text(encoding="utf-8")).get("vars")
     variables = variables if isinstance(variables, dict) else {}
     scoped = variables.get("sdc") if isinstance(variables.get("sdc"), dict) else {}
-    value = variables.get("sdc_publication_schema", scoped.get("sdc_publication_schema"))
+    value = variables.get(name, scoped.get(name))
     if value is None:
-        return PUBLICATION_SCHEMA
-    value = _render_values(value, path, "vars.sdc_publication_schema")
+        return None
+    value = _render_values(value, path, f"vars.{name}")
     if not isinstance(value, str) or not value.strip():
-        raise SdcError(f"{path}: var sdc_publication_schema is {value!r}, no schema name")
+        raise SdcError(f"{path}: var {name} is {value!r}, no name")
     return value.strip()
 
 
@@ -192,6 +284,9 @@ def _check_names(manifest: dict, marked: list[Marked], schema: str) -> None:
     schemas = {RAW_SCHEMA} | {str(s.get("schema", "")).lower() for s in (manifest.get("sources") or {}).values()}
     schemas |= {str(n.get("schema", "")).lower() for n in (manifest.get("nodes") or {}).values()
                 if n.get("resource_type") in ("model", "seed", "snapshot")}
+    if schema.lower() == LEDGER_PG_SCHEMA or LEDGER_PG_SCHEMA in schemas:
+        raise SdcError(f"{LEDGER_PG_SCHEMA} is the schema of sdc's ledger of releases (no reader role reads it): neither "
+                       "the publication schema nor a schema of the dbt project may take its name")
     if schema.lower() in schemas:
         raise SdcError(f"the publication schema is {schema!r}, which holds raw data or relations dbt builds: "
                        "grant_published replaces its publication schema each time, and sdc publish --target never "
@@ -578,9 +673,10 @@ def adapted_manifest(manifest: dict, translated: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------ the audit
 def _audit(con, manifest: dict, marked: list[Marked], publication: Publication, where: str, manifest_path: Path,
-           min_standard_error: float) -> dict:
+           min_standard_error: float) -> tuple[dict, list, dict]:
     """sdc publish's checks, verification and release audit on the replica; the publication schema (one that
-    grant_published made) must hold exactly what they passed."""
+    grant_published made) must hold exactly what they passed. Returns the audit's figures, and the release's
+    cells and loads for the ledger (as sdc publish --db records them)."""
     release = check_release(con, manifest, marked, where, manifest_path)
     alias = f"sdc_release_{uuid.uuid4().hex}"
     con.execute(f"attach ':memory:' as {q(alias)}")
@@ -591,7 +687,12 @@ def _audit(con, manifest: dict, marked: list[Marked], publication: Publication, 
         except duckdb.Error as exc:
             raise SdcError(f"cannot compare the publication schema {publication.name} with the release sdc audited: "
                            f"{str(exc).strip().splitlines()[0]}") from None
-    return audit_checked_release(release, min_standard_error)
+    audit = audit_checked_release(release, min_standard_error)
+    published = {release.rels[m].label: f"{q(alias)}.main.{q(m.name)}" for m in release.marked}
+    cells = release_cells(release.verifier, list(release.verifier.verified.values()), published)
+    audit["published"] = sorted(published)
+    audit["withdrawn"] = []
+    return audit, cells, release_loads(con)
 
 
 def _check_publication(con, alias: str, marked: list[Marked], publication: Publication) -> None:
@@ -627,45 +728,95 @@ def _check_publication(con, alias: str, marked: list[Marked], publication: Publi
 
 
 # ------------------------------------------------------------------------------------------ writing PostgreSQL
-def _write_audit(pg, publication: Publication, marker: str, audit: dict) -> list[str]:
-    """The audit as table release_audit of the publication schema, granted to the roles that read that schema, in
-    one transaction; only if the schema is still the one audited (not replaced, its tables unchanged). Returns
-    those roles."""
+def _write_release(pg, checked: Checked, marker: str, connect_publication) -> tuple[list[str], list[str]]:
+    """In one transaction of the build database, only if the publication schema is still the one audited (not
+    replaced, its tables unchanged, locked until the commit): the audit as table release_audit of that schema,
+    granted to the roles that read it, and the release in the ledger. With ``connect_publication`` (a connection
+    to the publication database), that database's publication replaced by the locked tables and the audit, in its
+    own transaction, committed after the build database's. Returns the reader roles, and the tables the
+    publication database no longer holds."""
     import psycopg2
 
-    schema, table = q(publication.name), f"{q(publication.name)}.{q(RELEASE_AUDIT_TABLE)}"
+    publication, audit = checked.publication, checked.audit
+    pub, withdrawn = None, []
     try:
         with pg.cursor() as cur:
-            if publication.tables:  # held until the commit: grant_published cannot replace them meanwhile
-                cur.execute("lock table " + ", ".join(f"{schema}.{q(t)}" for t in publication.tables) + " in share mode")
-            cur.execute("select oid, coalesce(pg_catalog.obj_description(oid, 'pg_namespace'), '') from "
-                        "pg_catalog.pg_namespace where nspname = %s", (publication.name,))
-            row = cur.fetchone()
-            if row is None or row[0] != publication.oid or row[1] != marker or \
-                    _digests(cur, publication.name, publication.tables) != publication.digests:
-                raise SdcError(f"the publication schema {publication.name} was replaced or changed while sdc audited "
-                               "it (a dbt build ran meanwhile); the audit is not written: run sdc publish --target again")
-            cur.execute("select r.rolname from pg_catalog.pg_namespace as n cross join "
-                        "pg_catalog.aclexplode(n.nspacl) as a left join pg_catalog.pg_roles as r on r.oid = a.grantee "
-                        "where n.oid = %s and a.privilege_type = 'USAGE' and a.grantee <> n.nspowner order by 1",
-                        (publication.oid,))
-            readers = sorted({name or "public" for (name,) in cur.fetchall()})
-            cur.execute(f"drop table if exists {table}")
-            cur.execute(f"create table {table} (report json)")
-            cur.execute(f"insert into {table} values (%s)", (json.dumps(audit, sort_keys=True),))
-            cur.execute(f"comment on table {table} is %s", ("sdc publish --target: the release audit of this "
-                                                             "publication (python/sdc/release/audit.py)",))
-            if readers:
-                cur.execute(f"grant select on {table} to " + ", ".join(r if r == "public" else q(r) for r in readers))
+            readers = _lock_publication(cur, publication, marker)
+            _write_audit(cur, publication.name, readers, audit)
+            write_release(cur, checked.ledger, checked.cells, checked.loads, audit, checked.publication_name,
+                          checked.accepted)
+            if connect_publication is not None:
+                pub = connect_publication()
+                withdrawn = stage_publication(cur, pub, publication.name, publication.tables, readers, audit, marker)
         pg.commit()
+        if pub is not None:
+            _commit_publication(pub, checked)
     except psycopg2.Error as exc:
-        pg.rollback()
-        raise SdcError(f"the release audit passed but cannot be written to {publication.name}."
-                       f"{RELEASE_AUDIT_TABLE}: {str(exc).strip().splitlines()[0]}") from None
+        _rollback(pg, pub)
+        where = f"{publication.name}.{RELEASE_AUDIT_TABLE}, the ledger" + (" and the publication database"
+                                                                          if connect_publication else "")
+        raise SdcError(f"the release audit passed but cannot be written to {where}: "
+                       f"{str(exc).strip().splitlines()[0]}; nothing was written") from None
     except BaseException:
-        pg.rollback()
+        _rollback(pg, pub)
         raise
-    return readers
+    finally:
+        if pub is not None:
+            pub.close()
+    return readers, withdrawn
+
+
+def _lock_publication(cur, publication: Publication, marker: str) -> list[str]:
+    """The publication schema's tables locked (grant_published cannot replace them until the commit) and found as
+    audited; returns the roles that read the schema."""
+    schema = q(publication.name)
+    if publication.tables:
+        cur.execute("lock table " + ", ".join(f"{schema}.{q(t)}" for t in publication.tables) + " in share mode")
+    cur.execute("select oid, coalesce(pg_catalog.obj_description(oid, 'pg_namespace'), '') from "
+                "pg_catalog.pg_namespace where nspname = %s", (publication.name,))
+    row = cur.fetchone()
+    if row is None or row[0] != publication.oid or row[1] != marker or \
+            _digests(cur, publication.name, publication.tables) != publication.digests:
+        raise SdcError(f"the publication schema {publication.name} was replaced or changed while sdc audited "
+                       "it (a dbt build ran meanwhile); the audit is not written: run sdc publish --target again")
+    cur.execute("select r.rolname from pg_catalog.pg_namespace as n cross join "
+                "pg_catalog.aclexplode(n.nspacl) as a left join pg_catalog.pg_roles as r on r.oid = a.grantee "
+                "where n.oid = %s and a.privilege_type = 'USAGE' and a.grantee <> n.nspowner order by 1",
+                (publication.oid,))
+    return sorted({name or "public" for (name,) in cur.fetchall()})
+
+
+def _write_audit(cur, schema: str, readers: list[str], audit: dict) -> None:
+    table = f"{q(schema)}.{q(RELEASE_AUDIT_TABLE)}"
+    cur.execute(f"drop table if exists {table}")
+    cur.execute(f"create table {table} (report json)")
+    cur.execute(f"insert into {table} values (%s)", (json.dumps(audit, sort_keys=True),))
+    cur.execute(f"comment on table {table} is %s", ("sdc publish --target: the release audit of this "
+                                                     "publication (python/sdc/release/audit.py)",))
+    if readers:
+        cur.execute(f"grant select on {table} to " + ", ".join(r if r == "public" else q(r) for r in readers))
+
+
+def _commit_publication(pub, checked: Checked) -> None:
+    """The publication database's transaction, after the build database's: a failure here leaves its readers the
+    last release, and the ledger holds this one too."""
+    import psycopg2
+
+    try:
+        pub.commit()
+    except psycopg2.Error as exc:
+        raise SdcError(f"release {checked.audit['release']} is recorded in {checked.ledger.where} with its audit, but "
+                       f"the publication database could not be replaced ({str(exc).strip().splitlines()[0]}): its "
+                       "readers still read the last release; run sdc publish --target again") from None
+
+
+def _rollback(*connections) -> None:
+    for connection in connections:
+        if connection is not None:
+            try:
+                connection.rollback()
+            except Exception:  # a lost connection: nothing to roll back
+                pass
 
 
 def _withdraw(pg, schema: str, marker: str) -> str:

@@ -1,7 +1,8 @@
 """The ledger of releases: what each release published, so that the next one can be checked against it.
 
 An office publishes month after month from one warehouse. Each release that `sdc publish` makes is recorded in
-a ledger (a DuckDB file of sdc's own beside the warehouse, sdc_ledger.duckdb by default): its number, time,
+a ledger (a DuckDB file of sdc's own beside the warehouse, sdc_ledger.duckdb by default; on PostgreSQL a schema
+of the warehouse, whose rows release/ledger_postgres.py runs these functions on): its number, time,
 the loads it was built from (key mode, modulus, key fingerprint, whether a load re-keyed), the audit's result,
 and every published cell with
 
@@ -154,13 +155,17 @@ def open_ledger(path: str | Path, *, create: bool, read_only: bool = False):
     if not create and not path.is_file():
         raise SdcError(f"no ledger of releases at {path}: sdc publish writes it with the first release")
     con = connect(path, must_exist=not create, read_only=read_only, what="the ledger")
-    if read_only:
-        return con
+    if not read_only:
+        create_ledger_tables(con)
+    return con
+
+
+def create_ledger_tables(con) -> None:
+    """The ledger's two tables on the DuckDB connection ``con`` (schema main), where missing."""
     con.execute(f"create table if not exists {LEDGER_SCHEMA}.releases (release_id integer primary key, "
                 "published_at varchar, publication varchar, loads json, audit json, accepted varchar)")
     con.execute(f"create table if not exists {LEDGER_SCHEMA}.cells (release_id integer, relation varchar, "
                 "cell varchar, published varchar, records varchar, parameters varchar)")
-    return con
 
 
 def withdrawn_relations(con, published: list[str]) -> list[str]:
@@ -260,12 +265,18 @@ def record_release(con, cells: list[LedgerCell], loads: dict, audit: dict, publi
 def list_releases(path: str | Path) -> list[dict]:
     con = open_ledger(path, create=False, read_only=True)
     try:
-        rows = con.execute(
-            f"select r.release_id, r.published_at, r.publication, r.accepted, count(c.cell), count(distinct c.relation) "
-            f"from {LEDGER_SCHEMA}.releases r left join {LEDGER_SCHEMA}.cells c using (release_id) "
-            "group by all order by 1").fetchall()
+        return releases_in(con)
     finally:
         con.close()
+
+
+def releases_in(con) -> list[dict]:
+    """The releases of the ledger on the DuckDB connection ``con`` (a ledger file, or a copy of a ledger kept in
+    a PostgreSQL warehouse: release/ledger_postgres.py)."""
+    rows = con.execute(
+        f"select r.release_id, r.published_at, r.publication, r.accepted, count(c.cell), count(distinct c.relation) "
+        f"from {LEDGER_SCHEMA}.releases r left join {LEDGER_SCHEMA}.cells c using (release_id) "
+        "group by all order by 1").fetchall()
     return [{"release": r[0], "published_at": r[1], "publication": r[2], "cells": r[4], "tables": r[5],
              "accepted_parameter_changes": len(json.loads(r[3])) if r[3] else 0} for r in rows]
 
@@ -274,22 +285,27 @@ def diff_releases(path: str | Path, a: int, b: int) -> list[dict]:
     """Every cell that changed, appeared or disappeared from release ``a`` to ``b``, with its reason."""
     con = open_ledger(path, create=False, read_only=True)
     try:
-        known = {r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases").fetchall()}
-        for release in (a, b):
-            if release not in known:
-                raise SdcError(f"the ledger {path} has no release {release} (releases: "
-                               f"{', '.join(map(str, sorted(known))) or 'none'})")
-        loads = {r: json.loads(x or "{}") for r, x in con.execute(
-            f"select release_id, loads from {LEDGER_SCHEMA}.releases where release_id in (?, ?)", [a, b]).fetchall()}
-        rows = con.execute(
-            f"select coalesce(x.relation, y.relation), coalesce(x.cell, y.cell), x.published, y.published, "
-            f"x.records, y.records, x.parameters, y.parameters "
-            f"from (select * from {LEDGER_SCHEMA}.cells where release_id = ?) x "
-            f"full join (select * from {LEDGER_SCHEMA}.cells where release_id = ?) y "
-            "on x.relation = y.relation and x.cell = y.cell "
-            "where x.published is distinct from y.published order by 1, 2", [a, b]).fetchall()
+        return diff_in(con, a, b, f"the ledger {path}")
     finally:
         con.close()
+
+
+def diff_in(con, a: int, b: int, where: str) -> list[dict]:
+    """diff_releases on the DuckDB connection ``con`` (as releases_in); ``where`` names the ledger in messages."""
+    known = {r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases").fetchall()}
+    for release in (a, b):
+        if release not in known:
+            raise SdcError(f"{where} has no release {release} (releases: "
+                           f"{', '.join(map(str, sorted(known))) or 'none'})")
+    loads = {r: json.loads(x or "{}") for r, x in con.execute(
+        f"select release_id, loads from {LEDGER_SCHEMA}.releases where release_id in (?, ?)", [a, b]).fetchall()}
+    rows = con.execute(
+        f"select coalesce(x.relation, y.relation), coalesce(x.cell, y.cell), x.published, y.published, "
+        f"x.records, y.records, x.parameters, y.parameters "
+        f"from (select * from {LEDGER_SCHEMA}.cells where release_id = ?) x "
+        f"full join (select * from {LEDGER_SCHEMA}.cells where release_id = ?) y "
+        "on x.relation = y.relation and x.cell = y.cell "
+        "where x.published is distinct from y.published order by 1, 2", [a, b]).fetchall()
     rekeyed = _rekeyed(loads[a], loads[b])
     found = []
     for relation, cell, before, now, rec_a, rec_b, par_a, par_b in rows:

@@ -108,3 +108,49 @@ def test_sdc_suppress_reads_a_priori_cells_from_a_file(tmp_path, capsys):
     assert main(["suppress", "--input", str(data), "--dims", "region,kind", "--rule", "freq:3",
                  "--a-priori", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "other.csv")]) == 2
     assert "missing.csv" in capsys.readouterr().err and not (tmp_path / "other.csv").exists()
+
+
+def test_sdc_suppress_target_keeps_the_last_pattern_of_a_warehouse_s_cell_table(tmp_path, capsys):
+    """`sdc suppress --target` (engines without dbt Python models) with --a-priori: the module's two months on a
+    warehouse's cell table (a DuckDB target)."""
+    import duckdb
+
+    from sdc.macro_renderer import Relation, render_macro
+
+    db = tmp_path / "warehouse.duckdb"
+    (tmp_path / "profiles.yml").write_text(f"office:\n  target: duck\n  outputs:\n    duck:\n      type: duckdb\n"
+                                           f"      path: {db}\n")
+
+    def solve(counts: dict, a_priori=None) -> dict:
+        con = duckdb.connect(str(db))
+        con.register("persons_frame", microdata(counts))
+        con.execute("create or replace table persons as select * from persons_frame")
+        cells = render_macro(con, "suppression_cells", Relation(None, "main", "persons"), ["region", "kind"])
+        con.execute(f"create or replace table cells as {cells}")
+        primary = render_macro(con, "suppression_primary", Relation(None, "main", "cells"), ["freq:3"])
+        relations = render_macro(con, "suppression_constraints", Relation(None, "main", "cells"), ["region", "kind"])
+        con.execute(f"create or replace table supp_primary as {primary}")
+        con.execute(f"create or replace table supp_relations as {relations}")
+        con.close()
+        assert main(["suppress", "--target", "duck", "--profile", "office", "--profiles-dir", str(tmp_path),
+                     "--cells", "main.supp_primary", "--relations", "main.supp_relations", "--pattern",
+                     "main.supp_pattern", "--dims", "region,kind", "--cost", "freq"]
+                    + (["--a-priori", str(a_priori)] if a_priori else [])) == 0
+        con = duckdb.connect(str(db), read_only=True)
+        found = {f"{r}/{k}": t for r, k, t in con.execute("select region, kind, published_text from supp_pattern")
+                 .fetchall()}
+        con.close()
+        return found
+
+    month_1 = solve(MONTH_1)
+    hidden_1 = {c for c, t in month_1.items() if t == "x"}
+    assert hidden_1 == SUPPRESSED_IN_MONTH_1
+    assert (solve(MONTH_2)["C/x"], solve(MONTH_2)["C/y"]) == ("11", "6")
+    last = tmp_path / "a_priori.csv"
+    last.write_text("region,kind,status,value\n" + "".join(
+        f"{c.split('/')[0]},{c.split('/')[1]},{'suppressed' if t == 'x' else 'published'},{'' if t == 'x' else t}\n"
+        for c, t in month_1.items()))
+    month_2 = solve(MONTH_2, a_priori=last)
+    assert {c for c, t in month_2.items() if t == "x"} == hidden_1
+    assert month_2["A/Total"] == "20" and month_2["Total/Total"] == "75"
+    capsys.readouterr()

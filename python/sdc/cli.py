@@ -580,9 +580,6 @@ def _run_suppress(args: argparse.Namespace) -> int:
         raise SdcError("--time-limit applies to --method optimal only")
     time_limit = DEFAULT_TIME_LIMIT if args.time_limit is None else check_time_limit(args.time_limit)
     if args.target:
-        if args.a_priori:
-            raise SdcError("--a-priori applies to a microdata file (--input); in a warehouse give the a-priori cells "
-                           "to secondary_suppression(a_priori=...) of the pattern model")
         return _run_suppress_in_warehouse(args, time_limit)
     missing = [flag for flag, given in (("--input", args.input), ("--out", args.out)) if not given]
     if missing:
@@ -626,7 +623,7 @@ def _run_suppress_in_warehouse(args: argparse.Namespace, time_limit: float) -> i
                                  audit=args.audit_table, dims=_split(args.dims), magnitude=args.magnitude,
                                  method=args.method, cost=args.cost, mark=args.mark,
                                  publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
-                                 time_limit=time_limit)
+                                 time_limit=time_limit, a_priori=args.a_priori)
     print(f"wrote {sum(result['statuses'].values())} cells to {args.pattern}: "
           + ", ".join(f"{v} {k}" for k, v in sorted(result["statuses"].items()))
           + (f"; audit in {args.audit_table}: {result['unprotected']} sensitive cells unprotected" if args.audit_table else ""))
@@ -746,17 +743,21 @@ def _run_release(args: argparse.Namespace) -> int:
         return _run_release_target(args)
     ledger = args.ledger or default_ledger(args.db)
     if args.release_command == "a-priori":
-        from .release.a_priori import write_a_priori
-
-        done = write_a_priori(ledger, args.relation, args.out, release=args.release)
-        print(f"wrote the a-priori cells of {args.relation} in release {done['release']} to {args.out}: "
-              f"{done['suppressed']} suppressed, {done['published']} published")
+        _write_a_priori(args, ledger)
         return 0
     if args.release_command == "list":
         _print_releases(list_releases(ledger), str(ledger))
         return 0
     _print_diff(args, diff_releases(ledger, args.a, args.b))
     return 0
+
+
+def _write_a_priori(args: argparse.Namespace, ledger) -> None:
+    from .release.a_priori import write_a_priori
+
+    done = write_a_priori(ledger, args.relation, args.out, release=args.release)
+    print(f"wrote the a-priori cells of {args.relation} in release {done['release']} to {args.out}: "
+          f"{done['suppressed']} suppressed, {done['published']} published")
 
 
 def _print_releases(releases: list[dict], ledger: str) -> None:
@@ -779,7 +780,15 @@ def _run_release_target(args: argparse.Namespace) -> int:
         raise SdcError(f"sdc release --target reads the ledger of a PostgreSQL warehouse, and target {args.target} is "
                        f"of type {kind}" + (": give --db <warehouse file> or --ledger <file>" if kind == "duckdb" else ""))
     with connect_target(profiles_dir, profile, args.target) as where:
-        if args.release_command == "list":
+        if args.release_command == "a-priori":
+            from .release.ledger_postgres import read_existing_ledger
+
+            ledger = read_existing_ledger(where.connection)
+            try:
+                _write_a_priori(args, (ledger.con, ledger.where))
+            finally:
+                ledger.close()
+        elif args.release_command == "list":
             _print_releases(list_target_releases(where.connection), f"schema {LEDGER_PG_SCHEMA} of target {args.target}")
         else:
             _print_diff(args, diff_target_releases(where.connection, args.a, args.b))

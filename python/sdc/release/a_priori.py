@@ -17,26 +17,31 @@ def a_priori_rows(ledger: str | Path, relation: str, release: int | None = None)
     status 'suppressed' (no value published) or 'published', and the published value."""
     con = open_ledger(ledger, create=False, read_only=True)
     try:
-        releases = [r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases order by 1").fetchall()]
-        if not releases:
-            raise SdcError(f"the ledger {ledger} holds no release yet")
-        release = releases[-1] if release is None else release
-        if release not in releases:
-            raise SdcError(f"the ledger {ledger} has no release {release} (releases: {', '.join(map(str, releases))})")
-        names = [n for (n,) in con.execute(f"select distinct relation from {LEDGER_SCHEMA}.cells where release_id = ? "
-                                            "order by 1", [release]).fetchall()]
-        # the relation as the ledger names it (schema.name), or its name alone where that is unique
-        found = [n for n in names if n == relation] or [n for n in names if n.rsplit(".", 1)[-1] == relation]
-        if len(found) != 1:
-            raise SdcError(f"release {release} in the ledger {ledger} published "
-                           + (f"{len(found)} relations named {relation!r}: give one of " if found else
-                              f"no relation {relation!r} (it published: ")
-                           + f"{', '.join(found or names) or 'none'}" + ("" if found else ")"))
-        relation = found[0]
-        cells = con.execute(f"select cell, published from {LEDGER_SCHEMA}.cells where release_id = ? and relation = ? "
-                            "order by cell", [release, relation]).fetchall()
+        return a_priori_rows_in(con, relation, release, f"the ledger {ledger}")
     finally:
         con.close()
+
+
+def a_priori_rows_in(con, relation: str, release: int | None, where: str) -> tuple[int, list[str], list[dict]]:
+    """a_priori_rows on a ledger's DuckDB connection (a file's, or a PostgreSQL ledger's copy); ``where`` names it."""
+    releases = [r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases order by 1").fetchall()]
+    if not releases:
+        raise SdcError(f"{where} holds no release yet")
+    release = releases[-1] if release is None else release
+    if release not in releases:
+        raise SdcError(f"{where} has no release {release} (releases: {', '.join(map(str, releases))})")
+    names = [n for (n,) in con.execute(f"select distinct relation from {LEDGER_SCHEMA}.cells where release_id = ? "
+                                        "order by 1", [release]).fetchall()]
+    # the relation as the ledger names it (schema.name), or its name alone where that is unique
+    found = [n for n in names if n == relation] or [n for n in names if n.rsplit(".", 1)[-1] == relation]
+    if len(found) != 1:
+        raise SdcError(f"release {release} in {where} published "
+                       + (f"{len(found)} relations named {relation!r}: give one of " if found else
+                          f"no relation {relation!r} (it published: ")
+                       + f"{', '.join(found or names) or 'none'}" + ("" if found else ")"))
+    relation = found[0]
+    cells = con.execute(f"select cell, published from {LEDGER_SCHEMA}.cells where release_id = ? and relation = ? "
+                        "order by cell", [release, relation]).fetchall()
     rows, dims = [], None
     for cell_text, published_text in cells:
         cell, published = json.loads(cell_text), json.loads(published_text)
@@ -51,10 +56,14 @@ def a_priori_rows(ledger: str | Path, relation: str, release: int | None = None)
     return release, dims or [], rows
 
 
-def write_a_priori(ledger: str | Path, relation: str, out: str | Path, release: int | None = None) -> dict:
-    """Writes the a-priori cells of ``relation`` to the CSV file ``out``; returns what was written."""
+def write_a_priori(ledger, relation: str, out: str | Path, release: int | None = None) -> dict:
+    """Writes the a-priori cells of ``relation`` to the CSV file ``out``; returns what was written. ``ledger``: the
+    ledger file, or (connection, where) of a ledger read into DuckDB (a PostgreSQL warehouse's)."""
     check_output_file(out, "sdc release a-priori")
-    release, dims, rows = a_priori_rows(ledger, relation, release)
+    if isinstance(ledger, tuple):
+        release, dims, rows = a_priori_rows_in(*ledger[:1], relation, release, ledger[1])
+    else:
+        release, dims, rows = a_priori_rows(ledger, relation, release)
     columns = dims + [A_PRIORI_STATUS_COLUMN, A_PRIORI_VALUE_COLUMN]
     lines = [",".join(csv_field(c) for c in columns)]
     lines += [",".join(csv_field("" if row[c] is None else str(row[c])) for c in columns) for row in rows]

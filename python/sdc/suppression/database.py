@@ -25,6 +25,7 @@ from ..build_record import build_record_comment, build_record_of_comment
 from ..conventions import RAW_SCHEMA
 from ..errors import SdcError
 from ..quoting import quote_identifier
+from .a_priori import a_priori_cells, rows_of_frame
 from .warehouse import audit_columns, pattern_columns
 
 # written_by in the build record of every table sdc suppress --target writes (before it, the whole comment):
@@ -42,10 +43,11 @@ def relation_name(text: str, option: str, quote=quote_identifier) -> str:
 
 
 def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: str | None, dims: list[str],
-                    magnitude: bool, **options) -> dict:
+                    magnitude: bool, a_priori=None, **options) -> dict:
     """Read ``cells`` and ``relations``, write ``pattern`` (and ``audit``) replacing them, both or neither (see
     sdc.profiles.Target.replace_tables and sdc.spark_target). Returns counts of the pattern's statuses and of
-    unprotected sensitive cells found by the audit."""
+    unprotected sensitive cells found by the audit. ``a_priori``: the last release's cells (a CSV file of `sdc
+    release a-priori`, a_priori.py)."""
     q = target.quote
     cells_sql, relations_sql = relation_name(cells, "--cells", q), relation_name(relations, "--relations", q)
     pattern_sql = relation_name(pattern, "--pattern", q)
@@ -69,7 +71,8 @@ def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: 
             raise SdcError(f"{relations} has no column {name!r} (made by suppression_constraints?)")
     _, members = target.query("select " + ", ".join(q(c) for c in ["constraint_id", *dims, "coefficient"])
                               + f" from {relations_sql} order by constraint_id")
-    columns = pattern_columns(rows, names, members, dims, magnitude=magnitude, **options)
+    last = a_priori_cells(rows, dims, rows_of_frame(a_priori)) if a_priori is not None else None
+    columns = pattern_columns(rows, names, members, dims, magnitude=magnitude, a_priori=last, **options)
     pattern_rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
     audited = audit_columns(pattern_rows, members, dims, magnitude=magnitude) if audit else None
     comment = output_comment(target, cells)

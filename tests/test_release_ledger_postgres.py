@@ -213,6 +213,15 @@ def test_two_months_on_postgres_recorded_in_the_warehouse_with_a_refused_paramet
     assert sdc(p, "release", "diff", "1", "9") == 2
     assert "the ledger sdc_ledger of database led_build has no release 9 (releases: 1, 2, 3, 4)" in \
         capsys.readouterr().err
+    # a-priori cells come from the same ledger (a CKM table has none: it publishes every cell)
+    out = p.root / "a_priori.csv"
+    assert sdc(p, "release", "a-priori", "by_region", "--out", str(out)) == 2
+    assert "led_protected.by_region is no suppression table (its cells publish count, not a value and " \
+           "published_text)" in capsys.readouterr().err
+    assert sdc(p, "release", "a-priori", "by_sex", "--release", "2", "--out", str(out)) == 2
+    assert "release 2 in the ledger sdc_ledger of database led_build published no relation 'by_sex' (it published: " \
+           "led_protected.by_region)" in capsys.readouterr().err
+    assert not out.exists()
 
 
 # ------------------------------------------------------------------------------------------ the reader's database

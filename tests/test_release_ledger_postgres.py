@@ -175,6 +175,14 @@ def test_two_months_on_postgres_recorded_in_the_warehouse_with_a_refused_paramet
     listed = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in listed] == ["release 1", "release 2"]
     assert f"1 tables, {len(second)} cells, {READERS_DATABASE}.{PUBLICATION}" in listed[1], listed
+    # the release report of the PostgreSQL release: its tables, and the changes from the ledger in the warehouse
+    html = p.root / "release_report.html"
+    assert sdc(p, "report", "--publication-schema", PUBLICATION, "--out", str(html)) == 0
+    assert capsys.readouterr().out.strip() == f"wrote the release report of 1 tables ({len(second)} cells) to {html}"
+    text = html.read_text()
+    assert f"schema {PUBLICATION} of database led_build" in text
+    assert f"Release 1 &rarr; 2: {len(changed)} changed (microdata change)." in text
+    assert text.count("<td>microdata change</td>") == len(changed)
 
     # a new ptable: cells whose records did not change would get other noise: refused, nothing written
     seed = p.root / "seeds" / "sdc_ptable.csv"

@@ -417,8 +417,16 @@ def _parser() -> argparse.ArgumentParser:
         "release audit's risk figures (averaging standard errors, linked suppression) and the ptable's transition "
         "matrix.",
     )
-    rep.add_argument("--publication", required=True, help="publication DuckDB file (sdc publish --out)")
+    source = rep.add_mutually_exclusive_group(required=True)
+    source.add_argument("--publication", help="publication DuckDB file (sdc publish --out)")
+    source.add_argument("--target", help="or the PostgreSQL warehouse of this dbt target: the release sdc publish "
+                        "--target audited there (its publication schema, release audit and ledger)")
     rep.add_argument("--out", required=True, help="HTML file to write (new, or an earlier sdc report)")
+    on_target = rep.add_argument_group("with --target")
+    _add_profile_options(on_target, "")
+    on_target.add_argument("--publication-schema", metavar="SCHEMA",
+                           help="the schema grant_published publishes to (default: var sdc_publication_schema of the "
+                           "project's dbt_project.yml, else sdc_publication)")
     rep.set_defaults(run=_run_report)
 
     demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report",
@@ -701,9 +709,27 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .release.report import write_report
+    from .release.report import write_report, write_target_report
 
-    summary = write_report(args.publication, args.out)
+    if args.target is None:
+        given = [f for f, v in (("--profile", args.profile), ("--profiles-dir", args.profiles_dir),
+                                ("--project-dir", args.project_dir), ("--publication-schema", args.publication_schema))
+                 if v]
+        if given:
+            raise SdcError(f"{', '.join(given)} belong to --target (a PostgreSQL warehouse)")
+        summary = write_report(args.publication, args.out)
+    else:
+        from .profiles import connect_target, find_profile, read_target
+        from .target_publish import publication_schema_of
+
+        profiles_dir, profile = find_profile(args.profile, args.project_dir, args.profiles_dir)
+        kind = read_target(profiles_dir, profile, args.target)["type"]
+        if kind != "postgres":
+            raise SdcError(f"sdc report --target reads a PostgreSQL warehouse, and target {args.target} is of type "
+                           f"{kind}: give --publication <the file of sdc publish --out>")
+        with connect_target(profiles_dir, profile, args.target) as where:
+            summary = write_target_report(where.connection, publication_schema_of(args.publication_schema,
+                                                                                  args.project_dir), args.out)
     print(f"wrote the release report of {summary['tables']} tables ({summary['cells']} cells) to {summary['out']}")
     return 0
 

@@ -138,7 +138,7 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
         raise SdcError(f"sdc publish --target audits a PostgreSQL warehouse, and {shown} is of type "
                        f"{output['type']}: {hint}")
     manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
-    schema = publication_schema or _project_var(project_dir, "sdc_publication_schema") or PUBLICATION_SCHEMA
+    schema = publication_schema_of(publication_schema, project_dir)
     database = publication_database or _project_var(project_dir, "sdc_publication_database")
     _check_names(manifest_data, marked, schema)
     marker = publication_marker()
@@ -853,3 +853,8 @@ def _withdraw(pg, schema: str, marker: str) -> str:
                 "readers still read the refused release; drop it")
     return (f"the publication schema {schema} that grant_published made is dropped: the release is withdrawn (fix "
             "it; the next dbt build publishes it again, then run sdc publish --target)")
+
+
+def publication_schema_of(given: str | None, project_dir) -> str:
+    """The publication schema: as given, else var sdc_publication_schema of the project, else sdc's default."""
+    return given or _project_var(project_dir, "sdc_publication_schema") or PUBLICATION_SCHEMA

@@ -91,7 +91,60 @@ def read_publication(path: str | Path) -> dict:
         con.close()
 
 
-def render(release: dict) -> str:
+def write_target_report(pg, schema: str, out: str | Path) -> dict:
+    """The report of the release that sdc publish --target audited on the PostgreSQL database ``pg`` (psycopg2):
+    the tables and release audit of its publication schema ``schema``, the changes from the ledger there."""
+    from ..files import check_output_file, write_text_atomically
+    from .ledger_postgres import diff_target_releases
+
+    check_output_file(out, REPORT_COMMAND)
+    release = read_target_publication(pg, schema)
+    number = release["audit"].get("release")
+    changes = diff_target_releases(pg, number - 1, number) if isinstance(number, int) and number > 1 else None
+    write_text_atomically(Path(out), render(release, changes), command=REPORT_COMMAND)
+    return {"tables": len(release["tables"]), "cells": sum(len(t["rows"]) for t in release["tables"]), "out": str(out)}
+
+
+def read_target_publication(pg, schema: str) -> dict:
+    """read_publication of a PostgreSQL publication schema (grant_published's copy, audited by sdc publish
+    --target): its tables and its release audit."""
+    import psycopg2
+
+    try:
+        with pg.cursor() as cur:
+            cur.execute("select current_database()")
+            (database,) = cur.fetchone()
+            cur.execute(f"select report::text from {q(schema)}.{q(RELEASE_AUDIT_TABLE)}")
+            (audit,) = cur.fetchone()
+            audit = json.loads(audit)
+            cur.execute("select tablename from pg_tables where schemaname = %s and tablename <> %s order by 1",
+                        (schema, RELEASE_AUDIT_TABLE))
+            names = [n for (n,) in cur.fetchall()]
+            labels = {label.rsplit(".", 1)[-1]: label for label in audit.get("published") or []}
+            tables = []
+            for name in names:
+                cur.execute(f"select * from {q(schema)}.{q(name)} order by " + ", ".join(
+                    str(k + 1) for k in range(_column_count(cur, schema, name))))
+                columns = [d[0] for d in cur.description]
+                tables.append({"name": name, "label": labels.get(name, name), "columns": columns,
+                               "rows": [tuple(row) for row in cur.fetchall()]})
+        pg.rollback()
+    except (psycopg2.Error, TypeError) as exc:
+        pg.rollback()
+        raise SdcError(f"schema {schema} holds no release that sdc publish --target audited ({first_line(exc)}): "
+                       "run sdc publish --target first") from None
+    return {"tables": tables, "audit": audit, "file": f"schema {schema} of database {database}"}
+
+
+def _column_count(cur, schema: str, name: str) -> int:
+    cur.execute("select count(*) from information_schema.columns where table_schema = %s and table_name = %s",
+                (schema, name))
+    return cur.fetchone()[0]
+
+
+def render(release: dict, changes: list[dict] | None = None) -> str:
+    """The report's HTML; ``changes``: the ledger's diff of this release against the one before it, where the
+    ledger is no file beside the publication (a PostgreSQL warehouse's)."""
     audit = release["audit"]
     quality = audit.get("quality", {})
     parts = [f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Release report: "
@@ -99,7 +152,7 @@ def render(release: dict) -> str:
              "<h1>Release report</h1>\n",
              f"<p class=\"note\">{len(release['tables'])} tables of the publication {_e(release['file'])}"
              + (f", published {_e(audit['published_at'])}" if audit.get("published_at") else "") + ".</p>\n",
-             _contents(release), _risk(audit), _changes(audit), _ptables(audit)]
+             _contents(release), _risk(audit), _changes(audit, changes), _ptables(audit)]
     for table in release["tables"]:
         parts.append(_table(table, quality.get(table["label"]), audit))
     parts.append("</body>\n</html>\n")
@@ -135,19 +188,22 @@ def _risk(audit: dict) -> str:
             f"{per_table}</table></section>\n")
 
 
-def _changes(audit: dict) -> str:
-    """The cells that changed since the release before this one, from the ledger (release/ledger.py)."""
+def _changes(audit: dict, changes: list[dict] | None = None) -> str:
+    """The cells that changed since the release before this one, from the ledger (release/ledger.py): ``changes``
+    as read, else the ledger file the audit names."""
     from .ledger import diff_releases, diff_summary, shown_values
 
     release, ledger = audit.get("release"), audit.get("ledger")
     head = "<section id=\"changes\"><h2>Changes since the last release</h2>\n"
-    if not release or not ledger or release == 1 or not Path(ledger).is_file():
-        return head + ("<p class=\"note\">The first release in the ledger.</p></section>\n" if release == 1 else
-                       "<p class=\"note\">No ledger of releases beside this publication.</p></section>\n")
-    try:
-        changes = diff_releases(ledger, release - 1, release)
-    except SdcError as exc:
-        return head + f"<p class=\"note\">{_e(exc)}</p></section>\n"
+    if release == 1:
+        return head + "<p class=\"note\">The first release in the ledger.</p></section>\n"
+    if changes is None:
+        if not release or not ledger or not Path(ledger).is_file():
+            return head + "<p class=\"note\">No ledger of releases beside this publication.</p></section>\n"
+        try:
+            changes = diff_releases(ledger, release - 1, release)
+        except SdcError as exc:
+            return head + f"<p class=\"note\">{_e(exc)}</p></section>\n"
     summary = diff_summary(changes)
     rows = "".join(
         f"<tr><td>{_e(c['relation'])}</td><td>{_e(', '.join(f'{k}={v}' for k, v in c['cell'].items()))}</td>"

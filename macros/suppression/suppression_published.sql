@@ -38,7 +38,13 @@ select * from dimension_columns
     found): the pattern's suppression_primary table is the one its record names (sdc suppress --target), else its
     parent in dbt's graph (a dbt Python model's secondary_suppression); that table reads the cells -#}
 {% macro suppression_pattern_cells_call(pattern) %}
-{%- if not execute or pattern.identifier is not defined -%}{{ return({}) }}{%- endif -%}
+{%- if not execute -%}{{ return({}) }}{%- endif -%}
+{%- if pattern.identifier is not defined -%}{#- a name as text ('schema.table', sdc suppress --target's) -#}
+  {%- set parts = (pattern | string).split('.') -%}
+  {%- set pattern = adapter.get_relation(database=parts[-3].strip('"') if parts | length > 2 else target.database,
+                                         schema=parts[-2].strip('"'), identifier=parts[-1].strip('"')) if parts | length > 1 else none -%}
+  {%- if pattern is none -%}{{ return({}) }}{%- endif -%}
+{%- endif -%}
 {%- set candidates = [] -%}
 {%- set record = sdc.build_record_of_relation(pattern.database, pattern.schema, pattern.identifier) or {} -%}
 {%- if record.get('cells') is string -%}

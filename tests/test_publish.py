@@ -73,7 +73,8 @@ MODELS = {
     "other/renamed_original.sql": "select sex, region, original as persons from {{ ref('ckm_persons') }}\n",
     # a protection step beside raw data: two parents
     "other/published_union_raw.sql": "{{ sdc.ckm_published(ref('ckm_persons')) }}\nunion all\n"
-                                     "select sex, region, 1 from {{ source('raw', 'persons') }}\n",
+                                     "select sex, region, 1, 1, false, 'Total', 1, 1, false, 'Total', 1 "
+                                     "from {{ source('raw', 'persons') }}\n",
     # a BI view on a protected model: allowed; a table built by a model of one's own records its build by the hook
     "other/bi_view.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
                          "select * from {{ ref('persons_by_sex_region') }} where sex = 'm'\n",

@@ -5,7 +5,8 @@
   record key); a column the method adds (own_columns, python/sdc/conventions.py; top_<n> where the method
   adds the largest contributions; patterns: regular expressions of the method's column families, matched
   against the whole name), which would overwrite it or make the output ambiguous; a name with a
-  hierarchy level suffix (__level_<n>, __leaf). Names compare without regard to letter case, as the engines
+  hierarchy level suffix (__level_<n>, __leaf) or one that ends like the columns published tables add per
+  dimension (var sdc_dimension_column_suffixes: __level, __is_total, __parent, __sort). Names compare without regard to letter case, as the engines
   compare identifiers.
 #}
 {% macro check_dimension_names(dims, own_columns, macro_name, roles={}, top_contributions=false, patterns=[]) %}
@@ -30,6 +31,8 @@
     {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' has the name of a column family the method adds (" ~ (patterns | join(', ')) ~ "); rename the column") }}
   {%- elif '__level_' in lowered or lowered.endswith('__leaf') -%}
     {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' ends like the level columns of a hierarchical dimension (__level_<n>, __leaf); rename the column") }}
+  {%- elif sdc.dimension_column(lowered) -%}
+    {{ exceptions.raise_compiler_error(macro_name ~ ": dimension '" ~ name ~ "' ends like the columns published tables add per dimension (" ~ (sdc.setting('sdc_dimension_column_suffixes').values() | join(', ')) ~ "); rename the column") }}
   {%- endif -%}
   {%- do seen.append(lowered) -%}
 {%- endfor -%}
@@ -38,6 +41,17 @@
 
 {% macro name_matches_any(name, patterns) %}
 {%- for pattern in patterns if modules.re.fullmatch(pattern, name) -%}
+  {{ return(true) }}
+{%- endfor -%}
+{{ return(false) }}
+{% endmacro %}
+
+
+{#- dimension_column(name): a column the publishing steps add per dimension (<dim>__level, ...: var
+    sdc_dimension_column_suffixes), which neither tells cells apart nor measures anything -#}
+{% macro dimension_column(name) %}
+{%- for suffix in sdc.setting('sdc_dimension_column_suffixes').values()
+    if (name | lower).endswith(suffix | lower) and (name | length) > (suffix | length) -%}
   {{ return(true) }}
 {%- endfor -%}
 {{ return(false) }}

@@ -81,7 +81,8 @@
       {%- do kept.append(sdc.sql_identifier(name)) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- do sdc.gate_compare(relation, 'select ' ~ kept | join(', ') ~ ' from (' ~ recomputed ~ ') as recomputed',
+  {%- set cells = 'select ' ~ kept | join(', ') ~ ' from (' ~ recomputed ~ ') as recomputed' -%}
+  {%- do sdc.gate_compare(relation, sdc.gate_with_dimension_columns(cells, call, cells_call=call, hierarchy=arguments.get('hierarchy')),
                           audit_record['step'] ~ ' over ' ~ source ~ ' (recomputed from the microdata)', checker, path, content, rounded) -%}
 {%- elif step == 'ckm_mean' -%}
   {%- set call = record.get('call') -%}
@@ -126,6 +127,15 @@
 {% endmacro %}
 
 
+{#- `cells` (SQL) with the columns the publishing steps add per dimension (d__level, ...), computed from the
+    dimensions of `call` and the hierarchy and total label of `cells_call`, the call that made the cells -#}
+{% macro gate_with_dimension_columns(cells, call, cells_call, hierarchy) %}
+{{- return('with published_cells as (\n' ~ cells ~ '\n),\n'
+           ~ sdc.published_dimension_columns('published_cells', call['dims'], hierarchy, (cells_call.get('settings') or {}).get('sdc_total_label'))
+           ~ '\nselect * from dimension_columns') -}}
+{% endmacro %}
+
+
 {#- stop unless `relation` (read from `content`, its copy, where given) holds exactly the cells of `expected_sql`:
     the same columns, the same cells, counts equal and magnitudes to 1e-9 relative -#}
 {% macro gate_compare(relation, expected_sql, what, checker, path, content=none, rounded=none) %}
@@ -141,7 +151,8 @@
 {%- set dims, numbers, texts = [], [], [] -%}
 {%- for column in have -%}
   {%- set name = column.name | lower -%}
-  {%- if name not in measures and not name.startswith('mean_') -%}{%- do dims.append(column.name) -%}
+  {#- the measures and the columns that describe a dimension's codes (d__level, ...) are compared -#}
+  {%- if name not in measures and not name.startswith('mean_') and not sdc.dimension_column(name) -%}{%- do dims.append(column.name) -%}
   {%- elif column.is_number() -%}{%- do numbers.append(column.name) -%}
   {%- else -%}{%- do texts.append(column.name) -%}{%- endif -%}
 {%- endfor -%}
@@ -234,6 +245,13 @@
 {%- if found.rows -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " " ~ found.rows[0][1] ~ " (" ~ found.rows[0][0] ~ "); " ~ sdc.gate_refusing(checker, path)) }}
 {%- endif -%}
+{#- the published cells are sdc's: with the columns that describe their codes, computed from the hierarchy of
+    the cells' call, they must be the relation, column by column -#}
+{%- set published = [] -%}
+{%- for column in call['dims'] + [value, 'published_text'] -%}{%- do published.append(q(column)) -%}{%- endfor -%}
+{%- do sdc.gate_compare(relation, sdc.gate_with_dimension_columns('select ' ~ published | join(', ') ~ ' from ' ~ content, call,
+                                                                  cells_call=cells_record['call'], hierarchy=arguments.get('hierarchy')),
+                        'suppression_published of ' ~ call['dims'] | join(', ') ~ ' (its dimension columns computed by sdc)', checker, path, content) -%}
 {% endmacro %}
 
 

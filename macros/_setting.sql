@@ -29,6 +29,8 @@
     sdc_ckm_sum_own_columns columns ckm_sum adds (likewise)                                  value, ...
     sdc_ckm_sum_own_patterns  ... and its column families (regular expressions, whole name)  x_value_[0-9]+, ...
     sdc_suppression_own_columns  columns the suppression macros add (likewise)               freq, ...
+    sdc_dimension_column_suffixes  the columns published tables add per dimension d:       __level, ...
+                            d__level, d__is_total, d__parent, d__sort (no dimension may end so)
     sdc_check_record_keys   ckm_count refuses keys that cannot be uniform random            true
                             (false only for hand-picked teaching keys)
     sdc_record_key_alpha    ... when the Kolmogorov-Smirnov (DKW) bound p is below          1e-6
@@ -75,6 +77,7 @@
                                     'dimension', 'coefficient', 'status', 'rule',
                                     'protection_lower', 'protection_upper', 'lower', 'upper', 'contributors',
                                     'exactly_disclosed'],
+    'sdc_dimension_column_suffixes': {'level': '__level', 'is_total': '__is_total', 'parent': '__parent', 'sort': '__sort'},
     'sdc_check_record_keys': true,
     'sdc_record_key_alpha': 1e-6,
     'sdc_record_key_min_distinct_fraction': 0.5,

@@ -9,7 +9,8 @@
     {"sdc_build": {"invocation_id": "<dbt invocation>", "loads": {"raw.<table>": ["<loaded_at>", ...]},
                    "sql_md5": "<md5 of the model's compiled SQL>",
                    "step": "ckm_count", "reads": [{"database": ..., "schema": ..., "name": ...}],
-                   "ptables": {"count": "<md5 of the ptable's rows>"}}}
+                   "ptables": {"count": "<md5 of the ptable's rows>"},
+                   "hierarchy": {...}}}    (a publishing step: the hierarchy of its dimension columns)
 
   step, reads and ptables only when the model's whole SQL is one sdc step (macro step below): a model of
   one's own with this hook gets no step, so the record alone never makes a relation publishable.
@@ -36,6 +37,8 @@
   {%- endfor -%}
   {%- do record['sdc_build'].update({'step': header['step'], 'reads': header['reads'], 'ptables': ptables}) -%}
   {%- if header.get('call') is not none -%}{%- do record['sdc_build'].update({'call': header['call']}) -%}{%- endif -%}
+  {#- the hierarchy a publishing step reads for its dimension columns (d__level, ...) only -#}
+  {%- if header.get('hierarchy') is not none -%}{%- do record['sdc_build'].update({'hierarchy': header['hierarchy']}) -%}{%- endif -%}
   {#- the loads of what the step reads, also where dbt does not know it (a pattern sdc suppress --target wrote) -#}
   {%- for item in header['reads'] if item['schema'] is not none -%}
     {%- set read = sdc.build_record_of_relation(item['database'] or target.database, item['schema'], item['name']) -%}

@@ -237,6 +237,12 @@
   {%- endfor -%}
   {%- if live is not none -%}
     {%- set declared = reads | map('string') | map('lower') | list -%}
+    {#- beside its input a publishing step reads the hierarchy of its dimension columns (d__level, ...) -#}
+    {%- set hierarchy = record.get('hierarchy') -%}
+    {%- if hierarchy is mapping -%}
+      {%- set found = adapter.get_relation(database=hierarchy['database'] or relation.database, schema=hierarchy['schema'] or relation.schema, identifier=hierarchy['name']) -%}
+      {%- if found is not none -%}{%- do declared.append(found | string | lower) -%}{%- endif -%}
+    {%- endif -%}
     {%- for other in live if other | string | lower not in declared -%}
       {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is a view that reads " ~ other ~ " beside what its step " ~ step ~ " read: the view was replaced after dbt built it; refusing to grant " ~ path[0]) }}
     {%- endfor -%}

@@ -225,7 +225,8 @@ def test_rollup_and_no_totals(project):
 def test_published_relation_has_no_audit_columns(project):
     columns = [c for c, *_ in query(project, "select column_name from information_schema.columns "
                                              "where table_name = 'uni_published' order by ordinal_position")]
-    assert columns == ["universitaet", "geschlecht", "count"]
+    assert columns == ["universitaet", "geschlecht", "count"] + [
+        f"{d}__{c}" for d in ("universitaet", "geschlecht") for c in ("level", "is_total", "parent", "sort")]
 
 
 def test_seed002_passau_860_with_cell_key_0_041765_is_published_as_858(project):

@@ -105,6 +105,8 @@ def test_the_cli_protects_a_table_whose_dimension_is_the_other_methods_column(fi
      "suppression_cells: dimension 'sex' is also the holding column"),
     ("sdc.suppression_cells_from_aggregate(source('raw', 'micro'), dims=['sex', 'Top_2'], freq='n')",
      "suppression_cells_from_aggregate: dimension 'Top_2' has the name of a column the method adds"),
+    ("sdc.ckm_count(source('raw', 'micro'), dims=['sex', 'Region__Level'])",
+     "ckm_count: dimension 'Region__Level' ends like the columns published tables add per dimension"),
 ])
 def test_macros_refuse_reserved_dimension_names_by_name(tmp_path, call, message):
     project = ScratchProject(tmp_path / "project")

@@ -82,7 +82,8 @@ def test_every_published_cell_is_the_same_on_duckdb_and_postgresql(built, model)
 def test_the_hierarchy_and_threshold_are_applied_on_postgresql(built):
     _, pg = built
     columns, cells = published(pg, "hierarchy")
-    assert columns == ["sex", "age", "count", "count_reason"]
+    assert columns == ["sex", "age", "count", "count_reason"] + [f"{d}__{c}" for d in ("sex", "age")
+                                                                  for c in ("level", "is_total", "parent", "sort")]
     hidden = [c for c in cells if c[2] is None]
     assert hidden and all(c[3] == "perturbed count below 10" for c in hidden)
     assert {c[1] for c in cells} >= {"Total", "age_group1", "age_group6"}

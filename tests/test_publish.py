@@ -73,7 +73,8 @@ MODELS = {
     "other/renamed_original.sql": "select sex, region, original as persons from {{ ref('ckm_persons') }}\n",
     # a protection step beside raw data: two parents
     "other/published_union_raw.sql": "{{ sdc.ckm_published(ref('ckm_persons')) }}\nunion all\n"
-                                     "select sex, region, 1 from {{ source('raw', 'persons') }}\n",
+                                     "select sex, region, 1, 1, false, 'Total', 1, 1, false, 'Total', 1 "
+                                     "from {{ source('raw', 'persons') }}\n",
     # a BI view on a protected model: allowed; a table built by a model of one's own records its build by the hook
     "other/bi_view.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
                          "select * from {{ ref('persons_by_sex_region') }} where sex = 'm'\n",
@@ -262,7 +263,7 @@ def test_publishes_the_tagged_tables_and_views_of_a_project_with_default_schema_
         assert rows(out, f"select * from main.{name} order by all") == warehouse
         assert rows(out, f"select * from read_parquet('{folder / (name + '.parquet')}') order by all") == warehouse
         assert [c for (c,) in rows(out, f"select column_name from duckdb_columns() where table_name = '{name}'")] == [
-            "sex", "region", "count"]
+            "sex", "region", "count"] + [f"{d}__{c}" for d in ("sex", "region") for c in ("level", "is_total", "parent", "sort")]
     assert sorted(p.name for p in folder.iterdir()) == [PARQUET_MARKER_FILE] + [f"{n}.parquet" for n in PUBLISHED]
     assert json.loads((folder / PARQUET_MARKER_FILE).read_text())["files"] == [f"{n}.parquet" for n in PUBLISHED]
     assert no_temp_files(tmp_path, folder)

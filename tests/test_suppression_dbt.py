@@ -86,7 +86,8 @@ def test_published_relation_hides_suppressed_values(built):
     p, _ = built
     columns = [r[0] for r in rows(p, "select column_name from information_schema.columns "
                                      "where table_name = 'published' order by ordinal_position")]
-    assert columns == ["fach", "geschlecht", "freq", "published_text"]
-    shown = dict(((f, g), (v, t)) for f, g, v, t in rows(p, "select * from published"))
+    assert columns == ["fach", "geschlecht", "freq", "published_text"] + [
+        f"{d}__{c}" for d in ("fach", "geschlecht") for c in ("level", "is_total", "parent", "sort")]
+    shown = dict(((f, g), (v, t)) for f, g, v, t in rows(p, "select fach, geschlecht, freq, published_text from published"))
     assert shown[("Medizin", "w")] == (None, ".") and shown[("Bauingenieurwesen", "m")] == (None, ".")
     assert shown[("Informatik", "w")] == (12, "12") and shown[("Total", "Total")] == (53, "53")

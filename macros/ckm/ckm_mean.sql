@@ -12,7 +12,8 @@
     dims           their common dimensions
     numerator      value (default) or weighted_value
     denominator    count (default) or weighted_count
-  Output: the dimensions and mean_<numerator>.
+  Output: the dimensions, mean_<numerator>, and the columns published tables add per dimension (d__level,
+  d__is_total, d__parent, d__sort: macros/_published_dimension_columns.sql) as the sums have them.
 #}
 {% macro ckm_mean(sums, counts, dims, numerator='value', denominator='count') %}
 {{- sdc.build_record_hook() -}}
@@ -26,10 +27,14 @@
 {%- if dims is string or dims | length == 0 -%}
   {{ exceptions.raise_compiler_error("ckm_mean: dims must be a non-empty list of column names") }}
 {%- endif -%}
+{%- set dimension_columns = [] -%}
 {%- if execute -%}
+  {%- for column in adapter.get_columns_in_relation(sums) if sdc.dimension_column(column.name) -%}
+    {%- do dimension_columns.append(column.name) -%}
+  {%- endfor -%}
   {%- for relation, measures in [(sums, ['value', 'weighted_value']), (counts, ['count', 'count_reason', 'weighted_count'])] -%}
     {%- set others = [] -%}
-    {%- for column in adapter.get_columns_in_relation(relation) if column.name | lower not in measures -%}
+    {%- for column in adapter.get_columns_in_relation(relation) if column.name | lower not in measures and not sdc.dimension_column(column.name) -%}
       {%- do others.append(column.name | lower) -%}
     {%- endfor -%}
     {%- if others | sort != dims | map('lower') | list | sort -%}
@@ -44,6 +49,9 @@ with means as (
         {%- endfor %}
         cast(s.{{ sdc.sql_identifier(numerator) }} as {{ sdc.double_type() }})
             / nullif(cast(c.{{ sdc.sql_identifier(denominator) }} as {{ sdc.double_type() }}), 0) as {{ sdc.sql_identifier('mean_' ~ numerator) }}
+        {%- for column in dimension_columns %},
+        s.{{ sdc.sql_identifier(column) }}
+        {%- endfor %}
     from {{ sums }} as s
     left join {{ counts }} as c
         on {% for dim in dims %}cast(s.{{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}) = cast(c.{{ sdc.sql_identifier(dim) }} as {{ sdc.text_type() }}){{ '\n        and ' if not loop.last }}{% endfor %}

@@ -5,6 +5,11 @@
   ckm_sum: var sdc_ckm_sum_audit_columns and the families of var sdc_ckm_sum_audit_patterns; in any letter
   case, as `sdc publish` compares them) stay behind, because they undo the protection.
 
+  Per dimension d it adds the columns a BI tool filters and sorts on (macros/_published_dimension_columns.sql):
+  d__level (0 the total, 1 the codes directly under it, ...), d__is_total (a code with codes under it), d__parent
+  (NULL for the total) and d__sort (pre-order of the hierarchy; flat: the total 0, then by code), from the
+  hierarchy and total label of the CKM call in the input's build record.
+
   Its input must be the output of ckm_count or ckm_sum (the step in its build record, macro step): over any
   other relation (a plain count(*), a copy of the microdata) it would only rename unprotected numbers, so it
   stops. A ckm_count input must also agree with itself: count = original + noise in every published cell.
@@ -23,12 +28,14 @@
 {%- endfor -%}
 {%- set digits = sdc.ckm_published_digits(kwargs['digits'] if 'digits' in kwargs else sdc.setting('sdc_published_digits')) -%}
 {{- sdc.build_record_hook() -}}
+{#- the CKM call in the input's build record: its dimensions, hierarchy and total label -#}
+{%- set call = (sdc.ckm_published_check_input(audit_relation).get('call') or {}) if execute else {} -%}
+{%- set hierarchy = sdc.recorded_relation(call.get('hierarchy'), 'ckm_published') -%}
 {%- set step_sql -%}
 {%- set audit_columns = (sdc.setting('sdc_audit_columns') + sdc.setting('sdc_ckm_sum_audit_columns')) | map('lower') | list -%}
 {%- set audit_patterns = sdc.setting('sdc_ckm_sum_audit_patterns') -%}
 {%- set columns = [] -%}
 {%- if execute -%}
-  {%- do sdc.ckm_published_check_input(audit_relation) -%}
   {%- set found = adapter.get_columns_in_relation(audit_relation) -%}
   {%- if 'digits' in kwargs and digits is not none and not (found | map(attribute='name') | map('lower') | select('in', ['weighted_count', 'value', 'weighted_value']) | list) -%}
     {{ exceptions.raise_compiler_error("ckm_published: digits rounds published magnitudes (weighted_count, value, weighted_value); " ~ audit_relation ~ " has none (a ckm_count table has one with a weight)") }}
@@ -40,11 +47,18 @@
       {%- do columns.append(sdc.sql_identifier(column.name)) -%}
     {%- endif -%}
   {%- endfor -%}
-{%- endif -%}
-select {{ columns | join(', ') if columns else '*' }}
-from {{ audit_relation }}
+{%- endif %}
+with published_cells as (
+    select {{ columns | join(', ') if columns else '*' }}
+    from {{ audit_relation }}
+),
+{{ sdc.published_dimension_columns('published_cells', call.get('dims') or [], hierarchy, (call.get('settings') or {}).get('sdc_total_label')) }}
+
+select * from dimension_columns
 {%- endset -%}
-{{ sdc.step('ckm_published', [audit_relation], step_sql, {'call': {'digits': digits}}) }}
+{%- set header = {'call': {'digits': digits}} -%}
+{%- if hierarchy is not none -%}{%- do header.update({'hierarchy': sdc.step_relations([hierarchy])[0]}) -%}{%- endif -%}
+{{ sdc.step('ckm_published', [audit_relation], step_sql, header) }}
 {% endmacro %}
 
 
@@ -94,4 +108,5 @@ case when {{ x }} < 0 then 0 - {{ back }} else {{ back }} end
     {{ exceptions.raise_compiler_error("ckm_published: in " ~ audit_relation ~ ", " ~ found.rows[0][0] ~ " cell(s) have a count other than original + noise: the table was changed after ckm_count built it; run dbt build") }}
   {%- endif -%}
 {%- endif -%}
+{{ return(record) }}
 {% endmacro %}

@@ -243,6 +243,17 @@ HIERARCHY_LEVEL_MARKERS: tuple[str, ...] = ("__level_", "__leaf")
 A_PRIORI_STATUS_COLUMN: str = "status"
 A_PRIORI_VALUE_COLUMN: str = "value"
 A_PRIORI_STATUSES: tuple[str, ...] = ("suppressed", "published")
+# The columns the publishing steps (ckm_published, suppression_published, ckm_mean) add per dimension d, named d + the
+# suffix, so that a BI tool filters on them instead of summing leaves, subtotals and totals together:
+#   level     0 for the dimension's total (a hierarchy's root), 1 for the codes directly under it, ...
+#   is_total  true for a code with codes under it (the total or a subtotal)
+#   parent    the code directly above (NULL for the total)
+#   sort      a hierarchy's pre-order (the total 0, then each code followed by the codes under it, each level's
+#             codes ordered by code); flat: the total 0, the other codes 1, 2, ... by code
+# They describe a cell, they neither split cells nor measure anything: no dimension may end like them.
+DIMENSION_COLUMN_SUFFIXES: dict[str, str] = {
+    "level": "__level", "is_total": "__is_total", "parent": "__parent", "sort": "__sort",
+}
 
 # ------------------------------------------------------------------------------------------ dbt settings
 # The settings of the sdc dbt macros and their defaults (macros/_setting.sql holds the same values; a test
@@ -274,6 +285,7 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_ckm_sum_own_columns": list(CKM_SUM_OWN_COLUMNS),
     "sdc_ckm_sum_own_patterns": list(CKM_SUM_OWN_PATTERNS),
     "sdc_suppression_own_columns": list(SUPPRESSION_OWN_COLUMNS),
+    "sdc_dimension_column_suffixes": dict(DIMENSION_COLUMN_SUFFIXES),
     # false only for hand-picked teaching keys: every published number could then be undone
     "sdc_check_record_keys": True,
     "sdc_record_key_alpha": RECORD_KEY_ALPHA,

@@ -67,6 +67,7 @@ from .conventions import (
     UNPUBLISHABLE_COLUMNS,
 )
 from .database import connect, first_line, is_numeric_type
+from .dimension_names import dimension_column
 from .errors import SdcError
 from .files import check_not_an_input, check_output_file, disk_full, same_file, stage_text
 from .quoting import quote_identifier, quote_literal
@@ -817,7 +818,7 @@ def _check_published_text(con, alias: str, m: Marked) -> list[str]:
     published = f"({shown} is not null)"
     any_published = con.execute(f"select count(*) from {table} where {published}").fetchone()[0] > 0
     for column, kind in columns:
-        if column == text:
+        if column == text or dimension_column(column):
             continue
         c = quote_identifier(column)
         if is_numeric_type(kind):
@@ -849,7 +850,7 @@ def _check_unique_cells(con, alias: str, m: Marked, measures: list[str]) -> None
         "select column_name from duckdb_columns() where database_name = ? and schema_name = 'main' "
         "and table_name = ? order by column_index", [alias, m.name]).fetchall()]
     skip = {c.lower() for c in measures} | set(PUBLISHED_MEASURES)
-    dims = [c for c in columns if c.lower() not in skip]
+    dims = [c for c in columns if c.lower() not in skip and not dimension_column(c)]
     if not dims:  # one value, no dimensions: nothing to tell cells apart by
         return
     listed = ", ".join(quote_identifier(c) for c in dims)

@@ -425,6 +425,8 @@ def _record_names(record: dict, database: str) -> list:
     items += [call[name] for name in CALL_RELATIONS if call.get(name) is not None]
     if isinstance(record.get("cells"), str):
         items.append(record["cells"])
+    if isinstance(record.get("hierarchy"), dict):  # a publishing step's dimension columns
+        items.append(record["hierarchy"])
     return [found for found in (_named(item, database) for item in items) if found is not None]
 
 
@@ -504,7 +506,9 @@ def _check_step_view(cur, view: Mirrored, record: dict, live: list, database: st
     """A protection step's view whose SQL in the warehouse reads more than its step read was replaced after the
     build (release_gate.py checks the same on DuckDB's SQL of the view)."""
     declared = set()
-    for schema, name in _record_names({"reads": record.get("reads") or []}, database):
+    # beside its input a publishing step reads the hierarchy of its dimension columns (d__level, ...)
+    for schema, name in _record_names({"reads": record.get("reads") or [], "hierarchy": record.get("hierarchy")},
+                                      database):
         row = _relation(cur, schema or view.schema, name)
         if row is not None:
             declared.add(row[0])

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..conventions import LOAD_LOG_TABLE, PUBLISHED_MEASURES, RAW_SCHEMA
+from ..dimension_names import dimension_column
 from ..errors import SdcError
 from ..quoting import quote_identifier as q
 from ..quoting import quote_literal
@@ -68,7 +69,8 @@ def release_cells(verifier: Verifier, verified: list[Verified], published: dict[
         item = by_label.get(label)
         columns = [d[0] for d in verifier.con.execute(f"select * from {content} limit 0").description]
         measures = [c for c in columns if c.lower() in PUBLISHED_MEASURES or c.lower().startswith("mean_")]
-        dims = [c for c in columns if c not in measures]
+        # the columns that describe a dimension's codes (d__level, ...) follow from the codes: no part of a cell
+        dims = [c for c in columns if c not in measures and not dimension_column(c)]
         records = _records(verifier, item, dims) if item is not None else None
         parameters = _parameters(verifier, item) if item is not None else None
         shown = f"select {_json_sql(dims, 'p')} as cell, {_json_sql(measures, 'p')} as published from {content} as p"

@@ -52,6 +52,7 @@ from ..conventions import (
     PUBLISHED_MEASURES,
     RAW_SCHEMA,
 )
+from ..dimension_names import dimension_column
 from ..errors import SdcError
 from ..macro_renderer import Relation, RememberedQueries, render_macro, sql_errors
 from ..quoting import quote_identifier as q
@@ -161,8 +162,9 @@ class Verifier:
         rounded = {c: digits for c in columns if digits is not None and c.lower() in CKM_SUM_MEASURES}
         if rounded:  # the table as published (rounded), for the comparison and for the release's figures
             table = self._rounded(table, rounded)
-        self._compare(rel, f"select {', '.join(map(q, columns))}"
-                      + "".join(f", {q(EXACT_PREFIX + c)}" for c in rounded) + f" from {table}", path,
+        cells = (f"select {', '.join(map(q, columns))}" + "".join(f", {q(EXACT_PREFIX + c)}" for c in rounded)
+                 + f" from {table}")
+        self._compare(rel, self.with_dimension_columns(cells, call, call, path + [audit.label]), path,
                       f"{step} over {source.label} (recomputed from the microdata)", rounded=rounded)
         return Verified(rel, step, self.wh_name(rel), audit=table, source=str(self.inputs[source.key]), call=call,
                         step_of=audit, roots=self.roots[source.key])
@@ -276,6 +278,19 @@ class Verifier:
             table = self._temp("recomputed")
             self.con.execute(f"create temp table {table} as {sql}")
         return table
+
+    def with_dimension_columns(self, cells_sql: str, dims_call: dict, step_call: dict, path: list[str]) -> str:
+        """``cells_sql`` with the columns the publishing steps add per dimension (d__level, d__is_total, d__parent,
+        d__sort), computed by sdc's macro from the dimensions of ``dims_call`` and the hierarchy and total label of
+        ``step_call`` (the recorded call of the step that made the cells), never from the published relation."""
+        hierarchy = step_call.get("hierarchy")
+        settings = step_call.get("settings") if isinstance(step_call.get("settings"), dict) else {}
+        with sql_errors():
+            ctes = render_macro(
+                self.con, "published_dimension_columns", "published_cells", list(dims_call.get("dims") or []),
+                self._relation(self._named(hierarchy, path, "hierarchy")) if hierarchy is not None else None,
+                settings.get("sdc_total_label"), vars=settings, database=self.wh.database)
+        return f"with published_cells as (\n{cells_sql}\n),\n{ctes}\nselect * from dimension_columns"
 
     # ------------------------------------------------------------------------------------------ one pass per source
     def plan(self, rels: list[Rel]) -> None:
@@ -441,7 +456,10 @@ class Verifier:
         if sorted(c.lower() for c in have) != sorted(c.lower() for c in want):
             raise refuse(path, f"has the columns {', '.join(have)}, but {what} gives {', '.join(want)}")
         kinds = dict(self.con.execute(f"select column_name, column_type from (describe {expected})").fetchall())
-        measures = [c for c in want if c.lower() in PUBLISHED_MEASURES or c.lower().startswith("mean_")]
+        # the measures and the columns that describe a dimension's codes (d__level, ...) are compared, the
+        # dimensions tell the cells apart
+        measures = [c for c in want if c.lower() in PUBLISHED_MEASURES or c.lower().startswith("mean_")
+                    or dimension_column(c)]
         dims = [c for c in want if c not in measures]
         on = " and ".join(f"cast(p.{q(d)} as varchar) is not distinct from cast(e.{q(d)} as varchar)" for d in dims)
         differs = [f"({differ_rounded(f'p.{q(m)}', f'e.{q(m)}', f'e.{q(EXACT_PREFIX + m)}', rounded[m])})"

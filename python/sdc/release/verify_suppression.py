@@ -10,13 +10,16 @@ is computed again from the microdata, and the published relation must:
 * suppress every cell the recomputed primary rules flag;
 * pass the audit (LP, and in integers where the values are whole numbers) of what it publishes: no suppressed
   sensitive cell can be narrowed below its protection interval from the published cells and the table's
-  additivity.
+  additivity;
+* describe each dimension's codes (d__level, d__is_total, d__parent, d__sort) as sdc's macro does from the
+  hierarchy of the suppression_cells call.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..dimension_names import dimension_column
 from ..macro_renderer import Relation, render_macro, sql_errors
 from ..quoting import quote_identifier as q
 from ..release_gate import Rel
@@ -86,6 +89,11 @@ def verify_suppression_published(verifier: Verifier, rel: Rel, record: dict, pat
                            f"it lies within [{failed.feasible_lower:.6g}, {failed.feasible_upper:.6g}], closer than its "
                            "protection interval; the pattern is not the one sdc's secondary suppression made, or the "
                            "table was changed after it")
+    # the published cells are now those sdc computes: with the columns that describe their codes, computed from
+    # the hierarchy of the cells' call, they must be the relation, column by column
+    published = f"select {', '.join(q(c) for c in dims + [value, 'published_text'])} from {verifier.wh_name(rel)}"
+    verifier._compare(rel, verifier.with_dimension_columns(published, call, cells_call, here), path,
+                      f"suppression_published of {', '.join(dims)} (its dimension columns computed by sdc)")
     return Verified(rel, "suppression", verifier.wh_name(rel), audit=recomputed, source=str(microdata),
                     call={"cells": cells_call, "rules": rules_call, "value": value}, step_of=primary,
                     roots=verifier.roots[records.key])
@@ -115,7 +123,7 @@ def _primary_of(verifier: Verifier, pattern: Rel, path: list[str]) -> Rel:
 
 def _joined(verifier: Verifier, rel: Rel, recomputed: str, dims: list[str], value: str, path: list[str]) -> list[dict]:
     """Every recomputed cell beside what ``rel`` publishes of it; a cell on one side only is refused."""
-    have = {c.lower(): c for c in verifier._columns(verifier.wh_name(rel))}
+    have = {c.lower(): c for c in verifier._columns(verifier.wh_name(rel)) if not dimension_column(c)}
     want = [d.lower() for d in dims] + [value.lower(), "published_text"]
     if sorted(have) != sorted(want):
         raise refuse(path, f"has the columns {', '.join(have.values())}, but suppression_published of "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sdc.conventions import PUBLISHED_COLUMN_DOCS, PUBLISHED_MEASURES
+from sdc.conventions import DIMENSION_COLUMN_DOCS, DIMENSION_COLUMN_SUFFIXES, PUBLISHED_COLUMN_DOCS, PUBLISHED_MEASURES
 from sdc.dbt_docs import doc_blocks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -18,4 +18,5 @@ def test_the_package_s_docs_blocks_are_written_from_the_conventions():
 
 def test_every_published_measure_has_a_description():
     assert set(PUBLISHED_MEASURES) <= set(PUBLISHED_COLUMN_DOCS)
-    assert all(len(text) > 40 for text in PUBLISHED_COLUMN_DOCS.values())
+    assert set(DIMENSION_COLUMN_DOCS) == set(DIMENSION_COLUMN_SUFFIXES)
+    assert all(len(text) > 40 for text in [*PUBLISHED_COLUMN_DOCS.values(), *DIMENSION_COLUMN_DOCS.values()])

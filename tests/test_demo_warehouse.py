@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from sdc.cli import main
-from sdc.conventions import DIMENSION_COLUMN_SUFFIXES
+from sdc.conventions import DIMENSION_COLUMN_DOCS, DIMENSION_COLUMN_SUFFIXES, PUBLISHED_COLUMN_DOCS
 from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
 from sdc.errors import SdcError
 from sdc.loader import load_microdata, read_facts_config
@@ -93,6 +93,28 @@ def test_publication_file_holds_only_the_protected_tables(demo):
         d + s for d in dims for s in DIMENSION_COLUMN_SUFFIXES.values()}
     assert not names & {"rk", "original", "noise", "cell_key", "cell_key_int", "key_sum", "ptable_row", "id",
                         "status", "rule", "top_1", "lower", "upper", "protection_lower"}
+
+
+def test_dbt_docs_describe_every_published_column_and_the_dashboard_reads_published_tables_only(demo):
+    """What a BI author reads in dbt docs (issue 34): every column of every published relation described (the
+    measures and the per-dimension columns by the package's docs blocks), the dashboard an exposure on them."""
+    tmp, _, _ = demo
+    manifest = json.loads((tmp / "target" / "manifest.json").read_text())
+    con = duckdb.connect(str(tmp / "publication.duckdb"), read_only=True)
+    try:
+        published = {name: [c for (c,) in con.execute(f"select column_name from (describe main.{name})").fetchall()]
+                     for name in PROTECTED}
+    finally:
+        con.close()
+    for name, columns in published.items():
+        node = manifest["nodes"][f"model.sdc_demo.{name}"]
+        undescribed = [c for c in columns if not (node["columns"].get(c) or {}).get("description", "").strip()]
+        assert not undescribed, (name, undescribed)
+    described = manifest["nodes"]["model.sdc_demo.beurlaubte_nach_hochschule"]["columns"]
+    assert described["hochschule__level"]["description"] == DIMENSION_COLUMN_DOCS["level"]
+    assert described["count"]["description"] == PUBLISHED_COLUMN_DOCS["count"]
+    (exposure,) = manifest["exposures"].values()
+    assert sorted(exposure["depends_on"]["nodes"]) == [f"model.sdc_demo.{name}" for name in PROTECTED]
 
 
 def test_publication_equals_the_protected_schema_and_parquet(demo):

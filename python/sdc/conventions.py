@@ -317,3 +317,13 @@ PUBLISHED_COLUMN_DOCS: dict[str, str] = {
     "published_text": "The cell as it is to be printed: its value, or the mark of a suppressed cell (x), or the "
                       "interval a suppressed cell lies in. A suppressed cell has no number in the value column.",
 }
+# ... and of the columns added per dimension d (DIMENSION_COLUMN_SUFFIXES), doc('sdc_column_dimension_<key>')
+DIMENSION_COLUMN_DOCS: dict[str, str] = {
+    "level": "Level of the cell's code along this dimension: 0 for the dimension's total, 1 for the codes directly "
+             "under it, 2 for the codes under those, ... Filter every dimension on one level before you sum or "
+             "chart, so that no person is counted twice.",
+    "is_total": "True where the cell's code along this dimension is a total or subtotal (it has codes under it).",
+    "parent": "The code directly above the cell's code along this dimension (empty for the total).",
+    "sort": "Sort key of the cell's code along this dimension: the total first, then each code followed by the "
+            "codes under it. Sort a chart's axis or a table's rows by it.",
+}

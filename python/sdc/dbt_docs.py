@@ -7,7 +7,7 @@ macros/sdc_published_columns.md: a project describes a published model's column 
 
 from __future__ import annotations
 
-from .conventions import PUBLISHED_COLUMN_DOCS
+from .conventions import DIMENSION_COLUMN_DOCS, PUBLISHED_COLUMN_DOCS
 
 DOC_PREFIX = "sdc_column_"
 
@@ -16,12 +16,19 @@ def doc_name(column: str) -> str:
     return DOC_PREFIX + column
 
 
+def dimension_doc_name(key: str) -> str:
+    """The doc of the column d + DIMENSION_COLUMN_SUFFIXES[key], the same for every dimension d."""
+    return f"{DOC_PREFIX}dimension_{key}"
+
+
 def doc_blocks() -> str:
     """The docs blocks, one per published column, as the file in the package holds them."""
     parts = ["{#- The published columns for dbt docs. Written by `python -m sdc.dbt_docs` from "
              "python/sdc/conventions.py PUBLISHED_COLUMN_DOCS: edit there. -#}\n"]
     for column, text in PUBLISHED_COLUMN_DOCS.items():
         parts.append(f"{{% docs {doc_name(column)} %}}\n{text}\n{{% enddocs %}}\n")
+    for key, text in DIMENSION_COLUMN_DOCS.items():
+        parts.append(f"{{% docs {dimension_doc_name(key)} %}}\n{text}\n{{% enddocs %}}\n")
     return "\n".join(parts)
 
 

@@ -24,6 +24,7 @@ from sdc.loader import load_microdata
 from sdc.release.ledger_postgres import LEDGER_MARKER
 from sdc.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables, own_database, pg_rows
+from test_release_ledger import persons  # the DuckDB scenario's 400 persons
 
 pytestmark = pytest.mark.postgres
 
@@ -49,17 +50,6 @@ MODELS = {
 }
 # what a reader of the publication database must not see a trace of
 HIDDEN = ("raw", "led_audit", "led_protected", "sdc_ledger", TABLE, "sdc_loads", "ckm_by_region", "releases", "cells")
-
-
-def persons(moved: int = 0) -> str:
-    """400 persons in regions R0..R4; the first ``moved`` persons of R0 (ids 0, 5, ...) moved to R1."""
-    rows = []
-    for i in range(400):
-        region = f"R{i % 5}"
-        if region == "R0" and i // 5 < moved:
-            region = "R1"
-        rows.append(f"{i},{'mw'[i % 2]},{region},{1000 + (i * 7919) % 5000}\n")
-    return "id,sex,region,income\n" + "".join(rows)
 
 
 def load(p: ScratchProject, text: str, **options) -> None:

@@ -16,7 +16,8 @@ import io
 import json
 from pathlib import Path
 
-from ..conventions import PUBLICATION_INDEX_TABLE, PUBLICATION_SCHEMA, RELEASE_AUDIT_TABLE
+from ..conventions import DIMENSION_COLUMN_SUFFIXES, PUBLICATION_INDEX_TABLE, PUBLICATION_SCHEMA, RELEASE_AUDIT_TABLE
+from ..dimension_names import dimension_column
 from ..database import connect, first_line
 from ..errors import SdcError
 from ..quoting import quote_identifier as q
@@ -249,11 +250,20 @@ def _table(table: dict, quality: dict | None, audit: dict) -> str:
 
 
 def _cells(table: dict) -> str:
-    columns = table["columns"]
+    """The table's first CELLS_SHOWN cells in the order of its dimensions' sort keys (d__sort: each total before
+    the codes under it), without the per-dimension columns that only describe the codes."""
+    every = table["columns"]
+    kept = [k for k, c in enumerate(every) if not dimension_column(c)]
+    sort_keys = [every.index(c + DIMENSION_COLUMN_SUFFIXES["sort"]) for c in every
+                 if c + DIMENSION_COLUMN_SUFFIXES["sort"] in every]
+    rows = table["rows"]
+    if sort_keys:
+        rows = sorted(rows, key=lambda r: tuple(-1 if r[k] is None else r[k] for k in sort_keys))
+    columns = [every[k] for k in kept]
     text_column = columns.index("published_text") if "published_text" in columns else None
     head = "".join(f"<th>{_e(c)}</th>" for c in columns)
     body = []
-    for row in table["rows"][:CELLS_SHOWN]:
+    for row in ([r[k] for k in kept] for r in rows[:CELLS_SHOWN]):
         suppressed = text_column is not None and any(
             v is None for c, v in zip(columns, row) if c in ("freq", "value", "count"))
         cells = []

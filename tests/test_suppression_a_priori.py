@@ -78,6 +78,14 @@ def test_a_published_cell_whose_value_changed_carries_no_constraint():
     assert found.known.tolist() == [True]
 
 
+def test_a_priori_cells_of_which_none_is_a_cell_of_the_table_are_refused():
+    """Codes of another type (a seed that read "01" as 1) would match nothing and keep nothing: refused."""
+    cells = [{"region": "01", "kind": "x", "value": 2.0, "status": "primary"}]
+    with pytest.raises(SdcError, match=r"none of the 1 rows is a cell of this table \(codes compared as text, e.g. "
+                                       r"region=1, kind='x' against region='01', kind='x'\)"):
+        a_priori_cells(cells, ["region", "kind"], [{"region": 1, "kind": "x", "status": "suppressed", "value": None}])
+
+
 @pytest.mark.parametrize("rows, message", [
     ([{"region": "A", "status": "published", "value": 1}], r"no column 'kind' \(they need the table's dimensions "
                                                             r"region, kind, status and value"),

@@ -69,6 +69,10 @@ def a_priori_cells(cells: list[dict], dims: list[str], rows: list[dict]) -> APri
             suppressed[k] = True
         elif _same(_number(row.get(A_PRIORI_VALUE_COLUMN), shown), float(cells[k]["value"])):
             known[k] = True
+    if rows and unmatched == len(rows):  # codes read as other types (a seed's "01" as 1): say so, keep nothing silently
+        raise SdcError(f"a-priori cells: none of the {len(rows)} rows is a cell of this table (codes compared as text, "
+                       f"e.g. {_shown(rows[0], dims)} against {_shown(cells[0], dims) if cells else 'no cell'}); give "
+                       "the dimensions' codes as the table has them (a dbt seed: column_types varchar)")
     return APrioriCells(suppressed, known, unmatched)
 
 

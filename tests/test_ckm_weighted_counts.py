@@ -13,6 +13,7 @@ import pytest
 
 import sdc.ckm
 from sdc.cli import main
+from sdc.conventions import DIMENSION_COLUMN_SUFFIXES
 from sdc.errors import SdcError
 from sdc.hierarchy import read_hierarchy
 from sdc.loader import load_microdata
@@ -279,8 +280,9 @@ def test_dbt_models_give_the_python_api_numbers_and_publish_no_originals(tmp_pat
                             "join main.income_weighted_mean w using (sex, roof)").fetchall()
     finally:
         con.close()
-    assert published == {"weighted_published": ["sex", "roof", "count", "weighted_count"],
-                         "income_published": ["sex", "roof", "value", "weighted_value"]}
+    described = [d + suffix for d in ("sex", "roof") for suffix in DIMENSION_COLUMN_SUFFIXES.values()]
+    assert published == {"weighted_published": ["sex", "roof", "count", "weighted_count", *described],
+                         "income_published": ["sex", "roof", "value", "weighted_value", *described]}
     assert len(means) == len(expected["income_published"])
     for _, _, mean, weighted_mean, got, got_weighted in means:
         assert got == pytest.approx(mean, rel=1e-12) and got_weighted == pytest.approx(weighted_mean, rel=1e-12)

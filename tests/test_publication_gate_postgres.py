@@ -374,8 +374,15 @@ def test_a_step_view_that_shows_the_reader_the_originals_is_published_as_sdc_ver
     by one that shows the reader role the originals and everyone else the protected counts passed the old gate
     (verified as the dbt user, granted in place; the reader then read the originals). The reader now reads a copy
     made and verified in the grant's own session."""
+    # the step's columns, as PostgreSQL replaces a view only with the same columns (the codes' descriptions of the
+    # two flat dimensions computed here, from the step's input alone)
+    described = ", ".join(
+        f"case when a.{d} = 'Total' then 0 else 1 end as {d}__level, a.{d} = 'Total' as {d}__is_total, "
+        f"cast(case when a.{d} = 'Total' then null else 'Total' end as varchar) as {d}__parent, "
+        f"case when a.{d} = 'Total' then 0 else cast(dense_rank() over (partition by a.{d} = 'Total' order by a.{d}) "
+        f"as integer) end as {d}__sort" for d in ("sex", "roof"))
     replaced = ("{{ config(materialized='view', post_hook=\"create or replace view {{ this }} as select a.sex, a.roof, "
-                f"case when current_user = '{READER}' then a.original else a.count end as count "
+                f"case when current_user = '{READER}' then a.original else a.count end as count, {described} "
                 "from {{ ref('ckm_persons') }} as a\") }}{{ sdc.ckm_published(ref('ckm_persons')) }}")
     model = project.root / "models" / "protected" / "who_reads.sql"
     model.write_text(replaced)

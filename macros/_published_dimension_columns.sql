@@ -63,13 +63,15 @@ dimension_columns as (
 
 
 {#- a balanced hierarchy (shape: ckm_hierarchy_shape, leaves at depth shape.depth): each code with the codes on its
-    path from the root (path_1 directly under the root .. path_<depth>), which sort it in pre-order -#}
+    path from the root (path_1 directly under the root .. path_<depth>), which sort it in pre-order. A branch of the
+    union names each column of the hierarchy once (its ancestors above it, the code itself at its own level in the
+    sort): Spark's optimizer (RemoveRedundantAliases) breaks a union whose branch selects one column twice -#}
 {% macro hierarchy_dimension_nodes(hierarchy, dim, shape) %}
 {%- set text = sdc.text_type() -%}
 {%- set depth = shape.depth -%}
 {%- set dimension = sdc.sql_string(dim) -%}
     select code, parent, level, is_total,
-        cast(row_number() over (order by {% for k in range(1, depth + 1) %}path_{{ k }} nulls first{{ ', ' if not loop.last }}{% endfor %}) - 1 as integer) as sort
+        cast(row_number() over (order by {% for k in range(1, depth + 1) %}case when level = {{ k }} then code else path_{{ k }} end nulls first{{ ', ' if not loop.last }}{% endfor %}) - 1 as integer) as sort
     from (
         select cast({{ sdc.sql_string(shape.root) }} as {{ text }}) as code, cast(null as {{ text }}) as parent,
             cast(0 as integer) as level, true as is_total
@@ -78,7 +80,7 @@ dimension_columns as (
         union all
         select cast(h{{ level }}.code as {{ text }}), cast(h{{ level }}.parent as {{ text }}), cast({{ level }} as integer),
             {{ 'true' if level < depth else 'false' }}
-            {%- for k in range(1, depth + 1) %}, {{ 'cast(h' ~ k ~ '.code as ' ~ text ~ ')' if k <= level else 'cast(null as ' ~ text ~ ')' }}{% endfor %}
+            {%- for k in range(1, depth + 1) %}, {{ 'cast(h' ~ k ~ '.code as ' ~ text ~ ')' if k < level else 'cast(null as ' ~ text ~ ')' }}{% endfor %}
         from {{ hierarchy }} as h{{ level }}
         {%- for k in range(level - 1, 0, -1) %}
         join {{ hierarchy }} as h{{ k }}

@@ -396,8 +396,13 @@ def test_verify_published_refuses_a_step_a_hook_rewrote_on_spark(built):
     _, p = built
     ok, bad = p.root / "models" / "verify_ok.sql", p.root / "models" / "verify_rewritten.sql"
     ok.write_text("{{ config(materialized='table', tags=['sdc_publish']) }}{{ sdc.ckm_published(ref('cube_audit')) }}")
-    bad.write_text("{{ config(materialized='table', tags=['sdc_publish'], post_hook='insert overwrite table {{ this }} "
-                   "select sex, roof, urbrur, original from {{ ref(\"cube_audit\") }}') }}"
+    # the originals beside the codes' descriptions of the three flat dimensions, as ckm_published gives them
+    described = ", ".join(
+        f"case when {d} = 'Total' then 0 else 1 end, {d} = 'Total', case when {d} = 'Total' then null else 'Total' end, "
+        f"case when {d} = 'Total' then 0 else cast(dense_rank() over (partition by {d} = 'Total' order by {d}) as int) "
+        "end" for d in ("sex", "roof", "urbrur"))
+    bad.write_text("{{ config(materialized='table', tags=['sdc_publish'], post_hook=\"insert overwrite table {{ this }} "
+                   f"select sex, roof, urbrur, original, {described} from {{{{ ref('cube_audit') }}}}\") }}}}"
                    "{{ sdc.ckm_published(ref('cube_audit')) }}")
     try:
         result = p.dbt("run", "--select", "verify_ok", "verify_rewritten")

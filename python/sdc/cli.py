@@ -366,9 +366,7 @@ def _parser() -> argparse.ArgumentParser:
                            "project's dbt_project.yml, the project of --project-dir or found as dbt finds it)")
     on_target.add_argument("--profiles-dir", help="folder of profiles.yml (default as dbt: $DBT_PROFILES_DIR, else the "
                            "working directory if it holds profiles.yml, else ~/.dbt)")
-    on_target.add_argument("--publication-schema", metavar="SCHEMA",
-                           help="the schema grant_published publishes to (default: var sdc_publication_schema of the "
-                           "project's dbt_project.yml, else sdc_publication)")
+    _add_publication_schema_option(on_target)
     on_target.add_argument("--publication-database", metavar="NAME",
                            help="copy the verified release into this PostgreSQL database of its own (created where "
                            "missing; its readers see nothing of the build database); default: var "
@@ -424,9 +422,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", required=True, help="HTML file to write (new, or an earlier sdc report)")
     on_target = rep.add_argument_group("with --target")
     _add_profile_options(on_target, "")
-    on_target.add_argument("--publication-schema", metavar="SCHEMA",
-                           help="the schema grant_published publishes to (default: var sdc_publication_schema of the "
-                           "project's dbt_project.yml, else sdc_publication)")
+    _add_publication_schema_option(on_target)
     rep.set_defaults(run=_run_report)
 
     demo = commands.add_parser("demo", help="the demo warehouse: synthetic microdata and its report",
@@ -449,6 +445,12 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--db", required=True, help="warehouse DuckDB file (after dbt build)")
     report.set_defaults(run=_run_demo_report)
     return parser
+
+
+def _add_publication_schema_option(group) -> None:
+    group.add_argument("--publication-schema", metavar="SCHEMA",
+                       help="the schema grant_published publishes to (default: var sdc_publication_schema of the "
+                       "project's dbt_project.yml, else sdc_publication)")
 
 
 def _add_profile_options(group, prefix: str) -> None:
@@ -769,7 +771,9 @@ def _run_release(args: argparse.Namespace) -> int:
         return _run_release_target(args)
     ledger = args.ledger or default_ledger(args.db)
     if args.release_command == "a-priori":
-        _write_a_priori(args, ledger)
+        from .release.a_priori import a_priori_rows
+
+        _write_a_priori(args, a_priori_rows(ledger, args.relation, args.release))
         return 0
     if args.release_command == "list":
         _print_releases(list_releases(ledger), str(ledger))
@@ -778,10 +782,10 @@ def _run_release(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_a_priori(args: argparse.Namespace, ledger) -> None:
+def _write_a_priori(args: argparse.Namespace, found: tuple) -> None:
     from .release.a_priori import write_a_priori
 
-    done = write_a_priori(ledger, args.relation, args.out, release=args.release)
+    done = write_a_priori(args.out, found)
     print(f"wrote the a-priori cells of {args.relation} in release {done['release']} to {args.out}: "
           f"{done['suppressed']} suppressed, {done['published']} published")
 
@@ -807,11 +811,13 @@ def _run_release_target(args: argparse.Namespace) -> int:
                        f"of type {kind}" + (": give --db <warehouse file> or --ledger <file>" if kind == "duckdb" else ""))
     with connect_target(profiles_dir, profile, args.target) as where:
         if args.release_command == "a-priori":
+            from .release.a_priori import a_priori_rows_in
             from .release.ledger_postgres import read_existing_ledger
 
-            ledger = read_existing_ledger(where.connection)
+            # the cells of the one release asked for (default the last), not of every release
+            ledger = read_existing_ledger(where.connection, "last" if args.release is None else (args.release,))
             try:
-                _write_a_priori(args, (ledger.con, ledger.where))
+                _write_a_priori(args, a_priori_rows_in(ledger.con, args.relation, args.release, ledger.where))
             finally:
                 ledger.close()
         elif args.release_command == "list":

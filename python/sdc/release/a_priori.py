@@ -56,14 +56,11 @@ def a_priori_rows_in(con, relation: str, release: int | None, where: str) -> tup
     return release, dims or [], rows
 
 
-def write_a_priori(ledger, relation: str, out: str | Path, release: int | None = None) -> dict:
-    """Writes the a-priori cells of ``relation`` to the CSV file ``out``; returns what was written. ``ledger``: the
-    ledger file, or (connection, where) of a ledger read into DuckDB (a PostgreSQL warehouse's)."""
+def write_a_priori(out: str | Path, found: tuple[int, list[str], list[dict]]) -> dict:
+    """Writes ``found`` (a_priori_rows or a_priori_rows_in: release, dimensions, rows) to the CSV file ``out``;
+    returns what was written."""
     check_output_file(out, "sdc release a-priori")
-    if isinstance(ledger, tuple):
-        release, dims, rows = a_priori_rows_in(*ledger[:1], relation, release, ledger[1])
-    else:
-        release, dims, rows = a_priori_rows(ledger, relation, release)
+    release, dims, rows = found
     columns = dims + [A_PRIORI_STATUS_COLUMN, A_PRIORI_VALUE_COLUMN]
     lines = [",".join(csv_field(c) for c in columns)]
     lines += [",".join(csv_field("" if row[c] is None else str(row[c])) for c in columns) for row in rows]

@@ -134,9 +134,9 @@ def diff_target_releases(pg, a: int, b: int) -> list[dict]:
         ledger.close()
 
 
-def read_existing_ledger(pg) -> TargetLedger:
-    """The ledger of the database ``pg`` with every release's cells; an error where there is none."""
-    return _existing(pg, "all")
+def read_existing_ledger(pg, cells="all") -> TargetLedger:
+    """The ledger of the database ``pg`` with the cells of ``cells`` (as read_ledger); an error where there is none."""
+    return _existing(pg, cells)
 
 
 def _existing(pg, cells) -> TargetLedger:

@@ -162,3 +162,40 @@ def test_sdc_suppress_target_keeps_the_last_pattern_of_a_warehouse_s_cell_table(
     assert {c for c, t in month_2.items() if t == "x"} == hidden_1
     assert month_2["A/Total"] == "20" and month_2["Total/Total"] == "75"
     capsys.readouterr()
+
+
+HOSTILE_CODES = ["x'; drop table cells; --", 'line\nbreak "q"', "*.csv", "../..", "select"]
+
+
+def test_hostile_codes_and_relation_names_are_text_never_sql(tmp_path, capsys):
+    """Codes with quotes, ';', newlines, globs and '..' go through an a-priori file as text and match their cells;
+    a hostile relation name for sdc release a-priori is only looked up, and the ledger stays as it was."""
+    import json
+
+    from sdc.release.ledger import LedgerCell, open_ledger, record_release
+
+    counts = {(code, kind): n for code, (kind, n) in zip(HOSTILE_CODES, [("x", 2), ("y", 9), ("x", 7), ("y", 8),
+                                                                        ("x", 11)])}
+    counts.update({(code, "y" if kind == "x" else "x"): 10 for code, kind in list(counts)})
+    month_1 = pattern(counts)
+    hidden = {c for c, t in month_1.items() if t == "x"}
+    assert f"{HOSTILE_CODES[0]}/x" in hidden  # the cell of 2 persons, and its secondaries
+    last = tmp_path / "a_priori.csv"
+    a_priori_of(counts).to_csv(last, index=False)
+    assert {c for c, t in pattern(counts, a_priori=str(last)).items() if t == "x"} == hidden
+
+    ledger = tmp_path / "ledger.duckdb"
+    con = open_ledger(ledger, create=True)
+    record_release(con, [LedgerCell("protected.t", json.dumps({"region": HOSTILE_CODES[0]}),
+                                    json.dumps({"freq": None, "published_text": "x"}), "r", "p")],
+                   {}, {"published_at": "then"}, "p.duckdb", [])
+    con.close()
+    before = ledger.read_bytes()
+    for name in HOSTILE_CODES:
+        assert main(["release", "a-priori", name, "--ledger", str(ledger), "--out", str(tmp_path / "out.csv")]) == 2
+        assert "published no relation" in capsys.readouterr().err
+    assert ledger.read_bytes() == before and not (tmp_path / "out.csv").exists()
+    assert main(["release", "a-priori", "t", "--ledger", str(ledger), "--out", str(tmp_path / "out.csv")]) == 0
+    capsys.readouterr()
+    written = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    assert written.to_dict("records") == [{"region": HOSTILE_CODES[0], "status": "suppressed", "value": ""}]

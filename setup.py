@@ -1,6 +1,6 @@
 """Build hook: the dbt package (dbt_project.yml and macros/) ships inside the Python package as
 sdc/dbt_package, so every command works from an installed wheel, without a checkout
-(python/sdc/scratch.py finds it there; an editable install uses the checkout itself)."""
+(python/sdc/warehouse/scratch.py finds it there; an editable install uses the checkout itself)."""
 
 import shutil
 from pathlib import Path

@@ -12,7 +12,7 @@ and prints best and median times with their ratios to count (sum / count: the is
 and the ratio of the median CPU times (ckm_bench.print_side_by_side). Then, end
 to end (what a user waits for), the processes `sdc ckm` (count table) and `sdc ckm --value turnover --params`
 on the same records as a Parquet file, writing the CSV table. The SQL is the macros'
-own, rendered in this process (sdc.macro_renderer: the text dbt compiles); dbt's start-up is not timed.
+own, rendered in this process (sdc.warehouse.macro_renderer: the text dbt compiles); dbt's start-up is not timed.
 
 Usage: .venv/bin/python bench/ckm_sum_bench.py [N ...]      (default 1e6 1e7)
 """
@@ -28,7 +28,7 @@ import duckdb
 import yaml
 
 from ckm_bench import print_side_by_side, side_by_side, side_by_side_header, timed  # noqa: E402  (bench/ is the script's folder)
-from sdc.macro_renderer import render_macro
+from sdc.warehouse.macro_renderer import render_macro
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.nums import NumsPTableParams, combine, create_num_ptable
 from sdc.ptable.formats import write_ptable

@@ -21,8 +21,8 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
-from sdc.macro_renderer import render_macro  # noqa: E402
-from sdc.record_keys import statistics  # noqa: E402
+from sdc.warehouse.macro_renderer import render_macro  # noqa: E402
+from sdc.warehouse.record_keys import statistics  # noqa: E402
 
 ROUNDS = 9
 MODULI = (256, 10**8)

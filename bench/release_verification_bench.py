@@ -6,7 +6,7 @@ Two warehouses:
              record keys; CKM counts and magnitudes, cell suppression, linked suppression tables)
   synthetic  N records of one source (default 10^7; a seeded generator: region 400 codes under 16 states, age
              20, sex 2, nation 50, occupation 120, education 8, sector 21, a fact f_employed), keyed record keys
-             by sdc.loader.load_microdata, and a dbt project (sdc as a package by local path) with 20 CKM count
+             by sdc.warehouse.loader.load_microdata, and a dbt project (sdc as a package by local path) with 20 CKM count
              tables (ckm_count + ckm_published, 1 to 3 dimensions; two with the region hierarchy, two of the
              fact, one with a threshold, one of observed cells only), tagged sdc_publish
 
@@ -128,7 +128,7 @@ def run(command: list[str], cwd: Path, env: dict) -> float:
 # ------------------------------------------------------------------------------------------ the warehouses
 def demo_warehouse(work: Path) -> dict:
     from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
-    from sdc.loader import load_microdata, read_facts_config
+    from sdc.warehouse.loader import load_microdata, read_facts_config
 
     folder = work / "demo"
     shutil.rmtree(folder, ignore_errors=True)
@@ -148,7 +148,7 @@ def demo_warehouse(work: Path) -> dict:
 
 
 def synthetic_warehouse(work: Path, records: int) -> dict:
-    from sdc.loader import load_microdata
+    from sdc.warehouse.loader import load_microdata
 
     folder = work / f"synthetic_{records}"
     project = folder / "project"
@@ -231,8 +231,8 @@ def side_by_side(warehouse: dict, rounds: int, compare: Path | None) -> None:
 
 def by_part(warehouse: dict) -> None:
     """One sdc publish in this process, its time split by part (nested parts are subtracted from their callers)."""
-    import sdc.macro_renderer as renderer
-    import sdc.publish as publish_module
+    import sdc.warehouse.macro_renderer as renderer
+    import sdc.release.publish as publish_module
     import sdc.release.verify as verify
     import sdc.release.verify_suppression as verify_suppression
 

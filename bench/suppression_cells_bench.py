@@ -15,7 +15,7 @@ import time
 
 import duckdb
 
-from sdc.macro_renderer import render_macro
+from sdc.warehouse.macro_renderer import render_macro
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.relation import create_ptable_table
 

@@ -1,6 +1,6 @@
 {#
   check_dimension_names(dims, own_columns, macro_name, roles={}, top_contributions=false): stop when a name
-  cannot be a dimension of the method (python/sdc/dimension_names.py holds the same rule for the CLI):
+  cannot be a dimension of the method (python/sdc/warehouse/dimension_names.py holds the same rule for the CLI):
   a name that is empty or listed twice; a column with another role (roles: column -> what it is, e.g. the
   record key); a column the method adds (own_columns, python/sdc/conventions.py; top_<n> where the method
   adds the largest contributions; patterns: regular expressions of the method's column families, matched

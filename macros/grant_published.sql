@@ -48,7 +48,7 @@
 {%- set in_hook = results is defined -%}
 {%- if in_hook -%}
   {#- after a failed run old relations lie beside new ones: grant nothing, as sdc publish
-      (python/sdc/publish.py FAILED_STATUSES) publishes nothing (new-user N5) -#}
+      (python/sdc/release/publish.py FAILED_STATUSES) publishes nothing (new-user N5) -#}
   {%- set failed = [] -%}
   {%- for result in results if (result.status | string | lower) in ['error', 'fail', 'runtime error', 'skipped'] -%}
     {%- do failed.append(result.node.unique_id) -%}
@@ -143,7 +143,7 @@
 
 
 {#- stop when a tagged relation reaches raw data or an audit relation without a protection step, or has a column
-    that undoes the protection (the rules of python/sdc/publish.py, for engines that publish by GRANT) -#}
+    that undoes the protection (the rules of python/sdc/release/publish.py, for engines that publish by GRANT) -#}
 {% macro check_publishable(node, relation, checker='grant_published') %}
 {%- set protection = ['macro.sdc.ckm_published', 'macro.sdc.suppression_published'] -%}
 {%- set audit = ['macro.sdc.ckm_count', 'macro.sdc.ckm_sum', 'macro.sdc.ckm_finest_cells', 'macro.sdc.suppression_cells',
@@ -172,7 +172,7 @@
     {%- endif -%}
   {%- endif -%}
 {%- endfor -%}
-{#- the columns python/sdc/publish.py refuses (unpublishable), from the same conventions -#}
+{#- the columns python/sdc/release/publish.py refuses (unpublishable), from the same conventions -#}
 {%- set names = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
 {%- for name in names if sdc.unpublishable_column(name, names) -%}
     {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " has the column " ~ name ~ ", which undoes the protection; publish the dimensions and protected measures only (ckm_published, suppression_published)") }}
@@ -181,7 +181,7 @@
 
 
 {#- true for a column name that undoes the protection in a relation with the columns `names` (lower case): the
-    rule of python/sdc/publish.py unpublishable, on the settings that hold its conventions -#}
+    rule of python/sdc/release/publish.py unpublishable, on the settings that hold its conventions -#}
 {% macro unpublishable_column(name, names) %}
 {%- set also_dimensions = sdc.setting('sdc_suppression_columns_also_dimensions') -%}
 {%- if name in also_dimensions and names is not none -%}
@@ -201,7 +201,7 @@
 {% endmacro %}
 
 
-{#- the gate of python/sdc/release_gate.py on PostgreSQL: stop unless `relation` is a protection step over inputs
+{#- the gate of python/sdc/release/gate.py on PostgreSQL: stop unless `relation` is a protection step over inputs
     of the right kind, or a view over such relations only; collect the loads behind it into `loads`
     ({source table: {loaded_at: relation}}) -#}
 {% macro gate_check_relation(relation, path, loads, behind, depth=0, checker='grant_published') %}
@@ -337,7 +337,7 @@ sdc publication: grant_published copies the verified release here and replaces t
 {% endmacro %}
 
 
-{#- one value per cell across the granted relations, as python/sdc/release_gate.py check_release: one ptable of
+{#- one value per cell across the granted relations, as python/sdc/release/gate.py check_release: one ptable of
     each kind and one set of magnitude parameters behind the CKM tables (new-user D5); no population and
     variable both by the CKM and by cell suppression (D3: the same grand total over the same source) -#}
 {% macro gate_check_one_value_per_cell(behind, checker='grant_published') %}

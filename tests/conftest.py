@@ -90,7 +90,7 @@ def postgres():
 def engine_reference(tmp_path_factory):
     """The models of tests/engine_models.py built on DuckDB: what every other engine must publish."""
     from engine_models import MICRODATA, project
-    from sdc.loader import load_microdata
+    from sdc.warehouse.loader import load_microdata
 
     duck = project(tmp_path_factory.mktemp("engine_reference") / "duckdb")
     load_microdata(duck.db, MICRODATA, "survey", key_mode="existing", key_column="rkeys", modulus=10**7,

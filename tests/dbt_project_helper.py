@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sdc.scratch import PROFILES_YAML, package_dir, project_yaml
+from sdc.warehouse.scratch import PROFILES_YAML, package_dir, project_yaml
 
 REPO = Path(__file__).parent.parent
 DEMO_PTABLE = REPO / "demo" / "seeds" / "sdc_ptable.csv"

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import DATA, REPO
 from dbt_project_helper import ScratchProject
-from sdc.hierarchy import read_hierarchy
+from sdc.warehouse.hierarchy import read_hierarchy
 
 MICRODATA = DATA / "cellkey_testdata_with_rkeys.csv"
 MODELS = {
@@ -96,7 +96,7 @@ def keyed_survey_on_duckdb(db, secret: str) -> list[tuple]:
     keyed load must give."""
     import duckdb
 
-    from sdc.loader import load_microdata
+    from sdc.warehouse.loader import load_microdata
 
     load_microdata(db, MICRODATA, "keyed_survey", id_column="row_id", key_mode="keyed", secret=secret.encode())
     con = duckdb.connect(str(db), read_only=True)

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from sdc.cli import main
-from sdc.hierarchy import read_hierarchy
+from sdc.warehouse.hierarchy import read_hierarchy
 from sdc.ptable.formats import read_ptable
 
 from conftest import DATA, REPO
@@ -251,12 +251,12 @@ def test_a_ptable_dataframe_is_parsed_once_per_content(monkeypatch):
     # in place (the noise of row 2 from 0 to 1) parses again and gives the new table
     import pandas as pd
 
-    import sdc.ckm
+    import sdc.ckm.counts
     from sdc.ckm import count_table
 
     parsed = []
-    parse = sdc.ckm.parse_ptable
-    monkeypatch.setattr(sdc.ckm, "parse_ptable", lambda *args, **kwargs: parsed.append(1) or parse(*args, **kwargs))
+    parse = sdc.ckm.counts.parse_ptable
+    monkeypatch.setattr(sdc.ckm.counts, "parse_ptable", lambda *args, **kwargs: parsed.append(1) or parse(*args, **kwargs))
     ptable = pd.DataFrame({"pcv": [1] * 4 + [2] * 4, "ckey": list(range(4)) * 2, "pvalue": [0] * 8})
     data = pd.DataFrame({"a": ["x", "x", "y"], "key": [0, 1, 3]})
     counts = [count_table(data, ["a"], record_key="key", modulus=4, ptable=ptable, check_keys=False)["count"].tolist()

@@ -1,5 +1,5 @@
 """Magnitude tables by the Cell Key Method (reference ckm.md §3.5, §4): the ptables, the method for one cell
-(sdc.magnitude.reference), and the SQL macro ckm_sum compared with it cell by cell on microdata.
+(sdc.ckm.reference), and the SQL macro ckm_sum compared with it cell by cell on microdata.
 
 The expected values come from the documents (the Handbook's interpolation example, cellKey's E = 1.34, the
 magnitude ptables τ-Argus ships as test data) or from an independent tabulation of the microdata in pandas.
@@ -16,10 +16,17 @@ import pandas as pd
 import pytest
 
 from sdc.errors import SdcError
-from sdc.magnitude.params import parse_params
-from sdc.magnitude.reference import perturb_cell, scramble
-from sdc.magnitude.table import sum_table
-from sdc.ptable.nums import NumsPTable, NumsPTableParams, combine, create_num_ptable, parse_nums_ptable, render_nums_ptable
+from sdc.ckm.params import parse_params
+from sdc.ckm.reference import perturb_cell, scramble
+from sdc.ckm import sum_table
+from sdc.ptable.nums import (
+    NumsPTable,
+    NumsPTableParams,
+    combine,
+    create_num_ptable,
+    parse_nums_ptable,
+    render_nums_ptable,
+)
 
 from weighted_count_noise import spread_noise
 
@@ -376,7 +383,7 @@ def test_a_dimension_named_like_a_column_family_of_the_method_is_refused(name):
     of such a name would be overwritten; the Python API and the macro refuse it, naming it."""
     import duckdb
 
-    from sdc.macro_renderer import render_macro
+    from sdc.warehouse.macro_renderer import render_macro
 
     df = _microdata(n=200).rename(columns={"region": name})
     with pytest.raises(SdcError, match=f"dimension '{name}' has the name of a column"):
@@ -390,7 +397,7 @@ def test_a_dimension_named_like_a_column_family_of_the_method_is_refused(name):
 
 
 def test_publication_refuses_the_audit_columns_of_a_magnitude_table():
-    from sdc.publish import unpublishable
+    from sdc.release.publish import unpublishable
 
     for column in ("original_value", "noise_value_1", "delta_weighted_count_2", "contributors_weighted_value",
                    "noise_value", "records", "sensitive", "sensitive_rule", "original_weighted_count", "cell_key"):
@@ -599,7 +606,7 @@ def test_weighted_counts_do_not_reveal_the_original_count(tmp_path):
 
     write_ptable(create_ptable(PTableParams(D=3, V=1.5, js=1)).table, counts_ptable)
     params = {"type": "top_contr", "top_k": 1, "multiplier": FLEX | {"epsilon": [1]}}
-    from sdc.magnitude.table import weighted_count_table
+    from sdc.ckm import weighted_count_table
 
     got = weighted_count_table(df, ["g"], digits=None, weight="w", record_key="rk", modulus=M, ptable=counts_ptable,
                                params=params, nums_ptable=_tables(False), totals="none", audit=True)

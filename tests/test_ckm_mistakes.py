@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO, query
 from dbt_project_helper import ScratchProject
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 
 N = 3000
 
@@ -134,13 +134,13 @@ def test_a_root_whose_parent_is_the_text_none_names_the_spark_seed_dispatch_step
     """dbt-spark's own seed loader writes an empty cell as the text 'None' (issue 26): the hierarchy's root then
     has a parent and no code is a root. ckm_count names that cause and the README's remedy instead of 'found:
     none'; the same hierarchy with a real NULL builds, and a hierarchy without a root for another reason keeps
-    its message. Rendered in-process (sdc.macro_renderer), the macros' one implementation."""
+    its message. Rendered in-process (sdc.warehouse.macro_renderer), the macros' one implementation."""
     import duckdb
 
     from conftest import DATA
     from sdc.errors import SdcError
-    from sdc.hierarchy import read_hierarchy
-    from sdc.macro_renderer import render_macro
+    from sdc.warehouse.hierarchy import read_hierarchy
+    from sdc.warehouse.macro_renderer import render_macro
 
     con = duckdb.connect()
     con.execute("create table micro as select age, cast(rkeys * 10000000 as bigint) as rk "

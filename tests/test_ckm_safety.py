@@ -6,7 +6,7 @@ import pytest
 
 from conftest import query
 from dbt_project_helper import ScratchProject
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ import yaml
 
 import sdc.ckm
 from sdc.demo import write_enterprises
-from sdc.loader import load_microdata
-from sdc.magnitude.params import parse_params
-from sdc.magnitude.reference import perturb_cell
+from sdc.warehouse.loader import load_microdata
+from sdc.ckm.params import parse_params
+from sdc.ckm.reference import perturb_cell
 from sdc.ptable.nums import NumsPTableParams, combine, create_num_ptable
 
 REPO = Path(__file__).parent.parent
@@ -82,7 +82,7 @@ def test_a_sensitive_cell_with_ptable_noise_zero_gets_mu_c_with_the_key_s_sign()
         if len(rows) == 40:
             break
     assert found[1] >= 5 and found[-1] >= 5
-    from sdc.magnitude.reference import noise_direction
+    from sdc.ckm.reference import noise_direction
 
     assert noise_direction(0.0, 7, 2.0) == -1 and noise_direction(0.0, 8, 2.0) == 1
     assert noise_direction(0.0, 7, 0.0) == 0 and noise_direction(-0.5, 8, 2.0) == -1

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import ons_10_5_rule
 from dbt_project_helper import ScratchProject
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.formats import read_ptable, parse_ptable, render_ptable
 

@@ -15,8 +15,8 @@ import sdc.ckm
 from sdc.cli import main
 from sdc.conventions import DIMENSION_COLUMN_SUFFIXES
 from sdc.errors import SdcError
-from sdc.hierarchy import read_hierarchy
-from sdc.loader import load_microdata
+from sdc.warehouse.hierarchy import read_hierarchy
+from sdc.warehouse.loader import load_microdata
 from sdc.ptable.formats import read_ptable
 from sdc.ptable.nums import NumsPTableParams, NumsPTableSet, create_num_ptable, write_nums_ptable
 

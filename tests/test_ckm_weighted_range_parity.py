@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 import sdc.ckm
-from sdc.magnitude.params import parse_params
-from sdc.magnitude.reference import magnifiers, perturb_cell
+from sdc.ckm.params import parse_params
+from sdc.ckm.reference import magnifiers, perturb_cell
 from sdc.ptable.nums import NumsPTableParams, NumsPTableSet, combine, create_num_ptable, write_nums_ptable
 
 from conftest import DATA

@@ -20,9 +20,9 @@ import pytest
 
 import sdc.ckm
 from sdc.cli import main
-from sdc.loader import load_microdata
-from sdc.magnitude.params import parse_params
-from sdc.magnitude.reference import magnifiers
+from sdc.warehouse.loader import load_microdata
+from sdc.ckm.params import parse_params
+from sdc.ckm.reference import magnifiers
 from sdc.ptable.nums import NumsPTableParams, NumsPTableSet, create_num_ptable, write_nums_ptable
 
 from conftest import DATA, REPO

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sdc.conventions import DIMENSION_COLUMN_DOCS, DIMENSION_COLUMN_SUFFIXES, PUBLISHED_COLUMN_DOCS, PUBLISHED_MEASURES
-from sdc.dbt_docs import doc_blocks
+from sdc.conventions import (
+    DIMENSION_COLUMN_DOCS,
+    DIMENSION_COLUMN_SUFFIXES,
+    PUBLISHED_COLUMN_DOCS,
+    PUBLISHED_MEASURES,
+)
+from sdc.warehouse.dbt_docs import doc_blocks
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_package_s_docs_blocks_are_written_from_the_conventions():
     assert (REPO / "macros" / "sdc_published_columns.md").read_text() == doc_blocks(), \
-        "run: python -m sdc.dbt_docs > macros/sdc_published_columns.md"
+        "run: python -m sdc.warehouse.dbt_docs > macros/sdc_published_columns.md"
 
 
 def test_every_published_measure_has_a_description():

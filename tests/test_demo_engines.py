@@ -16,7 +16,7 @@ import pytest
 
 from engine_models import assert_same_cells, plain_cells
 from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
-from sdc.loader import load_microdata, read_facts_config
+from sdc.warehouse.loader import load_microdata, read_facts_config
 
 REPO = Path(__file__).parent.parent
 DEMO = REPO / "demo"
@@ -148,7 +148,7 @@ def on_spark(inputs):
         env = dict(base_env(inputs), DBT_PROFILES_DIR=str(folder), SPARK_LOCAL_IP="127.0.0.1", SPARK_REMOTE=remote)
         build_demo_on("spark", env, inputs)
         # read through sdc's own connection to the target (one session for all tables)
-        code = ("import json, decimal\nfrom sdc.profiles import connect_target\n"
+        code = ("import json, decimal\nfrom sdc.warehouse.profiles import connect_target\n"
                 f"with connect_target({str(folder)!r}, 'sdc_demo', 'spark') as spark:\n"
                 "    _, names = spark.query('show tables in protected')\n"
                 "    out = {}\n"

@@ -15,8 +15,8 @@ from sdc.cli import main
 from sdc.conventions import DIMENSION_COLUMN_DOCS, DIMENSION_COLUMN_SUFFIXES, PUBLISHED_COLUMN_DOCS
 from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
 from sdc.errors import SdcError
-from sdc.loader import load_microdata, read_facts_config
-from sdc.publish import publish
+from sdc.warehouse.loader import load_microdata, read_facts_config
+from sdc.release.publish import publish
 from sdc.suppression.pipeline import interval_text
 
 from conftest import query
@@ -246,7 +246,7 @@ def test_turnover_by_the_magnitude_ckm_beside_its_suppression(demo):
     import yaml
 
     import sdc.ckm
-    from sdc.hierarchy import hierarchy_rows
+    from sdc.warehouse.hierarchy import hierarchy_rows
 
     tmp, db, _ = demo
     params = yaml.safe_load((DEMO / "dbt_project.yml").read_text())["vars"]["sdc_magnitude_params"]

@@ -11,7 +11,7 @@ import pytest
 
 from dbt_project_helper import ScratchProject
 from sdc.conventions import CKM_OWN_COLUMNS, DBT_SETTINGS, SUPPRESSION_OWN_COLUMNS
-from sdc.dimension_names import check_dimension_names
+from sdc.warehouse.dimension_names import check_dimension_names
 from sdc.errors import SdcError
 
 SDC = Path(sys.executable).parent / "sdc"

@@ -12,8 +12,8 @@ import pytest
 
 from dbt_project_helper import ScratchProject
 from engine_models import DERIVED, MICRODATA, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
-from sdc.build_record import build_record_of_comment
-from sdc.target_load import postgres_type
+from sdc.warehouse.build_record import build_record_of_comment
+from sdc.warehouse.target_load import postgres_type
 
 pytestmark = pytest.mark.postgres
 

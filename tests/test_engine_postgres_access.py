@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from conftest import DATA
 from dbt_project_helper import DEMO_PTABLE, ScratchProject
-from sdc.loader import load_microdata
-from sdc.scratch import project_yaml
+from sdc.warehouse.loader import load_microdata
+from sdc.warehouse.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables, pg_rows
 from test_hostile_inputs import hostile_text
 
@@ -419,10 +419,10 @@ def test_every_request_is_logged_for_the_office(granted):
 
 
 def test_grant_published_refuses_the_columns_sdc_publish_refuses(granted, tmp_path):
-    """The column rule of grant_published is python/sdc/publish.py's unpublishable, on the same conventions:
+    """The column rule of grant_published is python/sdc/release/publish.py's unpublishable, on the same conventions:
     compared name by name, with and without a suppression column beside it."""
     from sdc.conventions import UNPUBLISHABLE_COLUMNS
-    from sdc.publish import unpublishable
+    from sdc.release.publish import unpublishable
 
     names = sorted(set(UNPUBLISHABLE_COLUMNS) | {"rk_f_x", "top_1", "top_x", "feasible_lower", "required_upper",
                                                  "noise_value_2", "original_weighted_value", "value", "count",

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from dbt_project_helper import SPARK_SESSION, spark_parameters
 from engine_models import DERIVED, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
-from sdc.build_record import build_record_of_comment
+from sdc.warehouse.build_record import build_record_of_comment
 from sdc.quoting import quote_spark_identifier
-from sdc.spark_target import NO_SUBSTITUTION
+from sdc.warehouse.spark_target import NO_SUBSTITUTION
 from spark_server import spark_connect_server
 from test_ckm_mistakes import SPARK_SEED_MESSAGE
 from test_hostile_inputs import PAYLOADS, names
@@ -340,10 +340,10 @@ def test_spark_variable_substitution_never_reaches_a_table(built):
 
 
 def test_sdc_spark_sessions_do_not_substitute_variables(tmp_path):
-    """sdc load/suppress --target open their own session (sdc.spark_target.SparkWarehouse): it turns Spark's
+    """sdc load/suppress --target open their own session (sdc.warehouse.spark_target.SparkWarehouse): it turns Spark's
     variable substitution off even where the profile turns it on, so ${env:VAR} stays text; and the Python side
     refuses to send ${ in a name or literal at all."""
-    code = ("from sdc.spark_target import SparkWarehouse\n"
+    code = ("from sdc.warehouse.spark_target import SparkWarehouse\n"
             "w = SparkWarehouse({'method': 'session', 'schema': 'main', 'server_side_parameters': {"
             "'spark.master': 'local[1]', 'spark.driver.bindAddress': '127.0.0.1', 'spark.driver.host': '127.0.0.1', "
             "'spark.ui.enabled': 'false', 'spark.sql.variable.substitute': 'true'}}, 't')\n"

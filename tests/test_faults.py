@@ -19,7 +19,7 @@ import pytest
 
 from test_publish import made_audit_parent, record_build
 
-import sdc.database
+import sdc.warehouse.database
 import sdc.demo
 import sdc.files
 import sdc.microaggregation.tables
@@ -163,7 +163,7 @@ def _fill_the_disk(monkeypatch, how: str) -> None:
             def connect(*args, **kwargs):
                 return _FullDiskConnection(real_connect(*args, **kwargs))
 
-        for module in (sdc.demo, sdc.microaggregation.tables, sdc.database):
+        for module in (sdc.demo, sdc.microaggregation.tables, sdc.warehouse.database):
             monkeypatch.setattr(module, "duckdb", FullDiskDuckdb())
 
 
@@ -267,12 +267,12 @@ def _warehouse(tmp_path: Path) -> Path:
 
 
 ROLLBACKS = {
-    "load": ("sdc.loader", lambda db: ["load", "--db", str(db), "--input", str(MICRO), "--table", "t2", "--key-mode",
+    "load": ("sdc.warehouse.loader", lambda db: ["load", "--db", str(db), "--input", str(MICRO), "--table", "t2", "--key-mode",
                                        "existing", "--key-column", "rkeys", "--modulus", "10000000"]),
     "microaggregate": ("sdc.microaggregation.tables", lambda db: ["microaggregate", "--db", str(db), "--table", "raw.t",
                                                                   "--column", "income", "--k", "3", "--out-table",
                                                                   "safe.t"]),
-    "sql install": ("sdc.sql_install", lambda db: ["sql", "install", "--db", str(db), "--ptable", str(PTABLE)]),
+    "sql install": ("sdc.warehouse.sql_install", lambda db: ["sql", "install", "--db", str(db), "--ptable", str(PTABLE)]),
 }
 
 

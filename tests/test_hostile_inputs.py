@@ -32,19 +32,25 @@ from hypothesis import strategies as st
 
 from conftest import query
 from dbt_project_helper import DEMO_PTABLE, ScratchProject
-from sdc.build_record import build_record_comment, build_record_of_comment
-from sdc.ckm import COUNT_FACT, protect_table
-from sdc.conventions import (CKM_AUDIT_COLUMNS, CKM_OWN_COLUMNS, RECORD_KEY_COLUMN, SUPPRESSION_AUDIT_COLUMNS,
-                             SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL)
+from sdc.warehouse.build_record import build_record_comment, build_record_of_comment
+from sdc.ckm.counts import COUNT_FACT, protect_table
+from sdc.conventions import (
+    CKM_AUDIT_COLUMNS,
+    CKM_OWN_COLUMNS,
+    RECORD_KEY_COLUMN,
+    SUPPRESSION_AUDIT_COLUMNS,
+    SUPPRESSION_OWN_COLUMNS,
+    TOTAL_LABEL,
+)
 from sdc.errors import SdcError
 from sdc.files import mark_path, written_by
-from sdc.hierarchy import read_hierarchy
-from sdc.loader import load_microdata, read_facts_config
+from sdc.warehouse.hierarchy import read_hierarchy
+from sdc.warehouse.loader import load_microdata, read_facts_config
 from sdc.microaggregation.tables import microaggregate_file, microaggregate_table
 from sdc.ptable.formats import read_ptable
-from sdc.publish import publish
+from sdc.release.publish import publish
 from sdc.quoting import quote_identifier, quote_literal, quote_path
-from sdc.sql_install import install
+from sdc.warehouse.sql_install import install
 from sdc.suppression.pipeline import audit_cells_file, suppress_table
 
 SDC = Path(sys.executable).parent / "sdc"
@@ -852,7 +858,8 @@ def test_sum_and_weighted_count_with_hostile_value_weight_names_and_codes(value,
     codes come back as themselves with the right sums, or the names are refused clearly before any work."""
     import pandas as pd
 
-    from sdc.ckm import count_table, sum_table
+    from sdc.ckm import count_table
+    from sdc.ckm import sum_table
 
     assume(len({value.lower(), weight.lower(), "region", "rk"}) == 4)
     with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
@@ -890,7 +897,7 @@ def test_sum_and_weighted_count_with_hostile_value_weight_names_and_codes(value,
 def test_magnitude_parameters_with_hostile_values_are_refused_clearly(where, text):
     """Hostile text in any parameter of the YAML file (or the dict) is refused with a clear message; the
     sensitivity rules are parsed, never pasted into SQL."""
-    from sdc.magnitude.params import parse_params
+    from sdc.ckm.params import parse_params
 
     params = {"type": "top_contr", "top_k": 1, "multiplier": {"type": "flex", "fp": 100, "p": [0.3, 0.05],
                                                               "epsilon": [1], "q": 3}}
@@ -1091,7 +1098,7 @@ def test_profile_jinja_is_sandboxed_as_dbt_renders_it(tmp_path, escape, command)
 
 def test_profile_jinja_keeps_what_dbt_offers(tmp_path, monkeypatch):
     """The sandbox keeps env_var (with a default) and dbt's filters: the demo's kind of profile reads as before."""
-    from sdc.profiles import read_target
+    from sdc.warehouse.profiles import read_target
 
     monkeypatch.setenv("SDC_TEST_PG_PORT", "6543")
     (tmp_path / "profiles.yml").write_text(
@@ -1107,7 +1114,7 @@ def test_profile_jinja_keeps_what_dbt_offers(tmp_path, monkeypatch):
 def _suppression_warehouse(folder: Path) -> Path:
     """A DuckDB warehouse as `sdc load` and the suppression macros leave it: raw.persons with its key store and
     the load log, and main.supp_primary / main.supp_relations (suppression_primary, suppression_constraints)."""
-    from sdc.macro_renderer import Relation, render_macro, run_sql
+    from sdc.warehouse.macro_renderer import Relation, render_macro, run_sql
 
     db = folder / "wh.duckdb"
     write_csv(folder / "persons.csv", ["id", "state", "sex"],

@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from sdc.scratch import SCRATCH_PREFIX
+from sdc.warehouse.scratch import SCRATCH_PREFIX
 
 SDC = Path(sys.executable).parent / "sdc"
 DEMO_PTABLE = Path(__file__).parent.parent / "demo" / "seeds" / "sdc_ptable.csv"
@@ -125,7 +125,7 @@ def test_a_new_warehouse_and_its_microdata_are_the_owners_only(tmp_path):
 
 
 def test_the_python_api_creates_the_warehouse_for_its_owner_only(tmp_path):
-    from sdc.loader import load_microdata
+    from sdc.warehouse.loader import load_microdata
     micro = tmp_path / "micro.csv"
     micro.write_text("id,sex\n" + "".join(f"{k},{'mf'[k % 2]}\n" for k in range(50)))
     old = os.umask(0o022)
@@ -141,7 +141,7 @@ def test_a_scratch_folder_of_an_older_sdc_is_removed_by_its_owner_file(tmp_path,
     copy of the microdata in it): such a folder whose process is gone is removed too, one of a live one kept."""
     import tempfile
 
-    from sdc.scratch import remove_orphaned_scratch_folders
+    from sdc.warehouse.scratch import remove_orphaned_scratch_folders
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone_process = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -9,7 +9,7 @@ import pytest
 
 from sdc.cli import main
 from sdc.errors import SdcError
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 
 from conftest import DATA
 
@@ -328,7 +328,7 @@ def test_a_fact_rule_that_reads_more_than_the_input_is_refused(tmp_path, rule, r
 
 def test_the_demo_s_fact_rules_and_allowed_expressions_still_work(tmp_path):
     from sdc.demo import FACTS_CONFIG
-    from sdc.loader import read_facts_config
+    from sdc.warehouse.loader import read_facts_config
 
     micro = tmp_path / "m.csv"
     micro.write_text("id,ef21,ef28,ef32,name\n1,1,1,1,Anna\n2,3,4,1,bert\n3,1,3,2,Carl\n")
@@ -344,13 +344,13 @@ def test_the_demo_s_fact_rules_and_allowed_expressions_still_work(tmp_path):
 
 def test_facts_are_computed_where_no_file_can_be_read(tmp_path, monkeypatch):
     """The second wall: a rule that got past the check still runs on a connection without file access."""
-    import sdc.loader
+    import sdc.warehouse.loader
 
     (tmp_path / "secret.txt").write_text("a secret")
     micro = tmp_path / "m.csv"
     micro.write_text("id,sex\n1,m\n2,w\n")
     rule = f"(select count(*) from read_text('{tmp_path / 'secret.txt'}')) = 1"
-    monkeypatch.setattr(sdc.loader, "parse_fact_rule", lambda name, rule, columns: (rule, ["sex"]))
+    monkeypatch.setattr(sdc.warehouse.loader, "parse_fact_rule", lambda name, rule, columns: (rule, ["sex"]))
     with pytest.raises(SdcError, match=r"fact f_leak: the rule .* does not work on the input: .*"
                                        r"(disabled|external access)"):
         load_microdata(tmp_path / "w.duckdb", micro, "t", id_column="id", facts={"f_leak": rule})

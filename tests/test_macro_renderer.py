@@ -1,4 +1,4 @@
-"""The in-process rendering of the dbt macros (sdc.macro_renderer) gives the SQL that dbt compiles, so the
+"""The in-process rendering of the dbt macros (sdc.warehouse.macro_renderer) gives the SQL that dbt compiles, so the
 CLI and the Python API run the warehouse's one implementation; and `import sdc` does not import dbt."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from dbt_project_helper import ScratchProject
 from sdc.errors import SdcError
-from sdc.macro_renderer import Relation, render_macro
+from sdc.warehouse.macro_renderer import Relation, render_macro
 
 HIERARCHY = "dimension,code,parent\nregion,DE,\nregion,N,DE\nregion,S,DE\nregion,N1,N\nregion,N2,N\nregion,S1,S\nregion,S2,S\n"
 
@@ -110,7 +110,7 @@ def test_compiled_macros_are_cached_in_the_users_cache_folder_and_optional(tmp_p
 
     code = (
         "import sys, duckdb\n"
-        "from sdc.macro_renderer import render_macro\n"
+        "from sdc.warehouse.macro_renderer import render_macro\n"
         "con = duckdb.connect()\n"
         "con.execute(\"create table pt as select * from read_csv('\" + sys.argv[1] + \"')\")\n"
         "print(render_macro(con, 'ckm_count', 'micro', ['a'], ptable='pt', check_keys=False, complete=False))\n"

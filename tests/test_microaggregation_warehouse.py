@@ -7,7 +7,7 @@ import pytest
 
 from dbt_project_helper import ScratchProject
 from sdc.cli import main
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 from sdc.microaggregation import microaggregate
 
 from conftest import DATA

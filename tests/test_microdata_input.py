@@ -10,7 +10,7 @@ import pytest
 
 from sdc.ckm import count_table
 from sdc.cli import main
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 
 from conftest import REPO, query
 

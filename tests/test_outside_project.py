@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from sdc.cli import main
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 
 from conftest import query
 

@@ -31,7 +31,7 @@ def wheel(tmp_path_factory):
     result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                              "-w", str(tmp / "dist"), str(source)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    (built,) = (tmp / "dist").glob("sdc-*.whl")
+    (built,) = (tmp / "dist").glob("sdc_warehouse-*.whl")
     return built
 
 
@@ -39,7 +39,8 @@ def test_wheel_carries_the_dbt_package_and_the_demo_config(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     macros = {str(p.relative_to(REPO)) for p in (REPO / "macros").rglob("*.sql")}
     assert {f"sdc/dbt_package/{m}" for m in macros} <= names
-    assert {"sdc/dbt_package/dbt_project.yml", "sdc/demo/facts.yml", "sdc/cli.py"} <= names
+    assert {"sdc/dbt_package/dbt_project.yml", "sdc/demo/facts.yml", "sdc/cli/__init__.py",
+            "sdc/cli/__main__.py"} <= names
 
 
 def test_installed_wheel_runs_sdc_ckm_from_another_folder_with_relative_paths(wheel, tmp_path):
@@ -52,7 +53,7 @@ def test_installed_wheel_runs_sdc_ckm_from_another_folder_with_relative_paths(wh
     shutil.copy(DATA / "cellkey_testdata_with_rkeys.csv", work / "micro.csv")
     shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", work / "ptable.csv")
     env = dict(os.environ, PYTHONPATH=str(site))
-    where = subprocess.run([sys.executable, "-c", "import sdc.scratch as s; print(s.package_dir())"],
+    where = subprocess.run([sys.executable, "-c", "import sdc.warehouse.scratch as s; print(s.package_dir())"],
                            cwd=work, env=env, capture_output=True, text=True)
     assert Path(where.stdout.strip()) == site / "sdc" / "dbt_package"
     args = ["ckm", "--input", "micro.csv", "--dims", "sex,age", "--record-key", "rkeys", "--key-digits", "7",
@@ -64,6 +65,14 @@ def test_installed_wheel_runs_sdc_ckm_from_another_folder_with_relative_paths(wh
                               capture_output=True, text=True)
     assert checkout.returncode == 0, checkout.stderr
     assert (work / "cells.csv").read_text() == (work / "checkout.csv").read_text()
+
+
+def test_the_distribution_has_a_name_of_its_own(wheel):
+    # "sdc" on the public package index is an unrelated project: pip install sdc would install its code
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "sdc-warehouse"
+    (metadata,) = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA")]
+    assert "\nName: sdc-warehouse\n" in zipfile.ZipFile(wheel).read(metadata).decode()
 
 
 def test_pyproject_pins_the_dbt_versions_that_install_here():

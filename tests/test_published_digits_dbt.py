@@ -20,7 +20,7 @@ import pytest
 import sdc.ckm
 from sdc.cli import main
 from sdc.errors import SdcError
-from sdc.publish import publish
+from sdc.release.publish import publish
 from test_publication_gate import BASE, MAGNITUDE_VARS, REPO, dbt_result
 from test_publish import rows
 from test_release_verification import magnitude_project

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from sdc.conventions import DIMENSION_COLUMN_SUFFIXES
-from sdc.dimension_names import check_dimension_names
+from sdc.warehouse.dimension_names import check_dimension_names
 from sdc.errors import SdcError
-from sdc.publish import publish
+from sdc.release.publish import publish
 from test_publication_gate import make
 from test_publish import edited_manifest, rows
 

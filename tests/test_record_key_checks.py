@@ -16,8 +16,8 @@ from dbt_project_helper import DEMO_PTABLE, ScratchProject
 from sdc.cli import main
 from sdc.conventions import DEFAULT_KEY_MODULUS, RECORD_KEY_ALPHA
 from sdc.errors import SdcError
-from sdc.loader import load_microdata
-from sdc.record_keys import expected_distinct, log10_p, problem, statistics
+from sdc.warehouse.loader import load_microdata
+from sdc.warehouse.record_keys import expected_distinct, log10_p, problem, statistics
 
 N = 1000
 M = DEFAULT_KEY_MODULUS
@@ -452,7 +452,7 @@ def test_false_alarm_rate_of_the_cell_key_check_by_simulation():
     (half the expected count) is far from random keys' values: none may be refused."""
     import pandas as pd
 
-    from sdc.macro_renderer import render_macro
+    from sdc.warehouse.macro_renderer import render_macro
 
     con = duckdb.connect()
     sql = render_macro(con, "ckm_check_cell_keys", "cells", 10**8, caller_name="ckm_count")
@@ -546,7 +546,7 @@ TWIN_CASES = {
 def test_the_macro_and_its_python_twin_judge_alike(case):
     """ckm_check_record_keys (the dbt models' check, rendered here) and record_keys.py (sdc ckm, count_table,
     sdc load) refuse the same keys for the same reason, with the same figures; they pass the same keys."""
-    from sdc.macro_renderer import render_macro
+    from sdc.warehouse.macro_renderer import render_macro
 
     modulus, keys, n = TWIN_CASES[case]
     con = duckdb.connect()

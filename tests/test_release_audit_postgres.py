@@ -1,4 +1,4 @@
-"""The release audit of sdc publish on PostgreSQL: `sdc publish --target` (python/sdc/target_publish.py) runs the
+"""The release audit of sdc publish on PostgreSQL: `sdc publish --target` (python/sdc/release/publish_target.py) runs the
 verification and the release audit of python/sdc/release/ (zeros, two methods over one population, linked
 suppression, averaging CKM noise) over the release that grant_published copied into its publication schema, and
 either writes the audit into that schema (table release_audit) or withdraws the publication.
@@ -21,8 +21,8 @@ import pytest
 
 from dbt_project_helper import REPO, ScratchProject
 from sdc.cli import main
-from sdc.loader import load_microdata
-from sdc.scratch import project_yaml
+from sdc.warehouse.loader import load_microdata
+from sdc.warehouse.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables, own_database, pg_rows
 from test_engine_postgres_access import READER_PASSWORD
 

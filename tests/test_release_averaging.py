@@ -15,7 +15,7 @@ import pytest
 
 from sdc.cli import main
 from sdc.errors import SdcError
-from sdc.publish import publish
+from sdc.release.publish import publish
 from sdc.release.averaging import CountCell, CountTable, blue_variances, population_design
 from test_publication_gate import BASE, make
 from test_publish import edited_manifest, rows

@@ -24,7 +24,7 @@ import sdc.files
 from sdc.cli import main
 from sdc.conventions import PARQUET_MARKER_FILE, PTABLE_SEED_COLUMN_TYPES
 from sdc.errors import SdcError
-from sdc.publish import publish
+from sdc.release.publish import publish
 from test_faults import _lock, _Os, one_line, publication_inputs
 from test_publication_gate import BASE, MAGNITUDE_VARS, NUMS_SEED_TYPES, dbt_result, make
 from test_publish import REPO, dbt, edited_manifest, rows

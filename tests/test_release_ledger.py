@@ -12,9 +12,16 @@ import pytest
 
 from sdc.cli import main
 from sdc.errors import SdcError
-from sdc.loader import load_microdata
-from sdc.publish import publish
-from sdc.release.ledger import LedgerCell, check_against_last, diff_releases, list_releases, open_ledger, record_release
+from sdc.warehouse.loader import load_microdata
+from sdc.release.publish import publish
+from sdc.release.ledger import (
+    LedgerCell,
+    check_against_last,
+    diff_releases,
+    list_releases,
+    open_ledger,
+    record_release,
+)
 from test_publication_gate import BASE, dbt, make
 
 MODELS = {

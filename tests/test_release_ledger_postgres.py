@@ -20,9 +20,9 @@ import pytest
 
 from dbt_project_helper import ScratchProject
 from sdc.cli import main
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 from sdc.release.ledger_postgres import LEDGER_MARKER
-from sdc.scratch import project_yaml
+from sdc.warehouse.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables, own_database, pg_rows
 from test_release_ledger import persons  # the DuckDB scenario's 400 persons
 

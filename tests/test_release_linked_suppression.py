@@ -17,11 +17,11 @@ import pytest
 
 from sdc.cli import main
 from sdc.errors import SdcError
-from sdc.publish import publish
-from sdc.macro_renderer import Relation, render_macro
+from sdc.release.publish import publish
+from sdc.warehouse.macro_renderer import Relation, render_macro
 from sdc.release.linked_suppression import audit_linked_suppression
 from sdc.release.verify import Verified, Verifier
-from sdc.release_gate import Rel, Warehouse
+from sdc.release.gate import Rel, Warehouse
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
 from sdc.suppression.pipeline import _group_relations
 from test_publication_gate import BASE, make

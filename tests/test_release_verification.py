@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sdc.errors import SdcError
-from sdc.publish import publish
+from sdc.release.publish import publish
 from test_publication_gate import BASE, SUPPRESSION_AND_CKM, make
 from test_publish import edited_manifest, rows
 
@@ -29,11 +29,11 @@ CASES = {
                                 "select region, sex, main.sdc_fmt_n(region, sex) as count from {{ ref('persons') }} "
                                 "where region <> 'Total'\n",
     # R3-1 N2: the same as a table with the build record
-    "protected/macro_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.build_record() }}}}\", pre_hook=\"{MACRO_HOOK}\") }}}}\n"
+    "protected/macro_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.warehouse.build_record() }}}}\", pre_hook=\"{MACRO_HOOK}\") }}}}\n"
                                  "select region, sex, main.sdc_fmt_n(region, sex) as count from {{ ref('persons') }} "
                                  "where region <> 'Total'\n",
     # R3-1 N3: a DuckDB variable a pre-hook filled with the raw counts
-    "protected/variable_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.build_record() }}}}\", pre_hook=\"{VARIABLE_HOOK}\") }}}}\n"
+    "protected/variable_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.warehouse.build_record() }}}}\", pre_hook=\"{VARIABLE_HOOK}\") }}}}\n"
                                     "select region, sex, getvariable('sdc_n')[region || '/' || sex] as count "
                                     "from {{ ref('persons') }} where region <> 'Total' and sex <> 'Total'\n",
     # R3-1 N4: a protection step whose table a post-hook overwrites with the originals
@@ -45,20 +45,20 @@ CASES = {
                             "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region']) }}\n",
     "protected/zeroed.sql": "{{ sdc.ckm_published(ref('ckm_zeroed')) }}\n",
     # R3-6: sdc.step called by hand around a plain count, with the call of a real ckm_count in its header
-    "audit/forged_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+    "audit/forged_count.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
                               "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
                               "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
                               "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\", "
                               "{'call': {'dims': ['sex', 'region'], 'ptable': 'main.sdc_ptable'}}) }}\n",
     "protected/forged.sql": "{{ sdc.ckm_published(ref('forged_count')) }}\n",
     # the same forged step without a call
-    "audit/forged_bare_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+    "audit/forged_bare_count.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
                              "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
                              "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
                              "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\") }}\n",
     "protected/forged_bare.sql": "{{ sdc.ckm_published(ref('forged_bare_count')) }}\n",
     # a forged call that names the cells sdc would sum in place of the microdata (ckm_count's leaf_cells)
-    "audit/forged_cells_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
+    "audit/forged_cells_count.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
                                     "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
                                     "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
                                     "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\", "
@@ -141,7 +141,7 @@ def test_a_hook_that_rewrites_a_table_of_ones_own_publishes_its_sql_not_the_tabl
     """A BI table over protected relations is published as its SQL gives it at publish time, whatever a hook
     wrote into the table afterwards."""
     models = {**BASE, "protected/men.sql": (
-        "{{ config(post_hook=[\"{{ sdc.build_record() }}\", \"update {{ this }} as m set count = a.original from "
+        "{{ config(post_hook=[\"{{ sdc.warehouse.build_record() }}\", \"update {{ this }} as m set count = a.original from "
         "main_audit.ckm_persons as a where a.region = m.region and a.sex = 'm'\"]) }}\n"
         "select region, count from {{ ref('persons') }} where sex = 'm'\n")}
     built = make(tmp_path, models)
@@ -359,7 +359,7 @@ def test_the_tables_of_one_source_share_their_record_key_checks_and_each_step_is
     """Three CKM steps over raw.persons, one of them published twice (a table and a view): the record key checks'
     queries over raw.persons run once (the warehouse is read-only while sdc publish reads it), every step is
     recomputed once, and every published relation is still compared."""
-    import sdc.publish as publish_module
+    import sdc.release.publish as publish_module
 
     models = {**BASE,
               "audit/ckm_by_sex.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex']) }}\n",
@@ -394,7 +394,7 @@ def test_the_tables_of_one_source_share_their_record_key_checks_and_each_step_is
 def test_keys_that_fail_the_record_key_checks_are_refused_at_publish_whatever_the_build_said(tmp_path):
     """A build with check_keys=false (for teaching keys) over keys that are all one value passes dbt build; sdc
     publish runs every record key check whatever the call said, for each table over the relation."""
-    from sdc.loader import load_microdata
+    from sdc.warehouse.loader import load_microdata
     from test_publication_gate import dbt
 
     persons = "id,sex,region,key\n" + "".join(f"{i},{'mw'[i % 2]},R{i % 5},50000000\n" for i in range(400))
@@ -446,9 +446,9 @@ def test_the_tables_of_one_source_summed_from_one_pass_are_those_of_ckm_count_ta
     gives over the microdata table by table, and what dbt built."""
     import duckdb
 
-    from sdc.loader import load_microdata
+    from sdc.warehouse.loader import load_microdata
     from sdc.release.verify import Verifier
-    from sdc.release_gate import Warehouse
+    from sdc.release.gate import Warehouse
     from test_publication_gate import dbt
 
     (tmp_path / "sdc_hierarchies.csv").write_text(REGIONS)

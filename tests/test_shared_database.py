@@ -1,5 +1,5 @@
 """The table functions of a notebook (count_table, sum_table, mean_table) share one in-memory DuckDB per process
-(sdc.shared_database): a connection per call, the call's relations in DuckDB's temp catalog. These tests check
+(sdc.warehouse.shared_database): a connection per call, the call's relations in DuckDB's temp catalog. These tests check
 that calls leave nothing behind (also after an error), that calls from several threads at once give the tables
 of calls one after another, that the spill folder is private and removed at exit, that a forked child works,
 and that the ptable checks remembered per table object (macro_renderer.RememberedQueries) never carry one
@@ -20,10 +20,11 @@ import pandas as pd
 import pytest
 
 import sdc.ckm as ckm
-from sdc import shared_database
-from sdc.ckm import count_table, mean_table, sum_table
+from sdc.warehouse import shared_database
+from sdc.ckm import count_table
+from sdc.ckm import mean_table, sum_table
 from sdc.errors import SdcError
-from sdc.macro_renderer import RememberedQueries, macro_session, _run_query
+from sdc.warehouse.macro_renderer import RememberedQueries, macro_session, _run_query
 from sdc.ptable.formats import parse_ptable
 from sdc.ptable.nums import NumsPTableParams, combine, create_num_ptable
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import ons_10_5_rule, query
 from dbt_project_helper import ScratchProject
 from sdc.cli import main
-from sdc.loader import load_microdata
+from sdc.warehouse.loader import load_microdata
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.relation import create_ptable_table
 from sdc.ptable.formats import parse_ptable, render_ptable

@@ -123,7 +123,7 @@ def test_sdc_suppress_target_keeps_the_last_pattern_of_a_warehouse_s_cell_table(
     warehouse's cell table (a DuckDB target)."""
     import duckdb
 
-    from sdc.macro_renderer import Relation, render_macro
+    from sdc.warehouse.macro_renderer import Relation, render_macro
 
     db = tmp_path / "warehouse.duckdb"
     (tmp_path / "profiles.yml").write_text(f"office:\n  target: duck\n  outputs:\n    duck:\n      type: duckdb\n"

@@ -11,7 +11,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from sdc.macro_renderer import render_macro
+from sdc.warehouse.macro_renderer import render_macro
 
 
 @pytest.fixture(scope="module")

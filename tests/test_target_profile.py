@@ -190,7 +190,7 @@ def test_profiles_yml_is_read_as_yaml_first_and_its_values_rendered_as_dbt_does(
 
 def test_profile_values_take_dbts_types_and_a_password_is_kept_as_written(home, tmp_path):
     from sdc.errors import SdcError
-    from sdc.profiles import read_target
+    from sdc.warehouse.profiles import read_target
 
     def target(**values):
         lines = "".join(f"      {k}: {v}\n" for k, v in values.items())
@@ -234,7 +234,7 @@ def test_only_the_chosen_profile_and_target_are_rendered_as_in_dbt(home, tmp_pat
     assert capsys.readouterr().err == (f"sdc load: error: {project / 'profiles.yml'}: census.outputs.prod.host: "
                                        "env_var('SDC_TEST_PROD_HOST') is not set\n")
     from sdc.errors import SdcError
-    from sdc.profiles import read_target
+    from sdc.warehouse.profiles import read_target
 
     monkeypatch.delenv("SDC_TEST_TARGET", raising=False)
     assert read_target(project, "census")["type"] == "duckdb"  # the profile's own target, rendered

@@ -1,7 +1,7 @@
 {#
   ckm_check_record_keys(relation, key_column, fact, modulus, caller_name): stops the build when the record keys
   the CKM sums cannot be uniform random on [0, M). With keys all 0 every cell of 8 or more got the noise -5:
-  original = published + 5. The same check as `sdc load --key-mode existing` (python/sdc/record_keys.py); the
+  original = published + 5. The same check as `sdc load --key-mode existing` (python/sdc/warehouse/record_keys.py); the
   thresholds and why genuine keys pass them are in python/sdc/conventions.py ("record key checks"):
 
     range           every key a whole number in [0, M), none NULL

@@ -1,6 +1,6 @@
 {#
   ckm_sum: a magnitude table (sums of a numeric column) or a weighted count, protected by the Cell Key Method
-  as τ-Argus and cellKey do it (reference ckm.md §3.5; python/sdc/magnitude/reference.py is the same method
+  as τ-Argus and cellKey do it (reference ckm.md §3.5; python/sdc/ckm/reference.py is the same method
   written out for one cell). Every subtotal, its top contributions included, is computed from the microdata:
   the leaf cells keep their largest contributions, and a subtotal takes the largest of its leaves' lists,
   which are the largest of its records. Sums are exact (contributions as decimal(18, 6), so |contribution| <
@@ -29,7 +29,7 @@
           also below the separation point); where V = 0 in a sensitive cell, sign(V) is +1 for an even
           component key and -1 for an odd one; no sign change
   Zero stays zero. The presets tauargus and cellkey differ where the tools do (params: see
-  python/sdc/magnitude/params.py, which checks the same names).
+  python/sdc/ckm/params.py, which checks the same names).
 
   Arguments
     relation   microdata loaded by `sdc load` (record key column rk)

@@ -1,6 +1,6 @@
 {#
   ckm_magnitude_params(params, caller_name, source): the magnitude parameters of ckm_sum with their defaults,
-  checked as python/sdc/magnitude/params.py checks them (same names, same messages' content): an unknown name
+  checked as python/sdc/ckm/params.py checks them (same names, same messages' content): an unknown name
   or a value out of range stops the build, naming the macro and where the parameters came from (params= or
   var sdc_magnitude_params). The ptable is not a parameter here: in dbt it is a relation (ptable=, default
   ref('sdc_nums_ptable')).
@@ -21,7 +21,7 @@
 {%- if preset not in ['tauargus', 'cellkey'] -%}
   {{ exceptions.raise_compiler_error(where ~ ": preset must be tauargus or cellkey, got " ~ preset) }}
 {%- endif -%}
-{#- where the presets differ, as fields of python/sdc/magnitude/params.py Preset (same names) -#}
+{#- where the presets differ, as fields of python/sdc/ckm/params.py Preset (same names) -#}
 {%- set rules = {'tauargus': {'range_of_absolute_values': true}, 'cellkey': {'range_of_absolute_values': false}}[preset] -%}
 {%- set type = params.get('type', 'top_contr') -%}
 {%- if type not in ['top_contr', 'mean', 'range', 'sum'] -%}
@@ -78,7 +78,7 @@
   {{ exceptions.raise_compiler_error(where ~ ": sensitive must be a list of rules such as ['freq:15', 'p:10'], got " ~ sensitive) }}
 {%- endif -%}
 {%- for rule in sensitive -%}
-  {#- the same rules as python/sdc/magnitude/params.py SENSITIVITY_RULE -#}
+  {#- the same rules as python/sdc/ckm/params.py SENSITIVITY_RULE -#}
   {%- if rule is not string or not modules.re.fullmatch('freq:\\d+|p:\\d+(\\.\\d+)?|nk:\\d+,\\d+(\\.\\d+)?|pq:\\d+(\\.\\d+)?,\\d+(\\.\\d+)?|zero', rule) -%}
     {{ exceptions.raise_compiler_error(where ~ ": cannot read the sensitivity rule '" ~ rule ~ "'; use freq:n, p:p, nk:n,k, pq:p,q or zero (as sdc suppress; the rules read each cell's records and largest contributions)") }}
   {%- endif -%}

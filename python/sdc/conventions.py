@@ -76,7 +76,7 @@ DEMO_KEY_SECRET: str = "sdc-demo-secret-not-for-production"
 # ------------------------------------------------------------------------------------------ record key checks
 # Keys that are not uniform on [0, M) undo the protection (all 0: every cell of 8 or more got noise -5, so
 # original = published + 5). Keys from a file (`sdc load --key-mode existing`, `sdc ckm`) and the keys
-# ckm_count reads are refused when one of these fails (python/sdc/record_keys.py, macros/ckm/ckm_check_record_keys.sql):
+# ckm_count reads are refused when one of these fails (python/sdc/warehouse/record_keys.py, macros/ckm/ckm_check_record_keys.sql):
 # * range: every key a whole number in [0, M), none NULL;
 # * distinct share: n uniform keys take E = M (1 - (1 - 1/M)^n) distinct values on average; fewer than
 #   RECORD_KEY_MIN_DISTINCT_FRACTION * E is refused from RECORD_KEY_MIN_RECORDS records on. For n >= 50 and any M,
@@ -272,7 +272,7 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_audit_columns": list(CKM_AUDIT_COLUMNS),
     "sdc_ckm_sum_audit_columns": list(CKM_SUM_AUDIT_COLUMNS),
     "sdc_ckm_sum_audit_patterns": list(CKM_SUM_AUDIT_PATTERNS),
-    # what grant_published refuses in a published relation, as sdc publish (python/sdc/publish.py unpublishable)
+    # what grant_published refuses in a published relation, as sdc publish (python/sdc/release/publish.py unpublishable)
     "sdc_unpublishable_columns": list(UNPUBLISHABLE_COLUMNS),
     "sdc_unpublishable_prefixes": [TOP_CONTRIBUTION_PREFIX, *SUPPRESSION_AUDIT_PREFIXES],
     "sdc_suppression_columns_also_dimensions": list(SUPPRESSION_COLUMNS_ALSO_DIMENSIONS),
@@ -296,7 +296,7 @@ DBT_SETTINGS: dict[str, object] = {
 
 # ------------------------------------------------------------------------------------------ published columns
 # What each column sdc publishes means, for BI authors: the dbt docs blocks of the package (doc('sdc_column_<name>'),
-# macros/sdc_published_columns.md, written from this by python/sdc/dbt_docs.py; a test keeps them equal) and the docs.
+# macros/sdc_published_columns.md, written from this by python/sdc/warehouse/dbt_docs.py; a test keeps them equal) and the docs.
 PUBLISHED_COLUMN_DOCS: dict[str, str] = {
     "count": "Number of persons (records) in the cell, perturbed by the Cell Key Method: the true count plus noise "
              "from the perturbation table, the same noise for the same cell in every table. Totals and subtotals are "

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .errors import SdcError
+from sdc.errors import SdcError
 
 NO_SPACE = "no space left on device"
 

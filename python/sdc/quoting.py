@@ -6,7 +6,7 @@ macros have their twin in macros/_quoting.sql.
 
 from __future__ import annotations
 
-from .errors import SdcError
+from sdc.errors import SdcError
 
 
 def quote_identifier(name: str) -> str:

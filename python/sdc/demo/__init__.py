@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from ..files import staged_file
-from ..quoting import quote_literal
+from sdc.files import staged_file
+from sdc.quoting import quote_literal
 
 FACTS_CONFIG = Path(__file__).with_name("facts.yml")
 

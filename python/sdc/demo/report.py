@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
-from ..errors import SdcError
+from sdc.errors import SdcError
 
 TABLE_2B = "protected.beurlaubte_nach_hochschulart_geschlecht"
 SUPPRESSION_TABLES = [

@@ -2,7 +2,7 @@
 microaggregation-and-measures.md): fixed group size, Höhne's variance-preserving method with variable
 group size, and the optimal partition (Hansen–Mukherjee), behind one interface."""
 
-from .methods import METHODS, REPLACEMENTS, MicroaggregationResult, microaggregate
-from .measures import column_report
+from sdc.microaggregation.methods import METHODS, REPLACEMENTS, MicroaggregationResult, microaggregate
+from sdc.microaggregation.measures import column_report
 
 __all__ = ["METHODS", "REPLACEMENTS", "MicroaggregationResult", "microaggregate", "column_report"]

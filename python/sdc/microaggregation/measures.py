@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .methods import MicroaggregationResult
+from sdc.microaggregation.methods import MicroaggregationResult
 
 SDID_K = 0.05
 

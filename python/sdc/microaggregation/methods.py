@@ -19,8 +19,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import SdcError
-from .partition import chunk_groups, fixed_groups, group_moments, hoehne_group_size, optimal_groups
+from sdc.errors import SdcError
+from sdc.microaggregation.partition import (
+    chunk_groups,
+    fixed_groups,
+    group_moments,
+    hoehne_group_size,
+    optimal_groups,
+)
 
 METHODS = ("optimal", "hoehne", "fixed")
 REPLACEMENTS = ("mean", "hoehne")

@@ -14,14 +14,14 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from ..database import connect, is_numeric_type, transaction
-from ..conventions import KEY_FACT_PREFIX, RAW_SCHEMA, RECORD_KEY_COLUMN
-from ..errors import SdcError
-from ..files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file
-from ..quoting import quote_identifier, quote_literal
-from ..loader import quote, source_sql, text_file_numbers
-from .measures import column_report
-from .methods import microaggregate
+from sdc.warehouse.database import connect, is_numeric_type, transaction
+from sdc.conventions import KEY_FACT_PREFIX, RAW_SCHEMA, RECORD_KEY_COLUMN
+from sdc.errors import SdcError
+from sdc.files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file
+from sdc.quoting import quote_identifier, quote_literal
+from sdc.warehouse.loader import quote, source_sql, text_file_numbers
+from sdc.microaggregation.measures import column_report
+from sdc.microaggregation.methods import microaggregate
 
 def microaggregate_table(db, table: str, columns: list[str], k: int, method: str, *, out_table: str | None = None,
                          id_column: str | None = None, replacement: str | None = None,

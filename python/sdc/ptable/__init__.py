@@ -1,7 +1,7 @@
 """Perturbation tables (ptables) for the Cell Key Method: build, import, validate, export, plot."""
 
-from .params import PTableParams
-from .table import PTable, RowStats
+from sdc.ptable.params import PTableParams
+from sdc.ptable.table import PTable, RowStats
 
 __all__ = ["PTable", "PTableBuild", "PTableParams", "RowOutcome", "RowStats", "create_ptable"]
 
@@ -11,7 +11,7 @@ _BUILD = ("PTableBuild", "RowOutcome", "create_ptable")
 def __getattr__(name):
     # the builder needs scipy (half a second to import): loaded when asked for, not by every reader of a table
     if name in _BUILD:
-        from . import build
+        from sdc.ptable import build
 
         return getattr(build, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..conventions import INTERVAL_SCALE
-from ..errors import SdcError
-from .params import PTableParams
-from .solver import CONSTRAINT_TOLERANCE, MIN_PROBABILITY, RowProblem, max_entropy, variance_range
-from .table import PTable
+from sdc.conventions import INTERVAL_SCALE
+from sdc.errors import SdcError
+from sdc.ptable.params import PTableParams
+from sdc.ptable.solver import CONSTRAINT_TOLERANCE, MIN_PROBABILITY, RowProblem, max_entropy, variance_range
+from sdc.ptable.table import PTable
 
 PSTAY_STEP = 0.05
 MAX_SOLVES = 20

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import decode_text, read_bytes
-from ..user_cache import user_cache_folder
-from .formats import parse_ptable
-from .table import PTable
-from .validate import assemble_arrays
+from sdc.files import decode_text, read_bytes
+from sdc.user_cache import user_cache_folder
+from sdc.ptable.formats import parse_ptable
+from sdc.ptable.table import PTable
+from sdc.ptable.validate import assemble_arrays
 
 CACHE_FOLDER = "ptables"
 KEPT_FILES = 16       # the newest tables used; an ONS table of 256 random keys takes 2.5 MB

@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE, PTABLE_COLUMNS
-from ..errors import SdcError
-from ..files import read_text, write_text_atomically
-from .table import PTable, format_units
-from .validate import Entry, assemble, assemble_arrays
+from sdc.conventions import INTERVAL_DECIMALS, INTERVAL_SCALE, PTABLE_COLUMNS
+from sdc.errors import SdcError
+from sdc.files import read_text, write_text_atomically
+from sdc.ptable.table import PTable, format_units
+from sdc.ptable.validate import Entry, assemble, assemble_arrays
 
 # ONS ptables have rows 1..750; larger counts reuse rows 501..750 (create_perturbed_table.py).
 ONS_LAST_ROW = 750

@@ -26,10 +26,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..conventions import INTERVAL_SCALE, NUMS_PTABLE_COLUMNS, NUMS_PTABLE_TYPES, NUMS_V_DECIMALS
-from ..errors import SdcError
-from ..files import read_text, write_text_atomically
-from .table import format_units, read_only_copies
+from sdc.conventions import INTERVAL_SCALE, NUMS_PTABLE_COLUMNS, NUMS_PTABLE_TYPES, NUMS_V_DECIMALS
+from sdc.errors import SdcError
+from sdc.files import read_text, write_text_atomically
+from sdc.ptable.table import format_units, read_only_copies
 
 V_SCALE = 10**NUMS_V_DECIMALS
 # ptable refuses D * step >= 50 (pt_create_pParams.R): rows would have 100 and more entries
@@ -243,7 +243,7 @@ class NumsPTableBuild:
 
 def create_num_ptable(params: NumsPTableParams, allow_lower_variance: bool = False) -> NumsPTableBuild:
     """Build a magnitude ptable (row 0 fixed, one maximum-entropy row per icat entry)."""
-    from .build import _rounded_cumulative, _solve_row  # scipy, loaded only to build
+    from sdc.ptable.build import _rounded_cumulative, _solve_row  # scipy, loaded only to build
 
     params.validate()
     i_col, v_col, lb_col, ub_col = [0], [0], [0], [INTERVAL_SCALE]

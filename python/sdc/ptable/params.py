@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence, Union
 
-from ..errors import SdcError
+from sdc.errors import SdcError
 
 MIN_PROBABILITY = 1e-8  # every allowed target's least probability in a row (the solver's bound)
 

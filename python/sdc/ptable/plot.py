@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ..files import check_output_file, staged_file
-from .table import PTable
+from sdc.files import check_output_file, staged_file
+from sdc.ptable.table import PTable
 
 PLOT_COMMAND = "sdc ptable --plot"  # the mark of its PNGs (sdc.files)
 

@@ -11,9 +11,9 @@ import re
 
 import numpy as np
 
-from ..conventions import NUMS_PTABLE_COLUMNS, NUMS_V_DECIMALS, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES
-from ..quoting import quote_identifier, temporary
-from .table import PTable
+from sdc.conventions import NUMS_PTABLE_COLUMNS, NUMS_V_DECIMALS, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES
+from sdc.quoting import quote_identifier, temporary
+from sdc.ptable.table import PTable
 
 # the name under which the arrays are visible to the statement that copies them (then it is dropped)
 _SCAN = "sdc_ptable_arrays"

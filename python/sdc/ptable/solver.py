@@ -25,7 +25,7 @@ from scipy.optimize import linprog, minimize
 
 # Every allowed target keeps at least this probability (as in ptable), so every target can occur; defined
 # with the parameters, whose check of V relies on it.
-from .params import MIN_PROBABILITY
+from sdc.ptable.params import MIN_PROBABILITY
 
 # Residual of the constraints (sum, mean, variance) that a solution must meet.
 CONSTRAINT_TOLERANCE = 1e-9

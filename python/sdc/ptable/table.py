@@ -8,8 +8,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE
-from ..errors import SdcError
+from sdc.conventions import INTERVAL_DECIMALS, INTERVAL_SCALE
+from sdc.errors import SdcError
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from decimal import ROUND_HALF_EVEN, Decimal
 
 import numpy as np
 
-from ..conventions import INTERVAL_DECIMALS, INTERVAL_SCALE
-from ..errors import SdcError
-from .table import PTable
+from sdc.conventions import INTERVAL_DECIMALS, INTERVAL_SCALE
+from sdc.errors import SdcError
+from sdc.ptable.table import PTable
 
 # Tolerance for a file's p column against its interval widths, and for a row mean reported as biased.
 P_COLUMN_TOLERANCE = Decimal("1e-6")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..conventions import A_PRIORI_STATUS_COLUMN, A_PRIORI_VALUE_COLUMN, PUBLISHED_TEXT_COLUMN
-from ..errors import SdcError
-from ..files import check_output_file, csv_field, write_text_atomically
-from .ledger import LEDGER_SCHEMA, open_ledger
+from sdc.conventions import A_PRIORI_STATUS_COLUMN, A_PRIORI_VALUE_COLUMN, PUBLISHED_TEXT_COLUMN
+from sdc.errors import SdcError
+from sdc.files import check_output_file, csv_field, write_text_atomically
+from sdc.release.ledger import LEDGER_SCHEMA, open_ledger
 
 
 def a_priori_rows(ledger: str | Path, relation: str, release: int | None = None) -> tuple[int, list[str], list[dict]]:

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..conventions import MIN_STANDARD_ERROR
-from ..errors import SdcError
-from ..quoting import quote_identifier as q
-from .averaging import audit_averaging
-from .linked_suppression import audit_linked_suppression
-from .verify import Verified, Verifier
+from sdc.conventions import MIN_STANDARD_ERROR
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier as q
+from sdc.release.averaging import audit_averaging
+from sdc.release.linked_suppression import audit_linked_suppression
+from sdc.release.verify import Verified, Verifier
 
 # a magnitude published by CKM and by suppression is "the same" within this relative difference of the originals
 MAGNITUDE_NEAR: float = 0.01

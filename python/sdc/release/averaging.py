@@ -48,10 +48,10 @@ import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve, lapack
 from scipy.sparse.csgraph import connected_components
 
-from ..conventions import AVERAGING_EXACT_CELLS, MIN_STANDARD_ERROR, TOTAL_LABEL
-from ..errors import SdcError
-from ..quoting import quote_identifier as q
-from ..quoting import quote_literal
+from sdc.conventions import AVERAGING_EXACT_CELLS, MIN_STANDARD_ERROR, TOTAL_LABEL
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier as q
+from sdc.quoting import quote_literal
 
 EXACT, LOWER_BOUND = "exact", "lower bound"
 # the pivoted Cholesky factor of F stops where the remaining information is below this share of the largest

@@ -29,12 +29,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..conventions import LOAD_LOG_TABLE, PUBLISHED_MEASURES, RAW_SCHEMA
-from ..dimension_names import dimension_column
-from ..errors import SdcError
-from ..quoting import quote_identifier as q
-from ..quoting import quote_literal
-from .verify import Verified, Verifier
+from sdc.conventions import LOAD_LOG_TABLE, PUBLISHED_MEASURES, RAW_SCHEMA
+from sdc.warehouse.dimension_names import dimension_column
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier as q
+from sdc.quoting import quote_literal
+from sdc.release.verify import Verified, Verifier
 
 LEDGER_FILE_NAME = "sdc_ledger.duckdb"
 LEDGER_SCHEMA = "main"  # of the ledger's own file (a schema named as the file's catalog would be ambiguous)
@@ -123,7 +123,7 @@ def release_loads(con) -> dict:
 # ------------------------------------------------------------------------------------------ the ledger file
 def check_ledger_path(path: Path, *inputs) -> None:
     """The ledger is no file the command reads or writes otherwise, and no other DuckDB file than a ledger."""
-    from ..files import check_not_an_input
+    from sdc.files import check_not_an_input
 
     check_not_an_input(path, *inputs, flag="--ledger")
     if path.is_dir():
@@ -151,7 +151,7 @@ def check_ledger_path(path: Path, *inputs) -> None:
 
 def open_ledger(path: str | Path, *, create: bool, read_only: bool = False):
     """The ledger's DuckDB connection; ``create``: made with its tables when missing."""
-    from ..database import connect
+    from sdc.warehouse.database import connect
 
     path = Path(path)
     if not create and not path.is_file():

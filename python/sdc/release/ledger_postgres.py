@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import duckdb
 
-from ..conventions import LEDGER_PG_SCHEMA
-from ..errors import SdcError
-from ..quoting import quote_identifier as q
-from .ledger import LEDGER_SCHEMA, create_ledger_tables, diff_in, last_release, record_release, releases_in
+from sdc.conventions import LEDGER_PG_SCHEMA
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier as q
+from sdc.release.ledger import LEDGER_SCHEMA, create_ledger_tables, diff_in, last_release, record_release, releases_in
 
 LEDGER_MARKER = "sdc ledger of releases: sdc publish --target records every release here; no reader role reads it"
 LEDGER_TABLES = ("cells", "releases")

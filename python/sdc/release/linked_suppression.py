@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SdcError
-from ..macro_renderer import Relation, render_macro, sql_errors
-from ..quoting import quote_identifier as q
-from ..quoting import quote_literal
-from ..suppression.audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
-from ..suppression.pipeline import is_integer_table
-from .verify import RELATIVE_TOLERANCE, Verified, Verifier
+from sdc.errors import SdcError
+from sdc.warehouse.macro_renderer import Relation, render_macro, sql_errors
+from sdc.quoting import quote_identifier as q
+from sdc.quoting import quote_literal
+from sdc.suppression.audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
+from sdc.suppression.pipeline import is_integer_table
+from sdc.release.verify import RELATIVE_TOLERANCE, Verified, Verifier
 
 
 def audit_linked_suppression(verifier: Verifier, verified: list[Verified]) -> dict:

@@ -26,9 +26,9 @@ from __future__ import annotations
 import json
 import tempfile
 
-from ..conventions import RELEASE_AUDIT_TABLE
-from ..errors import SdcError
-from ..quoting import quote_identifier as q
+from sdc.conventions import RELEASE_AUDIT_TABLE
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier as q
 
 DATABASE_MARKER = "sdc publication database: sdc publish --target replaces its publication with each verified release"
 SYSTEM_DATABASES = ("postgres", "template0", "template1")

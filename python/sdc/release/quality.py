@@ -10,9 +10,9 @@ its cells by status.
 
 from __future__ import annotations
 
-from ..macro_renderer import Relation, render_macro
-from ..quoting import quote_identifier as q
-from .verify import Verified, Verifier
+from sdc.warehouse.macro_renderer import Relation, render_macro
+from sdc.quoting import quote_identifier as q
+from sdc.release.verify import Verified, Verifier
 
 # upper bounds of the histogram's bins of relative deviations (the last bin is everything above 20 %)
 DEVIATION_BINS: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05, 0.10, 0.20)

@@ -16,11 +16,16 @@ import io
 import json
 from pathlib import Path
 
-from ..conventions import DIMENSION_COLUMN_SUFFIXES, PUBLICATION_INDEX_TABLE, PUBLICATION_SCHEMA, RELEASE_AUDIT_TABLE
-from ..dimension_names import dimension_column
-from ..database import connect, first_line
-from ..errors import SdcError
-from ..quoting import quote_identifier as q
+from sdc.conventions import (
+    DIMENSION_COLUMN_SUFFIXES,
+    PUBLICATION_INDEX_TABLE,
+    PUBLICATION_SCHEMA,
+    RELEASE_AUDIT_TABLE,
+)
+from sdc.warehouse.dimension_names import dimension_column
+from sdc.warehouse.database import connect, first_line
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier as q
 
 REPORT_COMMAND = "sdc report"  # the mark of its files (sdc.files)
 # cells shown per table; the rest are in the publication (the report says how many)
@@ -57,7 +62,7 @@ def write_report(publication: str | Path, out: str | Path) -> dict:
     """Writes the report of the publication file ``publication`` (sdc publish --out) to ``out`` (new, or an
     earlier report: sdc writes over no other file); returns a summary {tables, cells, out}. A file that is no
     publication of sdc publish is refused before anything is written."""
-    from ..files import check_not_an_input, check_output_file, write_text_atomically
+    from sdc.files import check_not_an_input, check_output_file, write_text_atomically
 
     check_not_an_input(out, publication)
     check_output_file(out, REPORT_COMMAND)
@@ -95,8 +100,8 @@ def read_publication(path: str | Path) -> dict:
 def write_target_report(pg, schema: str, out: str | Path) -> dict:
     """The report of the release that sdc publish --target audited on the PostgreSQL database ``pg`` (psycopg2):
     the tables and release audit of its publication schema ``schema``, the changes from the ledger there."""
-    from ..files import check_output_file, write_text_atomically
-    from .ledger_postgres import diff_target_releases
+    from sdc.files import check_output_file, write_text_atomically
+    from sdc.release.ledger_postgres import diff_target_releases
 
     check_output_file(out, REPORT_COMMAND)
     release = read_target_publication(pg, schema)
@@ -192,7 +197,7 @@ def _risk(audit: dict) -> str:
 def _changes(audit: dict, changes: list[dict] | None = None) -> str:
     """The cells that changed since the release before this one, from the ledger (release/ledger.py): ``changes``
     as read, else the ledger file the audit names."""
-    from .ledger import diff_releases, diff_summary, shown_values
+    from sdc.release.ledger import diff_releases, diff_summary, shown_values
 
     release, ledger = audit.get("release"), audit.get("ledger")
     head = "<section id=\"changes\"><h2>Changes since the last release</h2>\n"

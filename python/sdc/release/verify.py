@@ -43,7 +43,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot.tokens import TokenType
 
-from ..conventions import (
+from sdc.conventions import (
     CKM_AUDIT_COLUMNS,
     CKM_SUM_AUDIT_COLUMNS,
     CKM_SUM_AUDIT_PATTERNS,
@@ -52,12 +52,12 @@ from ..conventions import (
     PUBLISHED_MEASURES,
     RAW_SCHEMA,
 )
-from ..dimension_names import dimension_column
-from ..errors import SdcError
-from ..macro_renderer import Relation, RememberedQueries, render_macro, sql_errors
-from ..quoting import quote_identifier as q
-from ..quoting import quote_literal
-from ..release_gate import Rel, Warehouse, resolve_reads
+from sdc.warehouse.dimension_names import dimension_column
+from sdc.errors import SdcError
+from sdc.warehouse.macro_renderer import Relation, RememberedQueries, render_macro, sql_errors
+from sdc.quoting import quote_identifier as q
+from sdc.quoting import quote_literal
+from sdc.release.gate import Rel, Warehouse, resolve_reads
 
 # built-in functions that read state outside the query's relations: refused in SQL that sdc runs
 STATE_FUNCTIONS: tuple[str, ...] = ("getvariable", "current_setting", "getenv")
@@ -133,7 +133,7 @@ class Verifier:
             elif step == "ckm_finest_cells":
                 found = self._ckm_finest_cells(rel, record, path)
             elif step == "suppression_published":
-                from .verify_suppression import verify_suppression_published
+                from sdc.release.verify_suppression import verify_suppression_published
 
                 found = verify_suppression_published(self, rel, record, path)
             else:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dimension_names import dimension_column
-from ..macro_renderer import Relation, render_macro, sql_errors
-from ..quoting import quote_identifier as q
-from ..release_gate import Rel
-from ..suppression.audit import a_priori_lower, audit_pattern, default_upper
-from ..suppression.pipeline import _group_relations, is_integer_table
-from .verify import RELATIVE_TOLERANCE, Verified, Verifier, refuse
+from sdc.warehouse.dimension_names import dimension_column
+from sdc.warehouse.macro_renderer import Relation, render_macro, sql_errors
+from sdc.quoting import quote_identifier as q
+from sdc.release.gate import Rel
+from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
+from sdc.suppression.pipeline import _group_relations, is_integer_table
+from sdc.release.verify import RELATIVE_TOLERANCE, Verified, Verifier, refuse
 
 
 def verify_suppression_published(verifier: Verifier, rel: Rel, record: dict, path: list[str]) -> Verified:

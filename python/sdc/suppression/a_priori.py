@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..conventions import A_PRIORI_STATUS_COLUMN, A_PRIORI_STATUSES, A_PRIORI_VALUE_COLUMN
-from ..errors import SdcError
+from sdc.conventions import A_PRIORI_STATUS_COLUMN, A_PRIORI_STATUSES, A_PRIORI_VALUE_COLUMN
+from sdc.errors import SdcError
 
 # an a-priori published value equals this month's when within this relative difference (as the verifier compares)
 SAME_VALUE_TOLERANCE: float = 1e-9
@@ -85,7 +85,7 @@ def rows_of_frame(frame) -> list[dict]:
     if hasattr(frame, "columns") and hasattr(frame, "fetchall"):  # a DuckDB relation (a dbt seed in a Python model)
         names = list(frame.columns)
         return [dict(zip(names, row)) for row in frame.fetchall()]
-    from ..files import read_csv_rows
+    from sdc.files import read_csv_rows
 
     return read_csv_rows(str(frame), what="a-priori cells")
 

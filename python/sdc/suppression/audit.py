@@ -43,7 +43,7 @@ import numpy as np
 from scipy.sparse import bmat, csc_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..errors import SdcError
+from sdc.errors import SdcError
 
 # Slack for comparing LP optima with required bounds (the LP works in floating point).
 AUDIT_TOLERANCE = 1e-6

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import re
 
-from ..build_record import build_record_comment, build_record_of_comment
-from ..conventions import RAW_SCHEMA
-from ..errors import SdcError
-from ..quoting import quote_identifier
-from .a_priori import a_priori_cells, rows_of_frame
-from .warehouse import audit_columns, pattern_columns
+from sdc.warehouse.build_record import build_record_comment, build_record_of_comment
+from sdc.conventions import RAW_SCHEMA
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier
+from sdc.suppression.a_priori import a_priori_cells, rows_of_frame
+from sdc.suppression.warehouse import audit_columns, pattern_columns
 
 # written_by in the build record of every table sdc suppress --target writes (before it, the whole comment):
 # only such a table is replaced by a later run.
@@ -45,7 +45,7 @@ def relation_name(text: str, option: str, quote=quote_identifier) -> str:
 def suppress_tables(target, *, cells: str, relations: str, pattern: str, audit: str | None, dims: list[str],
                     magnitude: bool, a_priori=None, **options) -> dict:
     """Read ``cells`` and ``relations``, write ``pattern`` (and ``audit``) replacing them, both or neither (see
-    sdc.profiles.Target.replace_tables and sdc.spark_target). Returns counts of the pattern's statuses and of
+    sdc.warehouse.profiles.Target.replace_tables and sdc.warehouse.spark_target). Returns counts of the pattern's statuses and of
     unprotected sensitive cells found by the audit. ``a_priori``: the last release's cells (a CSV file of `sdc
     release a-priori`, a_priori.py)."""
     q = target.quote

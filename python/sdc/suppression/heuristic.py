@@ -29,9 +29,18 @@ import highspy
 import numpy as np
 from scipy.sparse import csr_matrix, hstack, vstack
 
-from ..errors import SdcError
-from .audit import (AUDIT_TOLERANCE, INTEGER_CHECK_CELLS, INTEGER_CHECK_SECONDS, AuditTable, default_upper,
-                    forced_mask, highs_model, integer_failures, unprotected_cells)
+from sdc.errors import SdcError
+from sdc.suppression.audit import (
+    AUDIT_TOLERANCE,
+    INTEGER_CHECK_CELLS,
+    INTEGER_CHECK_SECONDS,
+    AuditTable,
+    default_upper,
+    forced_mask,
+    highs_model,
+    integer_failures,
+    unprotected_cells,
+)
 
 MAX_ATTACK_ROUNDS = 200
 MAX_INTEGER_ROUNDS = 50

@@ -32,8 +32,8 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import csr_matrix, hstack, vstack
 
-from ..errors import SdcError
-from .audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, unprotected_cells
+from sdc.errors import SdcError
+from sdc.suppression.audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, unprotected_cells
 
 MAX_ROUNDS = 500
 
@@ -199,7 +199,7 @@ def _relation_cuts(matrix: csr_matrix, primary) -> list[tuple[csr_matrix, float]
 
 def _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper, cost, lower, upper,
                           forced_publish, bound, time_limit):
-    from .heuristic import heuristic_pattern
+    from sdc.suppression.heuristic import heuristic_pattern
 
     start = primary if x is None else x
     pattern = heuristic_pattern(values, constraints, primary, protection_lower, protection_upper, cost, lower=lower,

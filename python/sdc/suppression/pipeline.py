@@ -18,20 +18,26 @@ from pathlib import Path
 
 import numpy as np
 
-from ..conventions import SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL
-from ..dimension_names import check_dimension_names
-from ..database import is_numeric_type
-from ..errors import SdcError
-from ..hierarchy import create_hierarchy_table, hierarchy_rows, read_hierarchy
-from ..loader import column_list, quote
-from ..microdata_input import register_microdata
-from ..files import (check_not_an_input, check_output_file, csv_field, read_csv_rows,
-                     write_text_atomically)
-from ..macro_renderer import Relation, private_connection, render_macro, run_sql
-from .a_priori import APrioriCells, a_priori_cells, rows_of_frame
-from .audit import AUDIT_TOLERANCE, FLOAT_NOISE, a_priori_lower, audit_pattern, default_upper, public_intervals
-from .heuristic import heuristic_pattern, integer_safe_pattern
-from .optimal import optimal_pattern
+from sdc.conventions import SUPPRESSION_OWN_COLUMNS, TOTAL_LABEL
+from sdc.warehouse.dimension_names import check_dimension_names
+from sdc.warehouse.database import is_numeric_type
+from sdc.errors import SdcError
+from sdc.warehouse.hierarchy import create_hierarchy_table, hierarchy_rows, read_hierarchy
+from sdc.warehouse.loader import column_list, quote
+from sdc.warehouse.microdata_input import register_microdata
+from sdc.files import check_not_an_input, check_output_file, csv_field, read_csv_rows, write_text_atomically
+from sdc.warehouse.macro_renderer import Relation, private_connection, render_macro, run_sql
+from sdc.suppression.a_priori import APrioriCells, a_priori_cells, rows_of_frame
+from sdc.suppression.audit import (
+    AUDIT_TOLERANCE,
+    FLOAT_NOISE,
+    a_priori_lower,
+    audit_pattern,
+    default_upper,
+    public_intervals,
+)
+from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern
+from sdc.suppression.optimal import optimal_pattern
 
 COSTS = ("value", "freq", "cells")
 DOMINANCE_RULES = ("p", "nk", "pq")

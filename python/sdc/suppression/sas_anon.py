@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..errors import SdcError
+from sdc.errors import SdcError
 
 PRIMARY_TEXT = "Kleine Werte werden auf der untersten Ebene maskiert"
 SECONDARY_TEXT = "Anonymisiert, damit in {name} {code} keine Rückschlüsse gezogen werden können."

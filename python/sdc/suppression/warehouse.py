@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SdcError
-from ..quoting import quote_identifier
-from .a_priori import a_priori_cells, rows_of_frame
-from .audit import a_priori_lower, audit_pattern, default_upper
-from .pipeline import DEFAULT_TIME_LIMIT, PATTERN_COLUMNS, _group_relations, is_integer_table, protect_cells
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier
+from sdc.suppression.a_priori import a_priori_cells, rows_of_frame
+from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
+from sdc.suppression.pipeline import (
+    DEFAULT_TIME_LIMIT,
+    PATTERN_COLUMNS,
+    _group_relations,
+    is_integer_table,
+    protect_cells,
+)
 
 
 def secondary_suppression(session, cells, relations, *, dims: list[str], magnitude: bool = False,

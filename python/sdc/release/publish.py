@@ -25,7 +25,7 @@ was. The file is written in DuckDB storage format ``v1.0.0`` (conventions.PUBLIC
 which DuckDB clients from 1.0.0 on read.
 
 On PostgreSQL the dbt hook grant_published publishes, and ``sdc publish --target`` runs these checks, the
-verification and the release audit on a replica of the release (python/sdc/target_publish.py).
+verification and the release audit on a replica of the release (python/sdc/release/publish_target.py).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from pathlib import Path
 
 import duckdb
 
-from .build_record import build_record_of_comment
-from .conventions import (
+from sdc.warehouse.build_record import build_record_of_comment
+from sdc.conventions import (
     AUDIT_MACROS,
     CKM_SUM_AUDIT_PATTERNS,
     DBT_LEFTOVER_SUFFIXES,
@@ -66,14 +66,14 @@ from .conventions import (
     TOP_CONTRIBUTION_PREFIX,
     UNPUBLISHABLE_COLUMNS,
 )
-from .database import connect, first_line, is_numeric_type
-from .dimension_names import dimension_column
-from .errors import SdcError
-from .files import check_not_an_input, check_output_file, disk_full, same_file, stage_text
-from .quoting import quote_identifier, quote_literal
-from .release.audit import audit_release
-from .release.averaging import check_floor
-from .release.ledger import (
+from sdc.warehouse.database import connect, first_line, is_numeric_type
+from sdc.warehouse.dimension_names import dimension_column
+from sdc.errors import SdcError
+from sdc.files import check_not_an_input, check_output_file, disk_full, same_file, stage_text
+from sdc.quoting import quote_identifier, quote_literal
+from sdc.release.audit import audit_release
+from sdc.release.averaging import check_floor
+from sdc.release.ledger import (
     check_against_last,
     check_ledger_path,
     default_ledger,
@@ -84,9 +84,9 @@ from .release.ledger import (
     release_loads,
     withdrawn_relations,
 )
-from .release.quality import release_ptables, release_quality
-from .release.verify import Verifier
-from .release_gate import Gate, Warehouse
+from sdc.release.quality import release_ptables, release_quality
+from sdc.release.verify import Verifier
+from sdc.release.gate import Gate, Warehouse
 
 PUBLISHABLE_RESOURCES = ("model", "seed", "snapshot")
 INDEX_COLUMNS = ("name", "relation", "dbt_node", "kind")
@@ -666,8 +666,8 @@ def _check_leftovers(con, marked: list[Marked]) -> None:
 
 
 BUILD_RECORD_HINT = ('the sdc macros (ckm_count, ckm_published, suppression_*) record it; a table of your own that '
-                     'reads published relations only needs {{ config(post_hook="{{ sdc.build_record() }}") }}, or '
-                     '+post-hook: "{{ sdc.build_record() }}" on its folder in dbt_project.yml, and dbt build (persist_docs '
+                     'reads published relations only needs {{ config(post_hook="{{ sdc.warehouse.build_record() }}") }}, or '
+                     '+post-hook: "{{ sdc.warehouse.build_record() }}" on its folder in dbt_project.yml, and dbt build (persist_docs '
                      'for relations writes over the record); the record does not make a table of raw or audit data publishable')
 
 
@@ -711,7 +711,7 @@ def _check_one_build(con, manifest: dict, marked: list[Marked], kinds: dict) -> 
 
 def _check_what_each_reads(con, manifest: dict, marked: list[Marked]) -> tuple[Verifier, dict]:
     """What each tagged relation reads in the warehouse, and one value per cell across them
-    (python/sdc/release_gate.py: the earlier, clearer messages). Returns the verifier of their content
+    (python/sdc/release/gate.py: the earlier, clearer messages). Returns the verifier of their content
     (python/sdc/release/verify.py) and the relation of each."""
     warehouse = Warehouse(con, manifest)
     gate = Gate(warehouse)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .conventions import DIMENSION_COLUMN_SUFFIXES, HIERARCHY_LEVEL_MARKERS
-from .errors import SdcError
+from sdc.conventions import DIMENSION_COLUMN_SUFFIXES, HIERARCHY_LEVEL_MARKERS
+from sdc.errors import SdcError
 
 
 def check_dimension_names(dims: list[str], own_columns: Iterable[str], roles: dict[str, str] | None = None,

@@ -1,6 +1,6 @@
 """What a published relation really reads, decided from the warehouse, and one value per cell across a release.
 
-``sdc publish`` (python/sdc/publish.py) asks this module about every relation a dbt project tags for
+``sdc publish`` (python/sdc/release/publish.py) asks this module about every relation a dbt project tags for
 publication. dbt's declared lineage is not enough: a model can name a table directly (``from raw.persons``),
 join a protection step back to its audit relation, or wrap ``ckm_published`` around a plain ``count(*)``.
 So a relation is judged by what it is and what it reads in the warehouse:
@@ -32,15 +32,9 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from .build_record import build_record_of_comment
-from .conventions import (
-    AUDIT_STEPS,
-    CKM_AUDIT_STEPS,
-    PROTECTION_STEPS,
-    RAW_SCHEMA,
-    SUPPRESSION_PATTERN_COLUMNS,
-)
-from .errors import SdcError
+from sdc.warehouse.build_record import build_record_of_comment
+from sdc.conventions import AUDIT_STEPS, CKM_AUDIT_STEPS, PROTECTION_STEPS, RAW_SCHEMA, SUPPRESSION_PATTERN_COLUMNS
+from sdc.errors import SdcError
 
 
 @dataclass(frozen=True)
@@ -237,7 +231,7 @@ class Gate:
             if record is None:
                 raise self._refuse(path, "is a table without a build record, so what it reads cannot be told: "
                                          "build it from protected relations only, with the post-hook "
-                                         "{{ sdc.build_record() }}, or make it a view")
+                                         "{{ sdc.warehouse.build_record() }}, or make it a view")
             if not isinstance(sql, str) or hashlib.md5(sql.encode("utf-8")).hexdigest() != record.get("sql_md5"):
                 raise self._refuse(path, "is a table whose SQL in the dbt manifest is not the SQL it was built "
                                          "from (or the manifest has none): run dbt build")

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .conventions import PTABLE_SEED_COLUMN_TYPES
-from .errors import SdcError
+from sdc.conventions import PTABLE_SEED_COLUMN_TYPES
+from sdc.errors import SdcError
 
-_HERE = Path(__file__).resolve().parent
+_HERE = Path(__file__).resolve().parents[1]  # the sdc package folder (this module lies in sdc/warehouse)
 PACKAGED = _HERE / "dbt_package"  # written by the build (setup.py)
 CHECKOUT = _HERE.parents[1]        # python/sdc/.. /.. in a checkout
 

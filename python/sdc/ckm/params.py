@@ -22,11 +22,13 @@ which ``Preset`` names.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SdcError
+from sdc.errors import SdcError
+from sdc.ptable.nums import NumsPTableSet, parse_nums_ptable, read_nums_ptable
 
 MAGNIFIERS = ("top_contr", "mean", "range", "sum")
 PRESETS = ("tauargus", "cellkey")
@@ -180,7 +182,7 @@ def read_params(path: str | Path) -> MagnitudeParams:
     """Read a YAML parameter file (ptable paths relative to it)."""
     import yaml
 
-    from ..files import read_text
+    from sdc.files import read_text
 
     path = Path(path)
     try:
@@ -228,3 +230,46 @@ def _multiplier(raw, components: int, source: str) -> Multiplier:
 
 def _positive(x) -> bool:
     return not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def magnitude_params(params) -> MagnitudeParams:
+    if isinstance(params, MagnitudeParams):
+        return params
+    if isinstance(params, (str, os.PathLike)):
+        return read_params(params)
+    if isinstance(params, dict):
+        return parse_params(params)
+    raise SdcError(f"params must be a dict of magnitude parameters or a YAML file, got {type(params).__name__}")
+
+
+def nums_ptable(ptable, params: MagnitudeParams) -> NumsPTableSet:
+    source = ptable if ptable is not None else params.ptable
+    if source is None:
+        raise SdcError("no magnitude ptable: give ptable= (or --ptable), or name one in the parameters (ptable: FILE)")
+    if isinstance(source, NumsPTableSet):
+        tables = source
+    elif isinstance(source, (str, os.PathLike)):
+        tables = read_nums_ptable(source)
+    elif hasattr(source, "to_csv"):
+        tables = parse_nums_ptable(source.to_csv(index=False), "the ptable DataFrame")
+    else:
+        raise SdcError(f"ptable must be a file, a DataFrame or a NumsPTableSet, got {type(source).__name__}")
+    if params.separation and tables.small_cells is None:
+        raise SdcError("separation is on, but the magnitude ptable has no small_cells part (build one with "
+                       "sdc ptable --table nums --type small_cells --add-to FILE)")
+    if tables.parity and not (params.magnifier == "top_contr" and params.top_k == 1):
+        raise SdcError("the magnitude ptable has parity tables (even/odd), which serve type top_contr with top_k 1 only")
+    return tables
+
+
+def dbt_params(params: MagnitudeParams) -> dict:
+    """The parameters as ckm_sum takes them (params= or var sdc_magnitude_params)."""
+    m = params.multiplier
+    multiplier = {"type": m.kind, "p": [m.p_small, m.p_large], "fp": m.fp, "q": m.q, "epsilon": list(m.epsilon)}
+    if m.kind == "simple":
+        multiplier = {"type": "simple", "p": m.p_small, "epsilon": list(m.epsilon)}
+    return {
+        "preset": params.preset.name, "type": params.magnifier, "top_k": params.top_k, "multiplier": multiplier,
+        "mu_c": params.mu_c, "sensitive": list(params.sensitive), "same_key": params.same_key,
+        "use_zero_rkeys": params.use_zero_rkeys, "separation": params.separation,
+    }

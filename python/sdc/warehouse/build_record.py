@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .conventions import BUILD_RECORD_KEY
+from sdc.conventions import BUILD_RECORD_KEY
 
 
 def build_record_of_comment(comment) -> dict | None:

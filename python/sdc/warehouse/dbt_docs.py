@@ -2,12 +2,12 @@
 macros/sdc_published_columns.md: a project describes a published model's column with
 ``description: "{{ doc('sdc_column_count') }}"`` and dbt docs shows a BI author what it means.
 
-    python -m sdc.dbt_docs > macros/sdc_published_columns.md
+    python -m sdc.warehouse.dbt_docs > macros/sdc_published_columns.md
 """
 
 from __future__ import annotations
 
-from .conventions import DIMENSION_COLUMN_DOCS, PUBLISHED_COLUMN_DOCS
+from sdc.conventions import DIMENSION_COLUMN_DOCS, PUBLISHED_COLUMN_DOCS
 
 DOC_PREFIX = "sdc_column_"
 
@@ -23,7 +23,7 @@ def dimension_doc_name(key: str) -> str:
 
 def doc_blocks() -> str:
     """The docs blocks, one per published column, as the file in the package holds them."""
-    parts = ["{#- The published columns for dbt docs. Written by `python -m sdc.dbt_docs` from "
+    parts = ["{#- The published columns for dbt docs. Written by `python -m sdc.warehouse.dbt_docs` from "
              "python/sdc/conventions.py PUBLISHED_COLUMN_DOCS: edit there. -#}\n"]
     for column, text in PUBLISHED_COLUMN_DOCS.items():
         parts.append(f"{{% docs {doc_name(column)} %}}\n{text}\n{{% enddocs %}}\n")

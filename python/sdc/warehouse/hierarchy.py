@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import SdcError
-from .files import read_csv_rows
-from .quoting import temporary
+from sdc.errors import SdcError
+from sdc.files import read_csv_rows
+from sdc.quoting import temporary
 
 
 def hierarchy_rows(source) -> list[tuple[str, str, str | None]]:

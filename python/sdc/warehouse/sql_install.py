@@ -30,15 +30,15 @@ from pathlib import Path
 
 import duckdb
 
-from .conventions import DEFAULT_KEY_MODULUS, LOAD_LOG_TABLE, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES, RAW_SCHEMA
-from .database import connect, transaction
-from .errors import SdcError
-from .files import disk_full
-from .quoting import quote_identifier, quote_path
-from .ptable.formats import REUSE_FROM_COLUMN, parse_ptable, read_ptable, render_ptable
-from .ptable.table import PTable
-from .ptable.relation import create_ptable_table
-from .macro_renderer import render_macro
+from sdc.conventions import DEFAULT_KEY_MODULUS, LOAD_LOG_TABLE, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES, RAW_SCHEMA
+from sdc.warehouse.database import connect, transaction
+from sdc.errors import SdcError
+from sdc.files import disk_full
+from sdc.quoting import quote_identifier, quote_path
+from sdc.ptable.formats import REUSE_FROM_COLUMN, parse_ptable, read_ptable, render_ptable
+from sdc.ptable.table import PTable
+from sdc.ptable.relation import create_ptable_table
+from sdc.warehouse.macro_renderer import render_macro
 
 SCHEMA = "sdc_ckm"             # what the install owns: never taken for the warehouse's ptable
 PTABLE_NAME = "sdc_ptable"     # the seed's name (ckm_count's default ref('sdc_ptable'))

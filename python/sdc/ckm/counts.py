@@ -20,22 +20,46 @@ from pathlib import Path
 
 import numpy as np
 
-from .record_keys import check_record_keys
-from .conventions import CKM_OWN_COLUMNS, CKM_SUM_MEASURES, KEY_FACT_PREFIX, PUBLISHED_DIGITS, RECORD_KEY_COLUMN, WEIGHTED_COUNT_METHODS
-from .dimension_names import check_dimension_names
-from .errors import SdcError
-from .files import check_not_an_input, check_output_file, csv_field, write_text_atomically
-from .hierarchy import create_hierarchy_table, hierarchy_rows
-from .loader import column_list, existing_key_sql, fact_sql, quote
-from .microdata_input import register_microdata
-from .macro_renderer import Relation, RememberedQueries, private_connection, render_macro, run_sql, sql_errors
-from .ptable.file_cache import read_ptable_file, remembered
-from .ptable.formats import parse_ptable
-from .ptable.relation import create_nums_ptable_table, create_ptable_table
-from .ptable.table import PTable
-from .shared_database import kept_names, kept_table, shared_connection
+from sdc.conventions import (
+    CKM_OWN_COLUMNS,
+    KEY_FACT_PREFIX,
+    RECORD_KEY_COLUMN,
+    WEIGHTED_COUNT_METHODS,
+)
+from sdc.warehouse.dimension_names import check_dimension_names
+from sdc.errors import SdcError
+from sdc.files import check_not_an_input, check_output_file
+from sdc.warehouse.hierarchy import create_hierarchy_table, hierarchy_rows
+from sdc.warehouse.loader import column_list, existing_key_sql, fact_sql, quote
+from sdc.warehouse.microdata_input import register_microdata
+from sdc.warehouse.macro_renderer import (
+    Relation,
+    RememberedQueries,
+    private_connection,
+    render_macro,
+    run_sql,
+    sql_errors,
+)
+from sdc.ptable.file_cache import read_ptable_file, remembered
+from sdc.ptable.formats import parse_ptable
+from sdc.ptable.relation import create_nums_ptable_table, create_ptable_table
+from sdc.ptable.table import PTable
+from sdc.warehouse.shared_database import kept_names, kept_table, shared_connection
+from sdc.ckm._inputs import (
+    CKM_COMMAND,
+    DEFAULT_DIGITS,
+    HIERARCHY,
+    INPUT,
+    MICRODATA,
+    NUMS_PTABLE,
+    PTABLE,
+    check_input_keys,
+    rounded,
+    write_query_csv,
+)
+from sdc.ckm.params import dbt_params, magnitude_params, nums_ptable as magnitude_ptable
+from sdc.ckm.reference import key_digits
 
-CKM_COMMAND = "sdc ckm"  # the mark of its outputs (sdc.files)
 AUDIT_OUTPUT = ("original", "cell_key", "noise")
 THRESHOLD_OUTPUT = "count_reason"   # why a count is published empty (with threshold=)
 THRESHOLD_AUDIT = "perturbed"       # the count a threshold hid (audit only)
@@ -43,16 +67,6 @@ WEIGHTED_OUTPUT = "weighted_count"  # with weight=
 WEIGHTED_AUDIT = "original_weighted_count"  # the exact sum of the weights (audit only)
 COUNT_FACT = "f_sdc_count"
 TOTALS = ("cube", "rollup", "none")
-# digits= not given: the published magnitudes are rounded to conventions.PUBLISHED_DIGITS (whole units), as
-# ckm_published does in dbt by default; None publishes them unrounded
-DEFAULT_DIGITS = "default"
-
-# the relations of one run, in DuckDB's temp catalog: the connection's own (shared_database)
-_INPUT = "sdc_input"
-_MICRODATA = Relation("temp", "main", "sdc_microdata")
-_PTABLE = Relation("temp", "main", "sdc_ptable")
-_HIERARCHY = Relation("temp", "main", "sdc_hierarchies")
-_NUMS_PTABLE = Relation("temp", "main", "sdc_nums_ptable")
 
 
 def count_table(
@@ -100,7 +114,7 @@ def count_table(
     weight      positive, finite weight column: adds ``weighted_count``, 0 where ``count`` is 0; with
                 ``count_var``, the weights of the records it counts (as cellKey weights a count variable)
     weighted_count  "magnitude" (default): the sum of the weights perturbed by the magnitude method, with
-                ``params`` (dict or YAML file, sdc.magnitude.params) and ``nums_ptable`` (default the params'
+                ``params`` (dict or YAML file, sdc.ckm.params) and ``nums_ptable`` (default the params'
                 ptable), plus the count's noise times the smallest weight and a noise of its own times the
                 spread of the weights (macro ckm_count); "mean_weight": count' * sum of weights / count, as
                 cellKey and τ-Argus, which reveals the cell's exact mean weight, a fraction whose denominator
@@ -157,48 +171,6 @@ def protect_table(
         return write_query_csv(con, rounded(con, sql, dims, digits), out, columns)
 
 
-def rounded(con, sql: str, dims: list[str], digits: int | str | None) -> str:
-    """``sql`` with its published magnitudes (value, weighted_value, weighted_count) rounded to ``digits``
-    decimals, negative ones to tens, hundreds, ... (whole numbers then): after the noise, so that the noise is
-    the method's and each number moves by at most half a unit of its last digit. Counts stay as they are.
-    DEFAULT_DIGITS: conventions.PUBLISHED_DIGITS where the table has magnitudes; None: unrounded. The rounding
-    is the dbt macro's (ckm_published_rounded), so a file and the warehouse publish the same numbers."""
-    if digits is None:
-        return sql
-    default = isinstance(digits, str) and digits == DEFAULT_DIGITS
-    if default:
-        digits = PUBLISHED_DIGITS
-    if isinstance(digits, bool) or not isinstance(digits, int) or not -15 <= digits <= 15:
-        raise SdcError(f"digits (of the published magnitudes) must be a whole number from -15 to 15, got "
-                       f"{digits!r}; None publishes them unrounded")
-    columns = [d[0] for d in run_sql(con, f"select * from ({sql}) as protected limit 0").description]
-    measures = [c for c in columns if c in CKM_SUM_MEASURES and c not in dims]
-    if not measures:
-        if default:
-            return sql
-        raise SdcError(f"digits rounds published magnitudes ({', '.join(CKM_SUM_MEASURES)}); this table has none "
-                       "(a count table has one with a weight)")
-    return f"select * replace ({', '.join(_rounding(con, c, digits) for c in measures)}) from ({sql}) as protected"
-
-
-def _rounding(con, column: str, digits: int) -> str:
-    """A decimal type holds the rounded number exactly (a double near 0.29 prints as 0.29000000000000004)."""
-    value = render_macro(con, "ckm_published_rounded", f"protected.{quote(column)}", digits)
-    kind = f"decimal(38, {digits})" if digits > 0 else "hugeint"
-    return f"cast({value} as {kind}) as {quote(column)}"
-
-
-def write_query_csv(con, sql: str, out: str | Path, columns: list[str] | None = None) -> int:
-    """Write the rows of ``sql`` as a CSV file (replaced only when complete, and only if sdc ckm wrote it);
-    returns the number of rows. No DataFrame on the way: a command-line run need not import pandas."""
-    result = run_sql(con, sql)
-    columns = columns or [d[0] for d in result.description]
-    rows = result.fetchall()
-    lines = [",".join(columns)] + [",".join(csv_field(v) for v in row) for row in rows]
-    write_text_atomically(Path(out), "\n".join(lines) + "\n", command=CKM_COMMAND)
-    return len(rows)
-
-
 class _Weighting:
     """A weighted count's column, method and, for the magnitude method, its parameters and ptable."""
 
@@ -220,8 +192,6 @@ class _Weighting:
                 raise SdcError("weighted_count 'mean_weight' scales the perturbed count: it takes no magnitude "
                                "params or nums_ptable")
             return cls(weight, method, None, None)
-        from .magnitude.reference import key_digits
-        from .magnitude.table import magnitude_params, nums_ptable as magnitude_ptable
 
         if params is None:
             raise SdcError("a weighted count by the magnitude method needs its parameters: give params= (a dict or "
@@ -248,45 +218,43 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
         )
     reuse_from = _reuse_from(table, reuse_from)
     needed = dims + [record_key] + ([count_var] if count_var else []) + ([weighting.weight] if weighting else [])
-    label, columns = register_microdata(con, data, _INPUT, needed, numbers=needed[len(dims):], temporary=True)
+    label, columns = register_microdata(con, data, INPUT, needed, numbers=needed[len(dims):], temporary=True)
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
     checked_later = check_keys and not count_var  # the record key checks then see every record's key
-    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT, checked_later=checked_later)
+    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=INPUT, checked_later=checked_later)
     selected = ", ".join([quote(d) for d in dims] + ([quote(weighting.weight)] if weighting else [])
                          + [f"{key_sql} as {RECORD_KEY_COLUMN}"])
     if count_var:
-        counted = fact_sql(con, columns, COUNT_FACT, count_var, relation=_INPUT)
+        counted = fact_sql(con, columns, COUNT_FACT, count_var, relation=INPUT)
         key_fact = quote(KEY_FACT_PREFIX + COUNT_FACT)
-        con.execute(f"create temp view {_MICRODATA} as select *, {RECORD_KEY_COLUMN} * {COUNT_FACT} as {key_fact} "
-                    f"from (select {selected}, {counted} as {COUNT_FACT} from {_INPUT})")
+        con.execute(f"create temp view {MICRODATA} as select *, {RECORD_KEY_COLUMN} * {COUNT_FACT} as {key_fact} "
+                    f"from (select {selected}, {counted} as {COUNT_FACT} from {INPUT})")
     else:
-        con.execute(f"create temp view {_MICRODATA} as select {selected} from {_INPUT}")
+        con.execute(f"create temp view {MICRODATA} as select {selected} from {INPUT}")
     if check_keys:
         # the check ckm_count makes (ckm_check_record_keys), in its Python twin, to name the input's column
-        counted = _MICRODATA if not count_var else f"(select * from {_MICRODATA} where {COUNT_FACT} = 1)"
+        counted = MICRODATA if not count_var else f"(select * from {MICRODATA} where {COUNT_FACT} = 1)"
         check_input_keys(con, counted, columns, record_key, modulus, label, checked_later)
     if keep is None:
-        create_ptable_table(con, str(_PTABLE), table)
-        ptable_relation = _PTABLE
+        create_ptable_table(con, str(PTABLE), table)
+        ptable_relation = PTABLE
     else:
         ptable_relation = keep.enter_context(
             kept_table(table, lambda shared, name: create_ptable_table(shared, name, table)))
     if hierarchy is not None:
-        create_hierarchy_table(con, str(_HIERARCHY), hierarchy_rows(hierarchy))
+        create_hierarchy_table(con, str(HIERARCHY), hierarchy_rows(hierarchy))
     weighted = {}
     if weighting:
         weighted = {"weight": weighting.weight, "weighted_count": weighting.method}
         if weighting.method == "magnitude":
-            from .magnitude.table import dbt_params
-
-            create_nums_ptable_table(con, str(_NUMS_PTABLE), weighting.tables)
-            weighted.update(params=dbt_params(weighting.params), nums_ptable=_NUMS_PTABLE)
+            create_nums_ptable_table(con, str(NUMS_PTABLE), weighting.tables)
+            weighted.update(params=dbt_params(weighting.params), nums_ptable=NUMS_PTABLE)
     with sql_errors():  # the rendering runs queries (hierarchy shape, reuse rule)
         sql = render_macro(
-            con, "ckm_count", _MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
-            hierarchy=_HIERARCHY if hierarchy is not None else None, ptable=ptable_relation, modulus=modulus,
+            con, "ckm_count", MICRODATA, dims, fact=COUNT_FACT if count_var else None, totals=totals,
+            hierarchy=HIERARCHY if hierarchy is not None else None, ptable=ptable_relation, modulus=modulus,
             reuse_from=reuse_from, check_keys=False, check_cell_keys=check_keys, complete=complete,
             threshold=threshold, remembered=_ptable_queries(table, ptable_relation), **weighted)
     output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
@@ -299,19 +267,6 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
                       for d in dims)
     return f"select {', '.join(quote(c) for c in output)} from ({sql}) as cells order by {order}", output
-
-
-def check_input_keys(con, relation: str, columns, record_key: str, modulus: int, label: str,
-                     checked_later: bool) -> None:
-    """The record key checks over ``relation``'s keys; where they refuse keys whose NULLs and range were left to
-    them (existing_key_sql, checked_later), the input's column is checked first, for its message."""
-    try:
-        with sql_errors():
-            check_record_keys(con, relation, RECORD_KEY_COLUMN, modulus, f"in column {record_key!r} of {label}")
-    except SdcError:
-        if checked_later:
-            existing_key_sql(con, columns, record_key, modulus, relation=_INPUT)  # raises for a NULL or a key outside
-        raise
 
 
 def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names, weight=None) -> list[str]:
@@ -345,7 +300,7 @@ def _ptable(ptable) -> PTable:
 
 # the results of the ptable checks of a rendering, kept with the table object (one per content: file_cache)
 _PTABLE_QUERIES: dict[tuple[int, str], tuple[weakref.ref, RememberedQueries]] = {}
-_CALL_RELATIONS = (_INPUT, _MICRODATA.identifier, _HIERARCHY.identifier, _NUMS_PTABLE.identifier)
+_CALL_RELATIONS = (INPUT, MICRODATA.identifier, HIERARCHY.identifier, NUMS_PTABLE.identifier)
 
 
 def _ptable_queries(table: PTable, relation: Relation) -> RememberedQueries:
@@ -355,7 +310,7 @@ def _ptable_queries(table: PTable, relation: Relation) -> RememberedQueries:
     entry = _PTABLE_QUERIES.get(key)
     if entry is None or entry[0]() is not table:
         kept = kept_names()
-        for old in [k for k in _PTABLE_QUERIES if k[1] != str(_PTABLE) and k[1] not in kept]:
+        for old in [k for k in _PTABLE_QUERIES if k[1] != str(PTABLE) and k[1] not in kept]:
             _PTABLE_QUERIES.pop(old, None)  # of a kept table dropped since: its name comes never again
         entry = (weakref.ref(table, lambda _: _PTABLE_QUERIES.pop(key, None)),
                  RememberedQueries(str(relation), _CALL_RELATIONS))
@@ -394,23 +349,12 @@ def _reuse_from(table: PTable, reuse_from: int | None) -> int | None:
     return reuse_from
 
 
-def sum_table(data, dims, **options):
-    """A magnitude table (or weighted count) protected by the Cell Key Method: see sdc.magnitude.table.sum_table."""
-    from .magnitude.table import sum_table as magnitude_sum_table
-
-    return magnitude_sum_table(data, dims, **options)
 
 
 
-def sum_quality(audit, table_name: str = "table", measure: str = "value"):
-    """Quality figures of a magnitude table: see sdc.magnitude.table.sum_quality."""
-    from .magnitude.table import sum_quality as magnitude_sum_quality
-
-    return magnitude_sum_quality(audit, table_name, measure)
-
-
-def mean_table(sums, counts, dims, **options):
-    """Means as perturbed sum / perturbed count: see sdc.magnitude.table.mean_table."""
-    from .magnitude.table import mean_table as magnitude_mean_table
-
-    return magnitude_mean_table(sums, counts, dims, **options)
+def weighted_count_table(data, dims: list[str], *, weight: str, record_key: str, modulus: int, ptable, params=None,
+                         nums_ptable=None, weighted_count: str = "magnitude", **options):
+    """Weighted counts: ``count`` (the count perturbed by the count ptable) and ``weighted_count``; the same as
+    ``sdc.ckm.count_table(..., weight=)`` (see there for ``weighted_count``, the method)."""
+    return count_table(data, dims, record_key=record_key, modulus=modulus, ptable=ptable, weight=weight,
+                       weighted_count=weighted_count, params=params, nums_ptable=nums_ptable, **options)

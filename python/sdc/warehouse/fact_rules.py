@@ -6,7 +6,7 @@ CASE and casts, and the scalar functions in ``FUNCTIONS``. Anything else (a subq
 read_text or duckdb_tables, another relation, a function not on the list, a parameter, a comment) is refused
 with the rule and the part named. The SQL that runs is the parsed tree written back by sqlglot, so what was
 checked is what runs. The loader computes facts on a connection of its own that holds the rule's columns only
-and cannot read files (a second wall; ``sdc.loader``).
+and cannot read files (a second wall; ``sdc.warehouse.loader``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from .errors import SdcError
+from sdc.errors import SdcError
 
 # harmless scalar functions: on text, on numbers, on NULLs
 FUNCTIONS: tuple[type[exp.Expression], ...] = (

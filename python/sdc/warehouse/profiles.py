@@ -7,7 +7,7 @@ dbt reads, so the step reads and writes where the models are.
         target.replace_tables([("audit.pattern", {"column": [values...]})])   # all at once, or none
 
 PostgreSQL and DuckDB: a DB-API connection (target.connection), one transaction. Spark (method session):
-sdc.spark_target.SparkWarehouse.
+sdc.warehouse.spark_target.SparkWarehouse.
 
 Which profile and profiles.yml, as dbt chooses them (dbt-core 1.11, dbt/cli/resolvers.py): the profile is
 --profile, else the ``profile:`` of the project's dbt_project.yml (the project: --project-dir, else
@@ -31,9 +31,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SdcError
-from .files import read_text
-from .quoting import quote_identifier, quote_literal
+from sdc.errors import SdcError
+from sdc.files import read_text
+from sdc.warehouse.column_types import column_type, plain_value
+from sdc.quoting import quote_identifier, quote_literal
 
 ENGINES = ("postgres", "duckdb", "spark")
 
@@ -126,30 +127,6 @@ class Target:
         finally:
             if cur is not self.connection:
                 cur.close()
-
-
-def column_type(target, values: list) -> str:
-    """boolean, bigint, double or text (the target's names), from the values (NULLs aside); a column of only
-    NULLs is text."""
-    present = [plain_value(v) for v in values if v is not None]
-    if present and all(isinstance(v, bool) for v in present):
-        return "boolean"
-    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return "bigint"
-    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return target.double_type
-    return target.text_type
-
-
-def plain_value(value):
-    """numpy scalars and Decimals as Python numbers for the driver."""
-    if value is None:
-        return None
-    if type(value).__module__ == "numpy":
-        return value.item()
-    if type(value).__name__ == "Decimal":
-        return float(value)
-    return value
 
 
 def _render(text: str, path: Path, key: str = "", literal_if_invalid: bool = False):
@@ -346,7 +323,7 @@ def connect_postgres(output: dict, dbname: str | None = None):
 def connect_target(profiles_dir: str | Path, profile: str, target: str | None = None):
     output = read_target(profiles_dir, profile, target)
     if output["type"] == "spark":
-        from .spark_target import SparkWarehouse
+        from sdc.warehouse.spark_target import SparkWarehouse
 
         warehouse = SparkWarehouse(output, target or "(the profile's default)")
         try:

@@ -9,8 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .conventions import RECORD_KEY_ALPHA, RECORD_KEY_BINS, RECORD_KEY_MIN_DISTINCT_FRACTION, RECORD_KEY_MIN_RECORDS
-from .errors import SdcError
+from sdc.conventions import (
+    RECORD_KEY_ALPHA,
+    RECORD_KEY_BINS,
+    RECORD_KEY_MIN_DISTINCT_FRACTION,
+    RECORD_KEY_MIN_RECORDS,
+)
+from sdc.errors import SdcError
 
 
 @dataclass(frozen=True)

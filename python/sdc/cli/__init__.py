@@ -9,8 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
-from . import __version__
-from .conventions import (
+from sdc import __version__
+from sdc.conventions import (
     DEFAULT_KEY_MODULUS,
     LEDGER_PG_SCHEMA,
     MIN_STANDARD_ERROR,
@@ -18,10 +18,10 @@ from .conventions import (
     RELEASE_AUDIT_TABLE,
     WEIGHTED_COUNT_METHODS,
 )
-from .errors import SdcError
-from .ptable.params import PTableParams
-from .ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, is_magnitude_ptable, read_ptable, write_ptable
-from .ptable.table import PTable
+from sdc.errors import SdcError
+from sdc.ptable.params import PTableParams
+from sdc.ptable.formats import EXPORT_FORMATS, IMPORT_FORMATS, is_magnitude_ptable, read_ptable, write_ptable
+from sdc.ptable.table import PTable
 
 
 # Commands that read or write confidential data (microdata, record keys, original values): the files and
@@ -455,7 +455,7 @@ def _add_publication_schema_option(group) -> None:
 
 def _add_profile_options(group, prefix: str) -> None:
     """--profile, --project-dir and --profiles-dir of a command with --target; unset, they are found as dbt finds
-    them (sdc.profiles.find_profile)."""
+    them (sdc.warehouse.profiles.find_profile)."""
     group.add_argument("--profile", help=f"{prefix}the dbt profile (the name in profiles.yml; default: profile: in "
                        "the dbt project's dbt_project.yml)")
     group.add_argument("--project-dir", metavar="DIR",
@@ -466,13 +466,13 @@ def _add_profile_options(group, prefix: str) -> None:
 
 
 def _profile(args: argparse.Namespace) -> tuple:
-    from .profiles import find_profile
+    from sdc.warehouse.profiles import find_profile
 
     return find_profile(args.profile, args.project_dir, args.profiles_dir)
 
 
 def _run_load(args: argparse.Namespace) -> int:
-    from .loader import load_microdata, read_facts_config
+    from sdc.warehouse.loader import load_microdata, read_facts_config
 
     secret = None
     if args.key_mode == "keyed":
@@ -482,7 +482,7 @@ def _run_load(args: argparse.Namespace) -> int:
         secret = value.encode("utf-8")
     facts = read_facts_config(args.config) if args.config else {}
     if args.target:  # the same load, into the warehouse of a dbt target
-        from .target_load import load_into_target
+        from sdc.warehouse.target_load import load_into_target
 
         profiles_dir, profile = _profile(args)
 
@@ -519,7 +519,7 @@ def _run_ckm(args: argparse.Namespace) -> int:
                        "give its parameters as --params FILE.yml (or --weighted-count mean_weight)")
     if args.weight and args.weighted_count == "mean_weight" and args.params:
         raise SdcError("--weighted-count mean_weight scales the perturbed count: it takes no --params")
-    from .ckm import protect_table
+    from sdc.ckm.counts import protect_table
 
     cells = protect_table(
         args.input,
@@ -546,8 +546,9 @@ def _run_ckm(args: argparse.Namespace) -> int:
 
 
 def _run_ckm_magnitude(args: argparse.Namespace) -> int:
-    from .files import check_not_an_input, check_output_file
-    from .magnitude.table import magnitude_params, protect_sum_table
+    from sdc.files import check_not_an_input, check_output_file
+    from sdc.ckm.params import magnitude_params
+    from sdc.ckm.magnitudes import protect_sum_table
 
     if not args.value:
         raise SdcError("--params are the magnitude Cell Key Method's: give --value COL (a magnitude table) or "
@@ -574,7 +575,7 @@ def _run_ckm_magnitude(args: argparse.Namespace) -> int:
 
 
 def _run_sql_install(args: argparse.Namespace) -> int:
-    from .sql_install import install
+    from sdc.warehouse.sql_install import install
 
     print(install(args.db, args.ptable, args.modulus, ptable_relation=args.ptable_relation, reuse_from=args.reuse_from))
     return 0
@@ -583,8 +584,8 @@ def _run_sql_install(args: argparse.Namespace) -> int:
 def _run_suppress(args: argparse.Namespace) -> int:
     import warnings
 
-    from .suppression.optimal import TimeLimitWarning
-    from .suppression.pipeline import DEFAULT_TIME_LIMIT, IntegerCheckWarning, check_time_limit, suppress_table
+    from sdc.suppression.optimal import TimeLimitWarning
+    from sdc.suppression.pipeline import DEFAULT_TIME_LIMIT, IntegerCheckWarning, check_time_limit, suppress_table
 
     if args.time_limit is not None and args.method != "optimal":
         raise SdcError("--time-limit applies to --method optimal only")
@@ -615,8 +616,8 @@ def _run_suppress(args: argparse.Namespace) -> int:
 
 
 def _run_suppress_in_warehouse(args: argparse.Namespace, time_limit: float) -> int:
-    from .profiles import connect_target
-    from .suppression.database import suppress_tables
+    from sdc.warehouse.profiles import connect_target
+    from sdc.suppression.database import suppress_tables
 
     given = [flag for flag, value in (("--input", args.input), ("--out", args.out), ("--rule", args.rule),
                                       ("--hierarchy", args.hierarchy), ("--value", args.value),
@@ -641,8 +642,8 @@ def _run_suppress_in_warehouse(args: argparse.Namespace, time_limit: float) -> i
 
 
 def _run_sas_anon(args: argparse.Namespace) -> int:
-    from .files import check_not_an_input, check_output_file, csv_field, read_csv_rows, write_text_atomically
-    from .suppression.sas_anon import anonymise, text_of
+    from sdc.files import check_not_an_input, check_output_file, csv_field, read_csv_rows, write_text_atomically
+    from sdc.suppression.sas_anon import anonymise, text_of
 
     if args.out:
         check_not_an_input(args.out, args.input)
@@ -665,8 +666,8 @@ def _run_sas_anon(args: argparse.Namespace) -> int:
 
 
 def _run_microaggregate(args: argparse.Namespace) -> int:
-    from .files import check_not_an_input, check_output_file, write_text_atomically
-    from .microaggregation.tables import microaggregate_file, microaggregate_table
+    from sdc.files import check_not_an_input, check_output_file, write_text_atomically
+    from sdc.microaggregation.tables import microaggregate_file, microaggregate_table
 
     if bool(args.db) == bool(args.input) or (args.db and not args.table) or (args.input and not args.out):
         raise SdcError("give either --db FILE --table T [--out-table T2] or --input FILE --out FILE")
@@ -702,7 +703,7 @@ def _run_microaggregate(args: argparse.Namespace) -> int:
 
 
 def _run_audit(args: argparse.Namespace) -> int:
-    from .suppression.pipeline import audit_cells_file
+    from sdc.suppression.pipeline import audit_cells_file
 
     passed, lines = audit_cells_file(args.cells, args.hierarchy)
     for line in lines:
@@ -711,7 +712,7 @@ def _run_audit(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from .release.report import write_report, write_target_report
+    from sdc.release.report import write_report, write_target_report
 
     if args.target is None:
         given = [f for f, v in (("--profile", args.profile), ("--profiles-dir", args.profiles_dir),
@@ -721,8 +722,8 @@ def _run_report(args: argparse.Namespace) -> int:
             raise SdcError(f"{', '.join(given)} belong to --target (a PostgreSQL warehouse)")
         summary = write_report(args.publication, args.out)
     else:
-        from .profiles import connect_target, find_profile, read_target
-        from .target_publish import publication_schema_of
+        from sdc.warehouse.profiles import connect_target, find_profile, read_target
+        from sdc.release.publish_target import publication_schema_of
 
         profiles_dir, profile = find_profile(args.profile, args.project_dir, args.profiles_dir)
         kind = read_target(profiles_dir, profile, args.target)["type"]
@@ -737,7 +738,7 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _run_publish(args: argparse.Namespace) -> int:
-    from .publish import publish
+    from sdc.release.publish import publish
 
     if args.target is not None:
         return _run_publish_target(args)
@@ -763,7 +764,7 @@ def _run_publish(args: argparse.Namespace) -> int:
 
 
 def _run_release(args: argparse.Namespace) -> int:
-    from .release.ledger import default_ledger, diff_releases, list_releases
+    from sdc.release.ledger import default_ledger, diff_releases, list_releases
 
     if args.target is None and (args.profile or args.profiles_dir or args.project_dir):
         raise SdcError("--profile, --profiles-dir and --project-dir belong to --target (a PostgreSQL warehouse)")
@@ -771,7 +772,7 @@ def _run_release(args: argparse.Namespace) -> int:
         return _run_release_target(args)
     ledger = args.ledger or default_ledger(args.db)
     if args.release_command == "a-priori":
-        from .release.a_priori import a_priori_rows
+        from sdc.release.a_priori import a_priori_rows
 
         _write_a_priori(args, a_priori_rows(ledger, args.relation, args.release))
         return 0
@@ -783,7 +784,7 @@ def _run_release(args: argparse.Namespace) -> int:
 
 
 def _write_a_priori(args: argparse.Namespace, found: tuple) -> None:
-    from .release.a_priori import write_a_priori
+    from sdc.release.a_priori import write_a_priori
 
     done = write_a_priori(args.out, found)
     print(f"wrote the a-priori cells of {args.relation} in release {done['release']} to {args.out}: "
@@ -801,8 +802,8 @@ def _print_releases(releases: list[dict], ledger: str) -> None:
 
 def _run_release_target(args: argparse.Namespace) -> int:
     """sdc release list|diff --target: the ledger in the PostgreSQL warehouse (release/ledger_postgres.py)."""
-    from .profiles import connect_target, find_profile, read_target
-    from .release.ledger_postgres import diff_target_releases, list_target_releases
+    from sdc.warehouse.profiles import connect_target, find_profile, read_target
+    from sdc.release.ledger_postgres import diff_target_releases, list_target_releases
 
     profiles_dir, profile = find_profile(args.profile, args.project_dir, args.profiles_dir)
     kind = read_target(profiles_dir, profile, args.target)["type"]
@@ -811,8 +812,8 @@ def _run_release_target(args: argparse.Namespace) -> int:
                        f"of type {kind}" + (": give --db <warehouse file> or --ledger <file>" if kind == "duckdb" else ""))
     with connect_target(profiles_dir, profile, args.target) as where:
         if args.release_command == "a-priori":
-            from .release.a_priori import a_priori_rows_in
-            from .release.ledger_postgres import read_existing_ledger
+            from sdc.release.a_priori import a_priori_rows_in
+            from sdc.release.ledger_postgres import read_existing_ledger
 
             # the cells of the one release asked for (default the last), not of every release
             ledger = read_existing_ledger(where.connection, "last" if args.release is None else (args.release,))
@@ -828,7 +829,7 @@ def _run_release_target(args: argparse.Namespace) -> int:
 
 
 def _print_diff(args: argparse.Namespace, changes: list[dict]) -> None:
-    from .release.ledger import diff_summary, shown_values
+    from sdc.release.ledger import diff_summary, shown_values
 
     for c in changes:
         shown = ", ".join(f"{k}={v}" for k, v in c["cell"].items())
@@ -838,10 +839,10 @@ def _print_diff(args: argparse.Namespace, changes: list[dict]) -> None:
 
 
 def _run_publish_target(args: argparse.Namespace) -> int:
-    """sdc publish --target: the release audit on a PostgreSQL warehouse (python/sdc/target_publish.py)."""
-    from .files import check_not_an_input, check_output_file
-    from .profiles import find_profile
-    from .target_publish import publish_target
+    """sdc publish --target: the release audit on a PostgreSQL warehouse (python/sdc/release/publish_target.py)."""
+    from sdc.files import check_not_an_input, check_output_file
+    from sdc.warehouse.profiles import find_profile
+    from sdc.release.publish_target import publish_target
 
     if args.out is not None or args.parquet is not None:
         raise SdcError("--out and --parquet write the publication file of sdc publish --db (a DuckDB warehouse); on "
@@ -850,7 +851,7 @@ def _run_publish_target(args: argparse.Namespace) -> int:
         raise SdcError(f"--ledger names the ledger file of sdc publish --db; on PostgreSQL the ledger of releases is "
                        f"schema {LEDGER_PG_SCHEMA} of the build database")
     if args.audit_json:  # checked before the work: a file of its own, none that sdc publish reads
-        from .publish import AUDIT_JSON_WRITER, manifest_location
+        from sdc.release.publish import AUDIT_JSON_WRITER, manifest_location
 
         if Path(args.audit_json).is_symlink():
             raise SdcError(f"--audit-json {args.audit_json} is a symbolic link: give the path of a file of its own")
@@ -903,16 +904,16 @@ def _print_release_audit(report: dict) -> None:
 def _write_audit_json(path, report: dict) -> None:
     import json
 
-    from .files import write_text_atomically
-    from .publish import AUDIT_JSON_WRITER
+    from sdc.files import write_text_atomically
+    from sdc.release.publish import AUDIT_JSON_WRITER
 
     write_text_atomically(Path(path), json.dumps(report, indent=2, sort_keys=True) + "\n", command=AUDIT_JSON_WRITER)
     print(f"wrote the release audit to {path}")
 
 
 def _run_demo_generate(args: argparse.Namespace) -> int:
-    from .demo import write_enterprises, write_students
-    from .files import check_output_file
+    from sdc.demo import write_enterprises, write_students
+    from sdc.files import check_output_file
 
     if args.enterprises and os.path.abspath(args.enterprises) == os.path.abspath(args.out):
         raise SdcError(f"--enterprises {args.enterprises} is --out too: give two files")
@@ -928,14 +929,14 @@ def _run_demo_generate(args: argparse.Namespace) -> int:
 
 
 def _run_demo_report(args: argparse.Namespace) -> int:
-    from .demo.report import print_report
+    from sdc.demo.report import print_report
 
     print_report(args.db)
     return 0
 
 
 def _run_ptable(args: argparse.Namespace) -> int:
-    from .files import check_not_an_input, check_output_file
+    from sdc.files import check_not_an_input, check_output_file
 
     # --add-to may be --out: that is how one file gets a second table type
     if args.out:
@@ -971,7 +972,7 @@ def _run_ptable(args: argparse.Namespace) -> int:
         params = PTableParams(
             D=args.D, V=args.V, js=args.js, pstay=_scalar(args.pstay), mono=_scalar(args.mono), optim=_scalar(args.optim)
         )
-        from .ptable.build import create_ptable  # scipy: half a second to import, for this command only
+        from sdc.ptable.build import create_ptable  # scipy: half a second to import, for this command only
 
         built = create_ptable(params, allow_lower_variance=args.allow_lower_variance)
         table, outcomes = built.table, {o.i: o for o in built.rows}
@@ -984,7 +985,7 @@ def _run_ptable(args: argparse.Namespace) -> int:
         write_ptable(table, args.out, args.format)
         print(f"wrote {args.out} ({args.format})")
     if args.plot:
-        from .ptable.plot import plot_transition_matrix
+        from sdc.ptable.plot import plot_transition_matrix
 
         plot_transition_matrix(table, args.plot, title=f"{title}: P(j | i) in %")
         print(f"wrote {args.plot}")
@@ -992,7 +993,7 @@ def _run_ptable(args: argparse.Namespace) -> int:
 
 
 def _run_nums_ptable(args: argparse.Namespace) -> int:
-    from .ptable.nums import NumsPTableParams, NumsPTableSet, read_nums_ptable, write_nums_ptable
+    from sdc.ptable.nums import NumsPTableParams, NumsPTableSet, read_nums_ptable, write_nums_ptable
 
     if args.format not in ("sdc", "tauargus"):
         raise SdcError(f"a magnitude ptable is written as sdc or tauargus, not --format {args.format}")
@@ -1015,7 +1016,7 @@ def _run_nums_ptable(args: argparse.Namespace) -> int:
             D=args.D, V=args.V, step=args.step, icat=args.icat, type=args.nums_type,
             mono=_scalar(args.mono), optim=_scalar(args.optim),
         )
-        from .ptable.nums import create_num_ptable  # scipy: half a second to import, for this command only
+        from sdc.ptable.nums import create_num_ptable  # scipy: half a second to import, for this command only
 
         built = create_num_ptable(params, allow_lower_variance=args.allow_lower_variance)
         for warning in built.warnings:
@@ -1061,7 +1062,7 @@ def _scalar(values: list):
 
 
 def _digits(text: str) -> int | None:
-    """--digits: a whole number, or 'none' (unrounded); not given, 'default' (the rule of sdc.ckm.rounded)."""
+    """--digits: a whole number, or 'none' (unrounded); not given, 'default' (the rule of sdc.ckm._inputs.rounded)."""
     if text.strip().lower() == "none":
         return None
     if text == "default":
@@ -1097,6 +1098,3 @@ def _booleans(text: str) -> list[bool]:
     except KeyError:
         raise argparse.ArgumentTypeError(f"expected true or false (or a comma-separated list), got {text!r}") from None
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import duckdb
 
-from .conventions import (
+from sdc.conventions import (
     DEFAULT_KEY_MODULUS,
     DEMO_KEY_SECRET,
     KEY_FACT_PREFIX,
@@ -56,15 +56,15 @@ from .conventions import (
     RECORD_KEY_COLUMN,
     WAREHOUSE_STORAGE_VERSION,
 )
-from .database import connect, first_line, is_numeric_type, transaction
-from .errors import SdcError
-from .macro_renderer import private_connection
-from .files import disk_full, read_failure, read_text
-from .quoting import quote_identifier, quote_literal, quote_path
-from .record_keys import check_record_keys
+from sdc.warehouse.database import connect, first_line, is_numeric_type, transaction
+from sdc.errors import SdcError
+from sdc.warehouse.macro_renderer import private_connection
+from sdc.files import disk_full, read_failure, read_text
+from sdc.quoting import quote_identifier, quote_literal, quote_path
+from sdc.warehouse.record_keys import check_record_keys
 
 KEY_MODES = ("random", "keyed", "existing")
-# the load log and a key store: their columns and keys (a load elsewhere recreates them so: sdc.target_load)
+# the load log and a key store: their columns and keys (a load elsewhere recreates them so: sdc.warehouse.target_load)
 LOAD_LOG_COLUMNS = ("(table_name varchar primary key, key_mode varchar, modulus bigint, rows bigint, loaded_at timestamp, "
                     "key_fingerprint varchar, rekeyed boolean)")
 # columns of the load log that logs written by earlier versions lack (added on the next load)
@@ -379,7 +379,7 @@ def _create_load_log(con) -> None:
 
 def _forget_stored_keys(con, table) -> None:
     """--rekey: none of the old series is kept. The store is emptied, not dropped, so that a load into another
-    engine (sdc.target_load) replaces that engine's store with the empty one."""
+    engine (sdc.warehouse.target_load) replaces that engine's store with the empty one."""
     if con.execute("select count(*) from duckdb_tables() where schema_name = ? and table_name = ?",
                    [RAW_SCHEMA, table + KEY_STORE_SUFFIX]).fetchone()[0]:
         con.execute(f"delete from {RAW_SCHEMA}.{quote(table + KEY_STORE_SUFFIX)}")
@@ -605,16 +605,16 @@ def _arrow(con, sql: str):
 
 
 def parse_fact_rule(name: str, rule: str, columns: list[str]) -> tuple[str, list[str]]:
-    """sdc.fact_rules.parse_fact_rule, imported on the first rule: it needs sqlglot, a tenth of a second to
+    """sdc.warehouse.fact_rules.parse_fact_rule, imported on the first rule: it needs sqlglot, a tenth of a second to
     import that a command without fact rules (sdc ckm) should not pay."""
-    from .fact_rules import parse_fact_rule as parse
+    from sdc.warehouse.fact_rules import parse_fact_rule as parse
 
     return parse(name, rule, columns)
 
 
 def fact_sql(con, columns, name, rule, relation: str = "sdc_input") -> str:
     """A 0/1 expression for the fact: a column that already is 0/1, or a condition on the input's columns
-    (sdc.fact_rules). A condition that is NULL for a record (a NULL in a column it reads) is refused, naming
+    (sdc.warehouse.fact_rules). A condition that is NULL for a record (a NULL in a column it reads) is refused, naming
     the fact, the column and the number of records: a missing value is not a no, and the rule must say so."""
     if rule in columns:
         col = quote(rule)

@@ -25,10 +25,10 @@ from pathlib import Path
 import duckdb
 import jinja2
 
-from .errors import SdcError
-from .quoting import quote_literal
-from .scratch import package_dir, scratch_folder
-from .user_cache import user_cache_folder
+from sdc.errors import SdcError
+from sdc.quoting import quote_literal
+from sdc.warehouse.scratch import package_dir, scratch_folder
+from sdc.user_cache import user_cache_folder
 
 # one {% macro name(...) %} ... {% endmacro %} block; dbt, too, compiles each block as a template of its own
 _MACRO_BLOCK = re.compile(r"\{%-?\s*macro\s+(\w+)\s*\(.*?\{%-?\s*endmacro\s*-?%\}", re.DOTALL)

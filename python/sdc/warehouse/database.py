@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from .errors import SdcError
+from sdc.errors import SdcError
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
             "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "NUMERIC")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import duckdb
 
-from .errors import SdcError
-from .files import read_failure
-from .loader import quote, source_sql
+from sdc.errors import SdcError
+from sdc.files import read_failure
+from sdc.warehouse.loader import quote, source_sql
 
 KINDS = "a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/.parquet path"
 
@@ -23,8 +23,8 @@ def register_microdata(con, data, name: str, needed: list[str], numbers=(), temp
     all of its columns (a text file keeps only the needed ones, but a message lists what the file has).
     A text file's columns are text exactly as delivered (codes are never read as BOOLEAN or dates), but for
     ``numbers``, the numeric columns the command needs (record key, weight, value), which DuckDB reads as
-    numbers (sdc.loader.source_sql). ``temporary``: the relation goes to DuckDB's temp catalog, the connection's
-    own (sdc.shared_database)."""
+    numbers (sdc.warehouse.loader.source_sql). ``temporary``: the relation goes to DuckDB's temp catalog, the connection's
+    own (sdc.warehouse.shared_database)."""
     kind = "temp " if temporary else ""
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..conventions import INTERVAL_SCALE
-from ..errors import SdcError
-from ..ptable.nums import NumsPTableSet
-from .params import MagnitudeParams
+from sdc.conventions import INTERVAL_SCALE
+from sdc.errors import SdcError
+from sdc.ptable.nums import NumsPTableSet
+from sdc.ckm.params import MagnitudeParams
 
 
 @dataclass(frozen=True)

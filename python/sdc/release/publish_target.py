@@ -44,8 +44,8 @@ from pathlib import Path
 
 import duckdb
 
-from .build_record import build_record_of_comment
-from .conventions import (
+from sdc.warehouse.build_record import build_record_of_comment
+from sdc.conventions import (
     DBT_LEFTOVER_SUFFIXES,
     LEDGER_PG_SCHEMA,
     LOAD_LOG_TABLE,
@@ -55,16 +55,23 @@ from .conventions import (
     RAW_SCHEMA,
     RELEASE_AUDIT_TABLE,
 )
-from .errors import SdcError
-from .profiles import _read_yaml, _render_values, connect_postgres, connect_target, read_target
-from .publish import Marked, audit_checked_release, builder_cubes, check_release, copy_release, read_manifest
-from .quoting import quote_identifier as q
-from .quoting import quote_literal
-from .release.averaging import check_floor
-from .release.ledger import check_against_last, release_cells, release_loads, withdrawn_relations
-from .release.ledger_postgres import TargetLedger, read_ledger, write_release
-from .release.publication_database import check_database_name, ensure_database, stage_publication
-from .scratch import scratch_folder
+from sdc.errors import SdcError
+from sdc.warehouse.profiles import _read_yaml, _render_values, connect_postgres, connect_target, read_target
+from sdc.release.publish import (
+    Marked,
+    audit_checked_release,
+    builder_cubes,
+    check_release,
+    copy_release,
+    read_manifest,
+)
+from sdc.quoting import quote_identifier as q
+from sdc.quoting import quote_literal
+from sdc.release.averaging import check_floor
+from sdc.release.ledger import check_against_last, release_cells, release_loads, withdrawn_relations
+from sdc.release.ledger_postgres import TargetLedger, read_ledger, write_release
+from sdc.release.publication_database import check_database_name, ensure_database, stage_publication
+from sdc.warehouse.scratch import scratch_folder
 
 # the arguments of a recorded call that name relations (as release/verify.py reads them)
 CALL_RELATIONS: tuple[str, ...] = ("hierarchy", "ptable", "nums_ptable", "zero_with_counts")
@@ -248,7 +255,7 @@ def _check_ledger(ledger: TargetLedger | None, audit: dict, cells: list, loads: 
 
 def publication_marker() -> str:
     """The comment grant_published puts on the publication schema it makes (its macro gate_publication_marker)."""
-    from .macro_renderer import render_macro
+    from sdc.warehouse.macro_renderer import render_macro
 
     con = duckdb.connect()
     try:

@@ -8,26 +8,22 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from ..conventions import CKM_SUM_OWN_COLUMNS, CKM_SUM_OWN_PATTERNS, RECORD_KEY_COLUMN
-from ..dimension_names import check_dimension_names
-from ..errors import SdcError
-from ..hierarchy import create_hierarchy_table, hierarchy_rows
-from ..loader import column_list, existing_key_sql, quote
-from ..macro_renderer import private_connection, render_macro, run_sql, sql_errors
-from ..microdata_input import register_microdata
-from ..ptable.nums import NumsPTableSet, parse_nums_ptable, read_nums_ptable
-from ..ptable.relation import create_nums_ptable_table
-from ..shared_database import shared_connection
-from .params import MagnitudeParams, parse_params, read_params
-from .reference import key_digits
+from sdc.conventions import CKM_SUM_OWN_COLUMNS, CKM_SUM_OWN_PATTERNS, RECORD_KEY_COLUMN
+from sdc.warehouse.dimension_names import check_dimension_names
+from sdc.errors import SdcError
+from sdc.warehouse.hierarchy import create_hierarchy_table, hierarchy_rows
+from sdc.warehouse.loader import column_list, existing_key_sql, quote
+from sdc.warehouse.macro_renderer import private_connection, render_macro, run_sql, sql_errors
+from sdc.warehouse.microdata_input import register_microdata
+from sdc.ptable.relation import create_nums_ptable_table
+from sdc.warehouse.shared_database import shared_connection
+from sdc.ckm._inputs import HIERARCHY, INPUT, MICRODATA, NUMS_PTABLE, check_input_keys, rounded, write_query_csv
+from sdc.ckm.params import dbt_params, magnitude_params, nums_ptable
+from sdc.ckm.reference import key_digits
 
 TOTALS = ("cube", "rollup", "none")
-# the run's relations: named as sdc.ckm names them, the ptable apart
-from ..ckm import _HIERARCHY, _INPUT, _MICRODATA, check_input_keys  # noqa: E402
-from ..ckm import _NUMS_PTABLE as _PTABLE  # noqa: E402
 
 
 def sum_table(
@@ -53,7 +49,7 @@ def sum_table(
     perturbed weighted sum); with only a weight, ``weighted_count`` (the perturbed sum of the weights). With
     ``audit``: also originals, cell key, sensitivity and each noise component (never publish those).
 
-    params   a dict of magnitude parameters or a YAML file (sdc.magnitude.params names them)
+    params   a dict of magnitude parameters or a YAML file (sdc.ckm.params names them)
     ptable   the magnitude ptable: a file (sdc ptable --table nums) or a NumsPTableSet; default the params' ptable
     modulus  of the record keys: a power of 10 (the key's decimal digits are scrambled per component)
     complete every cell of the frame (cross product of each dimension's codes), empty ones with value 0;
@@ -62,8 +58,6 @@ def sum_table(
              the noise; default whole units (conventions.PUBLISHED_DIGITS, as the dbt macro ckm_published);
              None: unrounded
     """
-    from ..ckm import rounded
-
     with shared_connection() as con:
         sql = _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy,
                                totals, rules_preset, audit, check_keys, complete)
@@ -72,8 +66,6 @@ def sum_table(
 
 def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
     """``sdc ckm --value``: write the table of ``sum_table`` to the CSV file ``out``; returns the number of cells."""
-    from ..ckm import rounded, write_query_csv
-
     with private_connection("ckm") as con:
         sql = _protected_query(con, Path(input_path), dims, options.pop("value"), options.pop("weight", None),
                                options.pop("record_key"), options.pop("modulus"), options.pop("params"),
@@ -85,49 +77,6 @@ def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
         if options:
             raise SdcError(f"unknown options: {', '.join(sorted(options))}")
         return write_query_csv(con, rounded(con, sql, dims, digits), out)
-
-
-def magnitude_params(params) -> MagnitudeParams:
-    if isinstance(params, MagnitudeParams):
-        return params
-    if isinstance(params, (str, os.PathLike)):
-        return read_params(params)
-    if isinstance(params, dict):
-        return parse_params(params)
-    raise SdcError(f"params must be a dict of magnitude parameters or a YAML file, got {type(params).__name__}")
-
-
-def nums_ptable(ptable, params: MagnitudeParams) -> NumsPTableSet:
-    source = ptable if ptable is not None else params.ptable
-    if source is None:
-        raise SdcError("no magnitude ptable: give ptable= (or --ptable), or name one in the parameters (ptable: FILE)")
-    if isinstance(source, NumsPTableSet):
-        tables = source
-    elif isinstance(source, (str, os.PathLike)):
-        tables = read_nums_ptable(source)
-    elif hasattr(source, "to_csv"):
-        tables = parse_nums_ptable(source.to_csv(index=False), "the ptable DataFrame")
-    else:
-        raise SdcError(f"ptable must be a file, a DataFrame or a NumsPTableSet, got {type(source).__name__}")
-    if params.separation and tables.small_cells is None:
-        raise SdcError("separation is on, but the magnitude ptable has no small_cells part (build one with "
-                       "sdc ptable --table nums --type small_cells --add-to FILE)")
-    if tables.parity and not (params.magnifier == "top_contr" and params.top_k == 1):
-        raise SdcError("the magnitude ptable has parity tables (even/odd), which serve type top_contr with top_k 1 only")
-    return tables
-
-
-def dbt_params(params: MagnitudeParams) -> dict:
-    """The parameters as ckm_sum takes them (params= or var sdc_magnitude_params)."""
-    m = params.multiplier
-    multiplier = {"type": m.kind, "p": [m.p_small, m.p_large], "fp": m.fp, "q": m.q, "epsilon": list(m.epsilon)}
-    if m.kind == "simple":
-        multiplier = {"type": "simple", "p": m.p_small, "epsilon": list(m.epsilon)}
-    return {
-        "preset": params.preset.name, "type": params.magnifier, "top_k": params.top_k, "multiplier": multiplier,
-        "mu_c": params.mu_c, "sensitive": list(params.sensitive), "same_key": params.same_key,
-        "use_zero_rkeys": params.use_zero_rkeys, "separation": params.separation,
-    }
 
 
 def _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy, totals,
@@ -150,38 +99,28 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
     params = magnitude_params(params)
     tables = nums_ptable(ptable, params)
     needed = dims + [record_key] + [c for c in (value, weight) if c]
-    label, columns = register_microdata(con, data, _INPUT, needed, numbers=needed[len(dims):],
+    label, columns = register_microdata(con, data, INPUT, needed, numbers=needed[len(dims):],
                                         temporary=True)
     missing = [c for c in needed if c not in columns]
     if missing:
         raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(columns)})")
-    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=_INPUT, checked_later=check_keys)
+    key_sql = existing_key_sql(con, columns, record_key, modulus, relation=INPUT, checked_later=check_keys)
     carried = [quote(c) for c in dims + [c for c in (value, weight) if c]]
-    con.execute(f"create temp view {_MICRODATA} as select {', '.join(carried)}, {key_sql} as {RECORD_KEY_COLUMN} "
-                f"from {_INPUT}")
+    con.execute(f"create temp view {MICRODATA} as select {', '.join(carried)}, {key_sql} as {RECORD_KEY_COLUMN} "
+                f"from {INPUT}")
     if check_keys:
-        check_input_keys(con, str(_MICRODATA), columns, record_key, modulus, label, checked_later=True)
-    create_nums_ptable_table(con, str(_PTABLE), tables)
+        check_input_keys(con, str(MICRODATA), columns, record_key, modulus, label, checked_later=True)
+    create_nums_ptable_table(con, str(NUMS_PTABLE), tables)
     if hierarchy is not None:
-        create_hierarchy_table(con, str(_HIERARCHY), hierarchy_rows(hierarchy))
+        create_hierarchy_table(con, str(HIERARCHY), hierarchy_rows(hierarchy))
     with sql_errors():
         sql = render_macro(
-            con, "ckm_sum", _MICRODATA, dims, value=value, weight=weight, params=dbt_params(params), ptable=_PTABLE,
-            totals=totals, hierarchy=_HIERARCHY if hierarchy is not None else None, modulus=modulus,
+            con, "ckm_sum", MICRODATA, dims, value=value, weight=weight, params=dbt_params(params), ptable=NUMS_PTABLE,
+            totals=totals, hierarchy=HIERARCHY if hierarchy is not None else None, modulus=modulus,
             check_keys=False, check_cell_keys=check_keys, rules_preset=rules_preset, audit=audit, complete=complete)
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
                       for d in dims)
     return f"select * from ({sql}) as cells order by {order}"
-
-
-def weighted_count_table(data, dims: list[str], *, weight: str, record_key: str, modulus: int, ptable, params=None,
-                         nums_ptable=None, weighted_count: str = "magnitude", **options):
-    """Weighted counts: ``count`` (the count perturbed by the count ptable) and ``weighted_count``; the same as
-    ``sdc.ckm.count_table(..., weight=)`` (see there for ``weighted_count``, the method)."""
-    from ..ckm import count_table
-
-    return count_table(data, dims, record_key=record_key, modulus=modulus, ptable=ptable, weight=weight,
-                       weighted_count=weighted_count, params=params, nums_ptable=nums_ptable, **options)
 
 
 def sum_quality(audit, table_name: str = "table", measure: str = "value"):

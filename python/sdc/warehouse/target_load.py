@@ -1,12 +1,12 @@
 """`sdc load --target`: load microdata with record keys into the warehouse of a dbt profile's target.
 
-The load itself is sdc.loader's, run on a private in-memory DuckDB: the target's key store
+The load itself is sdc.warehouse.loader's, run on a private in-memory DuckDB: the target's key store
 (raw.<table>__record_keys) and load log (raw.sdc_loads) are read into it first, so a random-mode reload keeps
 the stored keys and keyed mode gives the same key for the same id on every engine. The loaded table, the key
 store and the load log then replace theirs in the target: on PostgreSQL in one transaction (on any error the
 target keeps what it had), a table of the same columns by its rows only, so that views over it (a dbt staging
 model over the source) and its grants stay; on Spark (a session target) through Parquet files, written in full
-under staging names before they replace the old tables (sdc.spark_target).
+under staging names before they replace the old tables (sdc.warehouse.spark_target).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import re
 import shutil
 from pathlib import Path
 
-from .conventions import KEY_STORE_SUFFIX, LOAD_LOG_TABLE, RAW_SCHEMA
-from .errors import SdcError
-from .loader import LOAD_LOG_ADDED_LATER, LOAD_LOG_COLUMNS, LoadReport, create_key_store, load_microdata
-from .profiles import connect_target, read_target
-from .quoting import quote_identifier, quote_literal
+from sdc.conventions import KEY_STORE_SUFFIX, LOAD_LOG_TABLE, RAW_SCHEMA
+from sdc.errors import SdcError
+from sdc.warehouse.loader import LOAD_LOG_ADDED_LATER, LOAD_LOG_COLUMNS, LoadReport, create_key_store, load_microdata
+from sdc.warehouse.profiles import connect_target, read_target
+from sdc.quoting import quote_identifier, quote_literal
 
 # PostgreSQL's types for DuckDB's, and back (information_schema's data_type names, numeric as numeric(p, s))
 _TO_POSTGRES = {"VARCHAR": "text", "BIGINT": "bigint", "INTEGER": "integer", "SMALLINT": "smallint",
@@ -44,7 +44,7 @@ def postgres_type(duckdb_type: str) -> str:
 
 def load_into_target(profiles_dir, profile: str, target: str | None, input_path, table: str, **options) -> LoadReport:
     """load_microdata into the target's warehouse (see the module docstring)."""
-    from .macro_renderer import private_connection
+    from sdc.warehouse.macro_renderer import private_connection
 
     output = read_target(profiles_dir, profile, target)
     if output["type"] == "duckdb":  # its file: the load as it is

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import SdcError
-from .quoting import quote_spark_identifier as quote_spark
-from .quoting import quote_spark_literal
+from sdc.errors import SdcError
+from sdc.warehouse.column_types import column_type
+from sdc.quoting import quote_spark_identifier as quote_spark
+from sdc.quoting import quote_spark_literal
 
 STAGING_SUFFIX = "__sdc_staging"
 # Spark replaces ${...} in SQL text by a variable's value (env:, system:) unless this is false
@@ -91,9 +92,8 @@ class SparkWarehouse:
 
     def replace_tables(self, tables: list[tuple[str, dict]], comment: str | None = None) -> None:
         """Replace each table ('schema.table' of plain names, or a table in the target's schema) by the columns given (name -> list
-        of Python values), typed as sdc.profiles.column_type says; each new table carries ``comment`` (the mark of
+        of Python values), typed as sdc.warehouse.column_types.column_type says; each new table carries ``comment`` (the mark of
         the command that wrote it)."""
-        from .profiles import column_type
 
         by_schema: dict[str, dict] = {}
         for relation, columns in tables:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import duckdb
 
-from .macro_renderer import Relation
-from .quoting import quote_literal
-from .scratch import make_scratch_folder
+from sdc.warehouse.macro_renderer import Relation
+from sdc.quoting import quote_literal
+from sdc.warehouse.scratch import make_scratch_folder
 
 _lock = threading.RLock()
 _open: "_Database | None" = None

@@ -39,7 +39,7 @@ MISTAKES = {
     "protected/audit_view.sql": "{{ config(materialized='view') }}\n"
                                 "select sex, region, original as n from main_audit.ckm_persons\n",
     # the error text's advice followed: the build record on a copy of the microdata (D1)
-    "protected/raw_copy.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
+    "protected/raw_copy.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
                               "select * exclude (rk) from raw.persons\n",
     # the protection step beside its own audit relation (red team 5)
     "protected/leak_join.sql": "with p as ({{ sdc.ckm_published(ref('ckm_persons')) }})\n"
@@ -56,7 +56,7 @@ ALLOWED = {
     "protected/persons_view.sql": "{{ config(materialized='view') }}\n{{ sdc.ckm_published(ref('ckm_persons')) }}\n",
     "protected/bi_view.sql": "{{ config(materialized='view') }}\n"
                              "select * from {{ ref('persons') }} where sex = 'm'\n",
-    "protected/bi_table.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
+    "protected/bi_table.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
                               "-- the men's cells beside the women's\n"
                               "select m.region, m.count as men, w.count as women from {{ ref('persons') }} as m\n"
                               "join {{ ref('persons_view') }} as w on m.region = w.region and m.sex = 'm' and w.sex = 'w'\n",

@@ -105,7 +105,7 @@ def test_protection_steps_and_views_over_them_are_granted(project):
                   "from p join {{ ref('ckm_persons') }} as a on p.sex = a.sex and p.roof = a.roof",
      "is no protection step"),
     # a copy of the microdata by a hard-coded name, with the build-record hook (D1: the old error text's advice)
-    ("raw_copy", "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}select sex, roof from raw.gate_survey",
+    ("raw_copy", "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}select sex, roof from raw.gate_survey",
      "is no protection step"),
 ])
 def test_a_relation_that_reads_raw_or_audit_data_is_not_granted(project, name, sql, message):

@@ -76,7 +76,7 @@ MODELS = {
                                      "select sex, region, 1, 1, false, 'Total', 1, 1, false, 'Total', 1 "
                                      "from {{ source('raw', 'persons') }}\n",
     # a BI view on a protected model: allowed; a table built by a model of one's own records its build by the hook
-    "other/bi_view.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
+    "other/bi_view.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
                          "select * from {{ ref('persons_by_sex_region') }} where sex = 'm'\n",
     "other/bi_view_unrecorded.sql": "select * from {{ ref('persons_by_sex_region') }} where sex = 'w'\n",
 }
@@ -867,7 +867,7 @@ def test_a_tagged_table_without_a_build_record_is_refused_naming_the_hook(built,
         "sdc publish: error: no build record on main.bi_view_unrecorded (which load of the source tables it was built "
         "from), so a publication mixed from two builds cannot be told apart: the sdc macros (ckm_count, ckm_published, "
         "suppression_*) record it; a table of your own that reads published relations only needs "
-        "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}, or +post-hook: \"{{ sdc.warehouse.build_record() }}\" on its "
+        "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}, or +post-hook: \"{{ sdc.build_record() }}\" on its "
         "folder in dbt_project.yml, and dbt build (persist_docs for relations writes over the record); the record "
         "does not make a table of raw or audit data publishable\n")
     assert not (tmp_path / "pub.duckdb").exists()

@@ -29,11 +29,11 @@ CASES = {
                                 "select region, sex, main.sdc_fmt_n(region, sex) as count from {{ ref('persons') }} "
                                 "where region <> 'Total'\n",
     # R3-1 N2: the same as a table with the build record
-    "protected/macro_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.warehouse.build_record() }}}}\", pre_hook=\"{MACRO_HOOK}\") }}}}\n"
+    "protected/macro_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.build_record() }}}}\", pre_hook=\"{MACRO_HOOK}\") }}}}\n"
                                  "select region, sex, main.sdc_fmt_n(region, sex) as count from {{ ref('persons') }} "
                                  "where region <> 'Total'\n",
     # R3-1 N3: a DuckDB variable a pre-hook filled with the raw counts
-    "protected/variable_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.warehouse.build_record() }}}}\", pre_hook=\"{VARIABLE_HOOK}\") }}}}\n"
+    "protected/variable_table.sql": f"{{{{ config(post_hook=\"{{{{ sdc.build_record() }}}}\", pre_hook=\"{VARIABLE_HOOK}\") }}}}\n"
                                     "select region, sex, getvariable('sdc_n')[region || '/' || sex] as count "
                                     "from {{ ref('persons') }} where region <> 'Total' and sex <> 'Total'\n",
     # R3-1 N4: a protection step whose table a post-hook overwrites with the originals
@@ -45,20 +45,20 @@ CASES = {
                             "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region']) }}\n",
     "protected/zeroed.sql": "{{ sdc.ckm_published(ref('ckm_zeroed')) }}\n",
     # R3-6: sdc.step called by hand around a plain count, with the call of a real ckm_count in its header
-    "audit/forged_count.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
+    "audit/forged_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
                               "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
                               "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
                               "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\", "
                               "{'call': {'dims': ['sex', 'region'], 'ptable': 'main.sdc_ptable'}}) }}\n",
     "protected/forged.sql": "{{ sdc.ckm_published(ref('forged_count')) }}\n",
     # the same forged step without a call
-    "audit/forged_bare_count.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
+    "audit/forged_bare_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
                              "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
                              "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
                              "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\") }}\n",
     "protected/forged_bare.sql": "{{ sdc.ckm_published(ref('forged_bare_count')) }}\n",
     # a forged call that names the cells sdc would sum in place of the microdata (ckm_count's leaf_cells)
-    "audit/forged_cells_count.sql": "{{ config(post_hook=\"{{ sdc.warehouse.build_record() }}\") }}\n"
+    "audit/forged_cells_count.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n"
                                     "{{ sdc.step('ckm_count', [source('raw', 'persons')], \"select coalesce(sex, 'Total') as sex, "
                                     "coalesce(region, 'Total') as region, count(*) as original, 0 as noise, count(*) as count "
                                     "from \" ~ source('raw', 'persons') ~ \" group by cube(sex, region)\", "
@@ -141,7 +141,7 @@ def test_a_hook_that_rewrites_a_table_of_ones_own_publishes_its_sql_not_the_tabl
     """A BI table over protected relations is published as its SQL gives it at publish time, whatever a hook
     wrote into the table afterwards."""
     models = {**BASE, "protected/men.sql": (
-        "{{ config(post_hook=[\"{{ sdc.warehouse.build_record() }}\", \"update {{ this }} as m set count = a.original from "
+        "{{ config(post_hook=[\"{{ sdc.build_record() }}\", \"update {{ this }} as m set count = a.original from "
         "main_audit.ckm_persons as a where a.region = m.region and a.sex = 'm'\"]) }}\n"
         "select region, count from {{ ref('persons') }} where sex = 'm'\n")}
     built = make(tmp_path, models)

@@ -231,7 +231,7 @@ class Gate:
             if record is None:
                 raise self._refuse(path, "is a table without a build record, so what it reads cannot be told: "
                                          "build it from protected relations only, with the post-hook "
-                                         "{{ sdc.warehouse.build_record() }}, or make it a view")
+                                         "{{ sdc.build_record() }}, or make it a view")
             if not isinstance(sql, str) or hashlib.md5(sql.encode("utf-8")).hexdigest() != record.get("sql_md5"):
                 raise self._refuse(path, "is a table whose SQL in the dbt manifest is not the SQL it was built "
                                          "from (or the manifest has none): run dbt build")

@@ -666,8 +666,8 @@ def _check_leftovers(con, marked: list[Marked]) -> None:
 
 
 BUILD_RECORD_HINT = ('the sdc macros (ckm_count, ckm_published, suppression_*) record it; a table of your own that '
-                     'reads published relations only needs {{ config(post_hook="{{ sdc.warehouse.build_record() }}") }}, or '
-                     '+post-hook: "{{ sdc.warehouse.build_record() }}" on its folder in dbt_project.yml, and dbt build (persist_docs '
+                     'reads published relations only needs {{ config(post_hook="{{ sdc.build_record() }}") }}, or '
+                     '+post-hook: "{{ sdc.build_record() }}" on its folder in dbt_project.yml, and dbt build (persist_docs '
                      'for relations writes over the record); the record does not make a table of raw or audit data publishable')
 
 

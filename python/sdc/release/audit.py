@@ -33,7 +33,8 @@ from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
 from sdc.release.averaging import audit_averaging
 from sdc.release.linked_suppression import audit_linked_suppression
-from sdc.release.verify import Verified, Verifier
+from sdc.release.verified import Verified
+from sdc.release.verify import Verifier
 
 # a magnitude published by CKM and by suppression is "the same" within this relative difference of the originals
 MAGNITUDE_NEAR: float = 0.01

@@ -34,7 +34,8 @@ from sdc.warehouse.dimension_names import dimension_column
 from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
-from sdc.release.verify import Verified, Verifier
+from sdc.release.verified import Verified
+from sdc.release.verify import Verifier
 
 LEDGER_FILE_NAME = "sdc_ledger.duckdb"
 LEDGER_SCHEMA = "main"  # of the ledger's own file (a schema named as the file's catalog would be ambiguous)

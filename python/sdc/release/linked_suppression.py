@@ -34,7 +34,8 @@ from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
 from sdc.suppression.audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
 from sdc.suppression.pipeline import is_integer_table
-from sdc.release.verify import RELATIVE_TOLERANCE, Verified, Verifier
+from sdc.release.verified import RELATIVE_TOLERANCE, Verified
+from sdc.release.verify import Verifier
 
 
 def audit_linked_suppression(verifier: Verifier, verified: list[Verified]) -> dict:

@@ -36,7 +36,7 @@ import re
 import shutil
 import tempfile
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -138,6 +138,62 @@ def publish(
     sdc_ledger.duckdb beside the warehouse) and checked against the last one there first (release/ledger.py): a
     cell whose records did not change is not published with another value, unless its table's parameters changed
     and ``accept_parameter_change``."""
+    paths = _checked_paths(db, out, parquet_dir, project_dir, manifest, audit_json, ledger, min_standard_error)
+    con = _open_warehouse(paths.db)
+    staged = _Staged(paths.out)
+    try:
+        release = check_release(con, paths.manifest_data, paths.marked, str(paths.db), paths.manifest)
+        alias, new_db = _attach_publication(con, staged, paths.out)
+        copy_release(con, alias, release)
+        _write_index(con, alias, paths.marked, release.kinds)
+        audit = audit_checked_release(release, min_standard_error)
+        cells, loads, accepted = _check_ledger(con, release, alias, audit, paths.ledger, accept_parameter_change)
+        _write_audit(con, alias, audit)
+        if report is not None:
+            report.update(audit)
+        if paths.audit_file is not None:  # complete before anything is renamed into place
+            staged.writing = paths.audit_file
+            staged.audit = stage_text(paths.audit_file, json.dumps(audit, indent=2, sort_keys=True) + "\n",
+                                      AUDIT_JSON_WRITER)
+        parquet_tmp = _stage_parquet(con, staged, alias, paths) if paths.folder is not None else None
+        staged.writing = paths.out
+        _execute(con, f"detach {quote_identifier(alias)}", f"cannot write {paths.out}")
+        con.close()
+        _stage_ledger(staged, paths.ledger, paths.out, cells, loads, audit, accepted)
+        # everything is written: rename into place
+        os.replace(new_db, paths.out)
+        if paths.folder is not None:
+            _replace_parquet(paths.folder, parquet_tmp, paths.previous, [f"{m.name}.parquet" for m in paths.marked])
+        if staged.audit is not None:
+            staged.audit.commit()
+        os.replace(staged.ledger, paths.ledger)
+    except BaseException as exc:
+        con.close()
+        staged.discard()
+        error = _write_error(exc, staged.writing)
+        if error is not None:
+            raise error from None
+        raise
+    staged.remove_temporary()
+    return [m.name for m in paths.marked]
+
+
+@dataclass
+class _PublishPaths:
+    """The paths of one sdc publish, checked before any work (a refused path leaves everything as it was)."""
+
+    db: Path
+    out: Path
+    folder: Path | None  # --parquet
+    previous: object  # what --parquet held before (_check_parquet_folder)
+    manifest: Path
+    manifest_data: dict
+    marked: list
+    audit_file: Path | None
+    ledger: Path
+
+
+def _checked_paths(db, out, parquet_dir, project_dir, manifest, audit_json, ledger, min_standard_error) -> _PublishPaths:
     db, out = Path(db), Path(out)
     if not db.is_file():
         raise SdcError(f"warehouse database not found: {db}")
@@ -152,105 +208,115 @@ def publish(
     manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
     if folder is not None:
         _check_file_names(marked, folder, previous, out)
+    return _PublishPaths(db, out, folder, previous, manifest_path, manifest_data, marked, audit_file, ledger_path)
 
-    con = _open_warehouse(db)
-    tmp_dirs: list[Path] = []
-    staged_audit = None
-    ledger_con, staged_ledger = None, None
-    created_folder = False
-    writing = out  # what a full disk stops, named in the message: the publication file, then the Parquet folder
-    try:
-        release = check_release(con, manifest_data, marked, str(db), manifest_path)
-        tmp_dirs.append(Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent)))
-        new_db = tmp_dirs[0] / "publication.duckdb"
-        alias = f"sdc_publication_{uuid.uuid4().hex}"
-        _execute(con, f"attach {quote_literal(new_db)} as {quote_identifier(alias)} "
-                      f"(read_write, storage_version {quote_literal(PUBLICATION_STORAGE_VERSION)})", f"cannot write {out}")
-        copy_release(con, alias, release)
-        _write_index(con, alias, marked, release.kinds)
-        audit = audit_checked_release(release, min_standard_error)
-        # the ledger: this release against the last one, before anything is written (release/ledger.py)
-        cells = release_cells(release.verifier, list(release.verifier.verified.values()),
-                              {release.rels[m].label: f"{quote_identifier(alias)}.main.{quote_identifier(m.name)}"
-                               for m in release.marked})
-        loads = release_loads(con)
-        accepted, last = [], None
-        audit["published"] = sorted(release.rels[m].label for m in release.marked)
-        audit["withdrawn"] = []
-        if ledger_path.exists():  # read only: the ledger is written once the release is complete
-            reading = open_ledger(ledger_path, create=False, read_only=True)
-            try:
-                accepted = check_against_last(reading, cells, loads, accept_parameter_change)
-                last = last_release(reading)
-                # what the last release published and this one does not: gone from the publication (new-user N2)
-                audit["withdrawn"] = withdrawn_relations(reading, audit["published"])
-            finally:
-                reading.close()
-        audit["release"] = (last or 0) + 1
-        audit["ledger"] = str(ledger_path)
-        _write_audit(con, alias, audit)
-        if report is not None:
-            report.update(audit)
-        if audit_file is not None:  # complete before anything is renamed into place
-            writing = audit_file
-            staged_audit = stage_text(audit_file, json.dumps(audit, indent=2, sort_keys=True) + "\n", AUDIT_JSON_WRITER)
-        parquet_tmp = None
-        if folder is not None:
-            if not folder.exists():
-                _mkdir(folder)
-                created_folder = True
-            writing = folder
-            parquet_tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=folder))
-            tmp_dirs.append(parquet_tmp)
-            for m in marked:
-                target = parquet_tmp / f"{m.name}.parquet"
-                _execute(con, f"copy {quote_identifier(alias)}.main.{quote_identifier(m.name)} "
-                              f"to {quote_literal(target)} (format parquet)", f"cannot write {folder / target.name}")
-        writing = out
-        _execute(con, f"detach {quote_identifier(alias)}", f"cannot write {out}")
-        con.close()
-        # the ledger with this release, staged beside it and renamed into place after the publication
-        writing = ledger_path
-        staged_ledger = ledger_path.with_name(f".{ledger_path.name}.{uuid.uuid4().hex}.tmp")
-        if ledger_path.exists():
-            shutil.copyfile(ledger_path, staged_ledger)
-            os.chmod(staged_ledger, 0o600)
-        ledger_con = open_ledger(staged_ledger, create=True)
-        record_release(ledger_con, cells, loads, audit, str(out), accepted)
-        ledger_con.close()
-        writing = out
-        # everything is written: rename into place
-        os.replace(new_db, out)
-        if folder is not None:
-            _replace_parquet(folder, parquet_tmp, previous, [f"{m.name}.parquet" for m in marked])
-        if staged_audit is not None:
-            staged_audit.commit()
-        os.replace(staged_ledger, ledger_path)
-    except BaseException as exc:
-        con.close()
-        if ledger_con is not None:
-            ledger_con.close()
-        if staged_ledger is not None:  # the publication did not get into place: neither does its release
-            for leftover in (staged_ledger, Path(f"{staged_ledger}.wal")):
+
+@dataclass
+class _Staged:
+    """What a publication has written under temporary names before it is renamed into place: discard() removes
+    all of it, so a failed publish leaves the earlier publication, Parquet files, audit and ledger as they were.
+    ``writing`` is what a full disk stops, named in the message."""
+
+    writing: Path
+    tmp_dirs: list = field(default_factory=list)
+    audit: object = None  # files.StagedText
+    ledger: Path | None = None
+    ledger_con: object = None
+    created_folder: Path | None = None
+
+    def discard(self) -> None:
+        if self.ledger_con is not None:
+            self.ledger_con.close()
+        if self.ledger is not None:  # the publication did not get into place: neither does its release
+            for leftover in (self.ledger, Path(f"{self.ledger}.wal")):
                 leftover.unlink(missing_ok=True)
-        if staged_audit is not None:
-            staged_audit.discard()
-        for tmp in tmp_dirs:
-            shutil.rmtree(tmp, ignore_errors=True)
-        if created_folder:
+        if self.audit is not None:
+            self.audit.discard()
+        self.remove_temporary()
+        if self.created_folder is not None:
             try:
-                folder.rmdir()  # only if still empty
+                self.created_folder.rmdir()  # only if still empty
             except OSError:
                 pass
-        full = disk_full(exc, writing)
-        if full is not None:
-            raise full from None
-        if isinstance(exc, OSError):  # e.g. no permission to write beside --out or into --parquet
-            raise SdcError(f"cannot write the publication: {exc}") from None
-        raise
-    for tmp in tmp_dirs:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return [m.name for m in marked]
+
+    def remove_temporary(self) -> None:
+        for tmp in self.tmp_dirs:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_error(exc: BaseException, writing: Path) -> SdcError | None:
+    """The one-line error for a failed write (a full disk names what it stopped), or None to raise ``exc``."""
+    full = disk_full(exc, writing)
+    if full is not None:
+        return full
+    if isinstance(exc, OSError):  # e.g. no permission to write beside --out or into --parquet
+        return SdcError(f"cannot write the publication: {exc}")
+    return None
+
+
+def _attach_publication(con, staged: _Staged, out: Path) -> tuple[str, Path]:
+    """A new publication database in a temporary folder beside ``out``, attached to ``con``: (alias, file)."""
+    staged.tmp_dirs.append(Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=out.parent)))
+    new_db = staged.tmp_dirs[0] / "publication.duckdb"
+    alias = f"sdc_publication_{uuid.uuid4().hex}"
+    _execute(con, f"attach {quote_literal(new_db)} as {quote_identifier(alias)} "
+                  f"(read_write, storage_version {quote_literal(PUBLICATION_STORAGE_VERSION)})", f"cannot write {out}")
+    return alias, new_db
+
+
+def _check_ledger(con, release, alias: str, audit: dict, ledger_path: Path, accept_parameter_change: bool):
+    """This release against the last one in the ledger, before anything is written (release/ledger.py); fills
+    the audit's published, withdrawn, release and ledger entries. Returns (cells, loads, accepted changes)."""
+    cells = release_cells(release.verifier, list(release.verifier.verified.values()),
+                          {release.rels[m].label: f"{quote_identifier(alias)}.main.{quote_identifier(m.name)}"
+                           for m in release.marked})
+    loads = release_loads(con)
+    accepted, last = [], None
+    audit["published"] = sorted(release.rels[m].label for m in release.marked)
+    audit["withdrawn"] = []
+    if ledger_path.exists():  # read only: the ledger is written once the release is complete
+        reading = open_ledger(ledger_path, create=False, read_only=True)
+        try:
+            accepted = check_against_last(reading, cells, loads, accept_parameter_change)
+            last = last_release(reading)
+            # what the last release published and this one does not: gone from the publication (new-user N2)
+            audit["withdrawn"] = withdrawn_relations(reading, audit["published"])
+        finally:
+            reading.close()
+    audit["release"] = (last or 0) + 1
+    audit["ledger"] = str(ledger_path)
+    return cells, loads, accepted
+
+
+def _stage_parquet(con, staged: _Staged, alias: str, paths: _PublishPaths) -> Path:
+    """One Parquet file per published relation, in a temporary folder inside --parquet (made if need be)."""
+    folder = paths.folder
+    if not folder.exists():
+        _mkdir(folder)
+        staged.created_folder = folder
+    staged.writing = folder
+    parquet_tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=folder))
+    staged.tmp_dirs.append(parquet_tmp)
+    for m in paths.marked:
+        target = parquet_tmp / f"{m.name}.parquet"
+        _execute(con, f"copy {quote_identifier(alias)}.main.{quote_identifier(m.name)} "
+                      f"to {quote_literal(target)} (format parquet)", f"cannot write {folder / target.name}")
+    return parquet_tmp
+
+
+def _stage_ledger(staged: _Staged, ledger_path: Path, out: Path, cells, loads, audit: dict, accepted) -> None:
+    """The ledger with this release, staged beside it (a copy of the last one plus this release) and renamed
+    into place after the publication."""
+    staged.writing = ledger_path
+    staged.ledger = ledger_path.with_name(f".{ledger_path.name}.{uuid.uuid4().hex}.tmp")
+    if ledger_path.exists():
+        shutil.copyfile(ledger_path, staged.ledger)
+        os.chmod(staged.ledger, 0o600)
+    staged.ledger_con = open_ledger(staged.ledger, create=True)
+    record_release(staged.ledger_con, cells, loads, audit, str(out), accepted)
+    staged.ledger_con.close()
+    staged.ledger_con = None
+    staged.writing = out
 
 
 # ------------------------------------------------------------------------------------------ the release

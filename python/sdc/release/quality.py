@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from sdc.warehouse.macro_renderer import Relation, render_macro
 from sdc.quoting import quote_identifier as q
-from sdc.release.verify import Verified, Verifier
+from sdc.release.verified import Verified
+from sdc.release.verify import Verifier
 
 # upper bounds of the histogram's bins of relative deviations (the last bin is everything above 20 %)
 DEVIATION_BINS: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05, 0.10, 0.20)

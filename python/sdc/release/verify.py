@@ -58,31 +58,13 @@ from sdc.warehouse.macro_renderer import Relation, RememberedQueries, render_mac
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
 from sdc.release.gate import Rel, Warehouse, resolve_reads
+from sdc.release.verified import RELATIVE_TOLERANCE, Verified, refuse
 
 # built-in functions that read state outside the query's relations: refused in SQL that sdc runs
 STATE_FUNCTIONS: tuple[str, ...] = ("getvariable", "current_setting", "getenv")
-# magnitudes agree to this relative difference (counts exactly)
-RELATIVE_TOLERANCE: float = 1e-9
 CKM_STEPS: tuple[str, ...] = ("ckm_count", "ckm_sum")
 # the unrounded recomputation of a measure that ckm_published rounded, beside the rounded one (_rounded)
 EXACT_PREFIX: str = "sdc_exact_"
-
-
-@dataclass
-class Verified:
-    """A relation whose content sdc has checked: ``content`` is SQL that gives it (a relation of the warehouse
-    equal to sdc's recomputation, or the SQL sdc runs for it); for a CKM table ``audit`` names the temp table of
-    sdc's recomputation with its audit columns (originals, key sums), ``source`` the microdata it read and
-    ``call`` the recomputed call."""
-
-    rel: Rel
-    kind: str  # ckm_count, ckm_sum, ckm_mean, suppression, own, seed
-    content: str
-    audit: str | None = None
-    source: str | None = None
-    call: dict | None = None
-    step_of: Rel | None = None  # the audit relation whose call was recomputed
-    roots: frozenset = frozenset()  # the loaded tables (raw schema) behind the microdata it read
 
 
 class Verifier:
@@ -615,8 +597,3 @@ def ckm_audit_column(name: str) -> bool:
     lowered = name.lower()
     return (lowered in CKM_AUDIT_COLUMNS or lowered in CKM_SUM_AUDIT_COLUMNS
             or any(re.fullmatch(p, lowered) for p in CKM_SUM_AUDIT_PATTERNS))
-
-
-def refuse(path: list[str], why: str) -> SdcError:
-    route = " <- ".join(path)
-    return SdcError(f"{path[-1]} {why}; refusing to publish {path[0]}" + (f" (path: {route})" if len(path) > 1 else ""))

@@ -25,10 +25,10 @@ from sdc.quoting import quote_identifier as q
 from sdc.release.gate import Rel
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
 from sdc.suppression.pipeline import _group_relations, is_integer_table
-from sdc.release.verify import RELATIVE_TOLERANCE, Verified, Verifier, refuse
+from sdc.release.verified import RELATIVE_TOLERANCE, Verified, refuse
 
 
-def verify_suppression_published(verifier: Verifier, rel: Rel, record: dict, path: list[str]) -> Verified:
+def verify_suppression_published(verifier, rel: Rel, record: dict, path: list[str]) -> Verified:
     call = record.get("call")
     if not isinstance(call, dict) or not isinstance(call.get("dims"), list):
         raise refuse(path, "is the output of suppression_published, but its build record holds no call that sdc can "
@@ -99,7 +99,7 @@ def verify_suppression_published(verifier: Verifier, rel: Rel, record: dict, pat
                     roots=verifier.roots[records.key])
 
 
-def _primary_of(verifier: Verifier, pattern: Rel, path: list[str]) -> Rel:
+def _primary_of(verifier, pattern: Rel, path: list[str]) -> Rel:
     """The suppression_primary relation a pattern was solved from: named in the record sdc suppress --target
     writes, else the dbt parent whose build record names that step."""
     record = verifier.wh.record(pattern) or {}
@@ -121,7 +121,7 @@ def _primary_of(verifier: Verifier, pattern: Rel, path: list[str]) -> Rel:
                        "secondary_suppression or sdc suppress --target")
 
 
-def _joined(verifier: Verifier, rel: Rel, recomputed: str, dims: list[str], value: str, path: list[str]) -> list[dict]:
+def _joined(verifier, rel: Rel, recomputed: str, dims: list[str], value: str, path: list[str]) -> list[dict]:
     """Every recomputed cell beside what ``rel`` publishes of it; a cell on one side only is refused."""
     have = {c.lower(): c for c in verifier._columns(verifier.wh_name(rel)) if not dimension_column(c)}
     want = [d.lower() for d in dims] + [value.lower(), "published_text"]

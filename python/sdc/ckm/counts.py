@@ -122,6 +122,29 @@ def count_table(
     digits      round ``weighted_count`` to this many decimals (negative: to tens, hundreds, ...) after the
                 noise, as it is published; default whole units (conventions.PUBLISHED_DIGITS, as the dbt
                 macro ckm_published); None: unrounded
+
+    The method (reference ckm.md; ONS, cellKey, τ-Argus): a cell's key is the sum of its records' keys mod M,
+    scaled to [0, 1); the published count is n + v, v the noise of the ptable's row min(n, max i) whose
+    interval holds the cell key. A cell of the same records gets the same noise in every table.
+
+    >>> import pandas as pd
+    >>> import sdc.ckm
+    >>> from sdc.ptable import PTableParams, create_ptable
+    >>> ptable = create_ptable(PTableParams(D=3, V=1)).table
+    >>> df = pd.DataFrame({"region": ["N", "N", "N", "S", "S", "S"], "sex": ["f", "m", "f", "m", "m", "f"],
+    ...                    "rkey": [17, 203, 88, 141, 5, 230]})
+    >>> table = sdc.ckm.count_table(df, ["region", "sex"], record_key="rkey", modulus=256, ptable=ptable)
+    >>> print(table.to_string(index=False))
+    region   sex  count
+         N Total      2
+         N     f      2
+         N     m      2
+         S Total      3
+         S     f      2
+         S     m      2
+     Total Total      6
+     Total     f      3
+     Total     m      3
     """
     with shared_connection() as con, ExitStack() as keep:
         sql, _ = _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, totals, count_var,
@@ -151,7 +174,28 @@ def protect_table(
     params=None,
     digits: int | str | None = DEFAULT_DIGITS,
 ) -> int:
-    """``sdc ckm``: write the table of ``count_table`` to the CSV file ``out``; returns the number of cells."""
+    """``sdc ckm``: write the table of ``count_table`` (the same method and options, from the file
+    ``input_path``, with the ptable file ``ptable_path``) to the CSV file ``out``; returns the number of cells.
+    The record keys' modulus is ``modulus``, or 10^``key_digits`` (give one of them).
+
+    >>> import pathlib, tempfile
+    >>> import pandas as pd
+    >>> from sdc.ckm import protect_table
+    >>> from sdc.ptable import PTableParams, create_ptable, write_ptable
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     folder = pathlib.Path(folder)
+    ...     pd.DataFrame({"region": ["N", "N", "N", "S", "S", "S"],
+    ...                   "rkey": [17, 203, 88, 141, 5, 230]}).to_csv(folder / "micro.csv", index=False)
+    ...     write_ptable(create_ptable(PTableParams(D=3, V=1)).table, folder / "ptable.csv")
+    ...     cells = protect_table(folder / "micro.csv", ["region"], "rkey", None, folder / "ptable.csv",
+    ...                           folder / "table.csv", modulus=256)
+    ...     print(cells, (folder / "table.csv").read_text())
+    3 region,count
+    N,2
+    S,3
+    Total,6
+    <BLANKLINE>
+    """
     if (key_digits is None) == (modulus is None):
         raise SdcError("give the record keys' modulus as --key-digits (M = 10^digits) or --modulus M, one of them")
     if key_digits is not None and not 1 <= key_digits <= 18:
@@ -355,6 +399,24 @@ def _reuse_from(table: PTable, reuse_from: int | None) -> int | None:
 def weighted_count_table(data, dims: list[str], *, weight: str, record_key: str, modulus: int, ptable, params=None,
                          nums_ptable=None, weighted_count: str = "magnitude", **options):
     """Weighted counts: ``count`` (the count perturbed by the count ptable) and ``weighted_count``; the same as
-    ``sdc.ckm.count_table(..., weight=)`` (see there for ``weighted_count``, the method)."""
+    ``sdc.ckm.count_table(..., weight=)`` (see there for ``weighted_count``, the method: by default the sum of
+    the weights perturbed by the magnitude method of ``params`` with the magnitude ptable ``nums_ptable``).
+
+    >>> import pandas as pd
+    >>> import sdc.ckm
+    >>> from sdc.ptable import NumsPTableParams, NumsPTableSet, PTableParams, create_num_ptable, create_ptable
+    >>> ptable = create_ptable(PTableParams(D=3, V=1)).table
+    >>> nums = NumsPTableSet({"all": create_num_ptable(NumsPTableParams(D=2, V=0.5)).table})
+    >>> df = pd.DataFrame({"region": ["N", "N", "N", "S", "S", "S"], "weight": [1.5, 2.0, 1.0, 2.5, 1.0, 3.0],
+    ...                    "rk": [0.1723, 0.2031, 0.8812, 0.4417, 0.0559, 0.6302]})
+    >>> params = {"multiplier": {"type": "simple", "p": 0.05, "epsilon": [1]}}
+    >>> table = sdc.ckm.weighted_count_table(df, ["region"], weight="weight", record_key="rk", modulus=10**4,
+    ...                                      ptable=ptable, params=params, nums_ptable=nums)
+    >>> print(table.to_string(index=False))
+    region  count  weighted_count
+         N      2             4.0
+         S      2             6.0
+     Total      6            10.0
+    """
     return count_table(data, dims, record_key=record_key, modulus=modulus, ptable=ptable, weight=weight,
                        weighted_count=weighted_count, params=params, nums_ptable=nums_ptable, **options)

@@ -57,6 +57,28 @@ def sum_table(
     digits   round the published magnitudes to this many decimals (negative: to tens, hundreds, ...) after
              the noise; default whole units (conventions.PUBLISHED_DIGITS, as the dbt macro ckm_published);
              None: unrounded
+
+    The method (reference ckm.md §3.5, as τ-Argus and cellKey): the cell's noise is the sum over its components
+    j (its top_k largest contributions x_j for type top_contr; one for mean, range or sum) of δ_j · v_j, with
+    δ_j = x_j · m(x_j) · ε_j (m: p for the simple multiplier, τ-Argus's flex function for flex) and v_j the
+    noise of the magnitude ptable for the ratio |x / δ_j| at the cell key (scrambled per component),
+    interpolated between the ptable's rows.
+
+    >>> import pandas as pd
+    >>> import sdc.ckm
+    >>> from sdc.ptable import NumsPTableParams, NumsPTableSet, create_num_ptable
+    >>> nums = NumsPTableSet({"all": create_num_ptable(NumsPTableParams(D=2, V=0.5)).table})
+    >>> df = pd.DataFrame({"region": ["N", "N", "N", "S", "S", "S"],
+    ...                    "income": [1200.0, 3400.0, 2100.0, 2800.0, 1900.0, 4100.0],
+    ...                    "rk": [0.1723, 0.2031, 0.8812, 0.4417, 0.0559, 0.6302]})
+    >>> params = {"type": "top_contr", "top_k": 1, "multiplier": {"type": "simple", "p": 0.05, "epsilon": [1]}}
+    >>> table = sdc.ckm.sum_table(df, ["region"], value="income", record_key="rk", modulus=10**4,
+    ...                           params=params, ptable=nums, audit=True)
+    >>> print(table[["region", "value", "original_value", "delta_value_1", "noise_value"]].to_string(index=False))
+    region   value  original_value  delta_value_1  noise_value
+         N  6700.0          6700.0          170.0          0.0
+         S  8698.0          8800.0          205.0       -102.5
+     Total 15603.0         15500.0          205.0        102.5
     """
     with shared_connection() as con:
         sql = _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy,
@@ -65,7 +87,30 @@ def sum_table(
 
 
 def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
-    """``sdc ckm --value``: write the table of ``sum_table`` to the CSV file ``out``; returns the number of cells."""
+    """``sdc ckm --value``: write the table of ``sum_table`` (the same method; ``options`` are its keyword
+    arguments: value, record_key, modulus and params at least) from the file ``input_path`` to the CSV file
+    ``out``; returns the number of cells.
+
+    >>> import pathlib, tempfile
+    >>> import pandas as pd
+    >>> from sdc.ckm import protect_sum_table
+    >>> from sdc.ptable import NumsPTableParams, NumsPTableSet, create_num_ptable
+    >>> nums = NumsPTableSet({"all": create_num_ptable(NumsPTableParams(D=2, V=0.5)).table})
+    >>> params = {"multiplier": {"type": "simple", "p": 0.05, "epsilon": [1]}}
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     folder = pathlib.Path(folder)
+    ...     pd.DataFrame({"region": ["N", "N", "N", "S", "S", "S"],
+    ...                   "income": [1200.0, 3400.0, 2100.0, 2800.0, 1900.0, 4100.0],
+    ...                   "rk": [0.1723, 0.2031, 0.8812, 0.4417, 0.0559, 0.6302]}).to_csv(folder / "micro.csv", index=False)
+    ...     cells = protect_sum_table(folder / "micro.csv", ["region"], folder / "table.csv", value="income",
+    ...                               record_key="rk", modulus=10**4, params=params, ptable=nums)
+    ...     print(cells, (folder / "table.csv").read_text())
+    3 region,value
+    N,6700
+    S,8698
+    Total,15603
+    <BLANKLINE>
+    """
     with private_connection("ckm") as con:
         sql = _protected_query(con, Path(input_path), dims, options.pop("value"), options.pop("weight", None),
                                options.pop("record_key"), options.pop("modulus"), options.pop("params"),
@@ -125,14 +170,52 @@ def _protected_query(con, data, dims, value, weight, record_key, modulus, params
 
 def sum_quality(audit, table_name: str = "table", measure: str = "value"):
     """The quality figures of a magnitude table (macro ckm_sum_quality) from ``sum_table(..., audit=True)``:
-    one row with the share changed, the distribution of relative absolute deviations and the largest one."""
+    one row with the share of cells changed, the mean absolute and relative deviation, the distribution of the
+    relative absolute deviations |x' - x| / |x| (median, 90th and 99th percentile, largest, shares below 1, 5 and
+    10 %) and the sign changes, over the cells whose original is not 0.
+
+    >>> import pandas as pd
+    >>> import sdc.ckm
+    >>> from sdc.ptable import NumsPTableParams, NumsPTableSet, create_num_ptable
+    >>> nums = NumsPTableSet({"all": create_num_ptable(NumsPTableParams(D=2, V=0.5)).table})
+    >>> df = pd.DataFrame({"region": ["N", "N", "N", "S", "S", "S"],
+    ...                    "income": [1200.0, 3400.0, 2100.0, 2800.0, 1900.0, 4100.0],
+    ...                    "rk": [0.1723, 0.2031, 0.8812, 0.4417, 0.0559, 0.6302]})
+    >>> params = {"multiplier": {"type": "simple", "p": 0.05, "epsilon": [1]}}
+    >>> audit = sdc.ckm.sum_table(df, ["region"], value="income", record_key="rk", modulus=10**4,
+    ...                           params=params, ptable=nums, audit=True)
+    >>> quality = sdc.ckm.sum_quality(audit, "income")
+    >>> print(quality[["measure", "cells", "changed_share", "mean_absolute_deviation", "max_relative_noise"]].round(4).to_string(index=False))
+    measure  cells  changed_share  mean_absolute_deviation  max_relative_noise
+      value      3         0.6667                  68.3333              0.0116
+    """
     return _run_macro_on_frames("ckm_sum_quality", {"sdc_audit_table": audit}, table_name=table_name,
                                 measure=measure)
 
 
 def mean_table(sums, counts, dims: list[str], numerator: str = "value", denominator: str = "count"):
     """Means as perturbed sum / perturbed count of the same cell (macro ckm_mean): ``sums`` a published
-    sum_table, ``counts`` a published count_table (with weight= for ``denominator="weighted_count"``)."""
+    sum_table, ``counts`` a published count_table (with weight= for ``denominator="weighted_count"``). Both
+    noisy numbers are published already, so the mean gives nothing away that they do not.
+
+    >>> import pandas as pd
+    >>> import sdc.ckm
+    >>> from sdc.ptable import NumsPTableParams, NumsPTableSet, PTableParams, create_num_ptable, create_ptable
+    >>> ptable = create_ptable(PTableParams(D=3, V=1)).table
+    >>> nums = NumsPTableSet({"all": create_num_ptable(NumsPTableParams(D=2, V=0.5)).table})
+    >>> df = pd.DataFrame({"region": ["N", "N", "N", "S", "S", "S"],
+    ...                    "income": [1200.0, 3400.0, 2100.0, 2800.0, 1900.0, 4100.0],
+    ...                    "rk": [0.1723, 0.2031, 0.8812, 0.4417, 0.0559, 0.6302]})
+    >>> params = {"multiplier": {"type": "simple", "p": 0.05, "epsilon": [1]}}
+    >>> sums = sdc.ckm.sum_table(df, ["region"], value="income", record_key="rk", modulus=10**4,
+    ...                          params=params, ptable=nums)
+    >>> counts = sdc.ckm.count_table(df, ["region"], record_key="rk", modulus=10**4, ptable=ptable)
+    >>> print(sdc.ckm.mean_table(sums, counts, ["region"]).to_string(index=False))
+    region  mean_value
+         N      3350.0
+         S      4349.0
+     Total      2600.5
+    """
     if isinstance(dims, str) or not dims:
         raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
     for name, frame, column in (("sums", sums, numerator), ("counts", counts, denominator)):

@@ -23,6 +23,18 @@ SDID_K = 0.05
 
 
 def column_report(original, result: MicroaggregationResult) -> dict:
+    """Utility and risk figures of one microaggregated column (see the module's text for each figure and its
+    reference): information loss (IL, IL1s), moments before and after, correlation, group sizes, the effective
+    k, the interval disclosure share, and warnings (groups below k, small variance-preserving groups).
+
+    >>> from sdc.microaggregation import column_report, microaggregate
+    >>> income = [1200, 3400, 2100, 2800, 1900, 4100]
+    >>> report = column_report(income, microaggregate(income, k=3))
+    >>> report["groups"], report["k_effective"], round(report["il_percent"], 2), round(report["correlation"], 4)
+    (2, 3, 22.98, 0.8776)
+    >>> report["mean_original"] == report["mean_protected"], report["warnings"]
+    (True, [])
+    """
     x = np.asarray(original, dtype=float)
     present = ~np.isnan(x)
     x, y, labels = (x, result.values, result.group) if present.all() else \

@@ -34,6 +34,19 @@ REPLACEMENTS = ("mean", "hoehne")
 
 @dataclass
 class MicroaggregationResult:
+    """What ``microaggregate`` returns: the protected ``values`` in input order (NaN where the input was NULL),
+    each record's ``group`` (-1 for NULL), the method, replacement and k, for method hoehne the chosen group
+    size m (``group_size``) and the criterion per m (the sum of the chunks' population variances), and the
+    number of NULLs.
+
+    >>> from sdc.microaggregation import microaggregate
+    >>> result = microaggregate([1200, 3400, 2100, 2800, 1900, 4100, 2500], k=3, method="hoehne")
+    >>> result.group_size, result.group.tolist(), result.group_sizes.tolist()
+    (3, [1, 0, 1, 0, 1, 0, 1], [3, 4])
+    >>> {m: round(c) for m, c in result.criterion.items()}
+    {3: 344444, 4: 523889, 5: 616100}
+    """
+
     values: np.ndarray  # protected values in input order (NaN where the input was NULL)
     group: np.ndarray  # group label per record (-1 for NULL)
     method: str
@@ -50,9 +63,22 @@ class MicroaggregationResult:
 
 def microaggregate(values, k: int, method: str = "optimal", *, ids=None, replacement: str | None = None,
                    legacy: bool = False) -> MicroaggregationResult:
-    """Microaggregate one column. ``ids`` break ties between equal values (default: input position).
-    ``legacy`` (method hoehne only) reproduces seed 004's printed numbers, bugs included (see
-    _legacy_hoehne); never use it to protect data."""
+    """Microaggregate one column of numbers: groups of at least ``k`` records of neighbouring values, each value
+    replaced by its group's mean (``replacement="mean"``) or by Höhne's variance-preserving values
+    (``"hoehne"``: every group keeps its mean and population variance). ``method`` (see the module's text):
+    optimal (Hansen–Mukherjee: the partition into groups of k..2k-1 with the least within-group sum of
+    squares), hoehne (seed 004: groups of the size m in [k, 2k-1] with the smallest sum of variances,
+    variance-preserving values) or fixed (groups of k in ascending order, sdcMicro's). NULLs (NaN) stay NULL.
+    ``ids`` break ties between equal values (default: input position). ``legacy`` (method hoehne only)
+    reproduces seed 004's printed numbers, bugs included (see _legacy_hoehne); never use it to protect data.
+
+    >>> from sdc.microaggregation import microaggregate
+    >>> result = microaggregate([1200, 3400, 2100, 2800, 1900, 4100], k=3)
+    >>> result.values.round(2).tolist(), result.group.tolist()
+    ([1733.33, 3433.33, 1733.33, 3433.33, 1733.33, 3433.33], [0, 1, 0, 1, 0, 1])
+    >>> microaggregate([1200, 3400, 2100, 2800, 1900, 4100, 2500], k=3, method="hoehne").values.round(2).tolist()
+    [1453.96, 3808.98, 2396.04, 2682.04, 1453.96, 3808.98, 2396.04]
+    """
     if method not in METHODS:
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     replacement = replacement or ("hoehne" if method == "hoehne" else "mean")

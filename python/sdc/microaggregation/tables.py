@@ -26,8 +26,28 @@ from sdc.microaggregation.methods import microaggregate
 def microaggregate_table(db, table: str, columns: list[str], k: int, method: str, *, out_table: str | None = None,
                          id_column: str | None = None, replacement: str | None = None,
                          shuffle_rows: bool = False, record_key: str | None = None) -> list[dict]:
-    """Write ``out_table`` (default <table>_microaggregated, same schema but the record keys) into the DuckDB
-    file ``db``."""
+    """``sdc microaggregate --db``: write ``out_table`` (default <table>_microaggregated; never in schema raw,
+    which holds the loaded microdata), a copy of ``table`` without its record keys in which each of ``columns``
+    is microaggregated with ``microaggregate(values, k, method)``, into the DuckDB file ``db``, in one
+    transaction; returns one ``column_report`` per column.
+
+    >>> import pathlib, tempfile
+    >>> import duckdb
+    >>> from sdc.microaggregation import microaggregate_table
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     db = str(pathlib.Path(folder) / "warehouse.duckdb")
+    ...     with duckdb.connect(db) as con:
+    ...         _ = con.execute("create schema raw; create table raw.people as select * from (values "
+    ...                         "(1, 1200), (2, 3400), (3, 2100), (4, 2800), (5, 1900), (6, 4100)) t(id, income)")
+    ...     reports = microaggregate_table(db, "raw.people", ["income"], 3, "optimal", id_column="id",
+    ...                                    out_table="micro.people")
+    ...     with duckdb.connect(db) as con:
+    ...         rows = con.execute("select id, round(income, 2) from micro.people order by id").fetchall()
+    >>> rows
+    [(1, 1733.33), (2, 3433.33), (3, 1733.33), (4, 3433.33), (5, 1733.33), (6, 3433.33)]
+    >>> reports[0]["groups"], reports[0]["k_effective"]
+    (2, 3)
+    """
     source = _qualified(table)
     target = _qualified(out_table or f"{table}_microaggregated")
     if target == source:
@@ -60,8 +80,31 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
 def microaggregate_file(input_path, out, columns: list[str], k: int, method: str, *, id_column: str | None = None,
                         replacement: str | None = None, shuffle_rows: bool = False,
                         record_key: str | None = None) -> list[dict]:
-    """Write the protected copy of a CSV or Parquet file to ``out`` (.csv or .parquet): the microaggregated
-    columns as numbers, every other column of a CSV as the text it was delivered as, no record keys."""
+    r"""``sdc microaggregate --input``: write the protected copy of a CSV or Parquet file to ``out`` (.csv or
+    .parquet): each of ``columns`` microaggregated with ``microaggregate(values, k, method)``, as numbers, every
+    other column of a CSV as the text it was delivered as, no record keys; returns one ``column_report`` per
+    column.
+
+    >>> import pathlib, tempfile
+    >>> from sdc.microaggregation import microaggregate_file
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     folder = pathlib.Path(folder)
+    ...     _ = (folder / "micro.csv").write_text("id,region,income\n1,N,1200\n2,N,3400\n3,N,2100\n"
+    ...                                           "4,S,2800\n5,S,1900\n6,S,4100\n")
+    ...     reports = microaggregate_file(folder / "micro.csv", folder / "protected.csv", ["income"], 3, "optimal",
+    ...                                   id_column="id")
+    ...     print((folder / "protected.csv").read_text())
+    id,region,income
+    1,N,1733.3333333333335
+    2,N,3433.3333333333335
+    3,N,1733.3333333333335
+    4,S,3433.3333333333335
+    5,S,1733.3333333333335
+    6,S,3433.3333333333335
+    <BLANKLINE>
+    >>> reports[0]["method"], reports[0]["records"], reports[0]["groups"]
+    ('optimal', 6, 2)
+    """
     input_path, out = Path(input_path), Path(out)
     check_output_file(out)
     check_not_an_input(out, input_path)

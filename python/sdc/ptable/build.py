@@ -49,7 +49,24 @@ class PTableBuild:
 
 
 def create_ptable(params: PTableParams, allow_lower_variance: bool = False) -> PTableBuild:
-    """Build the ptable for ``params``; raises SdcError if the parameters cannot be met."""
+    """Build the count ptable for ``params`` by maximum entropy, as ``ptable::create_cnt_ptable`` (R package
+    ptable; reference ckm.md §3.4): row 0 stays 0, each row i = 1..ncat is the distribution of the noise v with
+    the largest entropy under mean 0 and variance V (at most V with optim 1, exactly V with optim 4), stay
+    probability >= pstay and, with mono, a left tail non-decreasing towards 0. Returns a PTableBuild: ``table``
+    (the PTable), ``rows`` (how each row was solved) and ``warnings``; raises SdcError naming the row if the
+    parameters cannot be met (``allow_lower_variance``: lower the stay bound instead and warn).
+
+    >>> from sdc.ptable import PTableParams, create_ptable
+    >>> built = create_ptable(PTableParams(D=3, V=1))
+    >>> built.table.max_i, len(built.table), built.warnings
+    (3, 19, [])
+    >>> [(s.i, round(s.mean, 6) + 0, round(s.variance, 6), round(s.p_sum, 6)) for s in built.table.row_stats()]
+    [(0, 0.0, 0.0, 1.0), (1, 0.0, 1.0, 1.0), (2, 0.0, 1.0, 1.0), (3, 0.0, 1.0, 1.0)]
+    >>> create_ptable(PTableParams(D=1, V=2))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    sdc.errors.SdcError: row i=1 cannot reach V=2: the maximum-entropy distribution of this row has variance 0.66667 ...
+    """
     params.validate()
     i_col, j_col, lb_col, ub_col = [0], [0], [0], [INTERVAL_SCALE]
     outcomes = []

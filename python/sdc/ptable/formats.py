@@ -66,13 +66,43 @@ _OVERLAY_CORNER = re.compile(r"^i\s*\\\s*([vj])$", re.IGNORECASE)
 
 
 def read_ptable(path: str | os.PathLike, fmt: str = "auto") -> tuple[PTable, str, list[str]]:
-    """Read and validate a ptable file: (table, detected format, notes)."""
+    r"""Read and validate a ptable file in one of IMPORT_FORMATS (sdc, sas, tauargus, ons, cantabular, overlay,
+    cum_zuf; ``fmt="auto"``: detected from the header): (table, format, notes). The checks are those of
+    ``parse_ptable``; the notes say what the import changed or found (e.g. a row that is not unbiased).
+
+    >>> import pathlib, tempfile
+    >>> from sdc.ptable import read_ptable
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder) / "ons.csv"
+    ...     _ = path.write_text("pcv,ckey,pvalue\n1,0,-1\n1,1,1\n2,0,0\n2,1,0\n")
+    ...     table, fmt, notes = read_ptable(path)
+    >>> fmt, table.max_i, table.key_modulus
+    ('ons', 2, 2)
+    >>> [(r["i"], r["v"], r["p_int_lb"], r["p_int_ub"]) for r in table.records()]
+    [(0, 0, '0.00000000', '1.00000000'), (1, -1, '0.00000000', '0.50000000'), (1, 1, '0.50000000', '1.00000000'), (2, 0, '0.00000000', '1.00000000')]
+    """
     path = Path(path)
     return parse_ptable(read_text(path, "ptable file"), fmt, source=str(path))
 
 
 def parse_ptable(text: str, fmt: str = "auto", source: str = "<ptable>") -> tuple[PTable, str, list[str]]:
-    """Parse and validate ptable text: (table, format, notes)."""
+    r"""Parse and validate ptable text (a file's content, see ``read_ptable``): (table, format, notes).
+
+    Each row must partition [0, 1) into intervals without gap or overlap, p must agree with the intervals and
+    sum to 1, j = i + v, no j below 0, rows 1..max i without a gap; row 0 (0 stays 0) is added where absent.
+    An error names the line and the rule it breaks.
+
+    >>> from sdc.ptable import parse_ptable
+    >>> text = ("i,j,p,v,p_int_lb,p_int_ub\n0,0,1,0,0,1\n"
+    ...         "1,0,0.5,-1,0,0.5\n1,2,0.5,1,0.5,1\n")
+    >>> table, fmt, notes = parse_ptable(text)
+    >>> fmt, table.max_i, table.lookup(1, 0.25), notes
+    ('sdc', 1, -1, [])
+    >>> parse_ptable(text.replace("0.5,1\n", "0.6,1\n"))
+    Traceback (most recent call last):
+      ...
+    sdc.errors.SdcError: <ptable>, line 4, row i=1: gap in the intervals: lower bound 0.6 but the previous interval ends at 0.5
+    """
     header_line = next((line for line in io.StringIO(text) if line.strip()), None)
     if header_line is None:
         raise SdcError(f"{source}: the file is empty")
@@ -515,7 +545,23 @@ def render_ptable(table: PTable, fmt: str = "sdc") -> str:
 
 
 def write_ptable(table: PTable, path: str | os.PathLike, fmt: str = "sdc") -> None:
-    """Write atomically: the file is replaced only when the whole table has been written."""
+    """Write ``table`` to ``path`` in one of EXPORT_FORMATS: sdc (``i,j,p,v,p_int_lb,p_int_ub``, what the dbt
+    seed sdc_ptable holds), tauargus (``i;j;p;v;p_int_ub``) or sas (``;``-separated sdc columns). Written
+    atomically: the file is replaced only when the whole table has been written.
+
+    >>> import pathlib, tempfile
+    >>> from sdc.ptable import PTableParams, create_ptable, read_ptable, write_ptable
+    >>> table = create_ptable(PTableParams(D=3, V=1)).table
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder) / "ptable.csv"
+    ...     write_ptable(table, path)
+    ...     lines = path.read_text().splitlines()
+    ...     again = read_ptable(path)[0]
+    >>> lines[:3]
+    ['i,j,p,v,p_int_lb,p_int_ub', '0,0,1.00000000,0,0.00000000,1.00000000', '1,0,0.36988218,-1,0.00000000,0.36988218']
+    >>> again.records() == table.records()
+    True
+    """
     text = render_ptable(table, fmt)
     write_text_atomically(Path(path), text, command="sdc ptable")
 

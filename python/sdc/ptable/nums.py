@@ -47,6 +47,15 @@ class NumsPTableParams:
     type   label of the table: all, even, odd or small_cells
     optim  1: variance <= V; 4: variance = V. Scalar or one value per icat row.
     mono   left tail non-decreasing towards v = 0. Scalar or one value per icat row.
+
+    >>> from sdc.ptable import NumsPTableParams
+    >>> params = NumsPTableParams(D=2, V=0.5, step=2)
+    >>> params.rows, (params.support(1) / 10_000).tolist()
+    ((1, 2), [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0])
+    >>> NumsPTableParams(D=5, V=1, step=10).validate()
+    Traceback (most recent call last):
+      ...
+    sdc.errors.SdcError: D * step = 50 is too large (at most 49, as in ptable): reduce D or step
     """
 
     D: int
@@ -203,7 +212,19 @@ class NumsPTable:
 
 @dataclass(frozen=True)
 class NumsPTableSet:
-    """The magnitude ptables of one file, by type: ``all`` or ``even`` + ``odd``, optionally ``small_cells``."""
+    """The magnitude ptables of one file, by type: ``all`` or ``even`` + ``odd``, optionally ``small_cells``;
+    what ``sdc.ckm.sum_table`` takes as ``ptable`` and ``write_nums_ptable`` writes.
+
+    >>> from sdc.ptable import NumsPTableParams, NumsPTableSet, create_num_ptable
+    >>> table = create_num_ptable(NumsPTableParams(D=2, V=0.5)).table
+    >>> tables = NumsPTableSet({"all": table})
+    >>> tables.parity, tables.small_cells, len(tables.records())
+    (False, None, 17)
+    >>> NumsPTableSet({"small_cells": table})
+    Traceback (most recent call last):
+      ...
+    sdc.errors.SdcError: a magnitude ptable needs the rows of type 'all', or of both types 'even' and 'odd' (parity); found types: small_cells
+    """
 
     tables: dict[str, NumsPTable]
 
@@ -242,7 +263,18 @@ class NumsPTableBuild:
 
 
 def create_num_ptable(params: NumsPTableParams, allow_lower_variance: bool = False) -> NumsPTableBuild:
-    """Build a magnitude ptable (row 0 fixed, one maximum-entropy row per icat entry)."""
+    """Build a magnitude ptable as ``ptable::create_num_ptable`` (R package ptable; reference ckm.md §3.4):
+    row 0 fixed (0 stays 0), one maximum-entropy row per icat entry, each with mean 0 and variance V (at most V
+    with optim 1, exactly V with optim 4) over the noise values max(i - D, 0) - i .. D in steps of 1/step.
+    Returns a NumsPTableBuild: ``table`` (a NumsPTable of the params' type) and ``warnings``.
+
+    >>> from sdc.ptable import NumsPTableParams, create_num_ptable
+    >>> built = create_num_ptable(NumsPTableParams(D=2, V=0.5))
+    >>> built.table.type, sorted(set(built.table.i.tolist())), built.warnings
+    ('all', [0, 1, 2], [])
+    >>> built.table.records()[0]
+    {'i': 0, 'j': '0', 'p': '1.00000000', 'v': '0', 'p_int_lb': '0.00000000', 'p_int_ub': '1.00000000', 'type': 'all'}
+    """
     from sdc.ptable.build import _rounded_cumulative, _solve_row  # scipy, loaded only to build
 
     params.validate()
@@ -293,10 +325,36 @@ def render_nums_ptable(tables: NumsPTableSet, fmt: str = "sdc") -> str:
 
 
 def write_nums_ptable(tables: NumsPTableSet, path: str | os.PathLike, fmt: str = "sdc") -> None:
+    """Write the magnitude ptables ``tables`` to ``path`` (atomically) as sdc (``i,j,p,v,p_int_lb,p_int_ub,type``,
+    the dbt seed sdc_nums_ptable) or tauargus (``i;j;p;v;p_int_ub;type``, τ-Argus <PFILE_CONT>).
+
+    >>> import pathlib, tempfile
+    >>> from sdc.ptable import NumsPTableParams, NumsPTableSet, create_num_ptable, write_nums_ptable
+    >>> tables = NumsPTableSet({"all": create_num_ptable(NumsPTableParams(D=2, V=0.5)).table})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder) / "nums_ptable.csv"
+    ...     write_nums_ptable(tables, path)
+    ...     lines = path.read_text().splitlines()
+    >>> lines[0], len(lines)
+    ('i,j,p,v,p_int_lb,p_int_ub,type', 18)
+    """
     write_text_atomically(Path(path), render_nums_ptable(tables, fmt), command="sdc ptable")
 
 
 def read_nums_ptable(path: str | os.PathLike) -> NumsPTableSet:
+    """Read and check a magnitude ptable file (sdc, SAS or τ-Argus columns; the checks of parse_nums_ptable:
+    each row of each type partitions [0, 1), has mean 0, row 0 is 0 -> 0).
+
+    >>> import pathlib, tempfile
+    >>> from sdc.ptable import NumsPTableParams, NumsPTableSet, create_num_ptable, read_nums_ptable, write_nums_ptable
+    >>> tables = NumsPTableSet({"all": create_num_ptable(NumsPTableParams(D=2, V=0.5)).table})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder) / "nums_ptable.csv"
+    ...     write_nums_ptable(tables, path)
+    ...     again = read_nums_ptable(path)
+    >>> sorted(again.tables), again.records() == tables.records()
+    (['all'], True)
+    """
     return parse_nums_ptable(read_text(Path(path), "magnitude ptable file"), str(path))
 
 

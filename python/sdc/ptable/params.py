@@ -23,6 +23,18 @@ class PTableParams:
     pstay  lower bound of the stay probability P(v = 0); 0 = none. Scalar or one value per row 1..ncat.
     mono   left tail non-decreasing towards v = 0. Scalar or one value per row 1..ncat.
     optim  1: variance <= V; 4: variance = V. Scalar or one value per row 1..ncat.
+
+    Row i (1..ncat; ncat = D, or D + js + 1 with js) may move to max(0, i - D) .. i + D, without 1..js;
+    ``validate`` names the first parameter that cannot work before anything is solved.
+
+    >>> from sdc.ptable import PTableParams
+    >>> params = PTableParams(D=2, V=1)
+    >>> params.ncat, params.support(1), params.support(2)
+    (2, [0, 1, 2, 3], [0, 1, 2, 3, 4])
+    >>> PTableParams(D=3, V=1, js=1).validate()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    sdc.errors.SdcError: V=1 is too small for js=1: row i=1 may only move to 0 or to 2 and beyond, ...
     """
 
     D: int

@@ -31,6 +31,21 @@ class PTable:
     read again is identical and interval checks are exact. Entries of one ``i`` are ordered by their
     lower bound and partition [0, 1). The arrays are read-only copies: a table never changes once made,
     so what is derived from it once (``columns``) stays true.
+
+    Row i holds the noise v = j - i of an original count i; a cell with count n and cell key ck in [0, 1) gets
+    the v of the interval [lb, ub) of row min(n, max i) that holds ck (``lookup``). Tables come from
+    ``create_ptable`` or a file (``read_ptable``); by hand, a row 1 that moves to 0 or 2 with probability 1/2:
+
+    >>> import numpy as np
+    >>> from sdc.ptable import PTable
+    >>> table = PTable(i=np.array([0, 1, 1]), j=np.array([0, 0, 2]), lb_units=np.array([0, 0, 50_000_000]),
+    ...                ub_units=np.array([100_000_000, 50_000_000, 100_000_000]))
+    >>> table.max_i, len(table), table.lookup(1, 0.3), table.lookup(1, 0.7), table.lookup(7, 0.7)
+    (1, 3, -1, 1, 1)
+    >>> table.records()[1]
+    {'i': 1, 'j': 0, 'p': '0.50000000', 'v': -1, 'p_int_lb': '0.00000000', 'p_int_ub': '0.50000000'}
+    >>> [(s.i, s.mean, s.variance) for s in table.row_stats()]
+    [(0, 0.0, 0.0), (1, 0.0, 1.0)]
     """
 
     i: np.ndarray

@@ -14,7 +14,33 @@ from sdc.release.ledger import LEDGER_SCHEMA, open_ledger
 
 def a_priori_rows(ledger: str | Path, relation: str, release: int | None = None) -> tuple[int, list[str], list[dict]]:
     """(release, dimensions, rows) of ``relation``'s cells in ``release`` (default the last): the dimensions,
-    status 'suppressed' (no value published) or 'published', and the published value."""
+    status 'suppressed' (no value published) or 'published', and the published value; from the ledger file
+    ``ledger`` that sdc publish writes. Only a suppression table's cells (a value and published_text) qualify.
+
+    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import duckdb
+    >>> from sdc.release import a_priori_rows, publish, write_a_priori
+    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
+    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
+    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
+    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> build(folder, "select * from (values ('N', 5, '5'), ('S', null, 'x'), ('Total', 9, '9')) "
+    ...               "t(region, freq, published_text)")
+    >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
+    ['cells']
+    >>> found = a_priori_rows(folder / "sdc_ledger.duckdb", "cells")
+    >>> found  # doctest: +NORMALIZE_WHITESPACE
+    (1, ['region'], [{'region': 'N', 'status': 'published', 'value': 5},
+                     {'region': 'S', 'status': 'suppressed', 'value': None},
+                     {'region': 'Total', 'status': 'published', 'value': 9}])
+    >>> shutil.rmtree(folder)
+    """
     con = open_ledger(ledger, create=False, read_only=True)
     try:
         return a_priori_rows_in(con, relation, release, f"the ledger {ledger}")
@@ -58,7 +84,36 @@ def a_priori_rows_in(con, relation: str, release: int | None, where: str) -> tup
 
 def write_a_priori(out: str | Path, found: tuple[int, list[str], list[dict]]) -> dict:
     """Writes ``found`` (a_priori_rows or a_priori_rows_in: release, dimensions, rows) to the CSV file ``out``;
-    returns what was written."""
+    returns what was written. The file is what ``sdc suppress --a-priori`` reads for the next pattern.
+
+    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import duckdb
+    >>> from sdc.release import a_priori_rows, publish, write_a_priori
+    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
+    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
+    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
+    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> build(folder, "select * from (values ('N', 5, '5'), ('S', null, 'x'), ('Total', 9, '9')) "
+    ...               "t(region, freq, published_text)")
+    >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
+    ['cells']
+    >>> found = a_priori_rows(folder / "sdc_ledger.duckdb", "cells")
+    >>> write_a_priori(folder / "a_priori.csv", found)
+    {'release': 1, 'cells': 3, 'suppressed': 1, 'published': 2}
+    >>> print((folder / "a_priori.csv").read_text())
+    region,status,value
+    N,published,5
+    S,suppressed,
+    Total,published,9
+    <BLANKLINE>
+    >>> shutil.rmtree(folder)
+    """
     check_output_file(out, "sdc release a-priori")
     release, dims, rows = found
     columns = dims + [A_PRIORI_STATUS_COLUMN, A_PRIORI_VALUE_COLUMN]

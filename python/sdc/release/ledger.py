@@ -267,6 +267,31 @@ def record_release(con, cells: list[LedgerCell], loads: dict, audit: dict, publi
 
 # ------------------------------------------------------------------------------------------ reading the ledger
 def list_releases(path: str | Path) -> list[dict]:
+    r"""``sdc release list``: the releases of the ledger file ``path`` (sdc publish writes it, by default
+    sdc_ledger.duckdb beside the warehouse), one dict each: number, time, publication, cells, tables and the
+    cells changed by accepted parameter changes.
+
+    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import duckdb
+    >>> from sdc.release import list_releases, publish
+    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
+    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
+    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
+    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> build(folder, "select * from (values ('N', 3), ('S', 4)) t(region, count)")
+    >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
+    ['cells']
+    >>> releases = list_releases(folder / "sdc_ledger.duckdb")
+    >>> [(r["release"], r["tables"], r["cells"], r["accepted_parameter_changes"]) for r in releases]
+    [(1, 1, 2, 0)]
+    >>> shutil.rmtree(folder)
+    """
     con = open_ledger(path, create=False, read_only=True)
     try:
         return releases_in(con)
@@ -286,7 +311,35 @@ def releases_in(con) -> list[dict]:
 
 
 def diff_releases(path: str | Path, a: int, b: int) -> list[dict]:
-    """Every cell that changed, appeared or disappeared from release ``a`` to ``b``, with its reason."""
+    r"""``sdc release diff``: every cell that changed, appeared or disappeared from release ``a`` to ``b`` in the
+    ledger file ``path``, with its reason: microdata change (the cell's records changed), parameter change (its
+    table's parameters did), re-key (a load began a new series of record keys) or unexplained (none of these:
+    also a table of one's own, whose records sdc does not recompute).
+
+    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import duckdb
+    >>> from sdc.release import diff_releases, publish
+    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
+    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
+    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
+    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> build(folder, "select * from (values ('N', 3), ('S', 4)) t(region, count)")
+    >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
+    ['cells']
+    >>> build(folder, "select * from (values ('N', 3), ('S', 5)) t(region, count)")
+    >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
+    ['cells']
+    >>> diff_releases(folder / "sdc_ledger.duckdb", 1, 2)  # doctest: +NORMALIZE_WHITESPACE
+    [{'relation': 'protected.cells', 'cell': {'region': 'S'}, 'change': 'changed', 'reason': 'unexplained',
+      'before': {'count': 4}, 'now': {'count': 5}}]
+    >>> shutil.rmtree(folder)
+    """
     con = open_ledger(path, create=False, read_only=True)
     try:
         return diff_in(con, a, b, f"the ledger {path}")

@@ -137,7 +137,39 @@ def publish(
     failed write leaves the earlier publication as it was. Each release is recorded in the ``ledger`` (default
     sdc_ledger.duckdb beside the warehouse) and checked against the last one there first (release/ledger.py): a
     cell whose records did not change is not published with another value, unless its table's parameters changed
-    and ``accept_parameter_change``."""
+    and ``accept_parameter_change``.
+
+    A warehouse with one table of one's own (built from SQL that reads no relation, so nothing is recomputed),
+    published twice: the second release changes a cell the ledger knows, which the diff names.
+
+    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import duckdb
+    >>> from sdc.release import publish
+    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
+    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
+    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
+    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> build(folder, "select * from (values ('N', 3), ('S', 4)) t(region, count)")
+    >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
+    ['cells']
+    >>> with duckdb.connect(str(folder / "publication.duckdb")) as con:
+    ...     con.execute("select * from main.cells order by region").fetchall()
+    [('N', 3), ('S', 4)]
+    >>> report = {}
+    >>> build(folder, "select * from (values ('N', 3), ('S', 5)) t(region, count)")
+    >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json",
+    ...         report=report)
+    ['cells']
+    >>> report["release"], report["published"], report["ledger"] == str(folder / "sdc_ledger.duckdb")
+    (2, ['protected.cells'], True)
+    >>> shutil.rmtree(folder)
+    """
     paths = _checked_paths(db, out, parquet_dir, project_dir, manifest, audit_json, ledger, min_standard_error)
     con = _open_warehouse(paths.db)
     staged = _Staged(paths.out)

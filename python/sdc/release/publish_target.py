@@ -130,11 +130,22 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
                    report: dict | None = None, min_standard_error: float = MIN_STANDARD_ERROR,
                    publication_schema: str | None = None, publication_database: str | None = None,
                    accept_parameter_change: bool = False) -> TargetRelease:
-    """Audit the release that grant_published published on the PostgreSQL ``target`` (see the module's text),
+    r"""Audit the release that grant_published published on the PostgreSQL ``target`` (see the module's text),
     check it against the last release in the ledger (release/ledger_postgres.py) and, both passed, write the
     audit, record the release and, with ``publication_database``, publish it into that database
     (release/publication_database.py); returns what was audited and written; ``report`` gets the audit's
-    figures."""
+    figures. A DuckDB warehouse is published by ``publish`` instead:
+
+    >>> import pathlib, tempfile
+    >>> from sdc.release import publish_target
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     _ = (pathlib.Path(folder) / "profiles.yml").write_text(
+    ...         "census:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n      path: warehouse.duckdb\n")
+    ...     publish_target(folder, "census", None)
+    Traceback (most recent call last):
+      ...
+    sdc.errors.SdcError: sdc publish --target audits a PostgreSQL warehouse, and the default target of profile census is of type duckdb: publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>
+    """
     check_floor(min_standard_error)
     output = read_target(profiles_dir, profile, target)
     shown = f"target {target}" if target else f"the default target of profile {profile}"

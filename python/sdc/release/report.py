@@ -61,7 +61,33 @@ nav ul { columns: 2; } figure { margin: 0.5rem 0; } figure svg { max-width: 100%
 def write_report(publication: str | Path, out: str | Path) -> dict:
     """Writes the report of the publication file ``publication`` (sdc publish --out) to ``out`` (new, or an
     earlier report: sdc writes over no other file); returns a summary {tables, cells, out}. A file that is no
-    publication of sdc publish is refused before anything is written."""
+    publication of sdc publish is refused before anything is written.
+
+    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import duckdb
+    >>> from sdc.release import publish, write_report
+    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
+    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
+    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
+    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> build(folder, "select * from (values ('N', 3), ('S', 4)) t(region, count)")
+    >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
+    ['cells']
+    >>> summary = write_report(folder / "publication.duckdb", folder / "report.html")
+    >>> summary["tables"], summary["cells"], (folder / "report.html").read_text().startswith("<!doctype html>")
+    (1, 2, True)
+    >>> write_report(folder / "warehouse.duckdb", folder / "report.html")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    sdc.errors.SdcError: .../warehouse.duckdb is no publication of sdc publish with its release audit ...
+    >>> shutil.rmtree(folder)
+    """
     from sdc.files import check_not_an_input, check_output_file, write_text_atomically
 
     check_not_an_input(out, publication)

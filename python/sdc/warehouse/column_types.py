@@ -1,4 +1,7 @@
-"""Column types of a new table on a target, from the Python values to be written (PostgreSQL, Spark)."""
+"""Column types of the tables sdc writes into a target (PostgreSQL, DuckDB, Spark) from Python values: one
+module that both sdc.warehouse.profiles and sdc.warehouse.spark_target import, so neither imports the other."""
+
+from __future__ import annotations
 
 
 def column_type(target, values: list) -> str:

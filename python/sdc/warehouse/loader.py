@@ -84,6 +84,19 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class LoadReport:
+    r"""What ``load_microdata`` (and ``load_into_target``) did: the table, rows read and written, key mode and
+    modulus, in random mode the stored keys kept and the new ones, the records of each fact, and whether the
+    load began a new series of keys (``rekey``); ``lines()`` as ``sdc load`` prints them.
+
+    >>> from sdc.warehouse import LoadReport
+    >>> report = LoadReport("raw.students", rows_in=6, rows_out=6, key_mode="random", modulus=10**8,
+    ...                     keys_kept=4, keys_new=2, facts={"f_first": 2})
+    >>> print("\n".join(report.lines()))
+    loaded 6 rows into raw.students (6 rows written)
+    record keys: random, modulus 100000000, 4 kept, 2 new
+    fact f_first: 2 records
+    """
+
     table: str
     rows_in: int
     rows_out: int
@@ -115,7 +128,17 @@ def quote(identifier: str) -> str:
 
 
 def read_facts_config(path: str | Path) -> dict[str, str]:
-    """Fact rules from a YAML file: ``facts: {f_name: "sql condition" | column}``."""
+    r"""Fact rules from a YAML file: ``facts: {f_name: "sql condition" | column}``, as ``load_microdata`` takes
+    them (``facts=``); anything else in the file is refused.
+
+    >>> import pathlib, tempfile
+    >>> from sdc.warehouse import read_facts_config
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder) / "facts.yml"
+    ...     _ = path.write_text("facts:\n  f_first: ef28 = 1\n  f_student: ef28 < 4\n")
+    ...     read_facts_config(path)
+    {'f_first': 'ef28 = 1', 'f_student': 'ef28 < 4'}
+    """
     import yaml
 
     try:
@@ -146,12 +169,34 @@ def load_microdata(
     check_keys: bool = True,
     rekey: bool = False,
 ) -> LoadReport:
-    """Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring.
+    r"""Load ``input_path`` into ``raw.<table>`` with record keys and facts; see the module docstring.
     ``allow_demo_secret``: accept the demo's published keyed-mode secret (the demo only).
     ``allow_all_new_keys``: accept a random-mode reload in which no record keeps its stored key.
     ``check_keys``: refuse existing keys that cannot be uniform (False only for hand-picked teaching keys).
     ``rekey``: accept a reload with another key mode, modulus or keyed-mode secret than the table's last load
-    (every record gets a new key; the load log records the break)."""
+    (every record gets a new key; the load log records the break).
+
+    ``db`` is a DuckDB file (created if missing) or an open DuckDB connection. In keyed mode a record's key is
+    HMAC-SHA256(secret, id) mod M, the same on every load:
+
+    >>> import pathlib, tempfile
+    >>> import duckdb
+    >>> from sdc.warehouse import load_microdata
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     folder = pathlib.Path(folder)
+    ...     _ = (folder / "micro.csv").write_text("id,region,ef28\n1,N,1\n2,N,3\n3,N,3\n4,S,4\n5,S,1\n6,S,3\n")
+    ...     report = load_microdata(folder / "warehouse.duckdb", folder / "micro.csv", "students", id_column="id",
+    ...                             key_mode="keyed", secret=b"a secret of 16 bytes or more",
+    ...                             facts={"f_first": "ef28 = 1"})
+    ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    ...         rows = con.execute("select id, rk, f_first, rk_f_first from raw.students order by id").fetchall()
+    >>> print("\n".join(report.lines()))
+    loaded 6 rows into raw.students (6 rows written)
+    record keys: keyed, modulus 100000000
+    fact f_first: 2 records
+    >>> rows[:2]
+    [(1, 88236890, 1, 88236890), (2, 47637787, 0, 0)]
+    """
     facts = facts or {}
     _check_arguments(table, id_column, key_mode, modulus, secret, key_column, facts)
     if key_mode == "keyed":

@@ -252,8 +252,18 @@ def _read_yaml(path: Path, text: str) -> dict:
 
 def find_profile(profile: str | None, project_dir: str | Path | None,
                  profiles_dir: str | Path | None) -> tuple[Path, str]:
-    """(the folder of profiles.yml, the profile's name), chosen as dbt chooses them (see the module docstring)
-    from the options --profile, --project-dir and --profiles-dir (None where not given)."""
+    r"""(the folder of profiles.yml, the profile's name), chosen as dbt chooses them (see the module docstring)
+    from the options --profile, --project-dir and --profiles-dir (None where not given).
+
+    >>> import pathlib, tempfile
+    >>> from sdc.warehouse import find_profile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     project = pathlib.Path(folder)
+    ...     _ = (project / "dbt_project.yml").write_text("name: census\nprofile: census_profile\n")
+    ...     found = find_profile(None, project, project)
+    ...     found == (project, "census_profile")
+    True
+    """
     cwd = Path.cwd()
     if profiles_dir is None:
         profiles_dir = os.environ.get("DBT_PROFILES_DIR") or (cwd if (cwd / "profiles.yml").is_file() else "~/.dbt")
@@ -321,6 +331,25 @@ def connect_postgres(output: dict, dbname: str | None = None):
 
 @contextlib.contextmanager
 def connect_target(profiles_dir: str | Path, profile: str, target: str | None = None):
+    r"""A connection to the warehouse of ``target`` (default: the profile's own target) of ``profile`` in
+    profiles_dir/profiles.yml, as a context manager that closes it: a ``Target`` (``query``,
+    ``replace_tables``, ``connection``: the DB-API connection) for PostgreSQL and DuckDB, a
+    ``sdc.warehouse.spark_target.SparkWarehouse`` for Spark (method session).
+
+    >>> import pathlib, tempfile
+    >>> import duckdb
+    >>> from sdc.warehouse import connect_target
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     folder = pathlib.Path(folder)
+    ...     duckdb.connect(str(folder / "warehouse.duckdb")).close()
+    ...     _ = (folder / "profiles.yml").write_text(
+    ...         f"census:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n"
+    ...         f"      path: {folder / 'warehouse.duckdb'}\n")
+    ...     with connect_target(folder, "census") as target:
+    ...         target.replace_tables([("audit.cells", {"region": ["N", "S"], "count": [3, 3]})])
+    ...         print(target.type, target.query("select * from audit.cells order by region"))
+    duckdb (['region', 'count'], [('N', 3), ('S', 3)])
+    """
     output = read_target(profiles_dir, profile, target)
     if output["type"] == "spark":
         from sdc.warehouse.spark_target import SparkWarehouse

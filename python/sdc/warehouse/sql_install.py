@@ -69,9 +69,32 @@ def install(
     ptable_relation: str | None = None,
     reuse_from: int | None = None,
 ) -> str:
-    """Install the macros into the existing DuckDB file ``db``; returns one line saying what was installed.
+    r"""``sdc sql install``: install the macros sdc_ckm, sdc_noise and sdc_cell_key (see the module's text) into
+    the existing DuckDB file ``db``; returns one line saying what was installed. In the package's API:
+    ``sdc.warehouse.install_sql_macros``.
 
     Relative paths are taken from the caller's working directory. Running it again replaces what it installed.
+    ``sdc_ckm(count, key_sum)`` is the count perturbed as ckm_count perturbs it, key_sum the sum of the
+    counted records' keys (the key fact rk_f of a fact f):
+
+    >>> import pathlib, tempfile
+    >>> import duckdb
+    >>> from sdc.ptable import PTableParams, create_ptable, write_ptable
+    >>> from sdc.warehouse import install_sql_macros, load_microdata
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     folder = pathlib.Path(folder)
+    ...     _ = (folder / "micro.csv").write_text("id,region,ef28\n1,N,1\n2,N,3\n3,N,3\n4,S,4\n5,S,1\n6,S,3\n")
+    ...     _ = load_microdata(folder / "warehouse.duckdb", folder / "micro.csv", "students", id_column="id",
+    ...                        key_mode="keyed", secret=b"a secret of 16 bytes or more", facts={"f_first": "ef28 = 1"})
+    ...     write_ptable(create_ptable(PTableParams(D=3, V=1)).table, folder / "ptable.csv")
+    ...     print(install_sql_macros(folder / "warehouse.duckdb", folder / "ptable.csv"))
+    ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
+    ...         rows = con.execute("select region, sdc_ckm(sum(f_first), sum(rk_f_first)) from raw.students "
+    ...                            "group by rollup (region) order by region").fetchall()
+    ... # doctest: +ELLIPSIS
+    installed sdc_ckm, sdc_noise, sdc_cell_key in .../warehouse.duckdb: modulus 100000000 (as loaded: raw.students), ptable .../ptable.csv (--ptable; copied to sdc_ckm.ptable_file; rows 0..3; counts above 3 use row 3)
+    >>> rows
+    [('N', 2), ('S', 1), (None, 1)]
     """
     if modulus is not None and (isinstance(modulus, bool) or not isinstance(modulus, int) or not 2 <= modulus <= MAX_MODULUS):
         raise SdcError(f"--modulus must be a whole number in [2, 2^62], got {modulus!r}")

@@ -43,7 +43,23 @@ def postgres_type(duckdb_type: str) -> str:
 
 
 def load_into_target(profiles_dir, profile: str, target: str | None, input_path, table: str, **options) -> LoadReport:
-    """load_microdata into the target's warehouse (see the module docstring)."""
+    r"""``sdc load --target``: ``load_microdata`` into the warehouse of ``target`` of ``profile`` in
+    profiles_dir/profiles.yml (see the module docstring): a DuckDB target's file directly; PostgreSQL and Spark
+    through an in-memory DuckDB that holds the table's stored keys and load log for the load; ``options`` are
+    load_microdata's.
+
+    >>> import pathlib, tempfile
+    >>> from sdc.warehouse import load_into_target
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     folder = pathlib.Path(folder)
+    ...     _ = (folder / "micro.csv").write_text("id,region\n1,N\n2,N\n3,S\n")
+    ...     _ = (folder / "profiles.yml").write_text(
+    ...         f"census:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n"
+    ...         f"      path: {folder / 'warehouse.duckdb'}\n")
+    ...     report = load_into_target(folder, "census", None, folder / "micro.csv", "people", id_column="id")
+    >>> report.lines()
+    ['loaded 3 rows into raw.people (3 rows written)', 'record keys: random, modulus 100000000, 0 kept, 3 new']
+    """
     from sdc.warehouse.macro_renderer import private_connection
 
     output = read_target(profiles_dir, profile, target)

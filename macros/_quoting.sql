@@ -23,18 +23,6 @@
 {% macro spark__sql_text(text) -%}
 {{ sdc.spark_no_substitution(text | string).replace("\\", "\\\\").replace("'", "\\'") }}
 {%- endmacro %}
-
-
-{% macro sql_identifier(name) -%}
-{{ adapter.dispatch('sql_identifier', 'sdc')(name) }}
-{%- endmacro %}
-{% macro default__sql_identifier(name) -%}
-"{{ (name | string).replace('"', '""') }}"
-{%- endmacro %}
-{# Spark SQL reads "..." as a string: names go in backticks, every ` doubled #}
-{% macro spark__sql_identifier(name) -%}
-`{{ sdc.spark_no_substitution(name | string).replace('`', '``') }}`
-{%- endmacro %}
 {# the text itself, or a compiler error when it holds "${" (Spark's variable substitution) #}
 {% macro spark_no_substitution(text) -%}
 {%- if '${' in text -%}

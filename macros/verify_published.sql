@@ -40,7 +40,8 @@
 {%- endfor -%}
 {#- Spark: each tagged relation copied (read once) into a staging database, the copy verified, and the publication
     database made anew from the copies: what the catalog grants is what sdc verified -#}
-{%- set publication = sdc.setting('sdc_publication_schema') | string if target.type == 'spark' else none -%}
+{%- set engine = sdc.verify_published_engine() -%}
+{%- set publication = engine.publication -%}
 {%- set copies = sdc.verify_published_copies(tagged, publication) if publication is not none else {} -%}
 {%- set verified = [] -%}
 {%- for relation in tagged -%}
@@ -59,86 +60,8 @@
                 ~ missing | sort | join(', ') if missing else "")
              ~ ("; copied into the publication database " ~ publication if publication is not none else ""), info=true) -%}
 {%- endif -%}
-{%- if target.type == 'duckdb' -%}
-  {%- do log("verify_published: on DuckDB publish with sdc publish, which verifies relations of one's own too and "
-             ~ "audits the release as a whole (published zeros, two methods over one population, linked suppression, "
-             ~ "averaging CKM noise); this operation does not", info=true) -%}
+{%- if engine.closing_note is not none -%}
+  {%- do log("verify_published: " ~ engine.closing_note, info=true) -%}
 {%- endif -%}
 {{ return('select 1') }}
-{% endmacro %}
-
-
-{% macro verify_published_relation(relation, path, depth, content=none) %}
-{%- if depth > 20 -%}
-  {{ exceptions.raise_compiler_error("verify_published: " ~ path | join(' <- ') ~ ": relations read each other too deep") }}
-{%- endif -%}
-{%- set record = sdc.build_record_of_relation(relation.database, relation.schema, relation.identifier) or {} -%}
-{%- set step = record.get('step') -%}
-{%- if step not in ['ckm_published', 'ckm_mean', 'suppression_published'] -%}
-  {{ exceptions.raise_compiler_error("verify_published: " ~ relation ~ " is no protection step (its build record names " ~ (step or 'none') ~ ": its SQL is not one call of ckm_published, ckm_mean or suppression_published); "
-      ~ ("this operation verifies protection steps only: on DuckDB publish with sdc publish, which verifies relations of one's own too; " if target.type == 'duckdb' else "on this engine sdc verifies protection steps only; ")
-      ~ sdc.gate_refusing('verify_published', path)) }}
-{%- endif -%}
-{%- set reads = [] -%}
-{%- for item in record.get('reads') or [] -%}
-  {%- do reads.append(sdc.gate_named_relation(item, relation, 'input', 'verify_published', path)) -%}
-{%- endfor -%}
-{%- if (reads | length) != (2 if step == 'ckm_mean' else 1) -%}
-  {{ exceptions.raise_compiler_error("verify_published: " ~ relation ~ " has a build record that names " ~ reads | length ~ " input(s) for its step " ~ step ~ "; refusing " ~ path[0]) }}
-{%- endif -%}
-{%- if step == 'ckm_mean' -%}
-  {%- for parent in reads -%}{%- do sdc.verify_published_relation(parent, path + [parent | string], depth + 1) -%}{%- endfor -%}
-{%- endif -%}
-{%- do sdc.gate_verify_step(relation, record, step, reads, path, 'verify_published', content=content) -%}
-{% endmacro %}
-
-
-{#- Spark: {relation: its copy in the staging database <publication>__staging}; a database of the publication's
-    name that verify_published did not make (its comment) is refused before anything is written -#}
-{% macro verify_published_copies(tagged, publication) %}
-{%- if publication | lower == sdc.setting('sdc_raw_schema') | lower or not publication -%}
-  {{ exceptions.raise_compiler_error("verify_published: var sdc_publication_schema is '" ~ publication ~ "', which is not a database name verify_published may replace") }}
-{%- endif -%}
-{%- set existing = run_query('show databases').columns[0].values() | map('lower') | list -%}
-{%- for name in [publication, publication ~ '__staging'] if name | lower in existing -%}
-  {%- set comment = [] -%}
-  {%- for row in run_query('describe database ' ~ sdc.sql_identifier(name)).rows if row[0] | lower == 'comment' -%}
-    {%- do comment.append(row[1]) -%}
-  {%- endfor -%}
-  {%- if comment != [sdc.gate_publication_marker()] -%}
-    {{ exceptions.raise_compiler_error("verify_published: the database " ~ name ~ " exists and was not made by verify_published, which replaces its publication database each time: drop it, or set var sdc_publication_schema to the name of a database of sdc's own") }}
-  {%- endif -%}
-{%- endfor -%}
-{%- set names = {} -%}
-{%- for relation in tagged -%}
-  {%- if relation.schema | lower in [publication | lower, (publication ~ '__staging') | lower] -%}
-    {{ exceptions.raise_compiler_error("verify_published: " ~ relation ~ " is built into the publication database " ~ relation.schema ~ ", which verify_published makes anew: build it into another schema") }}
-  {%- endif -%}
-  {%- if relation.identifier | lower in names -%}
-    {{ exceptions.raise_compiler_error("verify_published: " ~ names[relation.identifier | lower] ~ " and " ~ relation ~ " would both be published as " ~ publication ~ "." ~ relation.identifier | lower ~ ": give one of them another alias") }}
-  {%- endif -%}
-  {%- do names.update({relation.identifier | lower: relation | string}) -%}
-{%- endfor -%}
-{%- set staging = sdc.sql_identifier(publication ~ '__staging') -%}
-{%- do run_query('drop database if exists ' ~ staging ~ ' cascade') -%}
-{%- do run_query('create database ' ~ staging ~ ' comment ' ~ sdc.sql_string(sdc.gate_publication_marker())) -%}
-{%- set copies = {} -%}
-{%- for relation in tagged -%}
-  {%- set copy = staging ~ '.' ~ sdc.sql_identifier(relation.identifier) -%}
-  {%- do run_query('create table ' ~ copy ~ ' as select * from ' ~ relation) -%}
-  {%- do copies.update({relation | string: api.Relation.create(schema=publication ~ '__staging', identifier=relation.identifier, type='table')}) -%}
-{%- endfor -%}
-{{ return(copies) }}
-{% endmacro %}
-
-
-{#- Spark: the publication database made anew from the verified copies, the staging database dropped -#}
-{% macro verify_published_replace(tagged, copies, publication) %}
-{%- set database = sdc.sql_identifier(publication) -%}
-{%- do run_query('drop database if exists ' ~ database ~ ' cascade') -%}
-{%- do run_query('create database ' ~ database ~ ' comment ' ~ sdc.sql_string(sdc.gate_publication_marker())) -%}
-{%- for relation in tagged -%}
-  {%- do run_query('create table ' ~ database ~ '.' ~ sdc.sql_identifier(relation.identifier) ~ ' as select * from ' ~ copies[relation | string]) -%}
-{%- endfor -%}
-{%- do run_query('drop database if exists ' ~ sdc.sql_identifier(publication ~ '__staging') ~ ' cascade') -%}
 {% endmacro %}

@@ -68,7 +68,7 @@ def test_seed_header_and_dbt_column_types_follow_the_python_conventions():
 
 
 def test_package_needs_no_vars_and_its_defaults_are_the_python_conventions(tmp_path):
-    """Every setting of the macros has its default inside the package (macros/_setting.sql), equal to
+    """Every setting of the macros has its default inside the package (macros/setting.sql), equal to
     conventions.DBT_SETTINGS; the package's dbt_project.yml defines no vars a user would have to copy."""
     package = yaml.safe_load((REPO / "dbt_project.yml").read_text())
     assert "vars" not in package and "models" not in package and "seeds" not in package

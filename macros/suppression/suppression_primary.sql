@@ -105,24 +105,3 @@ select *, protection_upper as protection_lower from primary_status
 {%- endset -%}
 {{ sdc.step('suppression_primary', [cells], step_sql, {'call': sdc.step_call({'rules': rules, 'preset': preset})}) }}
 {% endmacro %}
-
-
-{% macro suppression_rule_range(name, numbers) %}
-{#- what is wrong with a rule's parameters (empty when nothing): a rule that can never fire, or whose
-    formula divides by zero, would pass every cell or stop the build with an engine error -#}
-{%- set x = numbers | map('float') | list if name != 'manual' else [] -%}
-{%- if name in ('freq', 'holdings') and x | length == 1 and (x[0] < 1 or x[0] != x[0] | int) -%}
-  {{ return("the threshold must be a whole number of at least 1") }}
-{%- elif name == 'nk' and x | length == 2 and (x[0] < 1 or x[0] != x[0] | int) -%}
-  {{ return("n (the number of largest contributions) must be a whole number of at least 1") }}
-{%- elif name == 'nk' and x | length == 2 and not (0 < x[1] <= 100) -%}
-  {{ return("k must be a percentage above 0 and at most 100") }}
-{%- elif name == 'p' and x | length == 1 and not (x[0] > 0) -%}
-  {{ return("p must be a percentage above 0") }}
-{%- elif name == 'pq' and x | length == 2 and not (x[0] > 0 and x[1] > 0) -%}
-  {{ return("p and q must both be above 0") }}
-{%- elif name == 'manual' and numbers | length == 1 and not modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', numbers[0]) -%}
-  {{ return("the column must be a plain name (letters, digits, underscore)") }}
-{%- endif -%}
-{{ return("") }}
-{% endmacro %}

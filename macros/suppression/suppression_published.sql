@@ -32,39 +32,3 @@ select * from dimension_columns
 {%- if hierarchy is not none -%}{%- do details.update({'hierarchy': sdc.step_relations([hierarchy])[0]}) -%}{%- endif -%}
 {{ sdc.step('suppression_published', [pattern], step_sql, details) }}
 {% endmacro %}
-
-
-{#- suppression_pattern_cells_call(pattern): the recorded suppression_cells call behind a pattern ({} where none is
-    found): the pattern's suppression_primary table is the one its record names (sdc suppress --target), else its
-    parent in dbt's graph (a dbt Python model's secondary_suppression); that table reads the cells -#}
-{% macro suppression_pattern_cells_call(pattern) %}
-{%- if not execute -%}{{ return({}) }}{%- endif -%}
-{%- if pattern.identifier is not defined -%}{#- a name as text ('schema.table', sdc suppress --target's) -#}
-  {%- set parts = (pattern | string).split('.') -%}
-  {%- set pattern = adapter.get_relation(database=parts[-3].strip('"') if parts | length > 2 else target.database,
-                                         schema=parts[-2].strip('"'), identifier=parts[-1].strip('"')) if parts | length > 1 else none -%}
-  {%- if pattern is none -%}{{ return({}) }}{%- endif -%}
-{%- endif -%}
-{%- set candidates = [] -%}
-{%- set record = sdc.build_record_of_relation(pattern.database, pattern.schema, pattern.identifier) or {} -%}
-{%- if record.get('cells') is string -%}
-  {%- set parts = record['cells'].split('.') -%}
-  {%- do candidates.append(adapter.get_relation(database=pattern.database, schema=parts[-2].strip('"') if parts | length > 1 else pattern.schema,
-                                                identifier=parts[-1].strip('"'))) -%}
-{%- endif -%}
-{%- for parent_id in model.depends_on.nodes if parent_id in graph.nodes -%}
-  {%- for id in graph.nodes[parent_id].depends_on.nodes if id in graph.nodes -%}
-    {%- set node = graph.nodes[id] -%}
-    {%- do candidates.append(adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias or node.name)) -%}
-  {%- endfor -%}
-{%- endfor -%}
-{%- for primary in candidates if primary is not none -%}
-  {%- set primary_record = sdc.build_record_of_relation(primary.database, primary.schema, primary.identifier) or {} -%}
-  {%- if primary_record.get('step') == 'suppression_primary' and (primary_record.get('reads') or []) | length == 1 -%}
-    {%- set cells = primary_record['reads'][0] -%}
-    {%- set cells_record = sdc.build_record_of_relation(cells['database'] or primary.database, cells['schema'] or primary.schema, cells['name']) or {} -%}
-    {%- if cells_record.get('call') is mapping -%}{{ return(cells_record['call']) }}{%- endif -%}
-  {%- endif -%}
-{%- endfor -%}
-{{ return({}) }}
-{% endmacro %}

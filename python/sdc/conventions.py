@@ -76,7 +76,7 @@ DEMO_KEY_SECRET: str = "sdc-demo-secret-not-for-production"
 # ------------------------------------------------------------------------------------------ record key checks
 # Keys that are not uniform on [0, M) undo the protection (all 0: every cell of 8 or more got noise -5, so
 # original = published + 5). Keys from a file (`sdc load --key-mode existing`, `sdc ckm`) and the keys
-# ckm_count reads are refused when one of these fails (python/sdc/warehouse/record_keys.py, macros/ckm/ckm_check_record_keys.sql):
+# ckm_count reads are refused when one of these fails (python/sdc/warehouse/record_keys.py, macros/ckm/_ckm_check_record_keys.sql):
 # * range: every key a whole number in [0, M), none NULL;
 # * distinct share: n uniform keys take E = M (1 - (1 - 1/M)^n) distinct values on average; fewer than
 #   RECORD_KEY_MIN_DISTINCT_FRACTION * E is refused from RECORD_KEY_MIN_RECORDS records on. For n >= 50 and any M,
@@ -119,7 +119,7 @@ PUBLISH_TAG: str = "sdc_publish"
 # The protection step: a node that calls one of these macros on exactly one parent relation. Every path from
 # a tagged relation up to a dbt source or to an audit relation must pass one.
 PROTECTION_MACROS: tuple[str, ...] = ("macro.sdc.ckm_published", "macro.sdc.suppression_published")
-# The sdc steps a build record names (macros/build_record.sql, macro step: the model's whole SQL is one call):
+# The sdc steps a build record names (macros/_step.sql, macro step: the model's whole SQL is one call):
 # a protection step's output may be published; an audit step's holds the originals; ckm_published reads the
 # output of a CKM audit step, suppression_published a suppression pattern (a relation with these columns).
 PROTECTION_STEPS: tuple[str, ...] = ("ckm_published", "suppression_published", "ckm_mean")
@@ -256,7 +256,7 @@ DIMENSION_COLUMN_SUFFIXES: dict[str, str] = {
 }
 
 # ------------------------------------------------------------------------------------------ dbt settings
-# The settings of the sdc dbt macros and their defaults (macros/_setting.sql holds the same values; a test
+# The settings of the sdc dbt macros and their defaults (macros/setting.sql holds the same values; a test
 # keeps the two equal). A project that uses the package overrides them under `vars:`.
 DBT_SETTINGS: dict[str, object] = {
     "sdc_interval_decimals": INTERVAL_DECIMALS,

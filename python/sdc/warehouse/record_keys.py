@@ -1,7 +1,7 @@
 """Refuse record keys that cannot be uniform on [0, M): range, share of distinct values, uniformity.
 
 The thresholds and why they are safe for genuinely random keys: conventions.py, "record key checks".
-The dbt macros make the same check in macros/ckm/ckm_check_record_keys.sql.
+The dbt macros make the same check in macros/ckm/_ckm_check_record_keys.sql.
 """
 
 from __future__ import annotations

@@ -15,12 +15,13 @@ MAX_FUNCTION_LINES = 60
 # What every layer may use: the error type, the vocabulary, files, SQL quoting and the user's cache folder.
 CORE = {"sdc", "sdc.errors", "sdc.conventions", "sdc.files", "sdc.quoting", "sdc.user_cache"}
 # The methods' folders; their modules are pure (arrays and small dataclasses in, the same out) except the
-# table-level entries below, which run the method's SQL (the dbt macros) or read files through the warehouse.
+# table-level entries below, which run the method's SQL (the dbt macros) or read files through the warehouse
+# (a package's __init__ among them where it offers its table functions).
 METHOD_PACKAGES = ("sdc.ptable", "sdc.ckm", "sdc.suppression", "sdc.microaggregation")
 TABLE_ENTRIES = {
     "sdc.ckm", "sdc.ckm.counts", "sdc.ckm.magnitudes", "sdc.ckm._inputs",
     "sdc.suppression", "sdc.suppression.pipeline", "sdc.suppression.database", "sdc.suppression.warehouse",
-    "sdc.microaggregation.tables",
+    "sdc.microaggregation", "sdc.microaggregation.tables",
 }
 LAYER_ORDER = ("core", "method", "warehouse", "table", "release", "demo", "cli")
 

@@ -11,7 +11,7 @@
 
 {#- `expression` (a double) rounded to `digits` decimals, half away from zero, in double arithmetic that every
     engine does alike (a multiplication or division by an exact power of ten, floor, the quotient): the same
-    SQL in dbt, in `sdc ckm` / sdc.ckm (python/sdc/ckm/counts.py rounded) and in `sdc publish`'s recomputation -#}
+    SQL in dbt, in `sdc ckm` / sdc.ckm (python/sdc/ckm/_inputs.py rounded) and in `sdc publish`'s recomputation -#}
 {% macro ckm_published_rounded(expression, digits) %}
 {%- set x = 'cast(' ~ expression ~ ' as ' ~ sdc.double_type() ~ ')' -%}
 {%- set power = 'cast(1e' ~ (digits | abs) ~ ' as ' ~ sdc.double_type() ~ ')' -%}

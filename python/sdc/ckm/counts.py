@@ -281,12 +281,7 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
         # the check ckm_count makes (ckm_check_record_keys), in its Python twin, to name the input's column
         counted = MICRODATA if not count_var else f"(select * from {MICRODATA} where {COUNT_FACT} = 1)"
         check_input_keys(con, counted, columns, record_key, modulus, label, checked_later)
-    if keep is None:
-        create_ptable_table(con, str(PTABLE), table)
-        ptable_relation = PTABLE
-    else:
-        ptable_relation = keep.enter_context(
-            kept_table(table, lambda shared, name: create_ptable_table(shared, name, table)))
+    ptable_relation = _ptable_relation(con, table, keep)
     if hierarchy is not None:
         create_hierarchy_table(con, str(HIERARCHY), hierarchy_rows(hierarchy))
     weighted = {}
@@ -301,16 +296,31 @@ def _protected_query(con, data, dims, record_key, modulus, ptable, hierarchy, to
             hierarchy=HIERARCHY if hierarchy is not None else None, ptable=ptable_relation, modulus=modulus,
             reuse_from=reuse_from, check_keys=False, check_cell_keys=check_keys, complete=complete,
             threshold=threshold, remembered=_ptable_queries(table, ptable_relation), **weighted)
-    output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
-    output += [WEIGHTED_OUTPUT] if weighting else []
-    if audit:
-        output += list(AUDIT_OUTPUT) + ([THRESHOLD_AUDIT] if threshold is not None else [])
-        output += [WEIGHTED_AUDIT] if weighting else []
+    output = _output_columns(dims, threshold, weighting, audit)
     # codes are text in the table (a total's code is text): numbers among them in numeric order (1, 2, 10),
     # then the others (Total, letters) in text order
     order = ", ".join(f"try_cast({quote(d)} as double) is null, try_cast({quote(d)} as double), {quote(d)}"
                       for d in dims)
     return f"select {', '.join(quote(c) for c in output)} from ({sql}) as cells order by {order}", output
+
+
+def _output_columns(dims, threshold, weighting, audit) -> list[str]:
+    """The table's columns: the dimensions, count, what threshold= and weight= add, and with audit= the
+    audit columns."""
+    output = dims + ["count"] + ([THRESHOLD_OUTPUT] if threshold is not None else [])
+    output += [WEIGHTED_OUTPUT] if weighting else []
+    if audit:
+        output += list(AUDIT_OUTPUT) + ([THRESHOLD_AUDIT] if threshold is not None else [])
+        output += [WEIGHTED_AUDIT] if weighting else []
+    return output
+
+
+def _ptable_relation(con, table: PTable, keep: ExitStack | None):
+    """The ptable as a relation of the run or, with ``keep`` (the shared database), the one kept for it."""
+    if keep is None:
+        create_ptable_table(con, str(PTABLE), table)
+        return PTABLE
+    return keep.enter_context(kept_table(table, lambda shared, name: create_ptable_table(shared, name, table)))
 
 
 def _check_arguments(dims, record_key, modulus, totals, count_var, threshold, option_names, weight=None) -> list[str]:

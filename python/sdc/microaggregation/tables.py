@@ -146,27 +146,7 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
     """Microaggregate the columns; returns the reports and a query of the protected table without the record
     keys, in row order or, with ``shuffle_rows``, in random order (whole rows move: a column is never shuffled
     on its own, which would cut every value from its record). ``id_type``: the type the ties are ordered by."""
-    if not columns:
-        raise SdcError("give at least one --column")
-    try:
-        types = dict(con.execute(f"select column_name, column_type from (describe select * from {source})").fetchall())
-    except duckdb.Error as exc:
-        raise read_failure(exc, where) from None
-    for name in columns + ([id_column] if id_column else []):
-        quote(name)
-        if name not in types:
-            raise SdcError(f"column {name!r} is not in {where} (columns: {', '.join(types)})")
-    for name in columns:
-        if not is_numeric_type(types[name]):
-            raise SdcError(f"column {name!r} of {where} is {types[name]}, not numeric")
-    if len(set(columns)) != len(columns):
-        raise SdcError("a column is named twice")
-    if record_key is not None and record_key not in types:
-        raise SdcError(f"record key column {record_key!r} is not in {where} (columns: {', '.join(types)})")
-    for name, what in [(c, "column") for c in columns] + ([(id_column, "--id column")] if id_column else []):
-        if _is_record_key(name, record_key):
-            raise SdcError(f"{what} {name!r} of {where} is a record key ({RECORD_KEY_COLUMN}, {KEY_FACT_PREFIX}* or "
-                           "--record-key), which the protected copy does not carry; give another column")
+    types = _checked_columns(con, source, columns, id_column, record_key, where)
     dropped = [c for c in types if _is_record_key(c, record_key)]
     # One scan fetches the row numbers, the ids and every column; sdc_rows comes back in row order (DuckDB
     # keeps insertion order), else the arrays are put into row order here. The protected values go back
@@ -210,6 +190,33 @@ def _protect(con, source: str, columns, k, method, id_column, replacement, where
              "positional join sdc_protected_values p where case when r.sdc_row = p.sdc_row then true "
              f"else error('sdc microaggregate: the protected values are out of step with their rows') end{order}")
     return reports, query
+
+
+def _checked_columns(con, source: str, columns, id_column, record_key, where: str) -> dict:
+    """The source's column types, after checking the columns to protect (there, numeric, each once, no record
+    key) and the --id and --record-key columns."""
+    if not columns:
+        raise SdcError("give at least one --column")
+    try:
+        types = dict(con.execute(f"select column_name, column_type from (describe select * from {source})").fetchall())
+    except duckdb.Error as exc:
+        raise read_failure(exc, where) from None
+    for name in columns + ([id_column] if id_column else []):
+        quote(name)
+        if name not in types:
+            raise SdcError(f"column {name!r} is not in {where} (columns: {', '.join(types)})")
+    for name in columns:
+        if not is_numeric_type(types[name]):
+            raise SdcError(f"column {name!r} of {where} is {types[name]}, not numeric")
+    if len(set(columns)) != len(columns):
+        raise SdcError("a column is named twice")
+    if record_key is not None and record_key not in types:
+        raise SdcError(f"record key column {record_key!r} is not in {where} (columns: {', '.join(types)})")
+    for name, what in [(c, "column") for c in columns] + ([(id_column, "--id column")] if id_column else []):
+        if _is_record_key(name, record_key):
+            raise SdcError(f"{what} {name!r} of {where} is a record key ({RECORD_KEY_COLUMN}, {KEY_FACT_PREFIX}* or "
+                           "--record-key), which the protected copy does not carry; give another column")
+    return types
 
 
 def _tie(id_column: str, id_type: str | None) -> str:

@@ -396,15 +396,20 @@ def _load(con, source, table, id_column, key_mode, modulus, secret, key_column, 
         counts[name] = con.execute(f"select coalesce(sum({quote(name)}), 0) from {target}").fetchone()[0]
     if key_mode == "random":
         _store_random_keys(con, table, id_column, id_text, target, modulus)
+    _log_load(con, table, key_mode, modulus, rows_out, fingerprint, rekey)
+    con.execute("drop table sdc_input")
+    con.execute("drop table if exists sdc_facts")
+    return LoadReport(f"{RAW_SCHEMA}.{table}", rows_in, rows_out, key_mode, modulus, kept, new, counts, bool(rekey))
+
+
+def _log_load(con, table: str, key_mode: str, modulus: int, rows: int, fingerprint: str | None, rekey) -> None:
+    """The load's line in the load log: key mode, modulus and key fingerprint (a later load is checked against them)."""
     _create_load_log(con)
     con.execute(
         f"insert or replace into {RAW_SCHEMA}.{LOAD_LOG_TABLE} (table_name, key_mode, modulus, rows, loaded_at, "
         "key_fingerprint, rekeyed) values (?, ?, ?, ?, current_timestamp, ?, ?)",
-        [table, key_mode, modulus, rows_out, fingerprint, bool(rekey)],
+        [table, key_mode, modulus, rows, fingerprint, bool(rekey)],
     )
-    con.execute("drop table sdc_input")
-    con.execute("drop table if exists sdc_facts")
-    return LoadReport(f"{RAW_SCHEMA}.{table}", rows_in, rows_out, key_mode, modulus, kept, new, counts, bool(rekey))
 
 
 def key_fingerprint(secret: bytes) -> str:

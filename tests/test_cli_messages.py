@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from sdc.cli import _parser, main
+from sdc.cli import build_parser, main
 
 from conftest import DATA
 
@@ -28,7 +28,7 @@ def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()):
 
 
 def test_every_command_has_a_description_in_its_help(capsys):
-    commands = dict(_commands(_parser()))
+    commands = dict(_commands(build_parser()))
     assert {("audit",), ("microaggregate",), ("suppress",), ("demo", "generate")} <= set(commands)
     for words, sub in commands.items():
         with pytest.raises(SystemExit) as done:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import sdc
-from sdc.cli import _parser
+from sdc.cli import build_parser
 
 from conftest import DATA, REPO
 
@@ -39,8 +39,9 @@ def test_wheel_carries_the_dbt_package_and_the_demo_config(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     macros = {str(p.relative_to(REPO)) for p in (REPO / "macros").rglob("*.sql")}
     assert {f"sdc/dbt_package/{m}" for m in macros} <= names
-    assert {"sdc/dbt_package/dbt_project.yml", "sdc/demo/facts.yml", "sdc/cli/__init__.py",
-            "sdc/cli/__main__.py"} <= names
+    assert {"sdc/dbt_package/dbt_project.yml", "sdc/demo/facts.yml", "sdc/cli/__main__.py"} <= names
+    # every command module of the CLI
+    assert {f"sdc/cli/{p.name}" for p in (REPO / "python" / "sdc" / "cli").glob("*.py")} <= names
 
 
 def test_installed_wheel_runs_sdc_ckm_from_another_folder_with_relative_paths(wheel, tmp_path):
@@ -87,7 +88,7 @@ def test_pyproject_pins_the_dbt_versions_that_install_here():
 
 def test_version_flag(capsys):
     with pytest.raises(SystemExit) as stop:
-        _parser().parse_args(["--version"])
+        build_parser().parse_args(["--version"])
     assert stop.value.code == 0
     assert capsys.readouterr().out.strip() == f"sdc {sdc.__version__}"
 
@@ -103,7 +104,7 @@ def _commands(parser, path=()):
 
 def test_every_command_and_option_has_help():
     missing = []
-    for path, help_text, sub in _commands(_parser()):
+    for path, help_text, sub in _commands(build_parser()):
         if not help_text:
             missing.append(" ".join(path))
         for action in sub._actions:

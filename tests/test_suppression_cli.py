@@ -310,9 +310,9 @@ def test_audit_files_that_cannot_be_read(tmp_path, capsys):
 def test_every_option_of_suppress_audit_and_sas_anon_has_help():
     import argparse
 
-    from sdc.cli import _parser
+    from sdc.cli import build_parser
 
-    commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     for name in ("suppress", "audit", "sas-anon"):
         options = [a for a in commands[name]._actions if a.option_strings and not isinstance(a, argparse._HelpAction)]
         assert options, name

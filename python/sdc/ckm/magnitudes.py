@@ -8,18 +8,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sdc.conventions import CKM_SUM_OWN_COLUMNS, CKM_SUM_OWN_PATTERNS, RECORD_KEY_COLUMN
 from sdc.warehouse.dimension_names import check_dimension_names
 from sdc.errors import SdcError
+from sdc.files import check_not_an_input, check_output_file
 from sdc.warehouse.hierarchy import create_hierarchy_table, hierarchy_rows
 from sdc.warehouse.loader import column_list, existing_key_sql, quote
 from sdc.warehouse.macro_renderer import private_connection, render_macro, run_sql, sql_errors
 from sdc.warehouse.microdata_input import register_microdata
 from sdc.ptable.relation import create_nums_ptable_table
 from sdc.warehouse.shared_database import shared_connection
-from sdc.ckm._inputs import HIERARCHY, INPUT, MICRODATA, NUMS_PTABLE, check_input_keys, rounded, write_query_csv
+from sdc.ckm._inputs import CKM_COMMAND, HIERARCHY, INPUT, MICRODATA, NUMS_PTABLE, check_input_keys, rounded, write_query_csv
 from sdc.ckm.params import dbt_params, magnitude_params, nums_ptable
 from sdc.ckm.reference import key_digits
 
@@ -89,7 +91,8 @@ def sum_table(
 def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
     """``sdc ckm --value``: write the table of ``sum_table`` (the same method; ``options`` are its keyword
     arguments: value, record_key, modulus and params at least) from the file ``input_path`` to the CSV file
-    ``out``; returns the number of cells.
+    ``out``; returns the number of cells. ``out`` is checked before the work: none of the inputs (microdata, ptable,
+    hierarchy, parameters and the ptable they name), and new or an earlier output of sdc ckm.
 
     >>> import pathlib, tempfile
     >>> import pandas as pd
@@ -111,6 +114,11 @@ def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
     Total,15603
     <BLANKLINE>
     """
+    given = options.get("params")
+    params = options["params"] = magnitude_params(given)
+    check_not_an_input(out, input_path, options.get("ptable"), options.get("hierarchy"),
+                       given if isinstance(given, (str, os.PathLike)) else None, params.ptable)
+    check_output_file(out, CKM_COMMAND)
     with private_connection("ckm") as con:
         sql = _protected_query(con, Path(input_path), dims, options.pop("value"), options.pop("weight", None),
                                options.pop("record_key"), options.pop("modulus"), options.pop("params"),

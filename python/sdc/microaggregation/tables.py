@@ -9,6 +9,7 @@ and renamed), so on any error nothing changes.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -17,7 +18,7 @@ import numpy as np
 from sdc.warehouse.database import connect, is_numeric_type, transaction
 from sdc.conventions import KEY_FACT_PREFIX, RAW_SCHEMA, RECORD_KEY_COLUMN
 from sdc.errors import SdcError
-from sdc.files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file
+from sdc.files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file, write_text_atomically
 from sdc.quoting import quote_identifier, quote_literal
 from sdc.warehouse.loader import quote, source_sql, text_file_numbers
 from sdc.microaggregation.measures import column_report
@@ -25,11 +26,13 @@ from sdc.microaggregation.methods import microaggregate
 
 def microaggregate_table(db, table: str, columns: list[str], k: int, method: str, *, out_table: str | None = None,
                          id_column: str | None = None, replacement: str | None = None,
-                         shuffle_rows: bool = False, record_key: str | None = None) -> list[dict]:
+                         shuffle_rows: bool = False, record_key: str | None = None,
+                         report: str | Path | None = None) -> list[dict]:
     """``sdc microaggregate --db``: write ``out_table`` (default <table>_microaggregated; never in schema raw,
     which holds the loaded microdata), a copy of ``table`` without its record keys in which each of ``columns``
     is microaggregated with ``microaggregate(values, k, method)``, into the DuckDB file ``db``, in one
-    transaction; returns one ``column_report`` per column.
+    transaction; returns one ``column_report`` per column. With ``report``, the figures as JSON to that
+    file too.
 
     >>> import pathlib, tempfile
     >>> import duckdb
@@ -48,6 +51,7 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
     >>> reports[0]["groups"], reports[0]["k_effective"]
     (2, 3)
     """
+    _check_report(report, db)
     source = _qualified(table)
     target = _qualified(out_table or f"{table}_microaggregated")
     if target == source:
@@ -74,16 +78,17 @@ def microaggregate_table(db, table: str, columns: list[str], k: int, method: str
             raise full from None
     finally:
         con.close()
+    _write_report(report, reports)
     return reports
 
 
 def microaggregate_file(input_path, out, columns: list[str], k: int, method: str, *, id_column: str | None = None,
                         replacement: str | None = None, shuffle_rows: bool = False,
-                        record_key: str | None = None) -> list[dict]:
+                        record_key: str | None = None, report: str | Path | None = None) -> list[dict]:
     r"""``sdc microaggregate --input``: write the protected copy of a CSV or Parquet file to ``out`` (.csv or
     .parquet): each of ``columns`` microaggregated with ``microaggregate(values, k, method)``, as numbers, every
     other column of a CSV as the text it was delivered as, no record keys; returns one ``column_report`` per
-    column.
+    column. With ``report``, the figures as JSON to that file too.
 
     >>> import pathlib, tempfile
     >>> from sdc.microaggregation import microaggregate_file
@@ -105,6 +110,7 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
     >>> reports[0]["method"], reports[0]["records"], reports[0]["groups"]
     ('optimal', 6, 2)
     """
+    _check_report(report, input_path, out)
     input_path, out = Path(input_path), Path(out)
     check_output_file(out)
     check_not_an_input(out, input_path)
@@ -124,7 +130,23 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
             con.execute(f"copy ({protected}) to {quote_literal(tmp)} (format {fmt})")
     finally:
         con.close()
+    _write_report(report, reports)
     return reports
+
+
+REPORT_WRITER = "sdc microaggregate --report"  # the mark of the report file (sdc.files)
+
+
+def _check_report(report, *inputs) -> None:
+    """``report`` is checked before the work, as the copy is: none of the inputs, new or an earlier report."""
+    if report:
+        check_not_an_input(report, *inputs, flag="--report")
+        check_output_file(report, REPORT_WRITER)
+
+
+def _write_report(report, reports: list[dict]) -> None:
+    if report:
+        write_text_atomically(Path(report), json.dumps(reports, indent=2) + "\n", command=REPORT_WRITER)
 
 
 def _sniffed_type(path: Path, column: str) -> str | None:

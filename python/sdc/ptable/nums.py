@@ -306,6 +306,23 @@ def combine(*tables: NumsPTable) -> NumsPTableSet:
     return NumsPTableSet(by_type)
 
 
+def with_other_types(table: NumsPTable, kind: str, add_to: str | os.PathLike | None = None) -> NumsPTableSet:
+    """The set ``sdc ptable --table nums`` writes: ``table`` as type ``kind``, with the tables of the file
+    ``add_to`` (other types); a small_cells table serves only beside one of type all (or even and odd)."""
+    others = dict(read_nums_ptable(add_to).tables) if add_to else {}
+    if kind in others:
+        raise SdcError(f"{add_to} already has a table of type {kind}: choose another --type")
+    if add_to and kind != "small_cells" and "small_cells" not in others:
+        raise SdcError(f"--add-to combines a table with a small_cells table; {add_to} has types "
+                       f"{', '.join(others)} and this one is {kind}")
+    if add_to:
+        return NumsPTableSet({**others, kind: table})
+    if kind == "small_cells":
+        raise SdcError("a small_cells table serves beside a table of type all (or even and odd): build that "
+                       "first and give it as --add-to FILE")
+    return NumsPTableSet({kind: table})
+
+
 # ------------------------------------------------------------------------------------------------ files
 
 

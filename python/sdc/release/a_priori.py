@@ -82,6 +82,18 @@ def a_priori_rows_in(con, relation: str, release: int | None, where: str) -> tup
     return release, dims or [], rows
 
 
+def target_a_priori_rows(pg, relation: str, release: int | None = None) -> tuple[int, list[str], list[dict]]:
+    """a_priori_rows of the ledger in the PostgreSQL database ``pg`` (release/ledger_postgres.py)."""
+    from sdc.release.ledger_postgres import read_existing_ledger
+
+    # the cells of the one release asked for (default the last), not of every release
+    ledger = read_existing_ledger(pg, "last" if release is None else (release,))
+    try:
+        return a_priori_rows_in(ledger.con, relation, release, ledger.where)
+    finally:
+        ledger.close()
+
+
 def write_a_priori(out: str | Path, found: tuple[int, list[str], list[dict]]) -> dict:
     """Writes ``found`` (a_priori_rows or a_priori_rows_in: release, dimensions, rows) to the CSV file ``out``;
     returns what was written. The file is what ``sdc suppress --a-priori`` reads for the next pattern.

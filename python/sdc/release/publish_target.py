@@ -57,12 +57,15 @@ from sdc.conventions import (
 )
 from sdc.errors import SdcError
 from sdc.warehouse.profiles import _read_yaml, _render_values, connect_postgres, connect_target, read_target
+from sdc.files import check_not_an_input, check_output_file, write_text_atomically
 from sdc.release.publish import (
+    AUDIT_JSON_WRITER,
     Marked,
     audit_checked_release,
     builder_cubes,
     check_release,
     copy_release,
+    manifest_location,
     read_manifest,
 )
 from sdc.quoting import quote_identifier as q
@@ -129,12 +132,12 @@ class Mirrored:
 def publish_target(profiles_dir, profile: str, target: str | None, *, project_dir=None, manifest=None,
                    report: dict | None = None, min_standard_error: float = MIN_STANDARD_ERROR,
                    publication_schema: str | None = None, publication_database: str | None = None,
-                   accept_parameter_change: bool = False) -> TargetRelease:
+                   accept_parameter_change: bool = False, audit_json: str | Path | None = None) -> TargetRelease:
     r"""Audit the release that grant_published published on the PostgreSQL ``target`` (see the module's text),
     check it against the last release in the ledger (release/ledger_postgres.py) and, both passed, write the
     audit, record the release and, with ``publication_database``, publish it into that database
     (release/publication_database.py); returns what was audited and written; ``report`` gets the audit's
-    figures. A DuckDB warehouse is published by ``publish`` instead:
+    figures, and with ``audit_json`` that file (JSON) too. A DuckDB warehouse is published by ``publish`` instead:
 
     >>> import pathlib, tempfile
     >>> from sdc.release import publish_target
@@ -146,6 +149,8 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
       ...
     sdc.errors.SdcError: sdc publish --target audits a PostgreSQL warehouse, and the default target of profile census is of type duckdb: publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>
     """
+    if audit_json:
+        check_audit_json(audit_json, project_dir, manifest)
     check_floor(min_standard_error)
     output = read_target(profiles_dir, profile, target)
     shown = f"target {target}" if target else f"the default target of profile {profile}"
@@ -197,7 +202,20 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
                 checked.ledger.close()
     if report is not None:
         report.update(audit)
+    if audit_json:
+        write_text_atomically(Path(audit_json), json.dumps(audit, indent=2, sort_keys=True) + "\n",
+                              command=AUDIT_JSON_WRITER)
     return result
+
+
+def check_audit_json(path: str | Path, project_dir=None, manifest=None) -> None:
+    """The audit file of publish_target may be written: a file of its own (no symbolic link), none that it reads
+    (the manifest, the run results), and new or an earlier audit file of sdc publish."""
+    if Path(path).is_symlink():
+        raise SdcError(f"--audit-json {path} is a symbolic link: give the path of a file of its own")
+    manifest_path = manifest_location(project_dir, manifest)
+    check_not_an_input(path, manifest_path, manifest_path.with_name("run_results.json"), flag="--audit-json")
+    check_output_file(path, AUDIT_JSON_WRITER)
 
 
 @dataclass

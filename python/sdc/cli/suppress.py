@@ -1,0 +1,138 @@
+"""sdc suppress: cell suppression of one table from a microdata file, or the secondary step of a warehouse's
+cell table (--target)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sdc.errors import SdcError
+
+from sdc.cli._common import add_profile_options, profile, split
+
+
+def add_parser(commands) -> None:
+    supp = commands.add_parser(
+        "suppress",
+        help="cell suppression of one table from a microdata file: primary rules, secondary suppression, audit; "
+        "or, with --target, the secondary step of a warehouse's cell table (engines without dbt Python models)",
+        description="Counts (or sums of --value) per cell of --dims with every subtotal; the cells the primary "
+        "rules (--rule) find sensitive and the secondary suppressions that protect them are published as --mark "
+        "(or as intervals); the pattern is audited by linear programming before anything is written.",
+    )
+    supp.add_argument("--input", help="microdata (.csv or .parquet)")
+    supp.add_argument("--dims", required=True, help="comma-separated dimension columns")
+    supp.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name)")
+    supp.add_argument("--value", help="numeric column of a magnitude table (default: a frequency table)")
+    supp.add_argument("--holding", help="column of the holding / enterprise group of each contributor")
+    supp.add_argument("--rule", action="append", default=[],
+                      help="primary rule, repeatable: freq:n, holdings:n, zero, manual:col; the dominance rules "
+                      "p:p, nk:n,k, pq:p,q need --value")
+    supp.add_argument("--preset", default="handbook", choices=("handbook", "tauargus", "sdctable", "acro", "sas_anon"),
+                      help="how the rules treat their boundaries (f < n or f <= n, > or >=), as the named tool does "
+                      "(default handbook)")
+    _add_pattern_options(supp)
+    supp.add_argument("--audit", action="store_true",
+                      help="write the audit layout instead: freq, value (the true value of every suppressed cell), "
+                      "protection levels and audit intervals, as sdc audit reads it (never publish it)")
+    supp.add_argument("--a-priori", metavar="CSV",
+                      help="the last release's cells (sdc release a-priori writes them: the dimensions, status, value): "
+                      "what it suppressed stays suppressed, what it published with today's value is never a "
+                      "secondary suppression, so that a reader of both releases learns nothing from their difference")
+    supp.add_argument("--out", help="CSV file to write (the publishable columns unless --audit)")
+    _add_warehouse_options(supp)
+    supp.set_defaults(run=run)
+
+
+def _add_pattern_options(supp) -> None:
+    """How the secondary suppressions are chosen and published."""
+    supp.add_argument("--method", default="heuristic", choices=("heuristic", "optimal"),
+                      help="secondary suppression: heuristic (fast, default) or optimal (least total cost by "
+                      "mixed-integer programming, up to --time-limit)")
+    supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"),
+                      help="what the secondary suppressions minimise: their total value (default), total frequency "
+                      "or number of cells")
+    supp.add_argument("--prefer-low-levels", action="store_true",
+                      help="multiply each cell's cost by 10^k, k = the number of dimensions along which it is a "
+                      "total, so that totals are kept where possible (the minimum is then of that weighted cost)")
+    supp.add_argument("--time-limit", metavar="SECONDS",
+                      help="seconds for --method optimal (default 60; 0: the heuristic's pattern at once; inf: no "
+                      "limit); at the limit the heuristic completes the pattern, with a warning")
+    supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .)")
+    supp.add_argument("--publish-intervals", action="store_true",
+                      help="publish suppressed cells as the interval anyone can derive from the published cells "
+                      "(lower-upper, >=lower where unbounded) instead of --mark")
+
+
+def _add_warehouse_options(supp) -> None:
+    warehouse = supp.add_argument_group(
+        "in the warehouse (--target)", "between two dbt selections: read the cell table of suppression_primary and "
+        "the relations of suppression_constraints through the dbt profile, write the pattern (and its LP audit) "
+        "back in one transaction")
+    warehouse.add_argument("--target", help="the dbt target to connect to (postgres, duckdb or spark of method session)")
+    add_profile_options(warehouse, "")
+    warehouse.add_argument("--cells", metavar="SCHEMA.TABLE", help="the cell table (suppression_primary)")
+    warehouse.add_argument("--relations", metavar="SCHEMA.TABLE", help="the relations (suppression_constraints)")
+    warehouse.add_argument("--pattern", metavar="SCHEMA.TABLE", help="the pattern table to write (replaced)")
+    warehouse.add_argument("--audit-table", metavar="SCHEMA.TABLE", help="the LP audit table to write (replaced)")
+    warehouse.add_argument("--magnitude", action="store_true", help="the cells' values are sums of a value column")
+
+
+def run(args: argparse.Namespace) -> int:
+    import warnings
+
+    from sdc.suppression.optimal import TimeLimitWarning
+    from sdc.suppression.pipeline import DEFAULT_TIME_LIMIT, IntegerCheckWarning, check_time_limit, suppress_table
+
+    if args.time_limit is not None and args.method != "optimal":
+        raise SdcError("--time-limit applies to --method optimal only")
+    time_limit = DEFAULT_TIME_LIMIT if args.time_limit is None else check_time_limit(args.time_limit)
+    if args.target:
+        return _run_in_warehouse(args, time_limit)
+    missing = [flag for flag, given in (("--input", args.input), ("--out", args.out)) if not given]
+    if missing:
+        raise SdcError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required (or --target for "
+                       "a warehouse's cell table)")
+    # the library warns (warnings.warn); here a warning is one line on stderr, without file and line
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TimeLimitWarning)
+        warnings.simplefilter("always", IntegerCheckWarning)
+        try:
+            counts = suppress_table(
+                args.input, split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
+                holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
+                publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
+                time_limit=time_limit, audit=args.audit, a_priori=args.a_priori,
+            )
+        finally:
+            for warning in caught:
+                print(f"sdc suppress: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
+    print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+          + (" (audit layout with the true values: do not publish)" if args.audit else ""))
+    return 0
+
+
+def _run_in_warehouse(args: argparse.Namespace, time_limit: float) -> int:
+    from sdc.warehouse.profiles import connect_target
+    from sdc.suppression.database import suppress_tables
+
+    given = [flag for flag, value in (("--input", args.input), ("--out", args.out), ("--rule", args.rule),
+                                      ("--hierarchy", args.hierarchy), ("--value", args.value),
+                                      ("--holding", args.holding), ("--audit", args.audit)) if value]
+    if given:
+        raise SdcError(f"{', '.join(given)}: the warehouse's cell table has its rules and values already "
+                       "(suppression_cells, suppression_primary); with --target give --cells, --relations, --pattern")
+    missing = [flag for flag, value in (("--cells", args.cells), ("--relations", args.relations),
+                                        ("--pattern", args.pattern)) if not value]
+    if missing:
+        raise SdcError(f"--target needs {', '.join(missing)}")
+    with connect_target(*profile(args), args.target) as target:
+        result = suppress_tables(target, cells=args.cells, relations=args.relations, pattern=args.pattern,
+                                 audit=args.audit_table, dims=split(args.dims), magnitude=args.magnitude,
+                                 method=args.method, cost=args.cost, mark=args.mark,
+                                 publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
+                                 time_limit=time_limit, a_priori=args.a_priori)
+    print(f"wrote {sum(result['statuses'].values())} cells to {args.pattern}: "
+          + ", ".join(f"{v} {k}" for k, v in sorted(result["statuses"].items()))
+          + (f"; audit in {args.audit_table}: {result['unprotected']} sensitive cells unprotected" if args.audit_table else ""))
+    return 1 if result["unprotected"] else 0

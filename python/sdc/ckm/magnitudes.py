@@ -116,8 +116,9 @@ def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
     """
     given = options.get("params")
     params = options["params"] = magnitude_params(given)
-    check_not_an_input(out, input_path, options.get("ptable"), options.get("hierarchy"),
-                       given if isinstance(given, (str, os.PathLike)) else None, params.ptable)
+    files = [options.get("ptable"), options.get("hierarchy"), given, params.ptable]
+    # the inputs that are files (a ptable or parameters may also be given as objects)
+    check_not_an_input(out, input_path, *[f for f in files if isinstance(f, (str, os.PathLike))])
     check_output_file(out, CKM_COMMAND)
     with private_connection("ckm") as con:
         sql = _protected_query(con, Path(input_path), dims, options.pop("value"), options.pop("weight", None),

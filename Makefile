@@ -19,7 +19,7 @@ PTABLE_ARGS := --D 5 --V 3 --js 2 --pstay 0.5
 NUMS_PTABLE_ARGS := --table nums --D 5 --V 1 --step 2
 NUMS_SMALL_ARGS  := --table nums --D 5 --V 1 --step 5 --icat 1,3,5 --optim 4,1,1 --type small_cells
 
-.PHONY: demo test test-quick bench venv lock clean browser
+.PHONY: demo test test-quick bench venv lock clean browser docs
 
 venv: $(STAMP)
 
@@ -69,14 +69,20 @@ browser:
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not postgres and not spark"
 
+# The documentation site: the reference pages generated from the code (docs/reference/, not committed), then
+# MkDocs in strict mode, which fails on a broken link, a missing page or a page left out of the nav.
+docs: $(STAMP)
+	$(BIN)/python docs/gen_reference.py docs/reference
+	$(BIN)/mkdocs build --strict --site-dir site
+
 bench: $(STAMP)
 	$(BIN)/python bench/ptable_bench.py
 
 # Re-resolve the pinned versions (needs the package index).
 lock:
 	rm -rf /tmp/sdc-lock-venv && $(PYTHON) -m venv /tmp/sdc-lock-venv
-	/tmp/sdc-lock-venv/bin/pip install --quiet "setuptools==80.9.0" "dbt-core~=1.11.0" "dbt-duckdb~=1.11.0" "dbt-postgres~=1.11.0" "dbt-spark[session]~=1.11.0" "pyspark[connect]" "duckdb~=2.0" numpy scipy highspy matplotlib pyyaml pandas pyarrow sqlglot pytest pytest-xdist hypothesis
+	/tmp/sdc-lock-venv/bin/pip install --quiet "setuptools==80.9.0" "dbt-core~=1.11.0" "dbt-duckdb~=1.11.0" "dbt-postgres~=1.11.0" "dbt-spark[session]~=1.11.0" "pyspark[connect]" "duckdb~=2.0" numpy scipy highspy matplotlib pyyaml pandas pyarrow sqlglot pytest pytest-xdist hypothesis "mkdocs~=1.6" "mkdocs-material~=9.8"
 	{ head -2 requirements.lock; /tmp/sdc-lock-venv/bin/pip freeze; echo "setuptools==80.9.0"; } > requirements.lock.new && mv requirements.lock.new requirements.lock
 
 clean:
-	rm -rf $(VENV) target logs warehouse .pytest_cache $(DEMO)/target $(DEMO)/logs $(DEMO)/dbt_packages
+	rm -rf $(VENV) site target logs warehouse .pytest_cache $(DEMO)/target $(DEMO)/logs $(DEMO)/dbt_packages

@@ -126,13 +126,13 @@ def test_a_hierarchy_seed_with_integer_codes_names_the_codes_and_the_remedy(proj
 SPARK_SEED_MESSAGE = (
     "hierarchy of dimension 'age': needs exactly one root (a code without parent); its top code has the parent "
     "text 'None', which is what dbt-spark's seeds load for an empty cell: dbt-spark seeds need the dispatch step "
-    "of the README's section \"The same project on PostgreSQL and Spark\" (dispatch: macro_namespace dbt, "
+    "of docs/quickstart/spark.md (dispatch: macro_namespace dbt, "
     "search_order [your project, 'sdc', 'dbt']), then dbt seed again")
 
 
 def test_a_root_whose_parent_is_the_text_none_names_the_spark_seed_dispatch_step():
     """dbt-spark's own seed loader writes an empty cell as the text 'None' (issue 26): the hierarchy's root then
-    has a parent and no code is a root. ckm_count names that cause and the README's remedy instead of 'found:
+    has a parent and no code is a root. ckm_count names that cause and the remedy on docs/quickstart/spark.md instead of 'found:
     none'; the same hierarchy with a real NULL builds, and a hierarchy without a root for another reason keeps
     its message. Rendered in-process (sdc.warehouse.macro_renderer), the macros' one implementation."""
     import duckdb

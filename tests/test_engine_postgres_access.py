@@ -729,7 +729,7 @@ def test_a_refused_request_s_raw_text_stays_out_of_the_server_log_where_the_owne
     """Red team R3-9: PostgreSQL logs a statement's text (log_min_error_statement = error) after an error or a LOG
     line, so the analyst's raw text reached the server log, its second line looking like another request. The
     function turns that off for its own lines where its owner may set the parameter (a superuser, or GRANT SET
-    ON PARAMETER on PostgreSQL 15); otherwise the hook says so, and the README says how to read the log."""
+    ON PARAMETER on PostgreSQL 15); otherwise the hook says so, and docs/guides/analyst.md says how to read the log."""
     server = granted.postgres
 
     def refused_request() -> str:
@@ -754,7 +754,7 @@ def test_a_refused_request_s_raw_text_stays_out_of_the_server_log_where_the_owne
         assert result.returncode == 0, result.stdout[-3000:]
         assert "ckm_table_builder: the role sdc_dbt may not set log_min_error_statement" in result.stdout
         written = refused_request()
-        assert json.dumps(FORGED) in written and raw in written  # as the README describes
+        assert json.dumps(FORGED) in written and raw in written  # as docs/guides/analyst.md describes
 
         with superuser.cursor() as cur:
             cur.execute("grant set on parameter log_min_error_statement to sdc_dbt")

@@ -240,7 +240,7 @@ def test_a_cell_too_large_for_an_exact_bigint_key_sum_stops_the_build(built):
 def test_a_failing_check_stops_the_spark_build_with_its_message(built):
     """raise_error in Spark SQL: a ptable with a gap in an interval, and a weight of 0, each stop their model
     naming the problem, as on DuckDB and PostgreSQL; a hierarchy as dbt-spark's own seed loader writes it (the
-    root's parent the text 'None') names the README's dispatch step (issue 26). One dbt run for all three."""
+    root's parent the text 'None') names the dispatch step of docs/quickstart/spark.md (issue 26). One dbt run for all three."""
     _, spark = built
     pyspark(spark, "spark.sql('create table raw.survey_weights as select *, case when row_id = 17 then 0d "
                         "else 1d end as bad_weight from raw.survey')\n"

@@ -222,7 +222,7 @@ def test_grant_published_as_an_operation_grants_and_says_what(project):
         as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
 
 
-# New-user D6: cell suppression between two dbt selections (README, PostgreSQL), over the men only, so that the
+# New-user D6: cell suppression between two dbt selections (docs/quickstart/postgresql.md), over the men only, so that the
 # CKM tables and the suppression table are not one population (that is refused on its own, D3)
 SUPPRESSION_MODELS = {
     "audit/supp_men.sql": f"{{{{ config(materialized='view') }}}}select * from {{{{ source('raw', '{TABLE}') }}}} "
@@ -235,7 +235,7 @@ SUPPRESSION_MODELS = {
 
 
 def suppress(project) -> None:
-    """sdc suppress --target as the README runs it: the pattern solved from the cell table, written back."""
+    """sdc suppress --target as docs/quickstart/postgresql.md runs it: the pattern solved from the cell table, written back."""
     from sdc.cli import main
 
     assert main(["suppress", "--target", "pg", "--profile", "sdc_scratch", "--profiles-dir", str(project.root),
@@ -245,7 +245,7 @@ def suppress(project) -> None:
 
 @contextlib.contextmanager
 def suppression_table(project, models):
-    """The README's three steps with ``models``: the cell steps, sdc suppress --target, then the published table;
+    """The three steps of docs/quickstart/postgresql.md with ``models``: the cell steps, sdc suppress --target, then the published table;
     yields the last dbt run. Afterwards the models and what they built are gone, so that the next test starts
     from the CKM project alone."""
     for name, text in models.items():
@@ -288,7 +288,7 @@ def test_a_suppression_pattern_older_than_the_load_is_not_granted(project):
         with pytest.raises(psycopg2.errors.InsufficientPrivilege):
             as_reader(project.postgres, "select * from gate_protected.men_suppressed limit 1")
 
-        suppress(project)  # the README's step after a reload: solve again, then build the publication
+        suppress(project)  # the documented step after a reload: solve again, then build the publication
         result = project.dbt("build", "--select", "men_suppressed")
         assert result.returncode == 0, result.stdout[-3000:]
         assert len(as_reader(project.postgres, "select * from gate_publication.men_suppressed")) == 6

@@ -1,6 +1,6 @@
-"""Every shell, SQL, Python and file example of the README runs as written.
+"""Every shell, SQL, Python and file example of the documentation (the pages under docs/) runs as written.
 
-The README's fenced blocks are read in order and carried out in temporary folders:
+Each page's fenced blocks are read in order and carried out in temporary folders:
 
 * a block whose first line names a file (``# packages.yml``, ``-- models/x.sql``) or that follows
   ``<!-- file: NAME -->`` is written to that file; one that names a file of the demo project
@@ -10,10 +10,11 @@ The README's fenced blocks are read in order and carried out in temporary folder
 * an ``sql`` block whose first line is ``-- in FILE.duckdb`` is a query on that database: it must return rows;
 * a ``python`` block without a file name runs as a script.
 
-The section "Add sdc to your dbt project" runs in an empty folder of its own (with a microdata file
-``persons.csv``), as a newcomer would follow it; every other example runs in one folder prepared with the
-files the examples name (students.parquet, micro.csv, ...). `make demo` and `make test` are the two
-commands themselves (tests/test_demo_warehouse.py builds the demo; CI runs the suite).
+The section "Add sdc to your dbt project" of the analytics engineer's guide runs in an empty folder of its own
+(with a microdata file ``persons.csv``), as a newcomer would follow it; every other example runs in one folder
+prepared with the files the examples name (students.parquet, micro.csv, ...), page after page in the order of
+TOUR (a load before the dbt build that reads it, the publication before the queries on it). `make demo` and
+`make test` are the two commands themselves (tests/test_demo_warehouse.py builds the demo; CI runs the suite).
 """
 
 from __future__ import annotations
@@ -31,15 +32,21 @@ import duckdb
 import numpy as np
 
 from conftest import DATA, REPO
+from docs_pages import nav_pages, page_text
 
-README = REPO / "README.md"
 BIN = Path(sys.executable).parent
-ADD_SECTION = "Add sdc to your dbt project"
-NOT_RUN = ("make demo", "make test")  # the README's two commands themselves
+ADD_PAGE, ADD_SECTION = "guides/analytics-engineer.md", "Add sdc to your dbt project"
+NOT_RUN = ("make demo", "make test")  # the two commands themselves
+# The pages whose examples build on each other, in the order they run in one folder: the ptable, the load,
+# the dbt build and publication, then what reads the warehouse and the publication.
+TOUR = ("concepts/ckm-counts.md", "guides/operator.md", "guides/analytics-engineer.md", "guides/analyst.md",
+        "guides/statistician.md", "concepts/ckm-magnitudes.md", "guides/bi-author.md", "concepts/suppression.md",
+        "concepts/microaggregation.md")
 
 
 @dataclass
 class Block:
+    page: str  # the page under docs/
     section: str  # the '## ' heading above the block
     lang: str
     body: str
@@ -47,9 +54,9 @@ class Block:
     line: int
 
 
-def readme_blocks() -> list[Block]:
+def page_blocks(page: str) -> list[Block]:
     blocks, section, marker = [], "", None
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = page_text(page).splitlines()
     k = 0
     while k < len(lines):
         line = lines[k]
@@ -64,10 +71,14 @@ def readme_blocks() -> list[Block]:
             while not lines[k].startswith("```"):
                 k += 1
             body = "\n".join(lines[start:k]) + "\n"
-            blocks.append(Block(section, lang, body, marker or _named_file(lang, body), start))
+            blocks.append(Block(page, section, lang, body, marker or _named_file(lang, body), start))
             marker = None
         k += 1
     return blocks
+
+
+def all_blocks() -> list[Block]:
+    return [block for page in nav_pages() for block in page_blocks(page)]
 
 
 def _named_file(lang: str, body: str) -> str | None:
@@ -91,7 +102,7 @@ class Runner:
             self.env.pop(name, None)
 
     def run(self, block: Block) -> None:
-        where = f"README.md line {block.line} ({block.lang})"
+        where = f"docs/{block.page} line {block.line} ({block.lang})"
         if block.file:
             self._file(block, where)
         elif block.lang == "sh":
@@ -143,11 +154,19 @@ def runnable(block: Block) -> bool:
     return block.lang in ("sh", "sql", "python", "yaml", "csv") and not any(c in block.body for c in NOT_RUN)
 
 
+def in_add_section(block: Block) -> bool:
+    return block.page == ADD_PAGE and block.section == ADD_SECTION
+
+
 def test_every_example_is_run_or_named_as_not_run():
-    blocks = readme_blocks()
+    blocks = all_blocks()
     skipped = [b for b in blocks if b.lang in ("sh", "sql", "python") and not runnable(b)]
-    assert [b.body.split()[:2] for b in skipped] == [["make", "demo"]]
-    assert any(b.section == ADD_SECTION for b in blocks)
+    assert [b.page for b in skipped] == ["index.md", "quickstart/duckdb.md"]
+    assert all(line.startswith(NOT_RUN) for b in skipped for line in b.body.splitlines())
+    assert any(in_add_section(b) for b in blocks)
+    # every page with an example to run is on the tour (or is the section that runs in a folder of its own)
+    to_run = {b.page for b in blocks if runnable(b) and not in_add_section(b)}
+    assert to_run <= set(TOUR), sorted(to_run - set(TOUR))
 
 
 def test_add_sdc_to_your_dbt_project_runs_verbatim(tmp_path):
@@ -155,7 +174,7 @@ def test_add_sdc_to_your_dbt_project_runs_verbatim(tmp_path):
     work.mkdir()
     _persons(work / "persons.csv")
     runner = Runner(work)
-    blocks = [b for b in readme_blocks() if b.section == ADD_SECTION]
+    blocks = [b for b in page_blocks(ADD_PAGE) if b.section == ADD_SECTION]
     assert len([b for b in blocks if b.lang == "sh"]) >= 4
     for block in blocks:
         if runnable(block):
@@ -182,7 +201,7 @@ def test_every_other_example_runs(tmp_path):
     work = tmp_path / "tour"
     _tour_folder(work)
     runner = Runner(work)
-    blocks = [b for b in readme_blocks() if b.section != ADD_SECTION and runnable(b)]
+    blocks = [b for page in TOUR for b in page_blocks(page) if not in_add_section(b) and runnable(b)]
     assert len([b for b in blocks if b.lang == "sh"]) >= 10
     for block in blocks:
         runner.run(block)
@@ -207,21 +226,22 @@ def _tour_folder(work: Path) -> None:
     (work / "demo" / "package-lock.yml").unlink(missing_ok=True)
 
 
-def test_the_readme_never_installs_sdc_by_its_bare_name():
+def test_the_docs_never_install_sdc_by_its_bare_name():
     """New-user trial D9: `sdc` on the public package index is an unrelated project; `pip install "sdc[postgres]"`
-    fetched its wheel. Every install the README shows names a checkout or a wheel."""
-    text = (REPO / "README.md").read_text()
+    fetched its wheel. Every install the README and the pages show names a checkout, a wheel, a git URL or the
+    distribution sdc-warehouse."""
+    text = (REPO / "README.md").read_text() + "".join(page_text(page) for page in nav_pages())
     installs = re.findall(r"pip install\s+(\"[^\"]*\"|\S+)", text)
-    assert installs  # the README does show installs
+    assert installs  # the docs do show installs
     for target in installs:
         name = target.strip('"')
         assert not re.fullmatch(r"sdc(\[[a-z,]+\])?([=<>~!].*)?", name), f"pip install {target} installs another package"
 
 
-def test_every_document_the_readme_cites_is_named():
-    """New-user trial D18: the README cited "seed 000-004" and their tables without saying what they are."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## The documents behind the examples"):text.index("## Layout")]
-    named = set(re.findall(r"^\| seed (00\d) \|", section, re.MULTILINE))
+def test_every_document_the_docs_cite_is_named():
+    """New-user trial D18: the README cited "seed 000-004" and their tables without saying what they are. The
+    page "The documents behind the examples" names every one the README and the pages cite."""
+    text = (REPO / "README.md").read_text() + "".join(page_text(page) for page in nav_pages())
+    named = set(re.findall(r"^\| seed (00\d) \|", page_text("concepts/documents.md"), re.MULTILINE))
     cited = set(re.findall(r"seeds? (00\d)", text))
     assert cited and cited <= named, sorted(cited - named)

@@ -117,7 +117,7 @@ def make_project(root, server, schema: str, models: dict, persons: str) -> Scrat
     suppressed = "men_suppressed" in {name.rsplit("/", 1)[-1][:-4] for name in models}
     result = p.dbt("build", *(["--exclude", "men_suppressed"] if suppressed else []))
     assert result.returncode == 0, result.stdout[-4000:]
-    if suppressed:  # README: the cells, sdc suppress --target, then the published table
+    if suppressed:  # docs/quickstart/postgresql.md: the cells, sdc suppress --target, then the published table
         env = {} if server is not None else {"SDC_DUCKDB_PATH": str(p.db)}
         with environment(env):
             assert main(["suppress", "--target", "pg" if server is not None else "duckdb", "--profile", "sdc_scratch",

@@ -65,7 +65,7 @@ def test_the_reference_load_of_the_survey(tmp_path):
 
 def test_load_in_a_dbt_project_takes_the_profile_of_dbt_project_yml(home, tmp_path, monkeypatch):
     project = dbt_project(tmp_path / "census")
-    profiles(project, tmp_path / "census.duckdb")  # profiles.yml beside dbt_project.yml, as the README sets up
+    profiles(project, tmp_path / "census.duckdb")  # profiles.yml beside dbt_project.yml, as docs/guides/analytics-engineer.md sets up
     monkeypatch.chdir(project)
     assert load() == 0
     assert loaded(tmp_path / "census.duckdb") == EXPECTED

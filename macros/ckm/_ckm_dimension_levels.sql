@@ -69,7 +69,7 @@ select
 {%- endif -%}
 {%- if row['root_count'] == 0 and row['none_parents'] > 0 and row['none_codes'] == 0 -%}
   {#- dbt-spark's own seed loader writes an empty cell as the text 'None' (macros/engine/spark__load_csv_rows.sql) -#}
-  {{ exceptions.raise_compiler_error(prefix ~ "needs exactly one root (a code without parent); its top code has the parent text 'None', which is what dbt-spark's seeds load for an empty cell: dbt-spark seeds need the dispatch step of the README's section \"The same project on PostgreSQL and Spark\" (dispatch: macro_namespace dbt, search_order [your project, 'sdc', 'dbt']), then dbt seed again") }}
+  {{ exceptions.raise_compiler_error(prefix ~ "needs exactly one root (a code without parent); its top code has the parent text 'None', which is what dbt-spark's seeds load for an empty cell: dbt-spark seeds need the dispatch step of docs/quickstart/spark.md (dispatch: macro_namespace dbt, search_order [your project, 'sdc', 'dbt']), then dbt seed again") }}
 {%- endif -%}
 {%- if row['root_count'] != 1 -%}
   {{ exceptions.raise_compiler_error(prefix ~ "needs exactly one root (a code without parent), found: " ~ (row['roots'] or 'none')) }}

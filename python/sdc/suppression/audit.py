@@ -50,7 +50,7 @@ AUDIT_TOLERANCE = 1e-6
 # HiGHS simplex_strategy values
 SIMPLEX_DUAL, SIMPLEX_PRIMAL = 1, 4
 # The exact integer check: groups of suppressed cells up to this size, and each MILP up to this time
-# (bench/integer_audit_bench.py measures them; README "Integer audit").
+# (bench/integer_audit_bench.py measures them; docs/concepts/suppression.md, "Integer audit").
 INTEGER_CHECK_CELLS = 2_000
 INTEGER_CHECK_SECONDS = 10.0
 INTEGER_CHECK_BUDGET = 120.0  # seconds for all MILPs of one audit

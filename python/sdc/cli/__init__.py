@@ -386,7 +386,7 @@ def _parser() -> argparse.ArgumentParser:
                        ("a-priori", "a suppression table's cells in a release, as a-priori cells for the next pattern")):
         one = rel_commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + "." + (
             " The file (the table's dimensions, status suppressed or published, value) goes to sdc suppress "
-            "--a-priori, or as a dbt seed to secondary_suppression(a_priori=ref(...)): what the release suppressed "
+            "--a-priori, or as a dbt seed to suppression_pattern(a_priori=ref(...)): what the release suppressed "
             "stays suppressed and what it published with the same value is never a secondary suppression."
             if name == "a-priori" else ""))
         if name == "diff":

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 import highspy
 import numpy as np
-from scipy.sparse import bmat, csc_matrix, csr_matrix
+from scipy.sparse import bmat, csc_matrix, csr_matrix, issparse
 from scipy.sparse.csgraph import connected_components
 
 from sdc.errors import SdcError
@@ -723,7 +723,12 @@ def quiet_highs() -> highspy.Highs:
 
 
 def relation_matrix(constraints, n) -> csr_matrix:
-    """The relations as a sparse matrix (one row per relation, one column per cell)."""
+    """The relations as a sparse matrix (one row per relation, one column per cell); ``constraints`` are
+    lists of (cell, coefficient), or such a matrix already (a SuppressionProblem's relations)."""
+    if issparse(constraints):
+        if constraints.shape[1] != n:
+            raise SdcError(f"audit: the relations have {constraints.shape[1]} columns for {n} cells")
+        return csr_matrix(constraints)
     rows, cols, data = [], [], []
     for r, relation in enumerate(constraints):
         for cell, coefficient in relation:

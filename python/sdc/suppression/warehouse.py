@@ -3,13 +3,14 @@
 A model of the warehouse calls one of these with the DuckDB session dbt hands it:
 
     def model(dbt, session):
-        from sdc.suppression.warehouse import secondary_suppression
-        return secondary_suppression(session, dbt.ref("supp_x_primary"), dbt.ref("supp_x_relations"),
-                                     dims=["fach", "geschlecht"], method="heuristic", cost="freq",
-                                     prefer_low_levels=True)
+        from sdc.suppression.warehouse import suppression_pattern
+        return suppression_pattern(session, dbt.ref("supp_x_primary"), dbt.ref("supp_x_relations"),
+                                   dims=["fach", "geschlecht"], method="heuristic", cost="freq",
+                                   prefer_low_levels=True)
 
 The cells come from the SQL macros suppression_cells + suppression_primary, the relations from
-suppression_constraints; the pattern is the same as `sdc suppress` computes from a file (protect_cells).
+suppression_constraints; the pattern is the same as `sdc suppress` computes from a file (protect_cells, which
+solves and audits it through secondary.secondary_suppression).
 ``suppression_audit`` re-audits a finished pattern from its published status alone, so a generic data
 test (sdc_suppression_audit) can fail the build when any sensitive cell can be narrowed.
 """
@@ -22,19 +23,15 @@ from sdc.errors import SdcError
 from sdc.quoting import quote_identifier
 from sdc.suppression.a_priori import a_priori_cells, rows_of_frame
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
-from sdc.suppression.pipeline import (
-    DEFAULT_TIME_LIMIT,
-    PATTERN_COLUMNS,
-    _group_relations,
-    is_integer_table,
-    protect_cells,
-)
+from sdc.suppression.pipeline import PATTERN_COLUMNS, protect_cells
+from sdc.suppression.problem import group_relations, is_integer_table
+from sdc.suppression.secondary import DEFAULT_TIME_LIMIT
 
 
-def secondary_suppression(session, cells, relations, *, dims: list[str], magnitude: bool = False,
-                          method: str = "heuristic", cost: str = "value", mark: str = "x",
-                          publish_intervals: bool = False, prefer_low_levels: bool = False,
-                          time_limit: float = DEFAULT_TIME_LIMIT, a_priori=None):
+def suppression_pattern(session, cells, relations, *, dims: list[str], magnitude: bool = False,
+                        method: str = "heuristic", cost: str = "value", mark: str = "x",
+                        publish_intervals: bool = False, prefer_low_levels: bool = False,
+                        time_limit: float = DEFAULT_TIME_LIMIT, a_priori=None):
     """The pattern of a suppression_primary relation: its columns plus PATTERN_COLUMNS (status now
     includes 'secondary'; lower/upper are the audit interval of each suppressed cell).
 
@@ -54,8 +51,8 @@ def secondary_suppression(session, cells, relations, *, dims: list[str], magnitu
 def pattern_columns(rows: list[dict], names: list[str], members: list[tuple], dims: list[str], **options) -> dict:
     """The pattern as columns (name -> values, in the cell table's order): the cell table's columns ``names``
     and PATTERN_COLUMNS; ``members`` are the relations' rows (constraint_id, *dims, coefficient)."""
-    relation_list = _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
-    protected = protect_cells(rows, relation_list, **options)
+    relation_list = group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
+    protected = protect_cells(rows, relation_list, dims=dims, **options)
     columns = {name: [r[name] for r in rows] for name in names if name not in PATTERN_COLUMNS}
     for name in PATTERN_COLUMNS:
         columns[name] = [p[name] for p in protected]
@@ -79,7 +76,7 @@ def audit_columns(rows: list[dict], members: list[tuple], dims: list[str], *, ma
     for name in ("value", "freq", "status", "protection_lower", "protection_upper"):
         if name not in rows[0]:
             raise SdcError(f"suppression_audit: the pattern has no column {name!r}")
-    relation_list = _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
+    relation_list = group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
     values = np.array([r["value"] for r in rows], dtype=float)
     freq = np.array([r["freq"] for r in rows], dtype=float)
     suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])

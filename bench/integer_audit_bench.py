@@ -33,7 +33,8 @@ def main(shapes):
         primary = (values > 0) & (values < 3)
         ones = primary * 1.0
         lower, upper = np.ones(len(values)), np.full(len(values), 1.5 * values.max())
-        pattern = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values, lower=lower, upper=upper))
+        problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values, lower=lower, upper=upper)
+        pattern = heuristic_pattern(problem)
         group = max(len(g) for g in suppressed_groups(relation_matrix(relations, len(values)).tocsc(), pattern))
         args = dict(sensitive=primary, protection_lower=ones, protection_upper=ones, lower=lower, upper=upper)
         started = time.perf_counter()

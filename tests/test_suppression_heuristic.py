@@ -50,10 +50,12 @@ def test_heuristic_passes_the_audit_and_costs_at_least_the_optimum(seed):
         primary[index(0, 0)] = True
     protection = np.where(primary, np.maximum(1.0, 0.2 * values), 0.0)
     bounds = np.full(len(values), 1.5 * values.max())
-    heuristic = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, upper=bounds))
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, upper=bounds)
+    heuristic = heuristic_pattern(problem)
     assert audit_pattern(values, heuristic, relations, sensitive=primary, protection_lower=protection,
                          protection_upper=protection, upper=bounds).passed
-    optimum = optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, upper=bounds)).suppressed
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, upper=bounds)
+    optimum = optimal_pattern(problem).suppressed
     assert values[heuristic].sum() >= values[optimum].sum() - 1e-9
 
 
@@ -72,11 +74,13 @@ def test_three_dimensional_patterns_pass_the_audit_and_cost_at_least_the_optimum
     lower = np.ones(len(values))  # a non-empty count is at least 1
     level = (np.indices(index.shape) == (np.array(index.shape) - 1)[:, None, None, None]).sum(axis=0).ravel()
     cost = values * 10.0**level
-    heuristic = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost, lower=lower))
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost, lower=lower)
+    heuristic = heuristic_pattern(problem)
     audit = audit_pattern(values, heuristic, relations, sensitive=primary, protection_lower=protection,
                           protection_upper=protection, lower=lower, upper=np.full(len(values), 1.5 * values.max()))
     assert audit.passed
-    optimum = optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost, lower=lower)).suppressed
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost, lower=lower)
+    optimum = optimal_pattern(problem).suppressed
     assert cost[heuristic].sum() >= cost[optimum].sum() - 1e-6
     assert not heuristic[index[-1, -1, -1]]  # the grand total is never worth suppressing here
 
@@ -118,7 +122,8 @@ def test_tv14_singleton_and_a_second_primary_in_one_row_force_a_third_suppressio
     freq = np.full(len(values), 5.0)
     freq[index(0, 1)] = 1
     protection = np.where(primary, 2.0, 0.0)
-    pattern = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, contributors=freq))
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, contributors=freq)
+    pattern = heuristic_pattern(problem)
     row_a = [index(0, j) for j in range(4)]
     assert pattern[row_a].sum() >= 3
     assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=protection,

@@ -35,6 +35,7 @@ from scipy.sparse import csr_matrix, hstack, vstack
 
 from sdc.errors import SdcError
 from sdc.suppression.audit import AUDIT_TOLERANCE, AuditTable, unprotected_cells
+from sdc.suppression.heuristic import heuristic_pattern
 from sdc.suppression.problem import SuppressionProblem
 
 MAX_ROUNDS = 500
@@ -210,8 +211,6 @@ def _relation_cuts(matrix: csr_matrix, primary) -> list[tuple[csr_matrix, float]
 
 def _finish_at_time_limit(problem: SuppressionProblem, x, bound: float, time_limit: float) -> OptimalResult:
     """Complete the last master pattern (or the primaries) by the heuristic, with a TimeLimitWarning."""
-    from sdc.suppression.heuristic import heuristic_pattern
-
     pattern = heuristic_pattern(problem, start=x, singletons=False)
     warnings.warn(TimeLimitWarning(time_limit, float(problem.cost[pattern].sum()), bound), stacklevel=4)
     return OptimalResult(pattern, False, bound)

@@ -105,7 +105,18 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
     """The table of ``suppress_table`` as a pandas DataFrame (numbers as numbers, NA for a suppressed cell), for
     pipelines and notebooks: ``data`` is a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/
     .parquet path; ``hierarchy`` a file path or a DataFrame (dimension, code, parent). The options are those
-    of suppress_table, ``a_priori`` also a DataFrame."""
+    of suppress_table, ``a_priori`` also a DataFrame.
+
+    Students by subject and sex; under freq:3 Bau/w (3 is fine) stays, Med/w = 1 is primary and takes three
+    more cells with it:
+
+    >>> import pandas as pd
+    >>> from sdc.suppression import suppressed_table
+    >>> micro = pd.DataFrame({"fach": ["Bau"] * 7 + ["Med"] * 5, "geschlecht": list("mmmmwww") + list("mmmmw")})
+    >>> table = suppressed_table(micro, ["fach", "geschlecht"], ["freq:3"])
+    >>> [tuple(row) for row in table[["fach", "geschlecht", "published_text"]].itertuples(index=False)]
+    [('Bau', 'Total', '7'), ('Bau', 'm', 'x'), ('Bau', 'w', 'x'), ('Med', 'Total', '5'), ('Med', 'm', 'x'), ('Med', 'w', 'x'), ('Total', 'Total', '12'), ('Total', 'm', '8'), ('Total', 'w', '4')]
+    """
     import pandas as pd
 
     _check_options(rules, value, method, cost, time_limit, dims)

@@ -215,7 +215,7 @@ def _numbers(problem, name: str, array, n: int, *, infinite: bool = False) -> np
     bad = np.isnan(array) if infinite else ~np.isfinite(array)
     if bad.any():
         k = int(np.argmax(bad))
-        raise SdcError(f"suppression problem: {name} of {_name(problem, k)} is {array[k]!r}, not a number")
+        raise SdcError(f"suppression problem: {name} of {_name(problem, k)} is {array[k]:g}, not a number")
     array.setflags(write=False)  # the problem is shared by methods and audit: nobody changes it
     return array
 

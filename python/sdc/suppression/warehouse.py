@@ -39,7 +39,23 @@ def suppression_pattern(session, cells, relations, *, dims: list[str], magnitude
     cell's cost times 10^(number of dimensions along which it is a total), so totals are kept where
     possible; ``time_limit``: seconds for method optimal; ``a_priori``: the last release's cells (a relation, e.g.
     a dbt seed that `sdc release a-priori` wrote): what it suppressed stays suppressed, what it published with
-    today's value is never a secondary suppression (a_priori.py)."""
+    today's value is never a secondary suppression (a_priori.py).
+
+    A total of three counts, the 2 primary (as suppression_primary and suppression_constraints give them):
+
+    >>> import duckdb
+    >>> from sdc.suppression import suppression_pattern
+    >>> session = duckdb.connect()
+    >>> cells = session.sql("select * from (values ('Total', 12, 12, 'published', null, 0, 0), "
+    ...     "('a', 2, 2, 'primary', 'freq:3', 1, 1), ('b', 4, 4, 'published', null, 0, 0), "
+    ...     "('c', 6, 6, 'published', null, 0, 0)) "
+    ...     "as t(region, value, freq, status, rule, protection_lower, protection_upper)")
+    >>> relations = session.sql("select 'r1' as constraint_id, region, case when region = 'Total' then 1 else -1 "
+    ...     "end as coefficient from (values ('Total'), ('a'), ('b'), ('c')) as t(region)")
+    >>> pattern = suppression_pattern(session, cells, relations, dims=["region"], cost="freq")
+    >>> pattern.select("region, status, published_text, lower, upper").order("region").fetchall()
+    [('Total', 'published', '12', None, None), ('a', 'primary', 'x', 1.0, 5.0), ('b', 'secondary', 'x', 1.0, 5.0), ('c', 'published', '6', None, None)]
+    """
     rows = _rows(cells, dims)
     last = a_priori_cells(rows, dims, rows_of_frame(a_priori)) if a_priori is not None else None
     columns = pattern_columns(rows, _columns(cells), _members(relations, dims), dims, magnitude=magnitude,
@@ -63,7 +79,22 @@ def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude
     """One row per suppressed cell of a pattern: its feasible interval (what an attacker who knows every
     published cell and the relations can derive), the interval it needs and whether it is protected (in
     integers too for count tables and whole-number magnitudes; integer_skipped says where that was not
-    checked)."""
+    checked).
+
+    The pattern of suppression_pattern's example, stored as dbt stores a model:
+
+    >>> import duckdb
+    >>> from sdc.suppression import suppression_audit
+    >>> session = duckdb.connect()
+    >>> pattern = session.sql("select * from (values ('Total', 12, 12, 'published', 0, 0), "
+    ...     "('a', 2, 2, 'primary', 1, 1), ('b', 4, 4, 'secondary', 0, 0), ('c', 6, 6, 'published', 0, 0)) "
+    ...     "as t(region, value, freq, status, protection_lower, protection_upper)")
+    >>> relations = session.sql("select 'r1' as constraint_id, region, case when region = 'Total' then 1 else -1 "
+    ...     "end as coefficient from (values ('Total'), ('a'), ('b'), ('c')) as t(region)")
+    >>> audit = suppression_audit(session, pattern, relations, dims=["region"])
+    >>> audit.select("region, feasible_lower, feasible_upper, required_lower, required_upper, protected").fetchall()
+    [('a', 1.0, 5.0, 1.0, 3.0, True), ('b', 1.0, 5.0, 4.0, 4.0, True)]
+    """
     columns = audit_columns(_rows(pattern, dims), _members(relations, dims), dims, magnitude=magnitude)
     kinds = {d: str for d in [*dims, "status", "integer_skipped"]}
     return _relation(session, {name: _array(values, kinds.get(name)) if name in kinds else

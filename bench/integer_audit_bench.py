@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from conftest import cube_table  # noqa: E402  (the tests' n-dimensional table with every margin)
 from sdc.suppression.audit import audit_pattern, suppressed_groups, relation_matrix
 from sdc.suppression.heuristic import heuristic_pattern
+from sdc.suppression.problem import SuppressionProblem
 
 
 def main(shapes):
@@ -32,7 +33,8 @@ def main(shapes):
         primary = (values > 0) & (values < 3)
         ones = primary * 1.0
         lower, upper = np.ones(len(values)), np.full(len(values), 1.5 * values.max())
-        pattern = heuristic_pattern(values, relations, primary, ones, ones, values, lower=lower, upper=upper)
+        problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values, lower=lower, upper=upper)
+        pattern = heuristic_pattern(problem)
         group = max(len(g) for g in suppressed_groups(relation_matrix(relations, len(values)).tocsc(), pattern))
         args = dict(sensitive=primary, protection_lower=ones, protection_upper=ones, lower=lower, upper=upper)
         started = time.perf_counter()

@@ -6,7 +6,7 @@ primaries, the time and the suppressed count/value of the heuristic and of the M
 marks a pattern the heuristic completed from the last master solution; skipped above MILP_CELLS).
 
 Cost: value x 10^level, level = the number of dimensions along which a cell is a total, i.e.
-``cost="value"`` with ``prefer_low_levels=True`` (pipeline.cell_costs), not the plain default: the figures
+``cost="value"`` with ``prefer_low_levels=True`` (problem.cell_costs), not the plain default: the figures
 in the README were measured with it. Both methods minimise that weighted cost; the printed "value" columns
 are the plain suppressed value.
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from sdc.suppression.heuristic import heuristic_pattern
 from sdc.suppression.optimal import optimal_pattern
-from sdc.suppression.pipeline import cell_costs
+from sdc.suppression.problem import SuppressionProblem, cell_costs
 
 MILP_CELLS = 20_000
 
@@ -79,7 +79,8 @@ def main(sizes):
             ones = np.where(primary, 1.0, 0.0)
             lower = np.where(values > 0, 1.0, 0.0)
             start = time.perf_counter()
-            h = heuristic_pattern(values, relations, primary, ones, ones, cost, lower=lower)
+            problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost, lower=lower)
+            h = heuristic_pattern(problem)
             t_h = time.perf_counter() - start
             print(f"{dims:>4} {len(values):>7} {int(primary.sum()):>8} {t_h:>8.2f} {int((h & ~primary).sum()):>7} "
                   f"{values[h & ~primary].sum():>11.0f}", end="", flush=True)
@@ -87,7 +88,8 @@ def main(sizes):
                 start = time.perf_counter()
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    o = optimal_pattern(values, relations, primary, ones, ones, cost, lower=lower, time_limit=60)
+                    problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost, lower=lower)
+                    o = optimal_pattern(problem, time_limit=60).suppressed
                 t_o = time.perf_counter() - start
                 # at the time limit the last master pattern is completed by the heuristic: marked with *
                 shown = f"{t_o:.2f}" if not caught else ">60*"

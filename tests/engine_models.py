@@ -84,10 +84,10 @@ def project(root, server=None, spark: bool = False, spark_remote: str | None = N
 
 SECONDARY_MODEL = """
 def model(dbt, session):
-    from sdc.suppression.warehouse import secondary_suppression
+    from sdc.suppression.warehouse import suppression_pattern
 
-    return secondary_suppression(session, dbt.ref("supp_primary"), dbt.ref("supp_relations"), dims=["roof", "water"],
-                                 magnitude=True, method="heuristic", cost="value", publish_intervals=True)
+    return suppression_pattern(session, dbt.ref("supp_primary"), dbt.ref("supp_relations"), dims=["roof", "water"],
+                               magnitude=True, method="heuristic", cost="value", publish_intervals=True)
 """
 
 

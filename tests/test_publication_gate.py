@@ -263,8 +263,8 @@ SUPPRESSION_AND_CKM = {
     "audit/supp_relations.sql": "{{ sdc.suppression_constraints(ref('supp_cells'), ['sex', 'region']) }}\n",
     "audit/supp_pattern.py": (
         "def model(dbt, session):\n"
-        "    from sdc.suppression.warehouse import secondary_suppression\n\n"
-        "    return secondary_suppression(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
+        "    from sdc.suppression.warehouse import suppression_pattern\n\n"
+        "    return suppression_pattern(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
         "                                 dims=['sex', 'region'], method='heuristic', cost='freq')\n"),
     "protected/persons_suppressed.sql": "{{ sdc.suppression_published(ref('supp_pattern'), ['sex', 'region'], value='freq') }}\n",
 }

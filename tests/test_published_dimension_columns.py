@@ -23,8 +23,8 @@ REGIONS = "dimension,code,parent\nregion,Total,\nregion,South,Total\nregion,Nort
           "region,R2,North\nregion,R1,North\nregion,R4,South\nregion,R3,South\n"
 PERSONS = "id,sex,region,income\n" + "".join(f"{i},{'mw'[i % 2]},R{1 + i % 4},{1000 + i}\n" for i in range(400))
 SECONDARY = ("def model(dbt, session):\n"
-             "    from sdc.suppression.warehouse import secondary_suppression\n\n"
-             "    return secondary_suppression(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
+             "    from sdc.suppression.warehouse import suppression_pattern\n\n"
+             "    return suppression_pattern(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
              "                                 dims=['sex', 'region'], method='heuristic', cost='freq')\n")
 MODELS = {
     "sources.yml": "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: persons\n",

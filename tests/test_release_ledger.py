@@ -192,8 +192,8 @@ SUPPRESSION = {
     "audit/supp_relations.sql": "{{ sdc.suppression_constraints(ref('supp_cells'), ['region', 'sex']) }}\n",
     "audit/supp_pattern.py": (
         "def model(dbt, session):\n"
-        "    from sdc.suppression.warehouse import secondary_suppression\n\n"
-        "    return secondary_suppression(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
+        "    from sdc.suppression.warehouse import suppression_pattern\n\n"
+        "    return suppression_pattern(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
         "                                 dims=['region', 'sex'], cost='freq'{a_priori})\n"),
     "protected/by_region_kind.sql": "{{ sdc.suppression_published(ref('supp_pattern'), ['region', 'sex'], "
                                     "value='freq') }}\n",

@@ -23,7 +23,7 @@ from sdc.release.linked_suppression import audit_linked_suppression
 from sdc.release.verify import Verified, Verifier
 from sdc.release.gate import Rel, Warehouse
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
-from sdc.suppression.pipeline import _group_relations
+from sdc.suppression.problem import group_relations
 from test_publication_gate import BASE, make
 from test_publish import edited_manifest, rows
 
@@ -90,7 +90,7 @@ def own_audit(verifier: Verifier, item: Verified):
                        f"p.freq is null from {item.audit} as c join {item.content} as p using ({', '.join(dims)})"
                        ).fetchall()
     values = np.array([float(r[len(dims)]) for r in rows])
-    relations = _group_relations(members, [r[:len(dims)] for r in rows], dims)
+    relations = group_relations(members, [r[:len(dims)] for r in rows], dims)
     return audit_pattern(values, [r[-1] for r in rows], relations, sensitive=[r[-3] == "primary" for r in rows],
                          protection_lower=[r[-2] for r in rows], protection_upper=[r[-2] for r in rows],
                          lower=a_priori_lower(values, values, magnitude=False), upper=default_upper(values),
@@ -169,7 +169,7 @@ def test_a_hierarchys_code_is_the_cell_of_its_leaves():
 
 # ------------------------------------------------------------------------------------------ sdc publish
 def suppression_models(name: str, dims: list[str]) -> dict[str, str]:
-    """suppression_cells -> suppression_primary -> sdc's secondary_suppression -> suppression_published."""
+    """suppression_cells -> suppression_primary -> sdc's suppression_pattern -> suppression_published."""
     listed = repr(dims)
     return {
         f"audit/{name}_cells.sql": f"{{{{ sdc.suppression_cells(source('raw', 'persons'), dims={listed}) }}}}\n",
@@ -177,8 +177,8 @@ def suppression_models(name: str, dims: list[str]) -> dict[str, str]:
         f"audit/{name}_relations.sql": f"{{{{ sdc.suppression_constraints(ref('{name}_cells'), {listed}) }}}}\n",
         f"audit/{name}_pattern.py": (
             "def model(dbt, session):\n"
-            "    from sdc.suppression.warehouse import secondary_suppression\n\n"
-            f"    return secondary_suppression(session, dbt.ref('{name}_primary'), dbt.ref('{name}_relations'),\n"
+            "    from sdc.suppression.warehouse import suppression_pattern\n\n"
+            f"    return suppression_pattern(session, dbt.ref('{name}_primary'), dbt.ref('{name}_relations'),\n"
             f"                                 dims={listed}, method='heuristic', cost='freq')\n"),
         f"protected/{name}.sql":
             f"{{{{ sdc.suppression_published(ref('{name}_pattern'), {listed}, value='freq') }}}}\n",

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from sdc.cli import main
-from sdc.suppression import audit_pattern
+from sdc.suppression import SuppressionProblem, audit_pattern
 from sdc.suppression.optimal import optimal_pattern
-from sdc.suppression.pipeline import cell_costs, protect_cells
+from sdc.suppression.pipeline import protect_cells
+from sdc.suppression.problem import cell_costs
 
 # A (total T -> groups g1, g2 -> codes a1 a2 | a3 a4) x B (total T -> b1, b2): 21 cells, a count table
 # whose inner cells are these frequencies. Under freq:3 ten cells are primary, eleven open.
@@ -107,8 +108,8 @@ def test_prefer_low_levels_weights_each_cost_by_ten_to_the_level():
     # the old behaviour: frequency x 10^(number of dimensions along which the cell is a total)
     level = np.array([(a in ("T", "g1", "g2")) + (b == "T") for a, b in cells], dtype=float)
     protection = primary.astype(float)
-    weighted = optimal_pattern(values, relations, primary, protection, protection, values * 10.0 ** level,
-                               lower=np.where(values > 0, 1.0, 0.0))
+    weighted = optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, protection, protection, values * 10.0 ** level,
+                               lower=np.where(values > 0, 1.0, 0.0))).suppressed
     assert (pattern == weighted).all()
     assert values[pattern].sum() == 158  # more frequency than the minimum, but the grand total is kept
     assert not pattern[cells.index(("T", "T"))]

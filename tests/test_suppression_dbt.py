@@ -27,8 +27,8 @@ def built(tmp_path_factory):
     p.model("cells", f"{{{{ sdc.suppression_cells(source('raw', 'students'), dims={DIMS}) }}}}")
     p.model("primary_cells", "{{ sdc.suppression_primary(ref('cells'), ['freq:3']) }}")
     p.model("relations", f"{{{{ sdc.suppression_constraints(ref('cells'), {DIMS}) }}}}")
-    python_model(p, "pattern", "    from sdc.suppression.warehouse import secondary_suppression\n"
-                 "    return secondary_suppression(session, dbt.ref('primary_cells'), dbt.ref('relations'),\n"
+    python_model(p, "pattern", "    from sdc.suppression.warehouse import suppression_pattern\n"
+                 "    return suppression_pattern(session, dbt.ref('primary_cells'), dbt.ref('relations'),\n"
                  f"                                 dims={DIMS}, cost='freq', mark='.')\n")
     python_model(p, "pattern_audit", "    from sdc.suppression.warehouse import suppression_audit\n"
                  f"    return suppression_audit(session, dbt.ref('pattern'), dbt.ref('relations'), dims={DIMS})\n")

@@ -165,8 +165,8 @@ def test_secondary_suppression_in_dbt_with_cents(tmp_path):
     p.model("relations", f"{{{{ sdc.suppression_constraints(ref('cells'), {dims}) }}}}")
     (p.root / "models" / "pattern.py").write_text(
         "def model(dbt, session):\n"
-        "    from sdc.suppression.warehouse import secondary_suppression\n"
-        "    return secondary_suppression(session, dbt.ref('primary_cells'), dbt.ref('relations'),\n"
+        "    from sdc.suppression.warehouse import suppression_pattern\n"
+        "    return suppression_pattern(session, dbt.ref('primary_cells'), dbt.ref('relations'),\n"
         f"                                 dims={dims}, magnitude=True, publish_intervals=True)\n")
     (p.root / "models" / "pattern_audit.py").write_text(
         "def model(dbt, session):\n"

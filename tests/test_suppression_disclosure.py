@@ -17,6 +17,7 @@ from scipy.optimize import linprog
 from sdc.cli import main
 from sdc.suppression.audit import audit_pattern, integer_failures, AuditTable, public_intervals
 from sdc.suppression.heuristic import integer_safe_pattern
+from sdc.suppression.problem import SuppressionProblem
 
 from conftest import two_way_equations
 from test_suppression_audit import grid_table
@@ -139,8 +140,8 @@ def test_suppression_grows_a_pattern_until_it_passes_the_integer_audit():
     values, relations, index, suppressed, sensitive = parity_case()
     ones = sensitive * 1.0
     lower, upper = np.ones(len(values)), np.full(len(values), 1.5 * values.max())
-    pattern, skipped = integer_safe_pattern(values, relations, sensitive, ones, ones, values, suppressed,
-                                            lower=lower, upper=upper)
+    pattern, skipped = integer_safe_pattern(SuppressionProblem.from_arrays(values, relations, sensitive, ones, ones, values,
+                                            lower=lower, upper=upper), suppressed)
     assert not skipped and (pattern >= suppressed).all() and pattern.sum() > suppressed.sum()
     result = audit_pattern(values, pattern, relations, sensitive=sensitive, protection_lower=ones,
                            protection_upper=ones, lower=lower, upper=upper, integer=True)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sdc.errors import SdcError
-from sdc.suppression import audit_pattern
+from sdc.suppression import SuppressionProblem, audit_pattern
 from sdc.suppression.heuristic import heuristic_pattern
 from sdc.suppression.optimal import optimal_pattern
 
@@ -20,7 +20,7 @@ def test_tv7_heuristic_protects_the_cell_the_old_heuristic_left_disclosed():
     for r, c in [(0, 0), (0, 1), (0, 2), (1, 0), (1, 2), (2, 1), (2, 3), (3, 1), (3, 3)]:
         primary[index(r, c)] = True
     ones = np.ones(len(values))
-    pattern = heuristic_pattern(values, relations, primary, ones, ones, cost=values)
+    pattern = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost=values))
     # like sdcTable's SIMPLEHEURISTIC: exactly one secondary, the cheapest that protects (w,b): (x,d) = 31
     assert sorted(np.flatnonzero(pattern & ~primary)) == [index(1, 3)]
 
@@ -31,8 +31,8 @@ def test_seed001_minimum_frequency_example():
     primary = np.zeros(len(values), bool)
     primary[index(2, 1)] = True
     level = np.array([1 + (i % 3 == 2) + (i // 3 == 4) for i in range(len(values))], dtype=float)
-    pattern = heuristic_pattern(values, relations, primary, np.zeros(len(values)), np.ones(len(values)),
-                                cost=values * 10**level, lower=np.ones(len(values)))
+    pattern = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, np.zeros(len(values)), np.ones(len(values)),
+                                cost=values * 10**level, lower=np.ones(len(values))))
     hidden = {(int(i) // 3, int(i) % 3) for i in np.flatnonzero(pattern)}
     # seed 001 suppresses Bauingenieurwesen m/w and Medizin m/w: the same four inner cells, no total
     assert hidden == {(0, 0), (0, 1), (2, 0), (2, 1)}
@@ -50,10 +50,12 @@ def test_heuristic_passes_the_audit_and_costs_at_least_the_optimum(seed):
         primary[index(0, 0)] = True
     protection = np.where(primary, np.maximum(1.0, 0.2 * values), 0.0)
     bounds = np.full(len(values), 1.5 * values.max())
-    heuristic = heuristic_pattern(values, relations, primary, protection, protection, cost=values, upper=bounds)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, upper=bounds)
+    heuristic = heuristic_pattern(problem)
     assert audit_pattern(values, heuristic, relations, sensitive=primary, protection_lower=protection,
                          protection_upper=protection, upper=bounds).passed
-    optimum = optimal_pattern(values, relations, primary, protection, protection, cost=values, upper=bounds)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, upper=bounds)
+    optimum = optimal_pattern(problem).suppressed
     assert values[heuristic].sum() >= values[optimum].sum() - 1e-9
 
 
@@ -72,11 +74,13 @@ def test_three_dimensional_patterns_pass_the_audit_and_cost_at_least_the_optimum
     lower = np.ones(len(values))  # a non-empty count is at least 1
     level = (np.indices(index.shape) == (np.array(index.shape) - 1)[:, None, None, None]).sum(axis=0).ravel()
     cost = values * 10.0**level
-    heuristic = heuristic_pattern(values, relations, primary, protection, protection, cost, lower=lower)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost, lower=lower)
+    heuristic = heuristic_pattern(problem)
     audit = audit_pattern(values, heuristic, relations, sensitive=primary, protection_lower=protection,
                           protection_upper=protection, lower=lower, upper=np.full(len(values), 1.5 * values.max()))
     assert audit.passed
-    optimum = optimal_pattern(values, relations, primary, protection, protection, cost, lower=lower)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost, lower=lower)
+    optimum = optimal_pattern(problem).suppressed
     assert cost[heuristic].sum() >= cost[optimum].sum() - 1e-6
     assert not heuristic[index[-1, -1, -1]]  # the grand total is never worth suppressing here
 
@@ -88,8 +92,8 @@ def test_unprotectable_cell_is_reported():
     primary[index(0, 0)] = True
     forced = ~primary
     with pytest.raises(SdcError, match=r"cannot reach their protection intervals even with every publishable cell suppressed"):
-        heuristic_pattern(values, relations, primary, np.ones(len(values)), np.ones(len(values)),
-                          cost=values, forced_publish=forced)
+        heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, np.ones(len(values)), np.ones(len(values)),
+                          cost=values, forced_published=forced))
 
 
 def test_tv9_singletons_in_a_one_dimensional_table():
@@ -100,11 +104,11 @@ def test_tv9_singletons_in_a_one_dimensional_table():
     relations = [[(0, 1.0), (1, -1.0), (2, -1.0), (3, -1.0), (4, -1.0)]]
     primary = np.array([False, True, False, True, False])
     ones = np.where(primary, 1.0, 0.0)
-    plain = heuristic_pattern(values, relations, primary, ones, ones, cost=values)
+    plain = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost=values))
     assert list(np.flatnonzero(plain)) == [1, 3]
     # d is empty (sdcTable status z): never a secondary
-    singletons = heuristic_pattern(values, relations, primary, ones, ones, cost=values, freq=values,
-                                   forced_publish=values == 0)
+    singletons = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost=values, contributors=values,
+                                   forced_published=values == 0))
     assert list(np.flatnonzero(singletons & ~primary)) == [2]
 
 
@@ -118,7 +122,8 @@ def test_tv14_singleton_and_a_second_primary_in_one_row_force_a_third_suppressio
     freq = np.full(len(values), 5.0)
     freq[index(0, 1)] = 1
     protection = np.where(primary, 2.0, 0.0)
-    pattern = heuristic_pattern(values, relations, primary, protection, protection, cost=values, freq=freq)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values, contributors=freq)
+    pattern = heuristic_pattern(problem)
     row_a = [index(0, j) for j in range(4)]
     assert pattern[row_a].sum() >= 3
     assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=protection,
@@ -143,8 +148,8 @@ def test_two_small_primaries_of_one_relation_get_a_third_cell_before_any_lp(monk
         return audits[-1]
 
     monkeypatch.setattr(heuristic, "unprotected_cells", recording_audit)
-    pattern = heuristic_pattern(values, relations, primary, ones, ones, cost=values * [10, 1, 1, 1, 1],
-                                lower=np.ones(5))
+    pattern = heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost=values * [10, 1, 1, 1, 1],
+                                lower=np.ones(5)))
     assert audits == [[]]
     assert list(np.flatnonzero(pattern)) == [1, 2, 3]
     result = audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=ones,

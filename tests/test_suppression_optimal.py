@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sdc.errors import SdcError
-from sdc.suppression import audit_pattern
+from sdc.suppression import SuppressionProblem, audit_pattern
 from sdc.suppression.optimal import TimeLimitWarning, optimal_pattern
 
 from test_suppression_audit import grid_table
@@ -23,7 +23,8 @@ def test_tv7_sdctable_problem_needs_exactly_one_secondary():
                            protection_upper=ones, upper=np.full(len(values), 1.5 * values.max()))
     disclosed = [iv.cell for iv in before.failures]
     assert disclosed == [index(0, 1)]
-    pattern = optimal_pattern(values, relations, primary, ones, ones, cost=values)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost=values)
+    pattern = optimal_pattern(problem).suppressed
     assert sorted(np.flatnonzero(pattern & ~primary)) == [index(1, 3)]
     after = audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=ones,
                           protection_upper=ones, upper=np.full(len(values), 1.5 * values.max()))
@@ -39,7 +40,8 @@ def test_tv8_microdata1_region_by_gender():
     primary = np.zeros(len(values), bool)
     primary[index(0, 1)] = True
     ones = np.ones(len(values))
-    pattern = optimal_pattern(values, relations, primary, ones, ones, cost=values)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost=values)
+    pattern = optimal_pattern(problem).suppressed
     assert sorted(np.flatnonzero(pattern)) == sorted([index(0, 0), index(0, 1), index(2, 0), index(2, 1)])
     assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=ones,
                          protection_upper=ones).passed
@@ -49,11 +51,12 @@ def test_no_primaries_no_suppression_and_conflicts():
     values, relations, index = grid_table([[18, 2], [14, 19]])
     none = np.zeros(len(values), bool)
     ones = np.ones(len(values))
-    assert not optimal_pattern(values, relations, none, ones, ones, cost=values).any()
+    problem = SuppressionProblem.from_arrays(values, relations, none, ones, ones, cost=values)
+    assert not optimal_pattern(problem).suppressed.any()
     primary = none.copy()
     primary[index(0, 1)] = True
     with pytest.raises(SdcError, match=r"cell 1 is primary and forced to be published"):
-        optimal_pattern(values, relations, primary, ones, ones, cost=values, forced_publish=primary)
+        optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, cost=values, forced_published=primary)).suppressed
 
 
 def test_random_small_tables_every_optimal_pattern_passes_the_audit():
@@ -67,7 +70,8 @@ def test_random_small_tables_every_optimal_pattern_passes_the_audit():
         if not primary.any():
             continue
         protection = np.where(primary, 1.0, 0.0)
-        pattern = optimal_pattern(values, relations, primary, protection, protection, cost=values)
+        problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=values)
+        pattern = optimal_pattern(problem).suppressed
         assert (pattern >= primary).all()
         result = audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=protection,
                                protection_upper=protection, upper=np.full(len(values), 1.5 * values.max()))
@@ -87,7 +91,8 @@ def test_optimum_equals_a_brute_force_search(seed):
         primary[index(cell // 3, cell % 3)] = True
     protection = np.where(primary, np.maximum(1.0, np.round(0.3 * values)), 0.0)
     cost = values + 1.0
-    pattern = optimal_pattern(values, relations, primary, protection, protection, cost=cost)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, protection, protection, cost=cost)
+    pattern = optimal_pattern(problem).suppressed
     upper = np.full(len(values), 1.5 * values.max())
     assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=protection,
                          protection_upper=protection, upper=upper).passed
@@ -120,13 +125,12 @@ def test_time_limit_also_bounds_the_set_up(monkeypatch):
     primary[[index(0, 1), index(1, 2)]] = True
     ones = primary.astype(float)
     with pytest.warns(TimeLimitWarning, match="stopped at its time limit of 0 s"):
-        pattern = optimal_pattern(values, relations, primary, ones, ones, values, lower=np.ones(len(values)),
-                                  time_limit=0)
+        pattern = optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values, lower=np.ones(len(values))), time_limit=0).suppressed
     assert clipped == []  # the set-up stopped before its first LP, and the heuristic needed none
     assert audit_pattern(values, pattern, relations, sensitive=primary, protection_lower=ones,
                          protection_upper=ones, lower=np.ones(len(values))).passed
-    assert (pattern == heuristic_pattern(values, relations, primary, ones, ones, values,
-                                         lower=np.ones(len(values)))).all()
+    assert (pattern == heuristic_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values,
+                                         lower=np.ones(len(values))))).all()
 
 
 def test_time_limit_warning_gives_cost_and_lower_bound_and_bad_limits_are_refused():
@@ -137,7 +141,7 @@ def test_time_limit_warning_gives_cost_and_lower_bound_and_bad_limits_are_refuse
     primary[[index(0, 1), index(1, 2)]] = True
     ones = primary.astype(float)
     with pytest.warns(TimeLimitWarning) as caught:
-        pattern = optimal_pattern(values, relations, primary, ones, ones, values, time_limit=0)
+        pattern = optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values), time_limit=0).suppressed
     warning = caught[0].message
     assert issubclass(TimeLimitWarning, UserWarning)  # a library warns; the CLI prints it as one line
     assert (warning.time_limit, warning.cost) == (0, values[pattern].sum())
@@ -145,8 +149,9 @@ def test_time_limit_warning_gives_cost_and_lower_bound_and_bad_limits_are_refuse
     assert str(warning).endswith("the heuristic completed the pattern, which passes the audit")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no limit: no warning
-        best = optimal_pattern(values, relations, primary, ones, ones, values, time_limit=float("inf"))
+        problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values)
+        best = optimal_pattern(problem, time_limit=float("inf")).suppressed
     assert values[best].sum() <= values[pattern].sum()
     for bad in (-1.0, float("nan")):
         with pytest.raises(SdcError, match="the time limit must be a number of seconds >= 0"):
-            optimal_pattern(values, relations, primary, ones, ones, values, time_limit=bad)
+            optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values), time_limit=bad).suppressed

@@ -71,7 +71,7 @@ select * from cells
 
 {#- suppression_pattern_cells_call(pattern): the recorded suppression_cells call behind a pattern ({} where none is
     found): the pattern's suppression_primary table is the one its record names (sdc suppress --target), else its
-    parent in dbt's graph (a dbt Python model's secondary_suppression); that table reads the cells -#}
+    parent in dbt's graph (a dbt Python model's suppression_pattern); that table reads the cells -#}
 {% macro suppression_pattern_cells_call(pattern) %}
 {%- if not execute -%}{{ return({}) }}{%- endif -%}
 {%- if pattern.identifier is not defined -%}{#- a name as text ('schema.table', sdc suppress --target's) -#}

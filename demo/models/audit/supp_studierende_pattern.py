@@ -1,7 +1,7 @@
 # Secondary suppression of the students table (heuristic; cost = frequency x 10^level keeps totals)
 def model(dbt, session):
-    from sdc.suppression.warehouse import secondary_suppression
+    from sdc.suppression.warehouse import suppression_pattern
 
-    return secondary_suppression(session, dbt.ref("supp_studierende_primary"), dbt.ref("supp_studierende_relations"),
-                                 dims=["fach", "geschlecht", "hochschule"], method="heuristic", cost="freq", mark="x",
-                                 prefer_low_levels=True)
+    return suppression_pattern(session, dbt.ref("supp_studierende_primary"), dbt.ref("supp_studierende_relations"),
+                               dims=["fach", "geschlecht", "hochschule"], method="heuristic", cost="freq", mark="x",
+                               prefer_low_levels=True)

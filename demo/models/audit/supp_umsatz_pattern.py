@@ -1,7 +1,7 @@
 # Secondary suppression of the turnover table; suppressed cells publish the interval the published cells give
 def model(dbt, session):
-    from sdc.suppression.warehouse import secondary_suppression
+    from sdc.suppression.warehouse import suppression_pattern
 
-    return secondary_suppression(session, dbt.ref("supp_umsatz_primary"), dbt.ref("supp_umsatz_relations"),
-                                 dims=["wz", "region"], magnitude=True, method="heuristic", cost="value",
-                                 publish_intervals=True, prefer_low_levels=True)
+    return suppression_pattern(session, dbt.ref("supp_umsatz_primary"), dbt.ref("supp_umsatz_relations"),
+                               dims=["wz", "region"], magnitude=True, method="heuristic", cost="value",
+                               publish_intervals=True, prefer_low_levels=True)

@@ -13,7 +13,7 @@ from sdc.cli._common import postgres_target
 COMMANDS = (("list", "the releases in the ledger"), ("diff", "the cells release A and B differ in"),
             ("a-priori", "a suppression table's cells in a release, as a-priori cells for the next pattern"))
 A_PRIORI_USE = (" The file (the table's dimensions, status suppressed or published, value) goes to sdc suppress "
-                "--a-priori, or as a dbt seed to secondary_suppression(a_priori=ref(...)): what the release suppressed "
+                "--a-priori, or as a dbt seed to suppression_pattern(a_priori=ref(...)): what the release suppressed "
                 "stays suppressed and what it published with the same value is never a secondary suppression.")
 
 

@@ -215,7 +215,7 @@ def check_against_last(con, cells: list[LedgerCell], loads: dict, accept_paramet
             + ("; ..." if len(unexplained) > SHOWN_CELLS else "")
             + ". A reader of both releases learns from the difference (a suppressed cell published, two noises of "
             "one cell). For a suppression table, feed the last release's pattern to the suppression (sdc release "
-            f"a-priori <table> --out <seed.csv>, then secondary_suppression(..., a_priori=...)) so that unchanged "
+            f"a-priori <table> --out <seed.csv>, then suppression_pattern(..., a_priori=...)) so that unchanged "
             "cells keep it; else find what changed the table; nothing was published")
     if parameter_changes and not accept_parameter_change:
         tables = sorted({c["relation"] for c in parameter_changes})

@@ -33,7 +33,7 @@ from sdc.warehouse.macro_renderer import Relation, render_macro, sql_errors
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
 from sdc.suppression.audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
-from sdc.suppression.pipeline import is_integer_table
+from sdc.suppression.problem import is_integer_table
 from sdc.release.verified import RELATIVE_TOLERANCE, Verified
 from sdc.release.verify import Verifier
 

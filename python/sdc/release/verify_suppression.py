@@ -1,6 +1,6 @@
 """A published suppression table checked against sdc's own recomputation (release/verify.py for the CKM).
 
-``suppression_published`` reads a pattern (a dbt Python model's ``secondary_suppression``, or ``sdc suppress
+``suppression_published`` reads a pattern (a dbt Python model's ``suppression_pattern``, or ``sdc suppress
 --target``); neither the pattern nor its status column is trusted. The pattern's primary table
 (``suppression_primary`` over ``suppression_cells``, whose calls those macros write into their step header)
 is computed again from the microdata, and the published relation must:
@@ -24,7 +24,7 @@ from sdc.warehouse.macro_renderer import Relation, render_macro, sql_errors
 from sdc.quoting import quote_identifier as q
 from sdc.release.gate import Rel
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
-from sdc.suppression.pipeline import _group_relations, is_integer_table
+from sdc.suppression.problem import group_relations, is_integer_table
 from sdc.release.verified import RELATIVE_TOLERANCE, Verified, refuse
 
 
@@ -77,7 +77,7 @@ def verify_suppression_published(verifier, rel: Rel, record: dict, path: list[st
     suppressed = np.array([r["published"] is None for r in rows])
     sensitive = np.array([r["status"] == "primary" for r in rows])
     keys = [tuple(r[d] for d in dims) for r in rows]
-    result = audit_pattern(values, suppressed, _group_relations(members, keys, dims), sensitive=sensitive,
+    result = audit_pattern(values, suppressed, group_relations(members, keys, dims), sensitive=sensitive,
                            protection_lower=[float(r["protection_lower"] or 0) for r in rows],
                            protection_upper=[float(r["protection_upper"] or 0) for r in rows],
                            lower=a_priori_lower(values, freq, magnitude=magnitude), upper=default_upper(values),
@@ -118,7 +118,7 @@ def _primary_of(verifier, pattern: Rel, path: list[str]) -> Rel:
             return rel
     raise refuse(path, "is read by suppression_published, but no suppression_primary table that it was solved from "
                        "can be found (a pattern of one's own is no suppression step): solve it with sdc's "
-                       "secondary_suppression or sdc suppress --target")
+                       "suppression_pattern or sdc suppress --target")
 
 
 def _joined(verifier, rel: Rel, recomputed: str, dims: list[str], value: str, path: list[str]) -> list[dict]:

@@ -1,5 +1,39 @@
-"""Cell suppression: the LP audit of suppression patterns (secondary suppression follows)."""
+"""Cell suppression: a SuppressionProblem, secondary_suppression returning an audited SuppressionPattern, the
+LP audit of any pattern (audit_pattern), the table layer (suppressed_table for DataFrames and files,
+suppression_pattern / suppression_audit for dbt Python models) and sas-anon's interval masking (anonymise).
+
+The table layer loads DuckDB and the macro renderer, so it is imported when first asked for: importing a
+method module (sdc.suppression.audit, ...) stays cheap and free of the warehouse layer.
+"""
+
+from importlib import import_module
 
 from sdc.suppression.audit import AuditResult, CellInterval, audit_pattern
+from sdc.suppression.problem import SuppressionProblem
+from sdc.suppression.sas_anon import anonymise
+from sdc.suppression.secondary import SuppressionPattern, secondary_suppression
 
-__all__ = ["AuditResult", "CellInterval", "audit_pattern"]
+__all__ = [
+    "SuppressionProblem",
+    "secondary_suppression",
+    "SuppressionPattern",
+    "audit_pattern",
+    "AuditResult",
+    "CellInterval",
+    "suppressed_table",
+    "suppression_pattern",
+    "suppression_audit",
+    "anonymise",
+]
+
+_TABLE_LAYER = {
+    "suppressed_table": "sdc.suppression.pipeline",
+    "suppression_pattern": "sdc.suppression.warehouse",
+    "suppression_audit": "sdc.suppression.warehouse",
+}
+
+
+def __getattr__(name: str):
+    if name in _TABLE_LAYER:
+        return getattr(import_module(_TABLE_LAYER[name]), name)
+    raise AttributeError(f"module 'sdc.suppression' has no attribute {name!r}")

@@ -15,7 +15,7 @@ module gives the suppression the cells to keep:
 The a-priori cells are rows of the table's dimensions and A_PRIORI_STATUS_COLUMN ('suppressed' or 'published'),
 with A_PRIORI_VALUE_COLUMN the published value of a published cell. `sdc release a-priori` writes them from the
 ledger; they are given as a file (sdc suppress --a-priori), a DataFrame (suppressed_table) or a relation (a dbt
-seed for secondary_suppression).
+seed for suppression_pattern).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 import highspy
 import numpy as np
-from scipy.sparse import bmat, csc_matrix, csr_matrix
+from scipy.sparse import bmat, csc_matrix, csr_matrix, issparse
 from scipy.sparse.csgraph import connected_components
 
 from sdc.errors import SdcError
@@ -118,6 +118,19 @@ def forced_mask(n: int, primary, forced_publish) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CellInterval:
+    """What the audit finds for one suppressed cell: the interval an attacker can derive (feasible_lower/
+    upper) and the interval it needs (required_lower/upper, sensitive cells only).
+
+    >>> from sdc.suppression import audit_pattern
+    >>> relations = [[(0, 1), (1, -1), (2, -1), (3, -1)]]          # 12 = 2 + 4 + 6
+    >>> alone = audit_pattern([12, 2, 4, 6], [False, True, False, False], relations,
+    ...                       sensitive=[False, True, False, False], protection_lower=[0, 1, 0, 0],
+    ...                       protection_upper=[0, 1, 0, 0])
+    >>> cell = alone.intervals[0]
+    >>> cell.cell, (cell.feasible_lower, cell.feasible_upper), cell.exactly_disclosed, cell.protected
+    (1, (2.0, 2.0), True, False)
+    """
+
     cell: int  # index into the input arrays
     value: float
     feasible_lower: float
@@ -155,6 +168,19 @@ class CellInterval:
 
 @dataclass(frozen=True)
 class AuditResult:
+    """The audit of a pattern: one CellInterval per suppressed cell, by cell index.
+
+    >>> from sdc.suppression import audit_pattern
+    >>> relations = [[(0, 1), (1, -1), (2, -1), (3, -1)]]          # 12 = 2 + 4 + 6
+    >>> protection = dict(sensitive=[False, True, False, False], protection_lower=[0, 1, 0, 0],
+    ...                   protection_upper=[0, 1, 0, 0])
+    >>> alone = audit_pattern([12, 2, 4, 6], [False, True, False, False], relations, **protection)
+    >>> alone.passed, [iv.cell for iv in alone.failures]
+    (False, [1])
+    >>> audit_pattern([12, 2, 4, 6], [False, True, True, False], relations, **protection).passed
+    True
+    """
+
     intervals: list[CellInterval]
 
     @property
@@ -389,6 +415,15 @@ def audit_pattern(
     integer           the cells are whole numbers, and the attacker knows it: sensitive cells the LP protects
                       get the MILP check (groups up to ``integer_cells`` suppressed cells, ``integer_seconds``
                       per MILP, ``integer_budget`` seconds in all)
+
+    A total of three parts with the part 2 and the part 4 suppressed: each lies anywhere in [0, 6].
+
+    >>> from sdc.suppression import audit_pattern
+    >>> result = audit_pattern([12, 2, 4, 6], [False, True, True, False], [[(0, 1), (1, -1), (2, -1), (3, -1)]],
+    ...                        sensitive=[False, True, False, False], protection_lower=[0, 1, 0, 0],
+    ...                        protection_upper=[0, 1, 0, 0])
+    >>> [(iv.cell, iv.feasible_lower, iv.feasible_upper, iv.protected) for iv in result.intervals]
+    [(1, 0.0, 6.0, True), (2, 0.0, 6.0, True)]
     """
     deadline = time.perf_counter() + integer_budget
     table = AuditTable(values, constraints, sensitive=sensitive, protection_lower=protection_lower,
@@ -723,7 +758,12 @@ def quiet_highs() -> highspy.Highs:
 
 
 def relation_matrix(constraints, n) -> csr_matrix:
-    """The relations as a sparse matrix (one row per relation, one column per cell)."""
+    """The relations as a sparse matrix (one row per relation, one column per cell); ``constraints`` are
+    lists of (cell, coefficient), or such a matrix already (a SuppressionProblem's relations)."""
+    if issparse(constraints):
+        if constraints.shape[1] != n:
+            raise SdcError(f"audit: the relations have {constraints.shape[1]} columns for {n} cells")
+        return csr_matrix(constraints)
     rows, cols, data = [], [], []
     for r, relation in enumerate(constraints):
         for cell, coefficient in relation:

@@ -8,7 +8,7 @@ its audit back in one transaction. Between two dbt selections:
                  --pattern audit.supp_x_pattern --audit-table audit.supp_x_audit --dims a,b [--magnitude]
     dbt build --select supp_x_published        # suppression_published(source('audit', 'supp_x_pattern'), ...)
 
-The pattern is the one the dbt-duckdb Python model (sdc.suppression.warehouse.secondary_suppression) gives.
+The pattern is the one the dbt-duckdb Python model (sdc.suppression.warehouse.suppression_pattern) gives.
 
 The pattern and audit tables never go into the raw schema (microdata, record keys, the load log), and replace
 only a table an earlier `sdc suppress --target` wrote: each carries a build record (its comment) marked

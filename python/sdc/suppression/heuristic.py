@@ -25,6 +25,8 @@ höher die Hierarchiestufe, desto wertvoller").
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import highspy
 import numpy as np
 from scipy.sparse import csr_matrix, hstack, vstack
@@ -35,12 +37,11 @@ from sdc.suppression.audit import (
     INTEGER_CHECK_CELLS,
     INTEGER_CHECK_SECONDS,
     AuditTable,
-    default_upper,
-    forced_mask,
     highs_model,
     integer_failures,
     unprotected_cells,
 )
+from sdc.suppression.problem import SuppressionProblem
 
 MAX_ATTACK_ROUNDS = 200
 MAX_INTEGER_ROUNDS = 50
@@ -53,204 +54,235 @@ LOCAL_TRIES = 2
 FLOW_IPM_COLUMNS = 20_000
 
 
-def heuristic_pattern(
-    values,
-    constraints: list[list[tuple[int, float]]],
-    primary,
-    protection_lower,
-    protection_upper,
-    cost,
-    *,
-    lower=None,
-    upper=None,
-    forced_publish=None,
-    freq=None,
-    start=None,
-) -> np.ndarray:
-    """Boolean mask of suppressed cells (primaries included) that passes the LP audit.
-    ``start``: cells suppressed from the outset besides the primaries (e.g. a partial optimal pattern)."""
-    a = np.asarray(values, dtype=float)
-    n = len(a)
-    sensitive = np.asarray(primary, dtype=bool).copy()
-    suppressed = sensitive | (np.zeros(n, bool) if start is None else np.asarray(start, dtype=bool))
-    cost = np.asarray(cost, dtype=float)
-    forced = forced_mask(n, sensitive, forced_publish)
-    upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)
-    table = AuditTable(a, constraints, sensitive=sensitive, protection_lower=protection_lower,
-                       protection_upper=protection_upper, lower=lower, upper=upper)
-    members = [np.array([cell for cell, _ in relation], dtype=int) for relation in constraints]
-    coefficients = [np.array([coefficient for _, coefficient in relation]) for relation in constraints]
+@dataclass
+class _Search:
+    """What the heuristic changes as it goes: the pattern, per relation its suppressed cells, the attacker
+    LPs of the current round, and which sensitive cells are known to be protected."""
+
+    table: AuditTable  # its requirements are narrowed in place (clip_to_a_priori)
+    suppressed: np.ndarray
+    candidates: np.ndarray  # cells that may become secondary suppressions
+    members: list  # per relation: its cells
+    coefficients: list  # per relation: their coefficients
+    relations_of: list  # per cell: its relations
+    hidden_count: np.ndarray  # per relation: how many of its cells are suppressed
+    incidence: csr_matrix  # relations x cells, 1 where a cell is in a relation
+    incidence_t: csr_matrix
+    singletons: np.ndarray | None  # contributors per cell (magnitude tables), for the singleton rule
+    component_lps: dict = field(default_factory=dict)  # attacker LPs of the groups met in this round
+    cache: dict = field(default_factory=dict)  # audits of unchanged groups
+    local_tries: dict = field(default_factory=dict)
+    known_safe: np.ndarray | None = None
+    flow: "ProtectionFlow | None" = None
+
+
+def heuristic_pattern(problem: SuppressionProblem, start=None, *, singletons: bool = True) -> np.ndarray:
+    """Boolean mask of suppressed cells (primaries and forced-suppressed cells included) that passes the
+    LP audit of ``problem.method_table()``. ``start``: cells suppressed from the outset besides those (e.g.
+    a partial optimal pattern); ``singletons``: apply the singleton rule of magnitude tables (the optimal
+    method's completion does not, as its MILP does not)."""
+    search = _new_search(problem, start, singletons)
+    _constraint_pass(problem, search, first_run=True)
+    search.flow = ProtectionFlow(search.table, problem.cost, search.candidates)
+    # Suppressing a further cell frees a published value within its bounds, so every feasible interval can
+    # only widen (and clipping only narrows requirements): a cell found protected stays protected.
+    search.known_safe = np.zeros(len(problem.values), bool)
+    for _ in range(MAX_ATTACK_ROUNDS):
+        pending = np.flatnonzero(search.table.sensitive & ~search.known_safe)
+        failures = unprotected_cells(search.table, search.suppressed, only=pending, cache=search.cache, clip=False)
+        if not failures:
+            return search.suppressed
+        search.known_safe[pending] = True
+        search.known_safe[failures] = False
+        search.component_lps.clear()
+        if not any([_fix_cell(problem, search, cell) for cell in failures]):
+            names = ", ".join(problem.labels[c] for c in failures)
+            raise SdcError("secondary suppression: sensitive cells cannot reach their protection intervals even "
+                           f"with every publishable cell suppressed: {names} (cells {failures})")
+        _constraint_pass(problem, search, first_run=False)
+    raise SdcError(f"secondary suppression: no safe pattern after {MAX_ATTACK_ROUNDS} attack rounds")
+
+
+def _new_search(problem: SuppressionProblem, start, singletons: bool) -> _Search:
+    table = problem.method_table()
+    n = len(problem.values)
+    suppressed = table.sensitive.copy()
+    if start is not None:
+        suppressed |= np.asarray(start, dtype=bool)
+    matrix = problem.relations
+    members = [matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]] for r in range(matrix.shape[0])]
+    coefficients = [matrix.data[matrix.indptr[r]:matrix.indptr[r + 1]] for r in range(matrix.shape[0])]
     relations_of = [[] for _ in range(n)]
     for r, cells in enumerate(members):
         for cell in cells:
             relations_of[cell].append(r)
-    candidates = ~forced
-    hidden_count = np.array([int(suppressed[cells].sum()) for cells in members])
+    incidence = (abs(table.matrix) > 0).astype(np.int32).tocsr()
+    return _Search(table=table, suppressed=suppressed, candidates=~problem.forced_published, members=members,
+                   coefficients=coefficients, relations_of=relations_of,
+                   hidden_count=np.array([int(suppressed[cells].sum()) for cells in members], dtype=int),
+                   incidence=incidence, incidence_t=incidence.T.tocsr(),
+                   singletons=problem.contributors if singletons else None)
 
-    def suppress(cell):
-        suppressed[cell] = True
-        for r in relations_of[cell]:
-            hidden_count[r] += 1
 
-    def cheapest(cells):
-        open_cells = cells[~suppressed[cells] & candidates[cells]]
-        return int(open_cells[np.lexsort((open_cells, cost[open_cells]))[0]]) if open_cells.size else None
+def _suppress(search: _Search, cell: int) -> None:
+    search.suppressed[cell] = True
+    for r in search.relations_of[cell]:
+        search.hidden_count[r] += 1
 
-    def too_narrow(r):
-        """Whether the relation alone keeps a sensitive cell of it from its protection interval: its
-        suppressed cells have a known weighted sum, so each ranges only as far as the bounds of the
-        others allow. Only one more suppressed cell in the relation can widen that."""
-        cells, coefficient = members[r], coefficients[r]
-        hidden = suppressed[cells]
-        if not sensitive[cells[hidden]].any():
-            return False
-        cells, coefficient = cells[hidden], coefficient[hidden]
-        total = float(coefficient @ a[cells])  # sum of coefficient * value over them: the published rest
-        ends = np.stack([coefficient * table.lower[cells], coefficient * table.upper[cells]])
-        low, high = ends.min(axis=0), ends.max(axis=0)  # each term's range within the cell's bounds
-        for k in np.flatnonzero(sensitive[cells]):
-            # coefficient_k * y_k = total - (the other terms)
-            ends_k = ((total - np.delete(high, k).sum()) / coefficient[k],
-                      (total - np.delete(low, k).sum()) / coefficient[k])
-            span = (min(ends_k), max(ends_k))
-            if not (table.bound_reached(cells[k], 1.0, span[0]) and table.bound_reached(cells[k], -1.0, span[1])):
-                return True
+
+def _cheapest(problem: SuppressionProblem, search: _Search, cells) -> int | None:
+    """The cheapest open cell of ``cells`` (ties: the lowest index), or None."""
+    open_cells = cells[~search.suppressed[cells] & search.candidates[cells]]
+    if not open_cells.size:
+        return None
+    return int(open_cells[np.lexsort((open_cells, problem.cost[open_cells]))[0]])
+
+
+def _too_narrow(problem: SuppressionProblem, search: _Search, r: int) -> bool:
+    """Whether relation ``r`` alone keeps a sensitive cell of it from its protection interval: its
+    suppressed cells have a known weighted sum, so each ranges only as far as the bounds of the
+    others allow. Only one more suppressed cell in the relation can widen that."""
+    table, cells, coefficient = search.table, search.members[r], search.coefficients[r]
+    hidden = search.suppressed[cells]
+    if not table.sensitive[cells[hidden]].any():
         return False
-
-    def constraint_pass(first_run):
-        # a relation with one suppressed cell gives it away; revisit only relations that changed
-        queue = list(range(len(members)))
-        while queue:
-            r = queue.pop()
-            cells = members[r]
-            lone = hidden_count[r] == 1
-            singleton_pair = (first_run and freq is not None and hidden_count[r] == 2
-                              and any(freq[c] == 1 for c in cells[suppressed[cells]]))
-            if lone or singleton_pair or (hidden_count[r] > 1 and too_narrow(r)):
-                pick = cheapest(cells)
-                if pick is not None:
-                    suppress(pick)
-                    queue.extend(relations_of[pick])
-
-    incidence = (abs(table.matrix) > 0).astype(np.int32).tocsr()  # relations x cells
-    incidence_t = incidence.T.tocsr()
-
-    def neighbourhood(group):
-        """The group and every cell that shares a relation with one of its cells (a mask)."""
-        group_mask = np.zeros(n, np.int32)
-        group_mask[group] = 1
-        near_relations = (incidence @ group_mask) > 0
-        return (incidence_t @ near_relations.astype(np.int32)) > 0
-
-    def promising(group):
-        """Open cells that could widen the intervals of a group of suppressed cells, cheapest first: they
-        share a relation with the group, and every relation they are in already holds a suppressed cell
-        (else the new cell would be exposed at once and add no freedom)."""
-        exposed = (incidence_t @ (hidden_count == 0).astype(np.int32)) > 0
-        found = np.flatnonzero(neighbourhood(group) & ~exposed & ~suppressed & candidates)
-        return found[np.lexsort((found, cost[found]))]
-
-    def improving(lp, cells):
-        """Which of ``cells`` could move the last solution's objective as one more column: a nonzero
-        reduced cost with room in its direction (cells that would join other groups cannot be priced
-        here and stay)."""
-        reduced = lp.prices(cells)
-        return (np.isnan(reduced) | ((reduced < -AUDIT_TOLERANCE) & (table.upper[cells] > a[cells]))
-                | ((reduced > AUDIT_TOLERANCE) & (a[cells] > table.lower[cells])))
-
-    component_lps: dict[bytes, object] = {}  # attacker LPs of the components met in this attack round
-
-    def group_of(cell):
-        return next(cells for cells in table.components(suppressed) if cell in cells)
-
-    def fixing_trial(cell):
-        """(True, None) when ``cell`` has its protection interval already; else (False, the first of the
-        cheapest promising cells, among those the failing LPs price as improving, whose suppression gives
-        it, or None). A trial is one more column of the group's LP, re-solved from its basis, and only in
-        the directions that fail (the others cannot get worse). A successful trial's column stays: the LP
-        is then the grown group's, for later cells."""
-        group = group_of(cell)
-        lp = component_lps.pop(group.tobytes(), None) or table.component_lp(group, suppressed)
-        trials = promising(group)
-        directions = []
-        for sign in (-1.0, 1.0):
-            if not lp.reaches(cell, [sign]):
-                directions.append(sign)
-                trials = trials[improving(lp, trials)]
-        found = None
-        if directions:
-            for trial in trials[:TRIAL_CELLS]:
-                if lp.free(trial):
-                    if lp.reaches(cell, directions):
-                        lp.keep()
-                        group = np.sort(np.append(group, trial))
-                        found = int(trial)
-                        break
-                    lp.unfree()
-                else:  # it links the group with others: audit the merged group
-                    attempt = suppressed.copy()
-                    attempt[trial] = True
-                    if not unprotected_cells(table, attempt, only=[cell], clip=False):
-                        found = int(trial)
-                        break
-        if found is None or lp.position_of.get(found) is not None:
-            component_lps[group.tobytes()] = lp
-        return not directions, found
-
-    constraint_pass(first_run=True)
-    cache: dict = {}
-    local_tries: dict[int, int] = {}
-    flow = ProtectionFlow(table, cost, candidates)
-    # Suppressing a further cell frees a published value within its bounds, so every feasible interval can
-    # only widen (and clipping only narrows requirements): a cell found protected stays protected.
-    known_safe = np.zeros(n, bool)
-    for _ in range(MAX_ATTACK_ROUNDS):
-        pending = np.flatnonzero(sensitive & ~known_safe)
-        failures = unprotected_cells(table, suppressed, only=pending, cache=cache, clip=False)
-        if not failures:
-            return suppressed
-        known_safe[pending] = True
-        known_safe[failures] = False
-        component_lps.clear()
-        added = False
-        for cell in failures:
-            protected, trial = fixing_trial(cell)
-            if protected:  # by a cell added for an earlier failure of this round
-                known_safe[cell] = True
-                continue
-            if trial is not None:
-                suppress(trial)
-                known_safe[cell] = added = True
-                continue
-            if table.clip_to_a_priori(cell):  # the bounds alone may make part of the interval unreachable
-                cache.clear()
-                component_lps.clear()
-                if not unprotected_cells(table, suppressed, only=[cell], clip=False):
-                    added = True  # progress: the cell is as protected as any pattern can make it
-                    continue
-            local_tries[cell] = local_tries.get(cell, 0) + 1
-            if local_tries[cell] <= LOCAL_TRIES:
-                # the cheapest open cell of the relation with the fewest suppressions around the cell
-                pick = next((p for p in (cheapest(members[r]) for r in
-                                         sorted(relations_of[cell], key=lambda r: hidden_count[r])) if p is not None), None)
-                if pick is not None:
-                    suppress(pick)
-                    added = True
-                    continue
-            around = np.flatnonzero(neighbourhood(group_of(cell)))
-            for extra in flow.cells_to_suppress(cell, suppressed, around):
-                suppress(extra)
-                added = True
-        if not added:
-            raise SdcError("secondary suppression: sensitive cells cannot reach their protection intervals even "
-                           f"with every publishable cell suppressed: cells {failures}")
-        constraint_pass(first_run=False)
-    raise SdcError(f"secondary suppression: no safe pattern after {MAX_ATTACK_ROUNDS} attack rounds")
+    cells, coefficient = cells[hidden], coefficient[hidden]
+    total = float(coefficient @ problem.values[cells])  # sum of coefficient * value over them: the published rest
+    ends = np.stack([coefficient * table.lower[cells], coefficient * table.upper[cells]])
+    low, high = ends.min(axis=0), ends.max(axis=0)  # each term's range within the cell's bounds
+    for k in np.flatnonzero(table.sensitive[cells]):
+        # coefficient_k * y_k = total - (the other terms)
+        ends_k = ((total - np.delete(high, k).sum()) / coefficient[k],
+                  (total - np.delete(low, k).sum()) / coefficient[k])
+        if not (table.bound_reached(cells[k], 1.0, min(ends_k)) and table.bound_reached(cells[k], -1.0, max(ends_k))):
+            return True
+    return False
 
 
-def integer_safe_pattern(values, constraints, primary, protection_lower, protection_upper, cost, suppressed, *,
-                         lower=None, upper=None, forced_publish=None, freq=None,
-                         max_cells: int = INTEGER_CHECK_CELLS, seconds: float = INTEGER_CHECK_SECONDS):
+def _constraint_pass(problem: SuppressionProblem, search: _Search, *, first_run: bool) -> None:
+    """Phase A: a relation with one suppressed cell gives it away; revisit only relations that changed."""
+    queue = list(range(len(search.members)))
+    while queue:
+        r = queue.pop()
+        cells, count = search.members[r], search.hidden_count[r]
+        singleton_pair = (first_run and search.singletons is not None and count == 2
+                          and any(search.singletons[c] == 1 for c in cells[search.suppressed[cells]]))
+        if count == 1 or singleton_pair or (count > 1 and _too_narrow(problem, search, r)):
+            pick = _cheapest(problem, search, cells)
+            if pick is not None:
+                _suppress(search, pick)
+                queue.extend(search.relations_of[pick])
+
+
+def _neighbourhood(search: _Search, group) -> np.ndarray:
+    """The group and every cell that shares a relation with one of its cells (a mask)."""
+    group_mask = np.zeros(len(search.suppressed), np.int32)
+    group_mask[group] = 1
+    near_relations = (search.incidence @ group_mask) > 0
+    return (search.incidence_t @ near_relations.astype(np.int32)) > 0
+
+
+def _promising(problem: SuppressionProblem, search: _Search, group) -> np.ndarray:
+    """Open cells that could widen the intervals of a group of suppressed cells, cheapest first: they
+    share a relation with the group, and every relation they are in already holds a suppressed cell
+    (else the new cell would be exposed at once and add no freedom)."""
+    exposed = (search.incidence_t @ (search.hidden_count == 0).astype(np.int32)) > 0
+    found = np.flatnonzero(_neighbourhood(search, group) & ~exposed & ~search.suppressed & search.candidates)
+    return found[np.lexsort((found, problem.cost[found]))]
+
+
+def _improving(search: _Search, lp, cells) -> np.ndarray:
+    """Which of ``cells`` could move the last solution's objective as one more column: a nonzero
+    reduced cost with room in its direction (cells that would join other groups cannot be priced
+    here and stay)."""
+    table, a = search.table, search.table.values
+    reduced = lp.prices(cells)
+    return (np.isnan(reduced) | ((reduced < -AUDIT_TOLERANCE) & (table.upper[cells] > a[cells]))
+            | ((reduced > AUDIT_TOLERANCE) & (a[cells] > table.lower[cells])))
+
+
+def _group_of(search: _Search, cell: int) -> np.ndarray:
+    return next(cells for cells in search.table.components(search.suppressed) if cell in cells)
+
+
+def _fixing_trial(problem: SuppressionProblem, search: _Search, cell: int) -> tuple[bool, int | None]:
+    """(True, None) when ``cell`` has its protection interval already; else (False, the first of the
+    cheapest promising cells, among those the failing LPs price as improving, whose suppression gives
+    it, or None). A trial is one more column of the group's LP, re-solved from its basis, and only in
+    the directions that fail (the others cannot get worse). A successful trial's column stays: the LP
+    is then the grown group's, for later cells."""
+    group = _group_of(search, cell)
+    lp = search.component_lps.pop(group.tobytes(), None) or search.table.component_lp(group, search.suppressed)
+    trials = _promising(problem, search, group)
+    directions = []
+    for sign in (-1.0, 1.0):
+        if not lp.reaches(cell, [sign]):
+            directions.append(sign)
+            trials = trials[_improving(search, lp, trials)]
+    found = _first_fixing_cell(search, lp, cell, trials[:TRIAL_CELLS], directions) if directions else None
+    if found is not None and lp.position_of.get(found) is not None:
+        group = np.sort(np.append(group, found))  # the LP is now the grown group's
+    if found is None or lp.position_of.get(found) is not None:
+        search.component_lps[group.tobytes()] = lp
+    return not directions, found
+
+
+def _first_fixing_cell(search: _Search, lp, cell: int, trials, directions) -> int | None:
+    """The first of ``trials`` whose suppression lets ``cell`` reach its bounds in ``directions``."""
+    for trial in trials:
+        if lp.free(trial):
+            if lp.reaches(cell, directions):
+                lp.keep()
+                return int(trial)
+            lp.unfree()
+        else:  # it links the group with others: audit the merged group
+            attempt = search.suppressed.copy()
+            attempt[trial] = True
+            if not unprotected_cells(search.table, attempt, only=[cell], clip=False):
+                return int(trial)
+    return None
+
+
+def _fix_cell(problem: SuppressionProblem, search: _Search, cell: int) -> bool:
+    """Phase B for one failing cell: suppress what protects it (a trial cell, else a relation-local choice,
+    else the protection LP's cells). Returns whether anything changed (False: no progress possible)."""
+    protected, trial = _fixing_trial(problem, search, cell)
+    if protected:  # by a cell added for an earlier failure of this round
+        search.known_safe[cell] = True
+        return False
+    if trial is not None:
+        _suppress(search, trial)
+        search.known_safe[cell] = True
+        return True
+    if search.table.clip_to_a_priori(cell):  # the bounds alone may make part of the interval unreachable
+        search.cache.clear()
+        search.component_lps.clear()
+        if not unprotected_cells(search.table, search.suppressed, only=[cell], clip=False):
+            return True  # progress: the cell is as protected as any pattern can make it
+    search.local_tries[cell] = search.local_tries.get(cell, 0) + 1
+    if search.local_tries[cell] <= LOCAL_TRIES:
+        pick = _relation_local_pick(problem, search, cell)
+        if pick is not None:
+            _suppress(search, pick)
+            return True
+    around = np.flatnonzero(_neighbourhood(search, _group_of(search, cell)))
+    extras = search.flow.cells_to_suppress(cell, search.suppressed, around)
+    for extra in extras:
+        _suppress(search, extra)
+    return bool(extras)
+
+
+def _relation_local_pick(problem: SuppressionProblem, search: _Search, cell: int) -> int | None:
+    """The cheapest open cell of the relation with the fewest suppressions around ``cell``."""
+    for r in sorted(search.relations_of[cell], key=lambda r: search.hidden_count[r]):
+        pick = _cheapest(problem, search, search.members[r])
+        if pick is not None:
+            return pick
+    return None
+
+
+def integer_safe_pattern(problem: SuppressionProblem, suppressed, *, max_cells: int = INTEGER_CHECK_CELLS,
+                         seconds: float = INTEGER_CHECK_SECONDS):
     """Grow ``suppressed``, a pattern that passes the LP audit, until it also passes the integer audit of
     an integer table (audit.integer_reach), and return (pattern, cells whose integer check was skipped).
 
@@ -259,46 +291,42 @@ def integer_safe_pattern(values, constraints, primary, protection_lower, protect
     exposed at once) and the first that gives it both ends in integers is kept; if none does, the cheapest
     is kept anyway (more suppression never narrows an interval, so the loop progresses). The heuristic
     then restores what the LP audit needs around the new cells. Raises when no safe pattern is found."""
-    a = np.asarray(values, dtype=float)
-    n = len(a)
-    primary = np.asarray(primary, dtype=bool)
-    cost = np.asarray(cost, dtype=float)
-    forced = forced_mask(n, primary, forced_publish)
-    upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)
-    table = AuditTable(a, constraints, sensitive=primary, protection_lower=protection_lower,
-                       protection_upper=protection_upper, lower=lower, upper=upper, integer=True)
-    incidence = (abs(table.matrix) > 0).astype(np.int32).tocsr()  # relations x cells
-    incidence_t = incidence.T.tocsr()
+    table = problem.method_table(integer=True)
     suppressed = np.asarray(suppressed, dtype=bool).copy()
+    limits = {"max_cells": max_cells, "seconds": seconds}
     for _ in range(MAX_INTEGER_ROUNDS):
-        failing, skipped = integer_failures(table, suppressed, max_cells=max_cells, seconds=seconds)
+        failing, skipped = integer_failures(table, suppressed, **limits)
         if not failing:
             return suppressed, skipped
         for cell in failing:
-            if not integer_failures(table, suppressed, only=[cell], max_cells=max_cells, seconds=seconds)[0]:
+            if not integer_failures(table, suppressed, only=[cell], **limits)[0]:
                 continue  # protected by a cell added for an earlier one
-            group = next(cells for cells in table.components(suppressed) if cell in cells)
-            mask = np.zeros(n, np.int32)
-            mask[group] = 1
-            near = (incidence_t @ ((incidence @ mask) > 0).astype(np.int32)) > 0
-            hidden_count = incidence @ suppressed.astype(np.int32)
-            exposed = (incidence_t @ (hidden_count == 0).astype(np.int32)) > 0
-            open_cells = np.flatnonzero(near & ~suppressed & ~forced)
-            if open_cells.size == 0:
-                raise SdcError(f"secondary suppression: cell {cell} is protected in the LP relaxation only: its "
-                               "integer values miss its protection interval, and no cell near it can be suppressed")
-            open_cells = open_cells[np.lexsort((open_cells, cost[open_cells], exposed[open_cells]))]
-            pick = open_cells[0]
-            for trial in open_cells[:TRIAL_CELLS]:
-                attempt = suppressed.copy()
-                attempt[trial] = True
-                if not integer_failures(table, attempt, only=[cell], max_cells=max_cells, seconds=seconds)[0]:
-                    pick = trial
-                    break
-            suppressed[pick] = True
-        suppressed = heuristic_pattern(a, constraints, primary, protection_lower, protection_upper, cost, lower=lower,
-                                       upper=upper, forced_publish=forced_publish, freq=freq, start=suppressed)
+            suppressed[_integer_pick(problem, table, suppressed, cell, limits)] = True
+        suppressed = heuristic_pattern(problem, start=suppressed)
     raise SdcError(f"secondary suppression: no pattern that passes the integer audit after {MAX_INTEGER_ROUNDS} rounds")
+
+
+def _integer_pick(problem: SuppressionProblem, table: AuditTable, suppressed, cell: int, limits: dict) -> int:
+    """The open cell near ``cell``'s group to suppress so that ``cell`` reaches its ends in integers: the
+    first of the cheapest that does, else the cheapest."""
+    incidence = (abs(table.matrix) > 0).astype(np.int32).tocsr()  # relations x cells
+    incidence_t = incidence.T.tocsr()
+    group = next(cells for cells in table.components(suppressed) if cell in cells)
+    mask = np.zeros(len(suppressed), np.int32)
+    mask[group] = 1
+    near = (incidence_t @ ((incidence @ mask) > 0).astype(np.int32)) > 0
+    exposed = (incidence_t @ ((incidence @ suppressed.astype(np.int32)) == 0).astype(np.int32)) > 0
+    open_cells = np.flatnonzero(near & ~suppressed & ~problem.forced_published)
+    if open_cells.size == 0:
+        raise SdcError(f"secondary suppression: {problem.labels[cell]} is protected in the LP relaxation only: its "
+                       "integer values miss its protection interval, and no cell near it can be suppressed")
+    open_cells = open_cells[np.lexsort((open_cells, problem.cost[open_cells], exposed[open_cells]))]
+    for trial in open_cells[:TRIAL_CELLS]:
+        attempt = suppressed.copy()
+        attempt[trial] = True
+        if not integer_failures(table, attempt, only=[cell], **limits)[0]:
+            return int(trial)
+    return int(open_cells[0])
 
 
 class ProtectionFlow:

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import csr_matrix, hstack, vstack
 
 from sdc.errors import SdcError
-from sdc.suppression.audit import AUDIT_TOLERANCE, AuditTable, default_upper, forced_mask, unprotected_cells
+from sdc.suppression.audit import AUDIT_TOLERANCE, AuditTable, unprotected_cells
+from sdc.suppression.heuristic import heuristic_pattern
+from sdc.suppression.problem import SuppressionProblem
 
 MAX_ROUNDS = 500
 
@@ -51,22 +54,20 @@ class TimeLimitWarning(UserWarning):
         )
 
 
-def optimal_pattern(
-    values,
-    constraints: list[list[tuple[int, float]]],
-    primary,
-    protection_lower,
-    protection_upper,
-    cost,
-    *,
-    lower=None,
-    upper=None,
-    forced_publish=None,
-    time_limit: float = 60.0,
-) -> np.ndarray:
-    """Boolean mask of the suppressed cells (primaries included) of the minimum-cost safe pattern.
+@dataclass(frozen=True)
+class OptimalResult:
+    """The optimal method's pattern; ``proven``: of minimum cost (else completed by the heuristic at the time
+    limit); ``lower_bound``: on the minimum cost, as far as the master problem has proven it."""
 
-    lower/upper: a-priori bounds of the cells (default 0 and 1.5 x the largest value, sdcTable's default).
+    suppressed: np.ndarray
+    proven: bool
+    lower_bound: float
+
+
+def optimal_pattern(problem: SuppressionProblem, *, time_limit: float = 60.0) -> OptimalResult:
+    """The minimum-cost safe pattern (primaries and forced-suppressed cells included) of ``problem``, whose
+    a-priori upper bounds must be finite.
+
     time_limit: seconds (>= 0; inf: none). At the time limit the last master pattern is completed by the
     heuristic (safe, with a TimeLimitWarning that gives the proven lower bound); 0 gives the heuristic's
     pattern at once.
@@ -75,78 +76,89 @@ def optimal_pattern(
     time_limit = float(time_limit)
     if np.isnan(time_limit) or time_limit < 0:
         raise SdcError(f"optimal suppression: the time limit must be a number of seconds >= 0, got {time_limit!r}")
-    a = np.asarray(values, dtype=float)
-    n = len(a)
-    primary = np.asarray(primary, dtype=bool)
-    cost = np.asarray(cost, dtype=float)
-    lower = np.zeros(n) if lower is None else np.asarray(lower, dtype=float)
-    upper = default_upper(a) if upper is None else np.asarray(upper, dtype=float)
-    forced = forced_mask(n, primary, forced_publish)
-    if np.any(~np.isfinite(upper)):
+    if np.any(~np.isfinite(problem.upper)):
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
-    table = AuditTable(a, constraints, sensitive=primary, protection_lower=protection_lower,
-                       protection_upper=protection_upper, lower=lower, upper=upper)
-    bound = float(cost[primary].sum())  # proven lower bound of the optimum so far
-    requirements = []
-    for k in np.flatnonzero(primary):
+    table = problem.method_table()
+    bound = float(problem.cost[table.sensitive].sum())  # proven lower bound of the optimum so far
+    requirements = _requirements(table, started + time_limit)
+    if requirements is None:
+        return _finish_at_time_limit(problem, None, bound, time_limit)
+    if not requirements:
+        return OptimalResult(table.sensitive.copy(), True, bound)
+    return _cut_loop(problem, table, requirements, bound, started, time_limit)
+
+
+def _requirements(table: AuditTable, deadline: float) -> list[tuple[int, float]] | None:
+    """Per sensitive cell and direction, the movement d it needs, clipped to its a-priori interval; None when
+    the deadline (time.perf_counter()) passes first."""
+    a, requirements = table.values, []
+    for k in np.flatnonzero(table.sensitive):
         # two LPs over the whole table per primary: at 10^5 cells this alone outlasts a minute
-        if time.perf_counter() - started >= time_limit:
-            return _finish_at_time_limit(None, values, constraints, primary, protection_lower, protection_upper, cost,
-                                         lower, upper, forced_publish, bound, time_limit)
+        if time.perf_counter() >= deadline:
+            return None
         table.clip_to_a_priori(k)
         for d in (table.required_upper[k] - a[k], table.required_lower[k] - a[k]):
             if abs(d) > AUDIT_TOLERANCE:
                 requirements.append((int(k), float(d)))
-    if not requirements:
-        return primary.copy()
-    up_room = np.where(forced, 0.0, np.maximum(upper - a, 0.0))
-    down_room = np.where(forced, 0.0, np.maximum(a - lower, 0.0))
-    up_room[primary] = np.maximum(upper[primary] - a[primary], 0.0)
-    down_room[primary] = np.maximum(a[primary] - lower[primary], 0.0)
-    separation = _Separation(table.matrix, up_room, down_room)
+    return requirements
 
+
+def _separation(problem: SuppressionProblem, table: AuditTable) -> "_Separation":
+    """The cut LPs: every open cell moves within its a-priori bounds, a forced-published one not at all."""
+    a, forced, sensitive = problem.values, problem.forced_published, table.sensitive
+    up_room = np.where(forced, 0.0, np.maximum(problem.upper - a, 0.0))
+    down_room = np.where(forced, 0.0, np.maximum(a - problem.lower, 0.0))
+    up_room[sensitive] = np.maximum(problem.upper[sensitive] - a[sensitive], 0.0)
+    down_room[sensitive] = np.maximum(a[sensitive] - problem.lower[sensitive], 0.0)
+    return _Separation(table.matrix, up_room, down_room)
+
+
+def _cut_loop(problem, table, requirements, bound, started, time_limit) -> OptimalResult:
+    """Solve the master problem, add a cut for every requirement its pattern misses, until none does."""
+    n = len(problem.values)
+    separation = _separation(problem, table)
     moving = np.zeros(n, bool)
     moving[[k for k, _ in requirements]] = True
     cuts: list[tuple[csr_matrix, float]] = _relation_cuts(table.matrix, moving)
-    low = primary.astype(float)
-    high = np.where(forced, 0.0, 1.0)
-    x = None
-    audits: dict = {}
+    bounds = Bounds(table.sensitive.astype(float), np.where(problem.forced_published, 0.0, 1.0))
+    x, audits = None, {}
     for _ in range(MAX_ROUNDS):
         remaining = time_limit - (time.perf_counter() - started)
         if remaining <= 0:
-            return _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper, cost,
-                                         lower, upper, forced_publish, bound, time_limit)
-        master_constraints = []
-        if cuts:
-            master_constraints.append(LinearConstraint(vstack([c for c, _ in cuts], format="csr"),
-                                                       np.array([b for _, b in cuts]), np.inf))
-        result = milp(cost, constraints=master_constraints, integrality=np.ones(n), bounds=Bounds(low, high),
-                      options={"time_limit": remaining})
+            return _finish_at_time_limit(problem, x, bound, time_limit)
+        result = _master(problem.cost, cuts, bounds, remaining)
         if result.status == 1:  # time limit inside the master: its incumbent (if any) is not proven optimal
             dual_bound = getattr(result, "mip_dual_bound", None)
             if dual_bound is not None and np.isfinite(dual_bound):
                 bound = max(bound, float(dual_bound))
-            start = x if result.x is None else result.x > 0.5
-            return _finish_at_time_limit(start, values, constraints, primary, protection_lower, protection_upper,
-                                         cost, lower, upper, forced_publish, bound, time_limit)
+            return _finish_at_time_limit(problem, x if result.x is None else result.x > 0.5, bound, time_limit)
         if result.x is None:
             raise SdcError("optimal suppression: no pattern protects every primary (a requirement needs a "
                            "forced-publish cell, or the bounds leave no room)")
         x = result.x > 0.5
         bound = max(bound, float(result.fun))  # every cut is necessary: the master's optimum bounds the optimum
-        violated = False
-        failing = set(unprotected_cells(table, x, cache=audits))  # the audit is cheaper than a cut LP
-        for k, d in requirements:
-            if k not in failing:
-                continue
-            cut = separation.cut(x, k, d)
-            if cut is not None:
-                cuts.append(cut)
-                violated = True
-        if not violated:
-            return x
+        new_cuts = _violated_cuts(table, separation, requirements, x, audits)
+        if not new_cuts:
+            return OptimalResult(x, True, bound)
+        cuts.extend(new_cuts)
     raise SdcError(f"optimal suppression did not converge in {MAX_ROUNDS} rounds")
+
+
+def _master(cost, cuts, bounds: Bounds, seconds: float):
+    """The master problem: the cheapest binary x that satisfies every cut so far."""
+    constraints = []
+    if cuts:
+        constraints.append(LinearConstraint(vstack([c for c, _ in cuts], format="csr"),
+                                            np.array([b for _, b in cuts]), np.inf))
+    return milp(cost, constraints=constraints, integrality=np.ones(len(cost)), bounds=bounds,
+                options={"time_limit": seconds})
+
+
+def _violated_cuts(table, separation, requirements, x, audits) -> list[tuple[csr_matrix, float]]:
+    """A Benders cut for every requirement the pattern x misses (none: x is safe)."""
+    failing = set(unprotected_cells(table, x, cache=audits))  # the audit is cheaper than a cut LP
+    cuts = [separation.cut(x, k, d) for k, d in requirements if k in failing]
+    return [cut for cut in cuts if cut is not None]
 
 
 class _Separation:
@@ -197,13 +209,8 @@ def _relation_cuts(matrix: csr_matrix, primary) -> list[tuple[csr_matrix, float]
     return cuts
 
 
-def _finish_at_time_limit(x, values, constraints, primary, protection_lower, protection_upper, cost, lower, upper,
-                          forced_publish, bound, time_limit):
-    from sdc.suppression.heuristic import heuristic_pattern
-
-    start = primary if x is None else x
-    pattern = heuristic_pattern(values, constraints, primary, protection_lower, protection_upper, cost, lower=lower,
-                                upper=upper, forced_publish=forced_publish, start=start)
-    cost = np.asarray(cost, dtype=float)
-    warnings.warn(TimeLimitWarning(time_limit, float(cost[pattern].sum()), bound), stacklevel=3)
-    return pattern
+def _finish_at_time_limit(problem: SuppressionProblem, x, bound: float, time_limit: float) -> OptimalResult:
+    """Complete the last master pattern (or the primaries) by the heuristic, with a TimeLimitWarning."""
+    pattern = heuristic_pattern(problem, start=x, singletons=False)
+    warnings.warn(TimeLimitWarning(time_limit, float(problem.cost[pattern].sum()), bound), stacklevel=4)
+    return OptimalResult(pattern, False, bound)

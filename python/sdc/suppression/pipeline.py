@@ -31,41 +31,28 @@ from sdc.suppression.a_priori import APrioriCells, a_priori_cells, rows_of_frame
 from sdc.suppression.audit import (
     AUDIT_TOLERANCE,
     FLOAT_NOISE,
+    AuditResult,
     a_priori_lower,
     audit_pattern,
     default_upper,
     public_intervals,
 )
-from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern
-from sdc.suppression.optimal import optimal_pattern
+from sdc.suppression.problem import COSTS, SuppressionProblem, group_relations, is_integer_table
+from sdc.suppression.secondary import (
+    DEFAULT_TIME_LIMIT,
+    METHODS,
+    STATUSES,
+    IntegerCheckWarning,
+    SuppressionPattern,
+    secondary_suppression,
+)
 
-COSTS = ("value", "freq", "cells")
 DOMINANCE_RULES = ("p", "nk", "pq")
-DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
-METHODS = ("heuristic", "optimal")
-STATUSES = ("published", "primary", "secondary", "empty")
 # what secondary suppression adds to each cell (after the dimension columns, freq and value); lower/upper
 # are the audit's interval (from the confidential a-priori bounds: never publish them), published_lower/
 # published_upper the interval derived from published cells alone (publish_intervals)
 PATTERN_COLUMNS = ("status", "rule", "published_text", "lower", "upper", "protection_lower", "protection_upper",
                    "published_lower", "published_upper")
-
-
-class IntegerCheckWarning(UserWarning):
-    """The pattern passes the LP audit, but the integer check of some sensitive cells was skipped (group too
-    large or MILP time limit): they are not proven safe against an attacker who uses integrality."""
-
-    def __init__(self, cells: list[int], reasons: list[str]):
-        self.cells, self.reasons = cells, reasons
-        super().__init__(f"integer check skipped for {len(cells)} sensitive cells ({'; '.join(sorted(set(reasons)))}): "
-                         "they pass the LP audit, but are not proven safe against an attacker who knows the cells "
-                         "are whole numbers")
-
-
-def is_integer_table(values, magnitude: bool) -> bool:
-    """Counts, and magnitude tables whose cells are all whole numbers, get the integer audit."""
-    values = np.asarray(values, dtype=float)
-    return not magnitude or bool(np.all(np.abs(values - np.round(values)) <= AUDIT_TOLERANCE))
 
 
 def suppress_table(
@@ -118,7 +105,18 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
     """The table of ``suppress_table`` as a pandas DataFrame (numbers as numbers, NA for a suppressed cell), for
     pipelines and notebooks: ``data`` is a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/
     .parquet path; ``hierarchy`` a file path or a DataFrame (dimension, code, parent). The options are those
-    of suppress_table, ``a_priori`` also a DataFrame."""
+    of suppress_table, ``a_priori`` also a DataFrame.
+
+    Students by subject and sex; under freq:3 Bau/w (3 is fine) stays, Med/w = 1 is primary and takes three
+    more cells with it:
+
+    >>> import pandas as pd
+    >>> from sdc.suppression import suppressed_table
+    >>> micro = pd.DataFrame({"fach": ["Bau"] * 7 + ["Med"] * 5, "geschlecht": list("mmmmwww") + list("mmmmw")})
+    >>> table = suppressed_table(micro, ["fach", "geschlecht"], ["freq:3"])
+    >>> [tuple(row) for row in table[["fach", "geschlecht", "published_text"]].itertuples(index=False)]
+    [('Bau', 'Total', '7'), ('Bau', 'm', 'x'), ('Bau', 'w', 'x'), ('Med', 'Total', '5'), ('Med', 'm', 'x'), ('Med', 'w', 'x'), ('Total', 'Total', '12'), ('Total', 'm', '8'), ('Total', 'w', '4')]
+    """
     import pandas as pd
 
     _check_options(rules, value, method, cost, time_limit, dims)
@@ -162,7 +160,7 @@ def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, m
     last = a_priori_cells(cells, dims, rows_of_frame(a_priori)) if a_priori is not None else None
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
                               publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
-                              time_limit=time_limit, a_priori=last)
+                              time_limit=time_limit, a_priori=last, dims=dims)
     intervals = ["published_lower", "published_upper"] if publish_intervals else []
     if audit:
         columns = dims + ["freq"] + (["value"] if value else []) + [c for c in PATTERN_COLUMNS if c not in
@@ -184,77 +182,50 @@ def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, m
 
 def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = "heuristic", cost: str = "value",
                   mark: str = "x", publish_intervals: bool = False, prefer_low_levels: bool = False,
-                  time_limit: float = DEFAULT_TIME_LIMIT, a_priori: APrioriCells | None = None) -> list[dict]:
+                  time_limit: float = DEFAULT_TIME_LIMIT, a_priori: APrioriCells | None = None,
+                  dims: list[str] | None = None) -> list[dict]:
     """Secondary suppression and audit of a cell table from suppression_primary (rows as dicts with
     value, freq, contributors, status, rule, protection_lower/upper), one output dict per cell with
     PATTERN_COLUMNS. ``magnitude``: the values are sums of a value column (not counts). ``cost`` and
-    ``prefer_low_levels``: see cell_costs; ``time_limit``: seconds for method optimal; ``a_priori``: the last
-    release's pattern (a_priori.py): its suppressed cells stay suppressed, its published cells of unchanged
-    value are never chosen as secondary suppressions."""
+    ``prefer_low_levels``: see problem.cell_costs; ``time_limit``: seconds for method optimal; ``a_priori``:
+    the last release's pattern (a_priori.py): its suppressed cells stay suppressed, its published cells of
+    unchanged value are never chosen as secondary suppressions; ``dims``: to name cells in messages."""
     if method not in METHODS:
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if cost not in COSTS:
-        raise SdcError(f"cost must be one of {', '.join(COSTS)}, got {cost!r}")
     time_limit = check_time_limit(time_limit)
-    values = np.array([c["value"] for c in cells], dtype=float)
-    freq = np.array([c["freq"] for c in cells], dtype=float)
-    primary = np.array([c["status"] == "primary" for c in cells])
-    lpl = np.array([float(c["protection_lower"]) for c in cells])
-    upl = np.array([float(c["protection_upper"]) for c in cells])
-    weights = cell_costs(values, freq, relations, cost, prefer_low_levels=prefer_low_levels)
-    lower = a_priori_lower(values, freq, magnitude=magnitude)  # what the attacker knows beforehand
-    upper = default_upper(values)
-    # empty cells are published as empty: a known zero protects nothing (sdcTable's status z)
-    empty = np.array([c["status"] == "empty" for c in cells])
-    # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
-    singletons = np.array([c["contributors"] for c in cells]) if magnitude else None
-    # the last release's pattern: a cell it suppressed is suppressed from the outset (a sensitive cell with nothing
-    # to reach, so both methods keep it); a cell it published with today's value is public, like an empty one
-    kept = np.zeros(len(cells), bool) if a_priori is None else a_priori.suppressed & ~primary & ~empty
-    public = empty if a_priori is None else empty | (a_priori.known & ~primary)
-    solved = primary | kept
-    solved_lpl, solved_upl = np.where(kept, 0.0, lpl), np.where(kept, 0.0, upl)
-    if method == "heuristic":
-        suppressed = heuristic_pattern(values, relations, solved, solved_lpl, solved_upl, weights, lower=lower,
-                                       upper=upper, forced_publish=public, freq=singletons)
+    problem = SuppressionProblem.from_cells(cells, relations, magnitude=magnitude, cost=cost,
+                                            prefer_low_levels=prefer_low_levels, a_priori=a_priori, dims=dims)
+    pattern = secondary_suppression(problem, method, time_limit=time_limit)
+    shown = _published_intervals(problem, pattern) if publish_intervals else None
+    return [_pattern_fields(problem, pattern, k, c["rule"], mark, shown) for k, c in enumerate(cells)]
+
+
+def _published_intervals(problem: SuppressionProblem, pattern: SuppressionPattern):
+    """What anyone derives from the published cells and public bounds only: the audit's bounds come from the
+    true values (1.5 x the largest cell), and an interval ending there gives the largest cell away."""
+    values = problem.values
+    return public_intervals(np.where(pattern.suppressed, np.nan, values), pattern.suppressed, problem.relations,
+                            lower=public_lower(values, problem.magnitude), integer=problem.integer)
+
+
+def _pattern_fields(problem: SuppressionProblem, pattern: SuppressionPattern, k: int, rule, mark: str,
+                    shown_intervals) -> dict:
+    """The PATTERN_COLUMNS of cell ``k``: ``shown_intervals`` (lows, highs) when intervals are published."""
+    status = pattern.status[k]
+    interval = pattern.interval(k) if pattern.suppressed[k] else None
+    shown_low = shown_high = None
+    if status in ("published", "empty"):
+        shown = _number(problem.values[k])
+    elif shown_intervals is not None:
+        shown_low, shown_high = float(shown_intervals[0][k]), float(shown_intervals[1][k])
+        shown = interval_text(shown_low, shown_high, mark)
     else:
-        suppressed = optimal_pattern(values, relations, solved, solved_lpl, solved_upl, weights, lower=lower,
-                                     upper=upper, forced_publish=public, time_limit=time_limit)
-    integer = is_integer_table(values, magnitude)
-    if integer:  # the LP's pattern may still give a cell away to an attacker who knows cells are whole numbers
-        suppressed, _ = integer_safe_pattern(values, relations, solved, solved_lpl, solved_upl, weights, suppressed,
-                                             lower=lower, upper=upper, forced_publish=public, freq=singletons)
-    result = audit_pattern(values, suppressed, relations, sensitive=primary, protection_lower=lpl,
-                           protection_upper=upl, lower=lower, upper=upper, integer=integer)
-    if not result.passed:  # never emit a pattern that fails its own audit
-        raise SdcError(f"internal: pattern fails the audit for cells {[f.cell for f in result.failures]}")
-    if result.unchecked:
-        warnings.warn(IntegerCheckWarning([iv.cell for iv in result.unchecked],
-                                          [iv.integer_skipped for iv in result.unchecked]), stacklevel=2)
-    interval = {iv.cell: iv for iv in result.intervals}
-    public_low = public_high = np.full(len(cells), np.nan)
-    if publish_intervals:
-        # from the published cells and public bounds only: the audit's bounds come from the true values
-        # (1.5 x the largest cell), and an interval ending there gives the largest cell away
-        public_low, public_high = public_intervals(np.where(suppressed, np.nan, values), suppressed, relations,
-                                                   lower=public_lower(values, magnitude), integer=integer)
-    protected = []
-    for k, c in enumerate(cells):
-        status = c["status"] if c["status"] != "published" else ("secondary" if suppressed[k] else "published")
-        low = interval[k].feasible_lower if k in interval else None
-        high = interval[k].feasible_upper if k in interval else None
-        shown_low = shown_high = None
-        if status in ("published", "empty"):
-            shown = _number(c["value"])
-        elif publish_intervals:
-            shown_low, shown_high = float(public_low[k]), float(public_high[k])
-            shown = interval_text(shown_low, shown_high, mark)
-        else:
-            shown = mark
-        protected.append({"status": status, "rule": c["rule"], "published_text": shown, "lower": low, "upper": high,
-                          "protection_lower": float(lpl[k]), "protection_upper": float(upl[k]),
-                          "published_lower": shown_low, "published_upper": shown_high})
-    return protected
+        shown = mark
+    return {"status": status, "rule": rule, "published_text": shown,
+            "lower": interval.feasible_lower if interval else None,
+            "upper": interval.feasible_upper if interval else None,
+            "protection_lower": float(problem.protection_lower[k]), "protection_upper": float(problem.protection_upper[k]),
+            "published_lower": shown_low, "published_upper": shown_high}
 
 
 def public_lower(values, magnitude: bool) -> np.ndarray:
@@ -276,26 +247,6 @@ def interval_text(low: float, high: float, mark: str) -> str:
     if np.isfinite(high):
         return f"<={_number(high)}"
     return mark
-
-
-def cell_costs(values, freq, relations, cost: str, *, prefer_low_levels: bool = False) -> np.ndarray:
-    """The cost of suppressing each cell: its absolute value (cost 'value'), its frequency ('freq') or 1
-    ('cells'). With ``prefer_low_levels`` each is multiplied by 10^k, k = the number of relations in which
-    the cell is the total (in a table without hierarchies: the number of dimensions along which it is a
-    total), so that totals are kept where possible; the methods then minimise that weighted cost."""
-    if cost not in COSTS:
-        raise SdcError(f"cost must be one of {', '.join(COSTS)}, got {cost!r}")
-    values = np.asarray(values, dtype=float)
-    n = len(values)
-    base = {"value": lambda: np.maximum(np.abs(values), 1e-9), "freq": lambda: np.asarray(freq, dtype=float),
-            "cells": lambda: np.ones(n)}[cost]()
-    if not prefer_low_levels:
-        return base
-    level = np.zeros(n)
-    for relation in relations:
-        parent = next(cell for cell, coefficient in relation if coefficient > 0)
-        level[parent] += 1
-    return base * 10.0 ** level
 
 
 def check_time_limit(time_limit) -> float:
@@ -356,7 +307,7 @@ def _cells_and_relations(data, dims, rules, hierarchy_path, value, holding, pres
         members = con.execute(
             f"select constraint_id, {order}, coefficient from relations order by constraint_id"
         ).fetchall()
-    return cells, _group_relations(members, [tuple(c[d] for d in dims) for c in cells], dims)
+    return cells, group_relations(members, [tuple(c[d] for d in dims) for c in cells], dims)
 
 
 def _relation(name: str) -> Relation:
@@ -390,6 +341,36 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     tables and magnitude tables of whole numbers get the integer check too.
     Returns (passed, report lines); passed is True with a skipped integer check (a warning in the last line)."""
     cells_path = Path(cells_path)
+    rows, dims, value_column = _read_cells_file(cells_path)
+    hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else []
+    # without a hierarchy every code's total is Total: a table made with one needs it here too (trial D11)
+    hint = "" if hierarchy_path else (
+        "; a table with a hierarchy (as sdc suppress --hierarchy made it) is audited with the same file: "
+        "give it as --hierarchy FILE")
+    _check_totals(rows, dims, hierarchy, cells_path, hint)
+    relations = _relations_for(rows, dims, hierarchy_path)
+    values = _numbers(rows, value_column, dims, cells_path)
+    _check_file_additive(rows, dims, values, relations, cells_path, hint)
+    # the audit checks what is published: a suppressed cell whose published text is a number is published
+    shown = np.array([r["status"] in ("primary", "secondary") and _is_number(r.get("published_text")) for r in rows])
+    suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows]) & ~shown
+    sensitive = np.array([r["status"] == "primary" for r in rows])
+    lpl, upl = _protection_levels(rows, dims, sensitive, cells_path)
+    disclosed = [_where(rows[k], dims) for k in np.flatnonzero(shown & sensitive)]
+    magnitude = value_column == "value"
+    freq = _numbers(rows, "freq", dims, cells_path)
+    result = audit_pattern(values, suppressed, relations, sensitive=sensitive & suppressed, protection_lower=lpl,
+                           protection_upper=upl, lower=a_priori_lower(values, freq, magnitude=magnitude),
+                           upper=default_upper(values), integer=is_integer_table(values, magnitude=magnitude))
+    lines = [_interval_line(iv, rows, dims) for iv in result.intervals]
+    lines += [f"{cell}: sensitive, but its published text shows a number  NOT PROTECTED" for cell in disclosed]
+    passed = result.passed and not disclosed
+    lines.append(_audit_verdict(result, passed, len(disclosed), int(sensitive.sum()), int(suppressed.sum())))
+    return passed, lines
+
+
+def _read_cells_file(cells_path: Path) -> tuple[list[dict], list[str], str]:
+    """(rows, dimension columns, the value column) of a cells file in the audit layout, checked."""
     rows = read_csv_rows(cells_path, "cells file")
     if not rows:
         raise SdcError(f"{cells_path}: no cells")
@@ -403,72 +384,64 @@ def audit_cells_file(cells_path, hierarchy_path=None) -> tuple[bool, list[str]]:
     dims = header[: header.index("freq")]
     if not dims:
         raise SdcError(f"{cells_path}: the dimension columns must come before 'freq'")
-    value_column = "value" if "value" in header else "freq"
-    statuses = {r["status"] for r in rows} - {"published", "primary", "secondary", "empty"}
+    statuses = {r["status"] for r in rows} - set(STATUSES)
     if statuses:
         raise SdcError(f"{cells_path}: unknown status {sorted(statuses)[0]!r}")
     keys = [tuple(r[d] for d in dims) for r in rows]
     if len(set(keys)) != len(keys):
         duplicate = next(k for k in keys if keys.count(k) > 1)
         raise SdcError(f"{cells_path}: duplicate cell {dict(zip(dims, duplicate))}")
-    hierarchy = read_hierarchy(hierarchy_path) if hierarchy_path else []
-    # without a hierarchy every code's total is Total: a table made with one needs it here too (trial D11)
-    hint = "" if hierarchy_path else (
-        "; a table with a hierarchy (as sdc suppress --hierarchy made it) is audited with the same file: "
-        "give it as --hierarchy FILE")
-    _check_totals(rows, dims, hierarchy, cells_path, hint)
-    relations = _relations_for(rows, dims, hierarchy_path)
-    values = _numbers(rows, value_column, dims, cells_path)
-    for relation in relations:  # name the cell whose total is not the sum of its children
+    return rows, dims, "value" if "value" in header else "freq"
+
+
+def _where(row: dict, dims) -> str:
+    return ", ".join(f"{d}={row[d]}" for d in dims)
+
+
+def _check_file_additive(rows, dims, values, relations, cells_path, hint: str) -> None:
+    """Name the cell whose total is not the sum of its children."""
+    for relation in relations:
         residual = sum(coefficient * values[cell] for cell, coefficient in relation)
         if abs(residual) > 1e-6 * max(1.0, np.abs(values).max()):
             parent = next(cell for cell, coefficient in relation if coefficient > 0)
-            where = ", ".join(f"{d}={rows[parent][d]}" for d in dims)
-            raise SdcError(f"{cells_path}: cell {where} is {_number(values[parent])} but its children sum to "
-                           f"{_number(values[parent] - residual)}; the table is not additive{hint}")
-    # the audit checks what is published: a suppressed cell whose published text is a number is published
-    shown = np.array([r["status"] in ("primary", "secondary") and _is_number(r.get("published_text")) for r in rows])
-    suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows]) & ~shown
-    sensitive = np.array([r["status"] == "primary" for r in rows])
+            raise SdcError(f"{cells_path}: cell {_where(rows[parent], dims)} is {_number(values[parent])} but its "
+                           f"children sum to {_number(values[parent] - residual)}; the table is not additive{hint}")
+
+
+def _protection_levels(rows, dims, sensitive, cells_path) -> tuple[np.ndarray, np.ndarray]:
+    """protection_lower/upper of a cells file: its columns, or 1 for a sensitive cell where it has none."""
     default = np.where(sensitive, 1.0, 0.0)
-    lpl = _numbers(rows, "protection_lower", dims, cells_path) if "protection_lower" in header else default
-    upl = _numbers(rows, "protection_upper", dims, cells_path) if "protection_upper" in header else default
-    for levels, name in ((lpl, "protection_lower"), (upl, "protection_upper")):
-        if (levels < 0).any():
-            k = int(np.argmax(levels < 0))
-            where = ", ".join(f"{d}={rows[k][d]}" for d in dims)
-            raise SdcError(f"{cells_path}: column {name!r} of cell {where} is {_number(levels[k])}; protection levels "
-                           "are distances, at least 0")
-    disclosed = [", ".join(f"{d}={rows[k][d]}" for d in dims) for k in np.flatnonzero(shown & sensitive)]
-    freq = _numbers(rows, "freq", dims, cells_path)
-    lower = a_priori_lower(values, freq, magnitude=value_column == "value")
-    upper = default_upper(values)
-    integer = is_integer_table(values, magnitude=value_column == "value")
-    result = audit_pattern(values, suppressed, relations, sensitive=sensitive & suppressed, protection_lower=lpl,
-                           protection_upper=upl, lower=lower, upper=upper, integer=integer)
-    lines = []
-    for iv in result.intervals:
-        cell = ", ".join(f"{d}={rows[iv.cell][d]}" for d in dims)
-        verdict = "" if not iv.sensitive else ("  protected" if iv.protected else "  NOT PROTECTED")
-        if iv.integer_failed:  # the LP interval covers the requirement, the integer values do not
-            ends = [f"as a whole number at least {_number(iv.integer_lower)}"] if iv.integer_lower > iv.required_lower + \
-                AUDIT_TOLERANCE else []
-            ends += [f"as a whole number at most {_number(iv.integer_upper)}"] if iv.integer_upper < iv.required_upper - \
-                AUDIT_TOLERANCE else []
-            verdict = ", " + " and ".join(ends) + verdict
-        elif iv.sensitive and iv.protected and iv.integer_skipped:
-            verdict = f"  protected in the LP; integer check skipped: {iv.integer_skipped}"
-        lines.append(f"{cell}: {_number(iv.value)} in [{_number(iv.feasible_lower)}, {_number(iv.feasible_upper)}], "
-                     f"required [{_number(iv.required_lower)}, {_number(iv.required_upper)}]{verdict}")
-    lines += [f"{cell}: sensitive, but its published text shows a number  NOT PROTECTED" for cell in disclosed]
-    failures = len(result.failures) + len(disclosed)
-    passed = result.passed and not disclosed
+    levels = [_numbers(rows, name, dims, cells_path) if name in rows[0] else default
+              for name in ("protection_lower", "protection_upper")]
+    for level, name in zip(levels, ("protection_lower", "protection_upper")):
+        if (level < 0).any():
+            k = int(np.argmax(level < 0))
+            raise SdcError(f"{cells_path}: column {name!r} of cell {_where(rows[k], dims)} is {_number(level[k])}; "
+                           "protection levels are distances, at least 0")
+    return levels[0], levels[1]
+
+
+def _interval_line(iv, rows, dims) -> str:
+    """One line of the audit report: a suppressed cell, its feasible and required interval, the verdict."""
+    verdict = "" if not iv.sensitive else ("  protected" if iv.protected else "  NOT PROTECTED")
+    if iv.integer_failed:  # the LP interval covers the requirement, the integer values do not
+        ends = [f"as a whole number at least {_number(iv.integer_lower)}"] if iv.integer_lower > iv.required_lower + \
+            AUDIT_TOLERANCE else []
+        ends += [f"as a whole number at most {_number(iv.integer_upper)}"] if iv.integer_upper < iv.required_upper - \
+            AUDIT_TOLERANCE else []
+        verdict = ", " + " and ".join(ends) + verdict
+    elif iv.sensitive and iv.protected and iv.integer_skipped:
+        verdict = f"  protected in the LP; integer check skipped: {iv.integer_skipped}"
+    return (f"{_where(rows[iv.cell], dims)}: {_number(iv.value)} in [{_number(iv.feasible_lower)}, "
+            f"{_number(iv.feasible_upper)}], required [{_number(iv.required_lower)}, {_number(iv.required_upper)}]{verdict}")
+
+
+def _audit_verdict(result: AuditResult, passed: bool, disclosed: int, sensitive: int, suppressed: int) -> str:
     # a skipped integer check is a warning (exit 0), but never a plain "passed"
     verdict = "FAILED" if not passed else (f"passed the LP audit only (integer check skipped for "
                                            f"{len(result.unchecked)} cells)" if result.unchecked else "passed")
-    lines.append(f"audit {verdict}: {sum(sensitive)} sensitive cells, "
-                 f"{int(suppressed.sum())} suppressed, {failures} not protected")
-    return passed, lines
+    return (f"audit {verdict}: {sensitive} sensitive cells, {suppressed} suppressed, "
+            f"{len(result.failures) + disclosed} not protected")
 
 
 def _is_number(text) -> bool:
@@ -522,15 +495,4 @@ def _relations_for(rows, dims, hierarchy_path):
         order = ", ".join(quote(d) for d in dims)
         members = run_sql(con, f"select constraint_id, {order}, coefficient from ({relations_sql}) as relations "
                                "order by 1").fetchall()
-    return _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
-
-
-def _group_relations(members, cell_keys, dims) -> list[list[tuple[int, float]]]:
-    """Rows (constraint_id, *codes, coefficient) of suppression_constraints as relations over cell indexes."""
-    index = {key: k for k, key in enumerate(cell_keys)}
-    relations: dict[str, list] = {}
-    for constraint_id, *codes, coefficient in members:
-        if tuple(codes) not in index:
-            raise SdcError(f"cell {dict(zip(dims, codes))} of a relation is missing from the cells file")
-        relations.setdefault(constraint_id, []).append((index[tuple(codes)], float(coefficient)))
-    return list(relations.values())
+    return group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)

@@ -67,7 +67,16 @@ def anonymise(
     source: str | None = None,
 ) -> SasAnonResult:
     """Rows with the columns <value>_korr, _fallLang, _min, _max, _fall appended, in input order.
-    ``source``: the file the rows come from, named in messages."""
+    ``source``: the file the rows come from, named in messages.
+
+    One level q under its total (code 0); the small values 2 and 3 are published as intervals:
+
+    >>> from sdc.suppression import anonymise
+    >>> rows = [{"q": 0, "n": 10}, {"q": 1, "n": 2}, {"q": 2, "n": 3}, {"q": 3, "n": 5}]
+    >>> result = anonymise(rows, levels=["q"], value="n")
+    >>> [(row["q"], row["n_korr"], row["n_fall"]) for row in result.rows]
+    [(0, '10', ''), (1, '1–3', 'primär'), (2, '1–3', 'primär'), (3, '5', '')]
+    """
     if function not in ("min", "max"):
         raise SdcError(f"function must be min or max, got {function!r}")
     if not levels:

@@ -3,13 +3,14 @@
 A model of the warehouse calls one of these with the DuckDB session dbt hands it:
 
     def model(dbt, session):
-        from sdc.suppression.warehouse import secondary_suppression
-        return secondary_suppression(session, dbt.ref("supp_x_primary"), dbt.ref("supp_x_relations"),
-                                     dims=["fach", "geschlecht"], method="heuristic", cost="freq",
-                                     prefer_low_levels=True)
+        from sdc.suppression.warehouse import suppression_pattern
+        return suppression_pattern(session, dbt.ref("supp_x_primary"), dbt.ref("supp_x_relations"),
+                                   dims=["fach", "geschlecht"], method="heuristic", cost="freq",
+                                   prefer_low_levels=True)
 
 The cells come from the SQL macros suppression_cells + suppression_primary, the relations from
-suppression_constraints; the pattern is the same as `sdc suppress` computes from a file (protect_cells).
+suppression_constraints; the pattern is the same as `sdc suppress` computes from a file (protect_cells, which
+solves and audits it through secondary.secondary_suppression).
 ``suppression_audit`` re-audits a finished pattern from its published status alone, so a generic data
 test (sdc_suppression_audit) can fail the build when any sensitive cell can be narrowed.
 """
@@ -22,19 +23,15 @@ from sdc.errors import SdcError
 from sdc.quoting import quote_identifier
 from sdc.suppression.a_priori import a_priori_cells, rows_of_frame
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
-from sdc.suppression.pipeline import (
-    DEFAULT_TIME_LIMIT,
-    PATTERN_COLUMNS,
-    _group_relations,
-    is_integer_table,
-    protect_cells,
-)
+from sdc.suppression.pipeline import PATTERN_COLUMNS, protect_cells
+from sdc.suppression.problem import group_relations, is_integer_table
+from sdc.suppression.secondary import DEFAULT_TIME_LIMIT
 
 
-def secondary_suppression(session, cells, relations, *, dims: list[str], magnitude: bool = False,
-                          method: str = "heuristic", cost: str = "value", mark: str = "x",
-                          publish_intervals: bool = False, prefer_low_levels: bool = False,
-                          time_limit: float = DEFAULT_TIME_LIMIT, a_priori=None):
+def suppression_pattern(session, cells, relations, *, dims: list[str], magnitude: bool = False,
+                        method: str = "heuristic", cost: str = "value", mark: str = "x",
+                        publish_intervals: bool = False, prefer_low_levels: bool = False,
+                        time_limit: float = DEFAULT_TIME_LIMIT, a_priori=None):
     """The pattern of a suppression_primary relation: its columns plus PATTERN_COLUMNS (status now
     includes 'secondary'; lower/upper are the audit interval of each suppressed cell).
 
@@ -42,7 +39,23 @@ def secondary_suppression(session, cells, relations, *, dims: list[str], magnitu
     cell's cost times 10^(number of dimensions along which it is a total), so totals are kept where
     possible; ``time_limit``: seconds for method optimal; ``a_priori``: the last release's cells (a relation, e.g.
     a dbt seed that `sdc release a-priori` wrote): what it suppressed stays suppressed, what it published with
-    today's value is never a secondary suppression (a_priori.py)."""
+    today's value is never a secondary suppression (a_priori.py).
+
+    A total of three counts, the 2 primary (as suppression_primary and suppression_constraints give them):
+
+    >>> import duckdb
+    >>> from sdc.suppression import suppression_pattern
+    >>> session = duckdb.connect()
+    >>> cells = session.sql("select * from (values ('Total', 12, 12, 'published', null, 0, 0), "
+    ...     "('a', 2, 2, 'primary', 'freq:3', 1, 1), ('b', 4, 4, 'published', null, 0, 0), "
+    ...     "('c', 6, 6, 'published', null, 0, 0)) "
+    ...     "as t(region, value, freq, status, rule, protection_lower, protection_upper)")
+    >>> relations = session.sql("select 'r1' as constraint_id, region, case when region = 'Total' then 1 else -1 "
+    ...     "end as coefficient from (values ('Total'), ('a'), ('b'), ('c')) as t(region)")
+    >>> pattern = suppression_pattern(session, cells, relations, dims=["region"], cost="freq")
+    >>> pattern.select("region, status, published_text, lower, upper").order("region").fetchall()
+    [('Total', 'published', '12', None, None), ('a', 'primary', 'x', 1.0, 5.0), ('b', 'secondary', 'x', 1.0, 5.0), ('c', 'published', '6', None, None)]
+    """
     rows = _rows(cells, dims)
     last = a_priori_cells(rows, dims, rows_of_frame(a_priori)) if a_priori is not None else None
     columns = pattern_columns(rows, _columns(cells), _members(relations, dims), dims, magnitude=magnitude,
@@ -54,8 +67,8 @@ def secondary_suppression(session, cells, relations, *, dims: list[str], magnitu
 def pattern_columns(rows: list[dict], names: list[str], members: list[tuple], dims: list[str], **options) -> dict:
     """The pattern as columns (name -> values, in the cell table's order): the cell table's columns ``names``
     and PATTERN_COLUMNS; ``members`` are the relations' rows (constraint_id, *dims, coefficient)."""
-    relation_list = _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
-    protected = protect_cells(rows, relation_list, **options)
+    relation_list = group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
+    protected = protect_cells(rows, relation_list, dims=dims, **options)
     columns = {name: [r[name] for r in rows] for name in names if name not in PATTERN_COLUMNS}
     for name in PATTERN_COLUMNS:
         columns[name] = [p[name] for p in protected]
@@ -66,7 +79,22 @@ def suppression_audit(session, pattern, relations, *, dims: list[str], magnitude
     """One row per suppressed cell of a pattern: its feasible interval (what an attacker who knows every
     published cell and the relations can derive), the interval it needs and whether it is protected (in
     integers too for count tables and whole-number magnitudes; integer_skipped says where that was not
-    checked)."""
+    checked).
+
+    The pattern of suppression_pattern's example, stored as dbt stores a model:
+
+    >>> import duckdb
+    >>> from sdc.suppression import suppression_audit
+    >>> session = duckdb.connect()
+    >>> pattern = session.sql("select * from (values ('Total', 12, 12, 'published', 0, 0), "
+    ...     "('a', 2, 2, 'primary', 1, 1), ('b', 4, 4, 'secondary', 0, 0), ('c', 6, 6, 'published', 0, 0)) "
+    ...     "as t(region, value, freq, status, protection_lower, protection_upper)")
+    >>> relations = session.sql("select 'r1' as constraint_id, region, case when region = 'Total' then 1 else -1 "
+    ...     "end as coefficient from (values ('Total'), ('a'), ('b'), ('c')) as t(region)")
+    >>> audit = suppression_audit(session, pattern, relations, dims=["region"])
+    >>> audit.select("region, feasible_lower, feasible_upper, required_lower, required_upper, protected").fetchall()
+    [('a', 1.0, 5.0, 1.0, 3.0, True), ('b', 1.0, 5.0, 4.0, 4.0, True)]
+    """
     columns = audit_columns(_rows(pattern, dims), _members(relations, dims), dims, magnitude=magnitude)
     kinds = {d: str for d in [*dims, "status", "integer_skipped"]}
     return _relation(session, {name: _array(values, kinds.get(name)) if name in kinds else
@@ -79,7 +107,7 @@ def audit_columns(rows: list[dict], members: list[tuple], dims: list[str], *, ma
     for name in ("value", "freq", "status", "protection_lower", "protection_upper"):
         if name not in rows[0]:
             raise SdcError(f"suppression_audit: the pattern has no column {name!r}")
-    relation_list = _group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
+    relation_list = group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
     values = np.array([r["value"] for r in rows], dtype=float)
     freq = np.array([r["freq"] for r in rows], dtype=float)
     suppressed = np.array([r["status"] in ("primary", "secondary") for r in rows])

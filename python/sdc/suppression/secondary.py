@@ -1,0 +1,146 @@
+"""One entry point for secondary suppression, whose result has always passed the audit.
+
+As scipy's ``linprog`` runs a method and then ``_check_result`` on its solution, ``secondary_suppression``
+runs the heuristic (heuristic.py) or the optimal method (optimal.py) on a SuppressionProblem, grows the
+pattern until an attacker who knows the cells are whole numbers learns no more (integer tables), and audits
+the result (audit.py): a pattern that fails its own audit is never returned.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from sdc.errors import SdcError
+from sdc.suppression.audit import AuditResult, CellInterval, audit_pattern
+from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern
+from sdc.suppression.optimal import optimal_pattern
+from sdc.suppression.problem import SuppressionProblem
+
+METHODS = ("heuristic", "optimal")
+DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
+STATUSES = ("published", "primary", "secondary", "empty")
+
+
+class IntegerCheckWarning(UserWarning):
+    """The pattern passes the LP audit, but the integer check of some sensitive cells was skipped (group too
+    large or MILP time limit): they are not proven safe against an attacker who uses integrality."""
+
+    def __init__(self, cells: list[int], reasons: list[str]):
+        self.cells, self.reasons = cells, reasons
+        super().__init__(f"integer check skipped for {len(cells)} sensitive cells ({'; '.join(sorted(set(reasons)))}): "
+                         "they pass the LP audit, but are not proven safe against an attacker who knows the cells "
+                         "are whole numbers")
+
+
+@dataclass(frozen=True, eq=False)
+class SuppressionPattern:
+    """The audited result of secondary_suppression. ``status`` per cell: 'primary', 'secondary' (suppressed
+    to protect a primary, or kept suppressed from an earlier release), 'published' or 'empty';
+    ``audit``: the audit of every suppressed cell; ``optimal``: proven of minimum cost; ``time_limited``: the
+    optimal method stopped at its time limit (the heuristic completed the pattern); ``cost``: the cost of
+    every suppressed cell; ``lower_bound``: on the minimum cost (optimal method; None for the heuristic).
+
+    >>> from sdc.suppression import SuppressionProblem, secondary_suppression
+    >>> values = [12, 2, 4, 6]                           # a total and its three parts
+    >>> problem = SuppressionProblem.from_arrays(values, [[(0, 1), (1, -1), (2, -1), (3, -1)]],
+    ...                                          primary=[1], protection_lower=[0, 1, 0, 0],
+    ...                                          protection_upper=[0, 1, 0, 0], cost=values)
+    >>> pattern = secondary_suppression(problem, "optimal")
+    >>> pattern.status
+    ('published', 'primary', 'secondary', 'published')
+    >>> pattern.secondary, pattern.optimal, pattern.cost
+    ([2], True, 6.0)
+    >>> pattern.interval(1).feasible_lower, pattern.interval(1).feasible_upper
+    (0.0, 6.0)
+    """
+
+    suppressed: np.ndarray = field(repr=False)
+    status: tuple[str, ...]
+    audit: AuditResult = field(repr=False)
+    method: str
+    optimal: bool
+    time_limited: bool
+    cost: float
+    lower_bound: float | None
+
+    @property
+    def secondary(self) -> list[int]:
+        """The cells suppressed beyond the primaries."""
+        return [k for k, s in enumerate(self.status) if s == "secondary"]
+
+    def interval(self, cell: int) -> CellInterval | None:
+        """The audit's interval of a suppressed cell (None for a published one)."""
+        return self._intervals.get(cell)
+
+    @cached_property
+    def _intervals(self) -> dict[int, CellInterval]:
+        return {iv.cell: iv for iv in self.audit.intervals}
+
+
+def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic", *,
+                          time_limit: float = DEFAULT_TIME_LIMIT) -> SuppressionPattern:
+    """The secondary suppression pattern of ``problem`` by ``method``: 'heuristic' (fast, after sdcTable's
+    SIMPLEHEURISTIC) or 'optimal' (minimum cost by mixed-integer programming; ``time_limit`` seconds, then
+    the heuristic completes it with a TimeLimitWarning). The pattern is audited before it is returned; one
+    that fails its audit raises SdcError naming the cells. Integer tables (counts, whole-number magnitudes)
+    are also protected against an attacker who knows that (IntegerCheckWarning where that check is skipped).
+
+    A 2 x 2 count table with totals; (a, x) = 2 is primary under freq:3 and needs one more or one less:
+
+    >>> from sdc.suppression import SuppressionProblem, secondary_suppression
+    >>> keys = ["a,x", "a,y", "a,T", "b,x", "b,y", "b,T", "T,x", "T,y", "T,T"]
+    >>> values = [2, 7, 9, 6, 8, 14, 8, 15, 23]
+    >>> relations = [[(2, 1), (0, -1), (1, -1)], [(5, 1), (3, -1), (4, -1)], [(8, 1), (6, -1), (7, -1)],
+    ...              [(6, 1), (0, -1), (3, -1)], [(7, 1), (1, -1), (4, -1)], [(8, 1), (2, -1), (5, -1)]]
+    >>> problem = SuppressionProblem.from_arrays(values, relations, primary=[0], protection_lower=[1] + [0] * 8,
+    ...     protection_upper=[1] + [0] * 8, cost=values, lower=[1] * 9, freq=values, magnitude=False, labels=keys)
+    >>> pattern = secondary_suppression(problem)
+    >>> [keys[k] for k in pattern.secondary]
+    ['a,y', 'b,x', 'b,y']
+    >>> cell = pattern.interval(0)
+    >>> (cell.feasible_lower, cell.feasible_upper), (cell.required_lower, cell.required_upper), cell.protected
+    ((1.0, 7.0), (1.0, 3.0), True)
+    """
+    if not isinstance(problem, SuppressionProblem):
+        raise SdcError(f"secondary_suppression takes a SuppressionProblem, got {type(problem).__name__}")
+    if method not in METHODS:
+        raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method == "heuristic":
+        suppressed, proven, bound = heuristic_pattern(problem), False, None
+    else:
+        result = optimal_pattern(problem, time_limit=time_limit)
+        suppressed, proven, bound = result.suppressed, result.proven, result.lower_bound
+    limited = method == "optimal" and not proven
+    if problem.integer:  # the LP's pattern may still give a cell away to one who knows cells are whole numbers
+        grown, _ = integer_safe_pattern(problem, suppressed)
+        proven = proven and bool((grown == suppressed).all())  # a grown pattern is no longer proven minimal
+        suppressed = grown
+    return _checked_pattern(problem, suppressed, method, proven, limited, bound)
+
+
+def _checked_pattern(problem: SuppressionProblem, suppressed, method: str, proven: bool, limited: bool,
+                     bound: float | None) -> SuppressionPattern:
+    """The pattern after its audit (as scipy's _check_result): never one that leaves a cell unprotected."""
+    suppressed = np.asarray(suppressed, dtype=bool)
+    for wrong, what in ((problem.sensitive & ~suppressed, "must be suppressed but is published"),
+                        (problem.forced_published & suppressed, "must be published but is suppressed")):
+        if wrong.any():
+            raise SdcError(f"secondary suppression ({method}): {problem.labels[int(np.argmax(wrong))]} {what}")
+    audit = audit_pattern(problem.values, suppressed, problem.relations, sensitive=problem.primary,
+                          protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
+                          lower=problem.lower, upper=problem.upper, integer=problem.integer)
+    if not audit.passed:  # never emit a pattern that fails its own audit
+        names = "; ".join(problem.labels[f.cell] for f in audit.failures)
+        raise SdcError(f"internal: the {method} pattern fails the audit for {names} "
+                       f"(cells {[f.cell for f in audit.failures]})")
+    if audit.unchecked:
+        warnings.warn(IntegerCheckWarning([iv.cell for iv in audit.unchecked],
+                                          [iv.integer_skipped for iv in audit.unchecked]), stacklevel=3)
+    status = tuple("primary" if p else "empty" if e else "secondary" if s else "published"
+                   for p, e, s in zip(problem.primary, problem.empty, suppressed))
+    return SuppressionPattern(suppressed=suppressed, status=status, audit=audit, method=method, optimal=proven,
+                              time_limited=limited, cost=float(problem.cost[suppressed].sum()), lower_bound=bound)

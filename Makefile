@@ -57,7 +57,7 @@ demo: $(STAMP)
 PYTEST_PARALLEL := -n auto --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) --durations=25
 
 # The release report's test opens it in Debian's Chromium: installed here when missing (as root, as CI runs).
 browser:

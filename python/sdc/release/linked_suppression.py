@@ -95,10 +95,40 @@ def _audit_group(verifier: Verifier, members: list[Verified], variable: str) -> 
     records = ", ".join(sorted(set().union(*(item.roots for item in members)))) or members[0].source
 
     # every cell of every table as the set of the microdata's finest cells it takes in: one unknown per set
-    keys = _record_sets(verifier, tables, members[0].source)
+    instances, cell_of = _unknowns(tables, _record_sets(verifier, tables, members[0].source), records, named)
+    values, freq, suppressed, sensitive, protection_lower, protection_upper = _joint_cells(tables, instances, records)
+    shared = [u for u, cells in enumerate(instances) if len({t for t, _ in cells}) > 1]
+    figures = {"tables": labels, "population": records, "variable": variable, "cells": len(instances),
+               "shared_cells": len(shared), "shared_suppressed": sum(bool(suppressed[u]) for u in shared),
+               "sensitive": int(sensitive.sum()), "audited": False}
+    # a primary cell published in the same table under other codes: its own audit stops that; never pass it here
+    exposed = np.flatnonzero(sensitive & ~suppressed)
+    if exposed.size:
+        t, k = next(c for c in instances[exposed[0]] if tables[c[0]].primary(c[1]))
+        raise SdcError(f"{tables[t].label} publishes the records of its primary cell ({tables[t].shown(k)}) "
+                       f"under other codes; refusing to publish {named}")
+    if not figures["shared_suppressed"]:
+        # no suppressed cell in two tables: every group of suppressed cells lies in one table, whose audit passed
+        return figures
+
+    constraints = _stacked_relations(verifier, tables, cell_of)
+    magnitude = variable != "count"
+    result = audit_pattern(values, suppressed, constraints, sensitive=sensitive, protection_lower=protection_lower,
+                           protection_upper=protection_upper, lower=a_priori_lower(values, freq, magnitude=magnitude),
+                           upper=default_upper(values), only=np.flatnonzero(sensitive),
+                           integer=is_integer_table(values, magnitude))
+    if not result.passed:
+        raise _linked_failure(tables, instances, result.failures[0], named, records)
+    figures["audited"] = True
+    return figures
+
+
+def _unknowns(tables: list[_Table], keys: list[dict], records: str, named: str):
+    """One unknown per set of finest cells: (per unknown, the (table, row) of each cell that holds its records;
+    per table, row -> unknown)."""
     unknown: dict[tuple, int] = {}
-    instances: list[list[tuple[int, int]]] = []  # per unknown: (table, row) of each cell that holds its records
-    cell_of = []  # per table: row -> unknown
+    instances: list[list[tuple[int, int]]] = []
+    cell_of = []
     for t, (table, found) in enumerate(zip(tables, keys)):
         mapped = []
         for k, codes in enumerate(table.codes):
@@ -112,7 +142,12 @@ def _audit_group(verifier: Verifier, members: list[Verified], variable: str) -> 
             instances[u].append((t, k))
             mapped.append(u)
         cell_of.append(mapped)
+    return instances, cell_of
 
+
+def _joint_cells(tables: list[_Table], instances, records: str):
+    """Per unknown: value, frequency, suppressed (in every table that holds it), sensitive (primary in one)
+    and the largest protection levels asked for it; the tables must agree on its value and status."""
     n = len(instances)
     values, freq = np.zeros(n), np.zeros(n)
     suppressed, sensitive = np.ones(n, bool), np.zeros(n, bool)
@@ -133,44 +168,25 @@ def _audit_group(verifier: Verifier, members: list[Verified], variable: str) -> 
                 protection_lower[u] = max(protection_lower[u], float(row[-3] or 0))
                 protection_upper[u] = max(protection_upper[u], float(row[-2] or 0))
         _check_one_status(tables, cells, records)
-    shared = [u for u, cells in enumerate(instances) if len({t for t, _ in cells}) > 1]
-    figures = {"tables": labels, "population": records, "variable": variable, "cells": n,
-               "shared_cells": len(shared), "shared_suppressed": sum(bool(suppressed[u]) for u in shared),
-               "sensitive": int(sensitive.sum()), "audited": False}
-    # a primary cell published in the same table under other codes: its own audit stops that; never pass it here
-    exposed = np.flatnonzero(sensitive & ~suppressed)
-    if exposed.size:
-        t, k = next(c for c in instances[exposed[0]] if tables[c[0]].primary(c[1]))
-        raise SdcError(f"{tables[t].label} publishes the records of its primary cell ({tables[t].shown(k)}) "
-                       f"under other codes; refusing to publish {named}")
-    if not figures["shared_suppressed"]:
-        # no suppressed cell in two tables: every group of suppressed cells lies in one table, whose audit passed
-        return figures
+    return values, freq, suppressed, sensitive, protection_lower, protection_upper
 
-    constraints = _stacked_relations(verifier, tables, cell_of)
-    magnitude = variable != "count"
-    result = audit_pattern(values, suppressed, constraints, sensitive=sensitive, protection_lower=protection_lower,
-                           protection_upper=protection_upper, lower=a_priori_lower(values, freq, magnitude=magnitude),
-                           upper=default_upper(values), only=np.flatnonzero(sensitive),
-                           integer=is_integer_table(values, magnitude))
-    if not result.passed:
-        failed = result.failures[0]
-        cells = [c for c in instances[failed.cell] if tables[c[0]].primary(c[1])] or instances[failed.cell]
-        t, k = cells[0]
-        also = [f"({tables[o].shown(j)}) of {tables[o].label}" for o, j in instances[failed.cell] if o != t]
-        integer = " in whole numbers" if failed.lp_protected else ""
-        low, high = failed.feasible_lower, failed.feasible_upper
-        if failed.lp_protected:  # the LP protects it, whole numbers do not
-            low = low if failed.integer_lower is None else failed.integer_lower
-            high = high if failed.integer_upper is None else failed.integer_upper
-        raise SdcError(
-            f"{named}, cell-suppression tables of the same records ({records}), do not protect the primary cell "
-            f"({tables[t].shown(k)}) of {tables[t].label}" + (f", also {', '.join(also)}," if also else "") +
-            f" together: from the cells they publish and the additivity of each it lies within [{low:.6g}, "
-            f"{high:.6g}]{integer}, closer than its protection interval, though each table alone protects it. "
-            "Protect the tables with one pattern, or publish one of them")
-    figures["audited"] = True
-    return figures
+
+def _linked_failure(tables: list[_Table], instances, failed, named: str, records: str) -> SdcError:
+    """The error for a primary cell that the tables' patterns together do not protect."""
+    cells = [c for c in instances[failed.cell] if tables[c[0]].primary(c[1])] or instances[failed.cell]
+    t, k = cells[0]
+    also = [f"({tables[o].shown(j)}) of {tables[o].label}" for o, j in instances[failed.cell] if o != t]
+    integer = " in whole numbers" if failed.lp_protected else ""
+    low, high = failed.feasible_lower, failed.feasible_upper
+    if failed.lp_protected:  # the LP protects it, whole numbers do not
+        low = low if failed.integer_lower is None else failed.integer_lower
+        high = high if failed.integer_upper is None else failed.integer_upper
+    return SdcError(
+        f"{named}, cell-suppression tables of the same records ({records}), do not protect the primary cell "
+        f"({tables[t].shown(k)}) of {tables[t].label}" + (f", also {', '.join(also)}," if also else "") +
+        f" together: from the cells they publish and the additivity of each it lies within [{low:.6g}, "
+        f"{high:.6g}]{integer}, closer than its protection interval, though each table alone protects it. "
+        "Protect the tables with one pattern, or publish one of them")
 
 
 def _check_one_status(tables: list[_Table], cells: list[tuple[int, int]], records: str) -> None:

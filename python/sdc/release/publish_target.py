@@ -154,12 +154,7 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
     check_floor(min_standard_error)
     output = read_target(profiles_dir, profile, target)
     shown = f"target {target}" if target else f"the default target of profile {profile}"
-    if output["type"] != "postgres":
-        hint = ("publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>"
-                if output["type"] == "duckdb" else
-                "on Spark, dbt run-operation verify_published checks the release's steps in dbt itself")
-        raise SdcError(f"sdc publish --target audits a PostgreSQL warehouse, and {shown} is of type "
-                       f"{output['type']}: {hint}")
+    _check_postgres(output, shown)
     manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
     schema = publication_schema_of(publication_schema, project_dir)
     database = publication_database or _project_var(project_dir, "sdc_publication_database")
@@ -182,21 +177,8 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
             raise SdcError(f"{exc}; the publication database {database} is left as it was (its readers keep the last "
                            "release that passed)") from None
         try:
-            publication, audit = checked.publication, checked.audit
-            if publication.oid is None:
-                result.why_not = (f"there is no schema {schema} (grant_published publishes the release there: its "
-                                  "on-run-end hook, or dbt run-operation grant_published)")
-            elif not publication.marked:
-                result.why_not = f"the schema {schema} {NOT_MARKED}"
-            else:
-                result.published = True
-                if database is not None:
-                    ensure_database(pg, database)
-                checked.publication_name = f"{database or build_database}.{schema}"
-                result.readers, result.withdrawn = _write_release(
-                    pg, checked, marker, (lambda: connect_postgres(output, database)) if database is not None else None)
-                result.written, result.release, result.ledger = True, audit["release"], checked.ledger.where
-                result.database = database
+            audit = checked.audit
+            _publish_checked(pg, checked, result, output, schema, database, build_database, marker)
         finally:
             if checked.ledger is not None:
                 checked.ledger.close()
@@ -206,6 +188,37 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
         write_text_atomically(Path(audit_json), json.dumps(audit, indent=2, sort_keys=True) + "\n",
                               command=AUDIT_JSON_WRITER)
     return result
+
+
+def _check_postgres(output: dict, shown: str) -> None:
+    if output["type"] != "postgres":
+        hint = ("publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>"
+                if output["type"] == "duckdb" else
+                "on Spark, dbt run-operation verify_published checks the release's steps in dbt itself")
+        raise SdcError(f"sdc publish --target audits a PostgreSQL warehouse, and {shown} is of type "
+                       f"{output['type']}: {hint}")
+
+
+def _publish_checked(pg, checked, result: TargetRelease, output: dict, schema: str, database: str | None,
+                     build_database: str, marker: str) -> None:
+    """The release that passed: its audit written and recorded, and with ``database`` copied there; or, where
+    grant_published has not published it (no schema, or one not sdc's), ``result.why_not`` says so."""
+    publication, audit = checked.publication, checked.audit
+    if publication.oid is None:
+        result.why_not = (f"there is no schema {schema} (grant_published publishes the release there: its "
+                          "on-run-end hook, or dbt run-operation grant_published)")
+        return
+    if not publication.marked:
+        result.why_not = f"the schema {schema} {NOT_MARKED}"
+        return
+    result.published = True
+    if database is not None:
+        ensure_database(pg, database)
+    checked.publication_name = f"{database or build_database}.{schema}"
+    result.readers, result.withdrawn = _write_release(
+        pg, checked, marker, (lambda: connect_postgres(output, database)) if database is not None else None)
+    result.written, result.release, result.ledger = True, audit["release"], checked.ledger.where
+    result.database = database
 
 
 def check_audit_json(path: str | Path, project_dir=None, manifest=None) -> None:

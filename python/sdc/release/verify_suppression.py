@@ -70,8 +70,22 @@ def verify_suppression_published(verifier, rel: Rel, record: dict, path: list[st
         raise refuse(path, f"publishes the dimensions {', '.join(dims)}, but its cells were made over "
                            f"{', '.join(cells_call['dims'])}")
     rows = _joined(verifier, rel, recomputed, dims, value, path)
-    magnitude = value != "freq"
+    _audit_published(rows, dims, value, members, path)
+    # the published cells are now those sdc computes: with the columns that describe their codes, computed from
+    # the hierarchy of the cells' call, they must be the relation, column by column
+    published = f"select {', '.join(q(c) for c in dims + [value, 'published_text'])} from {verifier.wh_name(rel)}"
+    verifier._compare(rel, verifier.with_dimension_columns(published, call, cells_call, here), path,
+                      f"suppression_published of {', '.join(dims)} (its dimension columns computed by sdc)")
+    return Verified(rel, "suppression", verifier.wh_name(rel), audit=recomputed, source=str(microdata),
+                    call={"cells": cells_call, "rules": rules_call, "value": value}, step_of=primary,
+                    roots=verifier.roots[records.key])
+
+
+def _audit_published(rows: list[dict], dims: list[str], value: str, members, path: list[str]) -> None:
+    """The LP (and integer) audit of the pattern as published, over the cells sdc computed again: refused unless
+    every primary cell keeps its protection interval."""
     _check_cells(rows, dims, value, path)
+    magnitude = value != "freq"
     values = np.array([float(r["original"]) for r in rows])
     freq = np.array([float(r["freq"]) for r in rows])
     suppressed = np.array([r["published"] is None for r in rows])
@@ -89,14 +103,6 @@ def verify_suppression_published(verifier, rel: Rel, record: dict, path: list[st
                            f"it lies within [{failed.feasible_lower:.6g}, {failed.feasible_upper:.6g}], closer than its "
                            "protection interval; the pattern is not the one sdc's secondary suppression made, or the "
                            "table was changed after it")
-    # the published cells are now those sdc computes: with the columns that describe their codes, computed from
-    # the hierarchy of the cells' call, they must be the relation, column by column
-    published = f"select {', '.join(q(c) for c in dims + [value, 'published_text'])} from {verifier.wh_name(rel)}"
-    verifier._compare(rel, verifier.with_dimension_columns(published, call, cells_call, here), path,
-                      f"suppression_published of {', '.join(dims)} (its dimension columns computed by sdc)")
-    return Verified(rel, "suppression", verifier.wh_name(rel), audit=recomputed, source=str(microdata),
-                    call={"cells": cells_call, "rules": rules_call, "value": value}, step_of=primary,
-                    roots=verifier.roots[records.key])
 
 
 def _primary_of(verifier, pattern: Rel, path: list[str]) -> Rel:

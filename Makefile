@@ -11,6 +11,8 @@ DBT    := $(BIN)/dbt
 # profiles.yml from there; no state in the home directory.
 DEMO   := demo
 export DBT_SEND_ANONYMOUS_USAGE_STATS := False
+# MkDocs 1.x prints a notice about a 2.0 on every build
+export NO_MKDOCS_2_WARNING := 1
 
 # The demo's perturbation table (documented in README.md; tests check the committed seed against it).
 PTABLE_ARGS := --D 5 --V 3 --js 2 --pstay 0.5

@@ -158,15 +158,36 @@ def docstring_markdown(doc: str) -> str:
         if example:
             out += ["", "```pycon", *textwrap.dedent("\n".join(example)).splitlines(), "```", ""]
             example = []
-        out.append(re.sub(r"``([^`]+)``", r"`\1`", line))
+        line = re.sub(r"``([^`]+)``", r"`\1`", line)
+        # a parameter list as the docstrings write it ("name   what it is"): one item each
+        line = re.sub(r"^(\w+)\s{2,}(\S.*)$", r"- `\1`: \2", line)
+        out.append(line)
     return "\n".join(out).strip()
 
 
 def _signature(obj) -> str:
+    """The signature as the source writes it (annotations are text under ``from __future__ import annotations``)."""
     try:
-        return str(inspect.signature(obj))
+        signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return ""
+    parts, star = [], False
+    for p in signature.parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        star = star or p.kind is p.VAR_POSITIONAL
+        if p.annotation is not p.empty:
+            text += f": {p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation)}"
+        if p.default is not p.empty:
+            text += f" = {p.default!r}" if p.annotation is not p.empty else f"={p.default!r}"
+        parts.append(text)
+    result = f"({', '.join(parts)})"
+    if signature.return_annotation is not signature.empty:
+        annotation = signature.return_annotation
+        result += f" -> {annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)}"
+    return result
 
 
 def python_page() -> str:

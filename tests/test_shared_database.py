@@ -19,7 +19,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-import sdc.ckm as ckm
+import sdc.ckm.counts as ckm
 from sdc.warehouse import shared_database
 from sdc.ckm import count_table
 from sdc.ckm import mean_table, sum_table
@@ -124,7 +124,7 @@ def test_the_spill_folder_is_the_processes_own_and_removed_at_exit(tmp_path):
     script = (
         "import os, stat, sys\n"
         "from sdc.ckm import count_table\n"
-        "from sdc import shared_database\n"
+        "from sdc.warehouse import shared_database\n"
         f"count_table({str(DATA)!r}, ['var1'], record_key='record_key', modulus=256, ptable={str(PTABLE)!r})\n"
         "con = shared_database._database().cursor()\n"
         "folder = con.execute(\"select current_setting('temp_directory')\").fetchone()[0]\n"
@@ -157,7 +157,7 @@ def test_a_forked_child_opens_a_database_of_its_own():
 
 FORKED_WORKER = """
 import multiprocessing, os, sys
-from sdc import shared_database
+from sdc.warehouse import shared_database
 from sdc.ckm import count_table
 
 def work(queue):

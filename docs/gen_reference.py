@@ -125,9 +125,15 @@ def macros_page() -> str:
         lines += [f"## {folder}", ""]
         for entry in entries:
             arguments = entry.get("arguments") or []
-            signature = ", ".join(a["name"] for a in arguments)
-            lines += [f"### `{entry['name']}`", "", f"`sdc.{entry['name']}({signature})`", "",
-                      textwrap.dedent(entry.get("description", "")).strip(), ""]
+            name = entry["name"]
+            if name.startswith("test_"):  # dbt's name for the macro of the generic data test after the prefix
+                name = name.removeprefix("test_")
+                others = ", ".join(f"{a['name']}: ..." for a in arguments if a["name"] not in ("model", "column_name"))
+                usage = f"`data_tests: [sdc.{name}]`" + (f" (with `arguments: {{{others}}}`)" if others else "")
+                usage = f"A generic data test: on a model, {usage}."
+            else:
+                usage = f"`{{{{ sdc.{name}({', '.join(a['name'] for a in arguments)}) }}}}`"
+            lines += [f"### `{name}`", "", usage, "", textwrap.dedent(entry.get("description", "")).strip(), ""]
             if arguments:
                 lines += ["| argument | type | meaning |", "|---|---|---|"]
                 lines += [f"| `{a['name']}` | {_cell(a.get('type', ''))} | {_cell(a.get('description', ''))} |"

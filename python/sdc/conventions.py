@@ -217,8 +217,8 @@ CKM_SUM_MEASURES: tuple[str, ...] = ("value", "weighted_value", "weighted_count"
 # The decimals the published magnitudes (CKM_SUM_MEASURES) are rounded to, after the noise, unless a table says
 # otherwise (ckm_published digits=, sdc.ckm digits=, sdc ckm --digits): whole units, as τ-Argus writes a CKM
 # table's cells with the decimals of its response variable and a frequency table's (weighted counts included)
-# with none (libtauargus TauArgus.cpp WriteCSVCell: "%.*f" with nDec, 0 for a frequency table; reference
-# ckm.md §2 A3 <DECIMALS>). Counts are whole numbers already.
+# with none (libtauargus TauArgus.cpp WriteCSVCell: "%.*f" with nDec, 0 for a frequency table). Counts are
+# whole numbers already.
 PUBLISHED_DIGITS: int = 0
 CKM_SUM_OWN_COLUMNS: tuple[str, ...] = CKM_SUM_MEASURES + (
     "count", "records", "weight", "weight_sum", "record_key", "key_sum_all", "key_sum_zero", "max_key", "cell_key_int",

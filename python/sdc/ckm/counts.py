@@ -123,7 +123,7 @@ def count_table(
                 noise, as it is published; default whole units (conventions.PUBLISHED_DIGITS, as the dbt
                 macro ckm_published); None: unrounded
 
-    The method (reference ckm.md; ONS, cellKey, τ-Argus): a cell's key is the sum of its records' keys mod M,
+    The method (ONS, cellKey, τ-Argus): a cell's key is the sum of its records' keys mod M,
     scaled to [0, 1); the published count is n + v, v the noise of the ptable's row min(n, max i) whose
     interval holds the cell key. A cell of the same records gets the same noise in every table.
 

@@ -60,7 +60,7 @@ def sum_table(
              the noise; default whole units (conventions.PUBLISHED_DIGITS, as the dbt macro ckm_published);
              None: unrounded
 
-    The method (reference ckm.md §3.5, as τ-Argus and cellKey): the cell's noise is the sum over its components
+    The method (as τ-Argus and the R package cellKey define it): the cell's noise is the sum over its components
     j (its top_k largest contributions x_j for type top_contr; one for mean, range or sum) of δ_j · v_j, with
     δ_j = x_j · m(x_j) · ε_j (m: p for the simple multiplier, τ-Argus's flex function for flex) and v_j the
     noise of the magnitude ptable for the ratio |x / δ_j| at the cell key (scrambled per component),

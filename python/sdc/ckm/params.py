@@ -2,7 +2,7 @@
 
 One YAML file (``sdc ckm --params FILE.yml``), a dict (Python API) or dbt arguments hold them::
 
-    preset: tauargus            # or cellkey: follow cellKey where the two tools differ (ckm.md §3.5)
+    preset: tauargus            # or cellkey: follow cellKey where the two tools differ (τ-Argus and cellKey)
     type: top_contr             # top_contr | mean | range | sum: the magnifier x_j of the noise
     top_k: 3                    # 1..6 (top_contr only): the largest contributions, one noise component each
     multiplier: {type: flex, fp: 1000, p: [0.3, 0.03], epsilon: [1, 0.5, 0.2], q: 3}
@@ -15,7 +15,7 @@ One YAML file (``sdc ckm --params FILE.yml``), a dict (Python API) or dbt argume
     ptable: nums_ptable.csv     # magnitude ptable (sdc ptable --table nums), relative to this file
 
 The flex multiplier (τ-Argus ``<SCALING> F(σ0, σ1, x*, q, ε2..)``): ``p = [p_small, p_large]`` = [σ1, σ0],
-``fp`` = x*. The two presets differ where the tools do (reference ckm.md §3.5, and the range magnifier),
+``fp`` = x*. The two presets differ where the tools do (τ-Argus and cellKey, and the range magnifier),
 which ``Preset`` names.
 """
 
@@ -44,7 +44,7 @@ MULTIPLIER_NAMES = {"flex": ("type", "fp", "p", "epsilon", "q"), "simple": ("typ
 
 @dataclass(frozen=True)
 class Preset:
-    """Where τ-Argus and cellKey differ (ckm.md §3.5, points 1-4, and the range magnifier; point 5, τ-Argus's
+    """Where τ-Argus and cellKey differ (τ-Argus and cellKey: four points, and the range magnifier; point 5, τ-Argus's
     manual-protection status that skips a cell, has no counterpart here: sdc never publishes a cell
     unperturbed). Not here, as the tools agree: a weighted sum's largest contributions are those of the
     largest unweighted values, x_j their weighted contributions (τ-Argus GetXj; cellKey orders by |value|,
@@ -76,7 +76,7 @@ PRESET = {
 
 @dataclass(frozen=True)
 class Multiplier:
-    """m(z) of ckm.md §3.5: flex (σ1 up to fp, falling towards σ0 above) or simple (σ1 everywhere)."""
+    """m(z) of τ-Argus and cellKey: flex (σ1 up to fp, falling towards σ0 above) or simple (σ1 everywhere)."""
 
     kind: str
     p_small: float  # σ1

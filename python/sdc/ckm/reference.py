@@ -1,4 +1,4 @@
-"""The magnitude Cell Key Method for one cell, written out step by step (reference ckm.md §3.5).
+"""The magnitude Cell Key Method for one cell, written out step by step (as τ-Argus and the R package cellKey define it).
 
 This is the specification the SQL macro ckm_sum implements; the tests compare the two cell by cell. Exact
 inputs (Fractions for the ptable lookup); the flex function in floats, as in the SQL.

@@ -17,7 +17,7 @@ def add_parser(commands) -> None:
         description="Counts per cell of --dims with every subtotal, perturbed by the Cell Key Method. "
         "One row per cell; totals carry the root code (Total, or the hierarchy's root).",
     )
-    ckm.add_argument("--input", required=True, help="microdata (.csv or .parquet)")
+    ckm.add_argument("--input", required=True, help="microdata (.csv, .tsv, .txt or .parquet)")
     ckm.add_argument("--dims", required=True, help="comma-separated dimension columns")
     ckm.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name with @ levels)")
     ckm.add_argument("--count-var", help="0/1 column to count (default: every record)")

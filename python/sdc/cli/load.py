@@ -22,7 +22,7 @@ def add_parser(commands) -> None:
     where.add_argument("--db", help="DuckDB database file")
     where.add_argument("--target", help="or the warehouse of this dbt target (postgres, duckdb or spark of method session; run in the folder dbt runs in)")
     add_profile_options(load, "with --target: ")
-    load.add_argument("--input", required=True, help="microdata file (.csv or .parquet)")
+    load.add_argument("--input", required=True, help="microdata file (.csv, .tsv, .txt or .parquet)")
     load.add_argument("--table", required=True, help="target table name in schema raw")
     load.add_argument("--id", dest="id_column", help="record id column (needed by key modes random and keyed)")
     load.add_argument("--key-mode", default="random", choices=("random", "keyed", "existing"),

@@ -20,7 +20,7 @@ def add_parser(commands) -> None:
         "rules (--rule) find sensitive and the secondary suppressions that protect them are published as --mark "
         "(or as intervals); the pattern is audited by linear programming before anything is written.",
     )
-    supp.add_argument("--input", help="microdata (.csv or .parquet)")
+    supp.add_argument("--input", help="microdata (.csv, .tsv, .txt or .parquet)")
     supp.add_argument("--dims", required=True, help="comma-separated dimension columns")
     supp.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name)")
     supp.add_argument("--value", help="numeric column of a magnitude table (default: a frequency table)")

@@ -1,4 +1,4 @@
-"""Build a count perturbation table by maximum entropy (reference ckm.md §3.4, R package ptable 1.0.0).
+"""Build a count perturbation table by maximum entropy (R package ptable 1.0.0).
 
 Row 0 is fixed (0 stays 0). Each row i = 1..ncat is solved as a convex program (solver.py); the last
 row stands for every original value >= ncat. Intervals are the cumulative probabilities rounded to
@@ -50,7 +50,7 @@ class PTableBuild:
 
 def create_ptable(params: PTableParams, allow_lower_variance: bool = False) -> PTableBuild:
     """Build the count ptable for ``params`` by maximum entropy, as ``ptable::create_cnt_ptable`` (R package
-    ptable; reference ckm.md §3.4): row 0 stays 0, each row i = 1..ncat is the distribution of the noise v with
+    ptable): row 0 stays 0, each row i = 1..ncat is the distribution of the noise v with
     the largest entropy under mean 0 and variance V (at most V with optim 1, exactly V with optim 4), stay
     probability >= pstay and, with mono, a left tail non-decreasing towards 0. Returns a PTableBuild: ``table``
     (the PTable), ``rows`` (how each row was solved) and ``warnings``; raises SdcError naming the row if the

@@ -1,9 +1,9 @@
-"""Perturbation tables for magnitude tables (R package ptable's ``create_num_ptable``, reference ckm.md §3.4).
+"""Perturbation tables for magnitude tables (R package ptable's ``create_num_ptable``).
 
 A magnitude ptable has a row for 0 (fixed: 0 stays 0) and one row for each entry of ``icat`` (which holds 1
 and D). Row i may move to j = max(i - D, 0), ..., i + D in steps of 1/step; each row is the same
 maximum-entropy problem as a count row (solver.py): mean 0, variance V (optim 1: at most V, 4: exactly),
-left tail non-decreasing towards 0 (mono). The lookup interpolates between rows (ckm.md §3.5):
+left tail non-decreasing towards 0 (mono). The lookup interpolates between rows (τ-Argus and cellKey):
 for a ratio a = |x / δ| between two rows a0 < a1, the noise is (1 - λ) v(a0, ck) + λ v(a1, ck) with
 λ = (a - a0) / (a1 - a0); a ratio at or beyond the last row uses the last row.
 
@@ -182,7 +182,7 @@ class NumsPTable:
         return (1 - weight) * self.noise(a0, key_units) + weight * self.noise(a1, key_units)
 
     def variance_of_last_row(self) -> float:
-        """m1² of ckm.md §3.5: Σ v² p on the last row (the separation point uses it)."""
+        """m1² of τ-Argus and cellKey: Σ v² p on the last row (the separation point uses it)."""
         mask = self.i == self.max_i
         return float(self.p[mask] @ self.v[mask] ** 2)
 
@@ -263,7 +263,7 @@ class NumsPTableBuild:
 
 
 def create_num_ptable(params: NumsPTableParams, allow_lower_variance: bool = False) -> NumsPTableBuild:
-    """Build a magnitude ptable as ``ptable::create_num_ptable`` (R package ptable; reference ckm.md §3.4):
+    """Build a magnitude ptable as ``ptable::create_num_ptable`` (R package ptable):
     row 0 fixed (0 stays 0), one maximum-entropy row per icat entry, each with mean 0 and variance V (at most V
     with optim 1, exactly V with optim 4) over the noise values max(i - D, 0) - i .. D in steps of 1/step.
     Returns a NumsPTableBuild: ``table`` (a NumsPTable of the params' type) and ``warnings``.

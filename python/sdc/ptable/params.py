@@ -46,7 +46,7 @@ class PTableParams:
 
     @property
     def ncat(self) -> int:
-        """Largest row; it stands for every original value >= ncat (ckm.md §3.4)."""
+        """Largest row; it stands for every original value >= ncat (R package ptable)."""
         return self.D if self.js == 0 else self.D + self.js + 1
 
     def per_row(self, name: str) -> tuple:

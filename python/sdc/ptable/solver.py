@@ -1,6 +1,6 @@
 """Maximum-entropy distribution of one ptable row, and the range of variances a row can reach.
 
-One row of a count ptable is the convex program (reference ckm.md §3.4)::
+One row of a count ptable is the convex program (R package ptable)::
 
     maximise   -Σ p_k log p_k
     subject to Σ p_k = 1,  Σ v_k p_k = 0,

@@ -14,7 +14,7 @@ from sdc.errors import SdcError
 from sdc.files import read_failure
 from sdc.warehouse.loader import quote, source_sql
 
-KINDS = "a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv/.parquet path"
+KINDS = "a pandas DataFrame, an Arrow table, a DuckDB relation or a .csv, .tsv, .txt or .parquet path"
 
 
 def register_microdata(con, data, name: str, needed: list[str], numbers=(), temporary: bool = False

@@ -152,6 +152,6 @@ def test_time_limit_warning_gives_cost_and_lower_bound_and_bad_limits_are_refuse
         problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values)
         best = optimal_pattern(problem, time_limit=float("inf")).suppressed
     assert values[best].sum() <= values[pattern].sum()
-    for bad in (-1.0, float("nan")):
+    for bad in (-1.0, float("nan"), "sechzig", None):
         with pytest.raises(SdcError, match="the time limit must be a number of seconds >= 0"):
             optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values), time_limit=bad).suppressed

@@ -73,9 +73,13 @@ def optimal_pattern(problem: SuppressionProblem, *, time_limit: float = 60.0) ->
     pattern at once.
     """
     started = time.perf_counter()
-    time_limit = float(time_limit)
-    if np.isnan(time_limit) or time_limit < 0:
+    try:
+        seconds = float(time_limit)
+    except (TypeError, ValueError):  # a text or None from a caller of the Python API, named as given
+        seconds = float("nan")
+    if np.isnan(seconds) or seconds < 0:
         raise SdcError(f"optimal suppression: the time limit must be a number of seconds >= 0, got {time_limit!r}")
+    time_limit = seconds
     if np.any(~np.isfinite(problem.upper)):
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
     table = problem.method_table()

@@ -2,8 +2,9 @@
 LP audit of any pattern (audit_pattern), the table layer (suppressed_table for DataFrames and files,
 suppression_pattern / suppression_audit for dbt Python models) and sas-anon's interval masking (anonymise).
 
-The table layer loads DuckDB and the macro renderer, so it is imported when first asked for: importing a
-method module (sdc.suppression.audit, ...) stays cheap and free of the warehouse layer.
+The table layer loads DuckDB and the macro renderer, and the entry point the optimal method (scipy.optimize),
+so they are imported when first asked for: importing a method module (sdc.suppression.audit, ...) stays cheap
+and free of the warehouse layer.
 """
 
 from importlib import import_module
@@ -11,7 +12,6 @@ from importlib import import_module
 from sdc.suppression.audit import AuditResult, CellInterval, audit_pattern
 from sdc.suppression.problem import SuppressionProblem
 from sdc.suppression.sas_anon import anonymise
-from sdc.suppression.secondary import SuppressionPattern, secondary_suppression
 
 __all__ = [
     "SuppressionProblem",
@@ -27,6 +27,8 @@ __all__ = [
 ]
 
 _TABLE_LAYER = {
+    "SuppressionPattern": "sdc.suppression.secondary",
+    "secondary_suppression": "sdc.suppression.secondary",
     "suppressed_table": "sdc.suppression.pipeline",
     "suppression_pattern": "sdc.suppression.warehouse",
     "suppression_audit": "sdc.suppression.warehouse",
@@ -37,3 +39,7 @@ def __getattr__(name: str):
     if name in _TABLE_LAYER:
         return getattr(import_module(_TABLE_LAYER[name]), name)
     raise AttributeError(f"module 'sdc.suppression' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

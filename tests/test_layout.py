@@ -21,6 +21,7 @@ METHOD_PACKAGES = ("sdc.ptable", "sdc.ckm", "sdc.suppression", "sdc.microaggrega
 TABLE_ENTRIES = {
     "sdc.ckm", "sdc.ckm.counts", "sdc.ckm.magnitudes", "sdc.ckm._inputs",
     "sdc.suppression", "sdc.suppression.pipeline", "sdc.suppression.database", "sdc.suppression.warehouse",
+    "sdc.suppression.linked_tables", "sdc.suppression.record_sets",
     "sdc.microaggregation", "sdc.microaggregation.tables",
 }
 LAYER_ORDER = ("core", "method", "warehouse", "table", "release", "demo", "cli")

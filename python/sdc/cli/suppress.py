@@ -4,7 +4,9 @@ cell table (--target)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
 
 from sdc.errors import SdcError
 
@@ -21,7 +23,10 @@ def add_parser(commands) -> None:
         "(or as intervals); the pattern is audited by linear programming before anything is written.",
     )
     supp.add_argument("--input", help="microdata (.csv, .tsv, .txt or .parquet)")
-    supp.add_argument("--dims", required=True, help="comma-separated dimension columns")
+    supp.add_argument("--dims", required=True, action="append",
+                      help="comma-separated dimension columns; repeat it for several tables of --input that share "
+                      "cells (linked tables): they are protected by one pattern, audited over all their equations "
+                      "together, and --out is a folder of one <dims joined by _>.csv per table")
     supp.add_argument("--hierarchy", help="hierarchy CSV: dimension,code,parent (or dim,level,name)")
     supp.add_argument("--value", help="numeric column of a magnitude table (default: a frequency table)")
     supp.add_argument("--holding", help="column of the holding / enterprise group of each contributor")
@@ -36,10 +41,12 @@ def add_parser(commands) -> None:
                       help="write the audit layout instead: freq, value (the true value of every suppressed cell), "
                       "protection levels and audit intervals, as sdc audit reads it (never publish it)")
     supp.add_argument("--a-priori", metavar="CSV",
-                      help="the last release's cells (sdc release a-priori writes them: the dimensions, status, value): "
+                      help="the last release's cells (sdc release a-priori writes them: the dimensions, status, value; "
+                      "with several --dims a folder of one <table>.csv per table): "
                       "what it suppressed stays suppressed, what it published with today's value is never a "
                       "secondary suppression, so that a reader of both releases learns nothing from their difference")
-    supp.add_argument("--out", help="CSV file to write (the publishable columns unless --audit)")
+    supp.add_argument("--out", help="CSV file to write (the publishable columns unless --audit); with several --dims "
+                      "a folder")
     _add_warehouse_options(supp)
     supp.set_defaults(run=run)
 
@@ -79,10 +86,7 @@ def _add_warehouse_options(supp) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import warnings
-
-    from sdc.suppression.optimal import TimeLimitWarning
-    from sdc.suppression.pipeline import DEFAULT_TIME_LIMIT, IntegerCheckWarning, check_time_limit, suppress_table
+    from sdc.suppression.pipeline import DEFAULT_TIME_LIMIT, check_time_limit, suppress_table
 
     if args.time_limit is not None and args.method != "optimal":
         raise SdcError("--time-limit applies to --method optimal only")
@@ -93,23 +97,57 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise SdcError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} required (or --target for "
                        "a warehouse's cell table)")
+    if len(args.dims) > 1:
+        return _run_linked(args, time_limit)
     # the library warns (warnings.warn); here a warning is one line on stderr, without file and line
+    with _warnings_on_stderr():
+        counts = suppress_table(
+            args.input, split(args.dims[0]), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
+            holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
+            publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
+            time_limit=time_limit, audit=args.audit, a_priori=args.a_priori,
+        )
+    print(f"wrote {sum(counts.values())} cells to {args.out}: " + _counts(counts) + _AUDIT_NOTE * args.audit)
+    return 0
+
+
+_AUDIT_NOTE = " (audit layout with the true values: do not publish)"
+
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{v} {k}" for k, v in counts.items())
+
+
+def _run_linked(args: argparse.Namespace, time_limit: float) -> int:
+    from sdc.suppression.linked_tables import suppress_linked_tables
+
+    tables = [split(dims) for dims in args.dims]
+    with _warnings_on_stderr():
+        written = suppress_linked_tables(
+            args.input, tables, args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
+            holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
+            publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
+            time_limit=time_limit, audit=args.audit, a_priori=args.a_priori)
+    print(f"wrote {len(written)} tables to {args.out}, protected by one pattern" + _AUDIT_NOTE * args.audit + ":")
+    for name, counts in written.items():
+        print(f"  {name}.csv: {sum(counts.values())} cells: {_counts(counts)}")
+    return 0
+
+
+@contextlib.contextmanager
+def _warnings_on_stderr():
+    """The library's warnings (time limit, skipped integer checks) as one line each on stderr."""
+    from sdc.suppression.optimal import TimeLimitWarning
+    from sdc.suppression.secondary import IntegerCheckWarning
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TimeLimitWarning)
         warnings.simplefilter("always", IntegerCheckWarning)
         try:
-            counts = suppress_table(
-                args.input, split(args.dims), args.rule, args.out, hierarchy_path=args.hierarchy, value=args.value,
-                holding=args.holding, preset=args.preset, method=args.method, cost=args.cost, mark=args.mark,
-                publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
-                time_limit=time_limit, audit=args.audit, a_priori=args.a_priori,
-            )
+            yield
         finally:
             for warning in caught:
                 print(f"sdc suppress: warning: {str(warning.message).splitlines()[0]}", file=sys.stderr)
-    print(f"wrote {sum(counts.values())} cells to {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
-          + (" (audit layout with the true values: do not publish)" if args.audit else ""))
-    return 0
 
 
 def _run_in_warehouse(args: argparse.Namespace, time_limit: float) -> int:
@@ -122,13 +160,16 @@ def _run_in_warehouse(args: argparse.Namespace, time_limit: float) -> int:
     if given:
         raise SdcError(f"{', '.join(given)}: the warehouse's cell table has its rules and values already "
                        "(suppression_cells, suppression_primary); with --target give --cells, --relations, --pattern")
+    if len(args.dims) > 1:
+        raise SdcError("--target protects one cell table (one --dims); several --dims (linked tables) work on "
+                       "--input")
     missing = [flag for flag, value in (("--cells", args.cells), ("--relations", args.relations),
                                         ("--pattern", args.pattern)) if not value]
     if missing:
         raise SdcError(f"--target needs {', '.join(missing)}")
     with connect_target(*profile(args), args.target) as target:
         result = suppress_tables(target, cells=args.cells, relations=args.relations, pattern=args.pattern,
-                                 audit=args.audit_table, dims=split(args.dims), magnitude=args.magnitude,
+                                 audit=args.audit_table, dims=split(args.dims[0]), magnitude=args.magnitude,
                                  method=args.method, cost=args.cost, mark=args.mark,
                                  publish_intervals=args.publish_intervals, prefer_low_levels=args.prefer_low_levels,
                                  time_limit=time_limit, a_priori=args.a_priori)

@@ -31,9 +31,9 @@ import numpy as np
 from sdc.errors import SdcError
 from sdc.warehouse.macro_renderer import Relation, render_macro, sql_errors
 from sdc.quoting import quote_identifier as q
-from sdc.quoting import quote_literal
 from sdc.suppression.audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
 from sdc.suppression.problem import is_integer_table
+from sdc.suppression.record_sets import KeyedTable, record_set_keys
 from sdc.release.verified import RELATIVE_TOLERANCE, Verified
 from sdc.release.verify import Verifier
 
@@ -206,46 +206,11 @@ def _check_one_status(tables: list[_Table], cells: list[tuple[int, int]], record
 
 
 def _record_sets(verifier: Verifier, tables: list[_Table], source: str) -> list[dict]:
-    """Per table: its cells' codes -> (the md5 of its finest cells' numbers, their count). The finest cells are the
-    combinations of every dimension of the group that the microdata hold."""
-    con = verifier.con
-    union: list[str] = []
-    for table in tables:
-        union += [d for d in table.dims if d.lower() not in {u.lower() for u in union}]
-    column = {d.lower(): f"sdc_d{k}" for k, d in enumerate(union)}
-    finest = verifier._temp("linked_finest")
+    """Per table: its cells' codes -> (the md5 of its finest cells' numbers, their count) (record_sets.py)."""
+    keyed = [KeyedTable(table.dims, verifier.wh_name(table.hierarchy) if table.hierarchy is not None else None,
+                        str(table.settings.get("sdc_total_label") or "Total")) for table in tables]
     with sql_errors():
-        con.execute(f"create temp table {finest} as select row_number() over () as sdc_finest, * from (select "
-                    f"{', '.join(f'cast({q(d)} as varchar) as {column[d.lower()]}' for d in union)} "
-                    f"from {source} group by all) as finest")
-        found = []
-        for table in tables:
-            joins, codes = [], []
-            for k, d in enumerate(table.dims):
-                joins.append(f"join ({_codes_of_leaves(verifier, table, d, finest, column[d.lower()])}) as a{k} "
-                             f"on a{k}.leaf = f.{column[d.lower()]}")
-                codes.append(f"a{k}.code")
-            rows = con.execute(
-                f"select {', '.join(codes)}, md5(string_agg(cast(f.sdc_finest as varchar), ',' "
-                f"order by f.sdc_finest)), count(*) from {finest} as f {' '.join(joins)} group by all").fetchall()
-            found.append({tuple(r[:len(codes)]): tuple(r[len(codes):]) for r in rows})
-    return found
-
-
-def _codes_of_leaves(verifier: Verifier, table: _Table, dim: str, finest: str, column: str) -> str:
-    """SQL (leaf, code): every code of ``dim`` in ``table`` that takes in the leaf value, the leaf and total
-    included; a hierarchy's codes from its parents, as suppression_cells reads them."""
-    leaves = f"select distinct {column} as leaf, {column} as code from {finest}"
-    if table.hierarchy is not None:
-        hierarchy = verifier.wh_name(table.hierarchy)
-        has_rows = verifier.con.execute(f"select count(*) from {hierarchy} where dimension = ?", [dim]).fetchone()[0]
-        if has_rows:
-            return (f"with recursive nodes as (select cast(code as varchar) as code, nullif(cast(parent as varchar), "
-                    f"'') as parent from {hierarchy} where dimension = {quote_literal(dim)}), "
-                    f"up(leaf, code) as ({leaves} union select up.leaf, nodes.parent from up join nodes "
-                    "on nodes.code = up.code where nodes.parent is not null) select leaf, code from up")
-    total = str(table.settings.get("sdc_total_label") or "Total")
-    return f"{leaves} union all select distinct {column}, {quote_literal(total)} from {finest}"
+        return record_set_keys(verifier.con, source, keyed, finest=verifier._temp("linked_finest"))
 
 
 def _stacked_relations(verifier: Verifier, tables: list[_Table], cell_of: list[list[int]]) -> list:

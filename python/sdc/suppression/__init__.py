@@ -1,5 +1,6 @@
 """Cell suppression: a SuppressionProblem, secondary_suppression returning an audited SuppressionPattern, the
 LP audit of any pattern (audit_pattern), the table layer (suppressed_table for DataFrames and files,
+suppressed_linked_tables for several tables of one microdata protected by one pattern,
 suppression_pattern / suppression_audit for dbt Python models) and sas-anon's interval masking (anonymise).
 
 The table layer loads DuckDB and the macro renderer, and the entry point the optimal method (scipy.optimize),
@@ -21,6 +22,7 @@ __all__ = [
     "AuditResult",
     "CellInterval",
     "suppressed_table",
+    "suppressed_linked_tables",
     "suppression_pattern",
     "suppression_audit",
     "anonymise",
@@ -30,6 +32,7 @@ _TABLE_LAYER = {
     "SuppressionPattern": "sdc.suppression.secondary",
     "secondary_suppression": "sdc.suppression.secondary",
     "suppressed_table": "sdc.suppression.pipeline",
+    "suppressed_linked_tables": "sdc.suppression.linked_tables",
     "suppression_pattern": "sdc.suppression.warehouse",
     "suppression_audit": "sdc.suppression.warehouse",
 }

@@ -86,7 +86,7 @@ def suppress_table(
     ``prefer_low_levels``: multiply each cell's cost by 10^(number of dimensions along which it is a total);
     ``time_limit``: seconds for method optimal (then the heuristic completes its pattern, with a warning);
     ``a_priori``: a CSV file of the last release's cells (`sdc release a-priori`; a_priori.py)."""
-    _check_options(rules, value, method, cost, time_limit)
+    check_options(rules, value, method, cost, time_limit)
     check_not_an_input(out, input_path, hierarchy_path, *([a_priori] if a_priori is not None else []))
     check_output_file(out, "sdc suppress")
     columns, rows, counts = _protected_rows(
@@ -117,11 +117,16 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
     >>> [tuple(row) for row in table[["fach", "geschlecht", "published_text"]].itertuples(index=False)]
     [('Bau', 'Total', '7'), ('Bau', 'm', 'x'), ('Bau', 'w', 'x'), ('Med', 'Total', '5'), ('Med', 'm', 'x'), ('Med', 'w', 'x'), ('Total', 'Total', '12'), ('Total', 'm', '8'), ('Total', 'w', '4')]
     """
-    import pandas as pd
-
-    _check_options(rules, value, method, cost, time_limit, dims)
+    check_options(rules, value, method, cost, time_limit, dims)
     columns, rows, _ = _protected_rows(data, dims, rules, hierarchy, value, holding, preset, method, cost, mark,
                                        publish_intervals, prefer_low_levels, time_limit, audit, a_priori)
+    return table_frame(columns, rows, value)
+
+
+def table_frame(columns: list[str], rows: list[dict], value: str | None):
+    """A protected table as a pandas DataFrame: numbers as numbers, NA where the file has an empty field."""
+    import pandas as pd
+
     table = pd.DataFrame([[row[c] for c in columns] for row in rows], columns=columns)
     counts = {"freq"} | (set() if value else {"published_value"})  # whole numbers: integers, NA where suppressed
     for column in _NUMERIC_COLUMNS.intersection(columns):  # numbers, and NA where the file has an empty field
@@ -135,7 +140,7 @@ _NUMERIC_COLUMNS = {"freq", "value", "published_value", "lower", "upper", "prote
                     "published_lower", "published_upper"}
 
 
-def _check_options(rules, value, method, cost, time_limit, dims=None) -> None:
+def check_options(rules, value, method, cost, time_limit, dims=None) -> None:
     if dims is not None and (isinstance(dims, str) or not dims or not all(isinstance(d, str) for d in dims)):
         raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
     if isinstance(rules, str) or not all(isinstance(r, str) for r in rules):
@@ -161,6 +166,13 @@ def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, m
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
                               publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
                               time_limit=time_limit, a_priori=last, dims=dims)
+    return table_rows(cells, protected, dims, value=value, audit=audit, publish_intervals=publish_intervals)
+
+
+def table_rows(cells: list[dict], protected: list[dict], dims: list[str], *, value: str | None, audit: bool,
+               publish_intervals: bool):
+    """(columns, one dict of text fields per cell, counts by status) of a protected table: the publishable
+    columns, or with ``audit`` the audit layout."""
     intervals = ["published_lower", "published_upper"] if publish_intervals else []
     if audit:
         columns = dims + ["freq"] + (["value"] if value else []) + [c for c in PATTERN_COLUMNS if c not in
@@ -173,8 +185,8 @@ def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, m
     for c, p in zip(cells, protected):
         fields = {d: c[d] for d in dims} | {name: _number(p[name]) for name in ("lower", "upper", "protection_lower",
                                                                                 "protection_upper", *intervals)}
-        fields |= {"freq": str(c["freq"]), "value": _number(c["value"]), "status": p["status"], "rule": p["rule"] or "",
-                   "published_text": p["published_text"],
+        fields |= {"freq": str(c["freq"]), "value": _number(c["value"]), "status": p["status"],
+                   "rule": p["rule"] or c.get("rule") or "", "published_text": p["published_text"],
                    "published_value": _number(c["value"]) if p["status"] in ("published", "empty") else ""}
         rows.append(fields)
     return columns, rows, {status: sum(p["status"] == status for p in protected) for status in STATUSES}
@@ -266,47 +278,59 @@ def _rule_name(rule) -> str:
 
 
 def _cells_and_relations(data, dims, rules, hierarchy_path, value, holding, preset):
+    with private_connection("suppress") as con:
+        hierarchy = registered_microdata(con, data, dims, rules, hierarchy_path, value, holding)
+        return table_cells(con, dims, rules, hierarchy, value, holding, preset)
+
+
+def registered_microdata(con, data, dims, rules, hierarchy_path, value, holding) -> Relation | None:
+    """Register ``data`` as the table micro of ``con`` (its columns checked: the dimensions, a numeric value
+    column, no negative contribution under a dominance rule) and the hierarchy; returns the hierarchy's relation."""
     for name in dims + [x for x in (value, holding) if x]:
         quote(name)
     check_dimension_names(dims, SUPPRESSION_OWN_COLUMNS, {value: "--value column", holding: "--holding column"},
                           top_contributions=True)
-    with private_connection("suppress") as con:
-        needed = dims + [x for x in (value, holding) if x]
-        label, all_columns = register_microdata(con, data, "micro", needed, numbers=[value])
-        missing = [c for c in needed if c not in all_columns]
-        if missing:
-            raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(all_columns)})")
-        types = dict(con.execute("select column_name, column_type from (describe micro)").fetchall())
-        if value and not is_numeric_type(types[value]):
-            raise SdcError(f"--value column {value!r} of {label} has type {types[value]}, not a number; "
-                           "a magnitude table needs a numeric column")
-        dominance = [r for r in rules if _rule_name(r) in DOMINANCE_RULES]
-        if value and dominance:
-            negative = con.execute(
-                f"select {', '.join(quote(d) for d in dims)}, {quote(value)} from micro "
-                f"where {quote(value)} < 0 limit 1").fetchone()
-            if negative:
-                cell = ", ".join(f"{d}={v}" for d, v in zip(dims, negative[:-1]))
-                raise SdcError(
-                    f"negative contribution {negative[-1]:g} in column {value!r} (cell {cell}): the rules "
-                    f"{', '.join(dominance)} assume non-negative contributions; transform the variable first"
-                )
-        hierarchy = _hierarchy_table(con, hierarchy_path)
-        # the macros of the warehouse, rendered here (macro_renderer), each relation a table as dbt builds it
-        cells_sql = render_macro(con, "suppression_cells", _relation("micro"), dims, value=value, holding=holding,
+    needed = dims + [x for x in (value, holding) if x]
+    label, all_columns = register_microdata(con, data, "micro", needed, numbers=[value])
+    missing = [c for c in needed if c not in all_columns]
+    if missing:
+        raise SdcError(f"column {missing[0]!r} is not in {label} ({column_list(all_columns)})")
+    types = dict(con.execute("select column_name, column_type from (describe micro)").fetchall())
+    if value and not is_numeric_type(types[value]):
+        raise SdcError(f"--value column {value!r} of {label} has type {types[value]}, not a number; "
+                       "a magnitude table needs a numeric column")
+    dominance = [r for r in rules if _rule_name(r) in DOMINANCE_RULES]
+    if value and dominance:
+        negative = con.execute(
+            f"select {', '.join(quote(d) for d in dims)}, {quote(value)} from micro "
+            f"where {quote(value)} < 0 limit 1").fetchone()
+        if negative:
+            cell = ", ".join(f"{d}={v}" for d, v in zip(dims, negative[:-1]))
+            raise SdcError(
+                f"negative contribution {negative[-1]:g} in column {value!r} (cell {cell}): the rules "
+                f"{', '.join(dominance)} assume non-negative contributions; transform the variable first"
+            )
+    return _hierarchy_table(con, hierarchy_path)
+
+
+def table_cells(con, dims, rules, hierarchy, value, holding, preset, prefix: str = ""):
+    """(cells, relations) of the table ``dims`` of the registered microdata: the macros of the warehouse,
+    rendered here (macro_renderer), each relation a table as dbt builds it (named with ``prefix``)."""
+    cells_sql = render_macro(con, "suppression_cells", _relation("micro"), dims, value=value, holding=holding,
+                             hierarchy=hierarchy)
+    run_sql(con, f"create table {prefix}cells as {cells_sql}")
+    primary_sql = render_macro(con, "suppression_primary", _relation(f"{prefix}cells"), list(rules), preset=preset)
+    run_sql(con, f"create table {prefix}primary_cells as {primary_sql}")
+    relations_sql = render_macro(con, "suppression_constraints", _relation(f"{prefix}cells"), dims,
                                  hierarchy=hierarchy)
-        run_sql(con, f"create table cells as {cells_sql}")
-        primary_sql = render_macro(con, "suppression_primary", _relation("cells"), list(rules), preset=preset)
-        run_sql(con, f"create table primary_cells as {primary_sql}")
-        relations_sql = render_macro(con, "suppression_constraints", _relation("cells"), dims, hierarchy=hierarchy)
-        run_sql(con, f"create table relations as {relations_sql}")
-        order = ", ".join(quote(d) for d in dims)
-        rows = con.execute(f"select * from primary_cells order by {order}").fetchall()
-        names = [d[0] for d in con.description]
-        cells = [dict(zip(names, row)) for row in rows]
-        members = con.execute(
-            f"select constraint_id, {order}, coefficient from relations order by constraint_id"
-        ).fetchall()
+    run_sql(con, f"create table {prefix}relations as {relations_sql}")
+    order = ", ".join(quote(d) for d in dims)
+    rows = con.execute(f"select * from {prefix}primary_cells order by {order}").fetchall()
+    names = [d[0] for d in con.description]
+    cells = [dict(zip(names, row)) for row in rows]
+    members = con.execute(
+        f"select constraint_id, {order}, coefficient from {prefix}relations order by constraint_id"
+    ).fetchall()
     return cells, group_relations(members, [tuple(c[d] for d in dims) for c in cells], dims)
 
 

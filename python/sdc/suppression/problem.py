@@ -314,6 +314,8 @@ def _checked_cells(cells, magnitude: bool, dims) -> list[dict]:
 
 
 def _label(cell: dict, k: int, dims) -> str:
+    if cell.get("label"):  # a cell of linked tables names its table (linked.py)
+        return str(cell["label"])
     return f"cell {', '.join(f'{d}={cell[d]}' for d in dims)}" if dims else f"cell {k}"
 
 

@@ -1,6 +1,7 @@
-"""Linked tables protected by one pattern (sdc.suppression.linked, linked_tables): the linked-tables example of
-GaussSuppression's vignette (tests/data/linked_example1.csv; reference linked-suppression.md LT-1): age x eu x
-year and geo x year of one microdata set, frequency <= 2 primary (sdc's freq:3: fewer than 3).
+"""Linked tables protected by one pattern (sdc.suppression.linked, linked_tables), and the progress and CPU time
+limit of long solves, on the linked-tables example of GaussSuppression's vignette (tests/data/linked_example1.csv;
+reference linked-suppression.md LT-1): age x eu x year and geo x year of one microdata set, frequency <= 2 primary
+(sdc's freq:3: fewer than 3).
 
 The audit of these tests is the LP (and integer) audit over the union of both tables' equations, each cell once
 (a cell is the set of records it holds), built here from the tables' cells: a pattern passes only when no primary
@@ -15,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from sdc.errors import SdcError
 from sdc.suppression import suppressed_linked_tables, suppressed_table
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
@@ -264,3 +264,62 @@ def test_the_last_release_of_one_table_is_kept_in_both(micro):
     assert age[("Total", "nonEU", "2014")] == age[("young", "nonEU", "2014")] == "secondary"
     with pytest.raises(SdcError, match="a-priori cells for 'geo', which is none of the tables"):
         suppressed_linked_tables(micro, TABLES, RULES, a_priori={"geo": last})
+
+
+def test_the_optimal_time_limit_counts_cpu_not_waiting(micro, monkeypatch):
+    """A loaded machine (here: every cut round waits 0.3 s without using the CPU) does not eat the optimal
+    method's time limit; measured in wall time, a limit of 0.5 s would stop it after the second round."""
+    import time
+    import warnings
+
+    import sdc.suppression.optimal as optimal
+
+    found = optimal._violated_cuts
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return found(*args, **kwargs)
+    monkeypatch.setattr(optimal, "_violated_cuts", slow)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", optimal.TimeLimitWarning)
+        tables = suppressed_linked_tables(micro, TABLES, RULES, method="optimal", time_limit=0.5)
+    assert int(tables["geo_year"].published_value.isna().sum()) == 10
+
+
+def test_long_solves_report_their_progress_as_log_records(micro, caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="sdc.suppression"):
+        suppressed_linked_tables(micro, TABLES, RULES)
+    rounds = [r for r in caplog.records if r.name == "sdc.suppression.heuristic"]
+    assert rounds and rounds[-1].done == rounds[-1].total == 4  # the last round: every sensitive cell protected
+    assert any(r.getMessage().startswith("audit: 4 primary cells") for r in caplog.records)
+
+
+def test_the_command_line_shows_progress_as_a_bar_on_a_terminal_and_as_lines_in_a_log():
+    import io
+    import logging
+
+    from sdc.cli.suppress import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    def record(message, **extra):
+        r = logging.LogRecord("sdc.suppression.heuristic", logging.INFO, __file__, 1, message, (), None)
+        r.__dict__.update(extra)
+        return r
+    terminal = Terminal()
+    shown = _Progress(terminal)
+    shown.emit(record("round 1", done=5, total=20))
+    shown.close()
+    assert terminal.getvalue().startswith("\r\033[K[#####...............] round 1 (0 s)")
+    assert terminal.getvalue().endswith("\r\033[K")  # the line is cleared at the end
+    log = io.StringIO()
+    lines = _Progress(log)
+    lines.emit(record("round 1"))                      # a short solve prints nothing
+    lines.next_line = 0.0
+    lines.emit(record("round 2"))
+    lines.emit(record("round 3"))                      # the next line waits EVERY seconds
+    assert log.getvalue().splitlines() == [f"sdc suppress: {float(log.getvalue().split()[2]):6.1f} s round 2"]

@@ -114,7 +114,11 @@ def test_the_entry_point_returns_the_audited_pattern_of_either_method():
     assert (heuristic.method, heuristic.cost, heuristic.optimal, heuristic.lower_bound) == ("heuristic", 67.0, False, None)
     for pattern in (optimal, heuristic):
         assert isinstance(pattern, SuppressionPattern) and pattern.audit.passed
-        assert [iv.cell for iv in pattern.audit.intervals] == np.flatnonzero(pattern.suppressed).tolist()
+        # the primary cell's interval; a secondary cell's only where asked for (two LPs each)
+        assert [iv.cell for iv in pattern.audit.intervals] == [index(0, 1)]
+        full = secondary_suppression(problem, pattern.method, all_intervals=True)
+        assert [iv.cell for iv in full.audit.intervals] == np.flatnonzero(pattern.suppressed).tolist()
+        assert full.interval(index(0, 0)).feasible_upper > values[index(0, 0)]
         assert pattern.status[index(0, 1)] == "primary" and pattern.status[index(1, 0)] == "published"
     primary = optimal.interval(index(0, 1))
     assert (primary.feasible_lower, primary.feasible_upper, primary.required_lower, primary.required_upper) == (

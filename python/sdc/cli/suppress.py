@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import sys
+import time
 import warnings
 
-from sdc.errors import SdcError
-
 from sdc.cli._common import add_profile_options, profile, split
+from sdc.errors import SdcError
 
 
 def add_parser(commands) -> None:
@@ -63,7 +64,7 @@ def _add_pattern_options(supp) -> None:
                       help="multiply each cell's cost by 10^k, k = the number of dimensions along which it is a "
                       "total, so that totals are kept where possible (the minimum is then of that weighted cost)")
     supp.add_argument("--time-limit", metavar="SECONDS",
-                      help="seconds for --method optimal (default 60; 0: the heuristic's pattern at once; inf: no "
+                      help="CPU seconds for --method optimal (default 60; 0: the heuristic's pattern at once; inf: no "
                       "limit); at the limit the heuristic completes the pattern, with a warning")
     supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .)")
     supp.add_argument("--publish-intervals", action="store_true",
@@ -86,7 +87,11 @@ def _add_warehouse_options(supp) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sdc.suppression.pipeline import DEFAULT_TIME_LIMIT, check_time_limit, suppress_table
+    from sdc.suppression.pipeline import (
+        DEFAULT_TIME_LIMIT,
+        check_time_limit,
+        suppress_table,
+    )
 
     if args.time_limit is not None and args.method != "optimal":
         raise SdcError("--time-limit applies to --method optimal only")
@@ -134,13 +139,64 @@ def _run_linked(args: argparse.Namespace, time_limit: float) -> int:
     return 0
 
 
+class _Progress(logging.Handler):
+    """The progress of the secondary suppression (log records of sdc.suppression): on a terminal one line that
+    is rewritten (a bar where the record says how far it is), in a log plain lines with the seconds so far,
+    from EVERY seconds on and at most one per EVERY seconds."""
+
+    EVERY = 5.0  # seconds: a solve shorter than that prints nothing, a longer one a line at most this often
+
+    def __init__(self, stream):
+        super().__init__(logging.INFO)
+        self.stream, self.started, self.shown = stream, time.monotonic(), False
+        self.terminal = stream.isatty()
+        self.next_line = self.started + self.EVERY
+
+    def emit(self, record: logging.LogRecord) -> None:
+        now = time.monotonic()
+        seconds, message = now - self.started, record.getMessage()
+        if not self.terminal:
+            if now >= self.next_line:
+                print(f"sdc suppress: {seconds:6.1f} s {message}", file=self.stream, flush=True)
+                self.next_line = now + self.EVERY
+            return
+        done, total = getattr(record, "done", None), getattr(record, "total", None)
+        bar = ""
+        if done is not None and total:
+            filled = int(20 * min(1.0, done / total))
+            bar = f"[{'#' * filled}{'.' * (20 - filled)}] "
+        self.stream.write(f"\r\033[K{bar}{message} ({seconds:.0f} s)")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+        super().close()
+
+
+@contextlib.contextmanager
+def _progress():
+    logger = logging.getLogger("sdc.suppression")
+    handler, level = _Progress(sys.stderr), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
+
+
 @contextlib.contextmanager
 def _warnings_on_stderr():
     """The library's warnings (time limit, skipped integer checks) as one line each on stderr."""
     from sdc.suppression.optimal import TimeLimitWarning
     from sdc.suppression.secondary import IntegerCheckWarning
 
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _progress():
         warnings.simplefilter("always", TimeLimitWarning)
         warnings.simplefilter("always", IntegerCheckWarning)
         try:
@@ -151,8 +207,8 @@ def _warnings_on_stderr():
 
 
 def _run_in_warehouse(args: argparse.Namespace, time_limit: float) -> int:
-    from sdc.warehouse.profiles import connect_target
     from sdc.suppression.database import suppress_tables
+    from sdc.warehouse.profiles import connect_target
 
     given = [flag for flag, value in (("--input", args.input), ("--out", args.out), ("--rule", args.rule),
                                       ("--hierarchy", args.hierarchy), ("--value", args.value),

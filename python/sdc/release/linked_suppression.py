@@ -29,13 +29,19 @@ from __future__ import annotations
 import numpy as np
 
 from sdc.errors import SdcError
-from sdc.warehouse.macro_renderer import Relation, render_macro, sql_errors
 from sdc.quoting import quote_identifier as q
-from sdc.suppression.audit import AUDIT_TOLERANCE, a_priori_lower, audit_pattern, default_upper
-from sdc.suppression.problem import is_integer_table
-from sdc.suppression.record_sets import KeyedTable, record_set_keys
 from sdc.release.verified import RELATIVE_TOLERANCE, Verified
 from sdc.release.verify import Verifier
+from sdc.suppression.audit import (
+    AUDIT_TOLERANCE,
+    a_priori_lower,
+    audit_pattern,
+    default_upper,
+)
+from sdc.suppression.linked import group_cells
+from sdc.suppression.problem import is_integer_table
+from sdc.suppression.record_sets import KeyedTable, record_set_keys
+from sdc.warehouse.macro_renderer import Relation, render_macro, sql_errors
 
 
 def audit_linked_suppression(verifier: Verifier, verified: list[Verified]) -> dict:
@@ -123,26 +129,20 @@ def _audit_group(verifier: Verifier, members: list[Verified], variable: str) -> 
     return figures
 
 
-def _unknowns(tables: list[_Table], keys: list[dict], records: str, named: str):
+def _unknowns(tables: list[_Table], keys_by_codes: list[dict], records: str, named: str):
     """One unknown per set of finest cells: (per unknown, the (table, row) of each cell that holds its records;
     per table, row -> unknown)."""
-    unknown: dict[tuple, int] = {}
-    instances: list[list[tuple[int, int]]] = []
-    cell_of = []
-    for t, (table, found) in enumerate(zip(tables, keys)):
-        mapped = []
+    keys = []
+    for table, found in zip(tables, keys_by_codes):
+        table_keys = []
         for k, codes in enumerate(table.codes):
             key = found.get(codes)
             if key is None:
                 raise SdcError(f"{table.label}: the records of the cell ({table.shown(k)}) cannot be found in the "
                                f"microdata ({records}); refusing to publish it beside {named}")
-            u = unknown.setdefault(key, len(unknown))
-            if u == len(instances):
-                instances.append([])
-            instances[u].append((t, k))
-            mapped.append(u)
-        cell_of.append(mapped)
-    return instances, cell_of
+            table_keys.append(key)
+        keys.append(table_keys)
+    return group_cells(keys)
 
 
 def _joint_cells(tables: list[_Table], instances, records: str):

@@ -25,6 +25,7 @@ höher die Hierarchiestufe, desto wertvoller").
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import highspy
@@ -43,6 +44,7 @@ from sdc.suppression.audit import (
 )
 from sdc.suppression.problem import SuppressionProblem
 
+_log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
 MAX_ATTACK_ROUNDS = 200
 MAX_INTEGER_ROUNDS = 50
 # In the attack step, how many of the cheapest promising cells are tried before a relation-local choice,
@@ -87,9 +89,13 @@ def heuristic_pattern(problem: SuppressionProblem, start=None, *, singletons: bo
     # Suppressing a further cell frees a published value within its bounds, so every feasible interval can
     # only widen (and clipping only narrows requirements): a cell found protected stays protected.
     search.known_safe = np.zeros(len(problem.values), bool)
-    for _ in range(MAX_ATTACK_ROUNDS):
+    sensitive = int(search.table.sensitive.sum())
+    for round_number in range(1, MAX_ATTACK_ROUNDS + 1):
         pending = np.flatnonzero(search.table.sensitive & ~search.known_safe)
         failures = unprotected_cells(search.table, search.suppressed, only=pending, cache=search.cache, clip=False)
+        _log.info("heuristic round %d: %d of %d sensitive cells protected, %d cells suppressed", round_number,
+                  sensitive - len(failures), sensitive, int(search.suppressed.sum()),
+                  extra={"done": sensitive - len(failures), "total": sensitive})
         if not failures:
             return search.suppressed
         search.known_safe[pending] = True

@@ -66,12 +66,20 @@ def link_tables(tables: list[list[dict]], relations: list[list[list[tuple[int, f
         raise SdcError("linked tables: tables, relations, keys and names must have one entry per table")
     if len(tables) < 2:
         raise SdcError(f"linked tables: give at least two tables, got {len(tables)}")
-    unknown: dict = {}
-    instances: list[list[tuple[int, int]]] = []
-    cell_of: list[list[int]] = []
     for t, (rows, table_keys) in enumerate(zip(tables, keys)):
         if len(rows) != len(table_keys):
             raise SdcError(f"linked tables: {names[t]} has {len(rows)} cells but {len(table_keys)} keys")
+    instances, cell_of = group_cells(keys)
+    cells = [_joint_cell(tables, rows, names, dims) for rows in instances]
+    return LinkedCells(cells, _stacked(relations, cell_of, names), cell_of, instances)
+
+
+def group_cells(keys: list[list]) -> tuple[list[list[tuple[int, int]]], list[list[int]]]:
+    """Cells with equal keys as one: (per cell, the (table, row) pairs that hold it; per table, row -> cell)."""
+    unknown: dict = {}
+    instances: list[list[tuple[int, int]]] = []
+    cell_of: list[list[int]] = []
+    for t, table_keys in enumerate(keys):
         mapped = []
         for k, key in enumerate(table_keys):
             u = unknown.setdefault(key, len(unknown))
@@ -80,8 +88,7 @@ def link_tables(tables: list[list[dict]], relations: list[list[list[tuple[int, f
             instances[u].append((t, k))
             mapped.append(u)
         cell_of.append(mapped)
-    cells = [_joint_cell(tables, rows, names, dims) for rows in instances]
-    return LinkedCells(cells, _stacked(relations, cell_of, names), cell_of, instances)
+    return instances, cell_of
 
 
 def _joint_cell(tables, rows: list[tuple[int, int]], names, dims) -> dict:

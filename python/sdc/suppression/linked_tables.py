@@ -16,7 +16,12 @@ import numpy as np
 
 from sdc.conventions import TOTAL_LABEL
 from sdc.errors import SdcError
-from sdc.files import check_not_an_input, check_output_file, csv_field, write_text_atomically
+from sdc.files import (
+    check_not_an_input,
+    check_output_file,
+    csv_field,
+    write_text_atomically,
+)
 from sdc.suppression.a_priori import APrioriCells, a_priori_cells, rows_of_frame
 from sdc.suppression.linked import LinkedCells, link_tables
 from sdc.suppression.pipeline import (
@@ -132,7 +137,7 @@ def _protected_tables(data, tables, names, rules, hierarchy_path, value, holding
     last = _joint_a_priori(per_table, linked, tables, names, a_priori) if a_priori else None
     protected = protect_cells(linked.cells, linked.relations, magnitude=value is not None, method=method, cost=cost,
                               mark=mark, publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
-                              time_limit=check_time_limit(time_limit), a_priori=last)
+                              time_limit=check_time_limit(time_limit), a_priori=last, all_intervals=audit)
     return {name: table_rows(cells, [protected[u] for u in linked.cell_of[t]], dims, value=value, audit=audit,
                              publish_intervals=publish_intervals)
             for t, ((cells, _), dims, name) in enumerate(zip(per_table, tables, names))}

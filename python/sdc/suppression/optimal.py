@@ -25,6 +25,7 @@ of the result and the lower bound the master problem has proven.
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from sdc.suppression.audit import AUDIT_TOLERANCE, AuditTable, unprotected_cells
 from sdc.suppression.heuristic import heuristic_pattern
 from sdc.suppression.problem import SuppressionProblem
 
+_log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
 MAX_ROUNDS = 500
 
 
@@ -68,11 +70,12 @@ def optimal_pattern(problem: SuppressionProblem, *, time_limit: float = 60.0) ->
     """The minimum-cost safe pattern (primaries and forced-suppressed cells included) of ``problem``, whose
     a-priori upper bounds must be finite.
 
-    time_limit: seconds (>= 0; inf: none). At the time limit the last master pattern is completed by the
+    time_limit: CPU seconds of this process (HiGHS's threads included; >= 0; inf: none), so that a loaded
+    machine does not cut the search short: wall time counts what other processes got. At the time limit the last master pattern is completed by the
     heuristic (safe, with a TimeLimitWarning that gives the proven lower bound); 0 gives the heuristic's
     pattern at once.
     """
-    started = time.perf_counter()
+    started = time.process_time()
     try:
         seconds = float(time_limit)
     except (TypeError, ValueError):  # a text or None from a caller of the Python API, named as given
@@ -94,11 +97,11 @@ def optimal_pattern(problem: SuppressionProblem, *, time_limit: float = 60.0) ->
 
 def _requirements(table: AuditTable, deadline: float) -> list[tuple[int, float]] | None:
     """Per sensitive cell and direction, the movement d it needs, clipped to its a-priori interval; None when
-    the deadline (time.perf_counter()) passes first."""
+    the deadline (time.process_time()) passes first."""
     a, requirements = table.values, []
     for k in np.flatnonzero(table.sensitive):
         # two LPs over the whole table per primary: at 10^5 cells this alone outlasts a minute
-        if time.perf_counter() >= deadline:
+        if time.process_time() >= deadline:
             return None
         table.clip_to_a_priori(k)
         for d in (table.required_upper[k] - a[k], table.required_lower[k] - a[k]):
@@ -126,8 +129,8 @@ def _cut_loop(problem, table, requirements, bound, started, time_limit) -> Optim
     cuts: list[tuple[csr_matrix, float]] = _relation_cuts(table.matrix, moving)
     bounds = Bounds(table.sensitive.astype(float), np.where(problem.forced_published, 0.0, 1.0))
     x, audits = None, {}
-    for _ in range(MAX_ROUNDS):
-        remaining = time_limit - (time.perf_counter() - started)
+    for round_number in range(1, MAX_ROUNDS + 1):
+        remaining = time_limit - (time.process_time() - started)
         if remaining <= 0:
             return _finish_at_time_limit(problem, x, bound, time_limit)
         result = _master(problem.cost, cuts, bounds, remaining)
@@ -142,6 +145,9 @@ def _cut_loop(problem, table, requirements, bound, started, time_limit) -> Optim
         x = result.x > 0.5
         bound = max(bound, float(result.fun))  # every cut is necessary: the master's optimum bounds the optimum
         new_cuts = _violated_cuts(table, separation, requirements, x, audits)
+        _log.info("optimal round %d: lower bound %.6g, %d cuts, %d new, %.0f of %.0f CPU seconds", round_number,
+                  bound, len(cuts), len(new_cuts), time.process_time() - started, time_limit,
+                  extra={"done": time.process_time() - started, "total": time_limit})
         if not new_cuts:
             return OptimalResult(x, True, bound)
         cuts.extend(new_cuts)
@@ -154,6 +160,7 @@ def _master(cost, cuts, bounds: Bounds, seconds: float):
     if cuts:
         constraints.append(LinearConstraint(vstack([c for c, _ in cuts], format="csr"),
                                             np.array([b for _, b in cuts]), np.inf))
+    # HiGHS's own limit is wall time: on a loaded machine the master stops before the CPU budget, never after
     return milp(cost, constraints=constraints, integrality=np.ones(len(cost)), bounds=bounds,
                 options={"time_limit": seconds})
 

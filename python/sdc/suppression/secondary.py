@@ -8,6 +8,7 @@ the result (audit.py): a pattern that fails its own audit is never returned.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,6 +21,7 @@ from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern
 from sdc.suppression.optimal import optimal_pattern
 from sdc.suppression.problem import SuppressionProblem
 
+_log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
 METHODS = ("heuristic", "optimal")
 DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
 STATUSES = ("published", "primary", "secondary", "empty")
@@ -40,7 +42,8 @@ class IntegerCheckWarning(UserWarning):
 class SuppressionPattern:
     """The audited result of secondary_suppression. ``status`` per cell: 'primary', 'secondary' (suppressed
     to protect a primary, or kept suppressed from an earlier release), 'published' or 'empty';
-    ``audit``: the audit of every suppressed cell; ``optimal``: proven of minimum cost; ``time_limited``: the
+    ``audit``: the audit of every primary cell (of every suppressed cell with ``all_intervals``); ``optimal``:
+    proven of minimum cost; ``time_limited``: the
     optimal method stopped at its time limit (the heuristic completed the pattern); ``cost``: the cost of
     every suppressed cell; ``lower_bound``: on the minimum cost (optimal method; None for the heuristic).
 
@@ -73,7 +76,8 @@ class SuppressionPattern:
         return [k for k, s in enumerate(self.status) if s == "secondary"]
 
     def interval(self, cell: int) -> CellInterval | None:
-        """The audit's interval of a suppressed cell (None for a published one)."""
+        """The audit's interval of a primary cell, or of a secondary one where all intervals were asked for
+        (None for a published cell)."""
         return self._intervals.get(cell)
 
     @cached_property
@@ -82,12 +86,14 @@ class SuppressionPattern:
 
 
 def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic", *,
-                          time_limit: float = DEFAULT_TIME_LIMIT) -> SuppressionPattern:
+                          time_limit: float = DEFAULT_TIME_LIMIT, all_intervals: bool = False) -> SuppressionPattern:
     """The secondary suppression pattern of ``problem`` by ``method``: 'heuristic' (fast, after sdcTable's
     SIMPLEHEURISTIC) or 'optimal' (minimum cost by mixed-integer programming; ``time_limit`` seconds, then
     the heuristic completes it with a TimeLimitWarning). The pattern is audited before it is returned; one
     that fails its audit raises SdcError naming the cells. Integer tables (counts, whole-number magnitudes)
     are also protected against an attacker who knows that (IntegerCheckWarning where that check is skipped).
+    The pattern's audit holds the interval of every sensitive cell (what protection is judged by); with
+    ``all_intervals`` also of every secondary suppression (two more LPs per cell: an audit layout shows them).
 
     A 2 x 2 count table with totals; (a, x) = 2 is primary under freq:3 and needs one more or one less:
 
@@ -119,20 +125,22 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
         grown, _ = integer_safe_pattern(problem, suppressed)
         proven = proven and bool((grown == suppressed).all())  # a grown pattern is no longer proven minimal
         suppressed = grown
-    return _checked_pattern(problem, suppressed, method, proven, limited, bound)
+    return _checked_pattern(problem, suppressed, method, proven, limited, bound, all_intervals)
 
 
 def _checked_pattern(problem: SuppressionProblem, suppressed, method: str, proven: bool, limited: bool,
-                     bound: float | None) -> SuppressionPattern:
+                     bound: float | None, all_intervals: bool = True) -> SuppressionPattern:
     """The pattern after its audit (as scipy's _check_result): never one that leaves a cell unprotected."""
     suppressed = np.asarray(suppressed, dtype=bool)
     for wrong, what in ((problem.sensitive & ~suppressed, "must be suppressed but is published"),
                         (problem.forced_published & suppressed, "must be published but is suppressed")):
         if wrong.any():
             raise SdcError(f"secondary suppression ({method}): {problem.labels[int(np.argmax(wrong))]} {what}")
+    _log.info("audit: %d primary cells among %d suppressed cells", int(problem.primary.sum()), int(suppressed.sum()))
     audit = audit_pattern(problem.values, suppressed, problem.relations, sensitive=problem.primary,
                           protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
-                          lower=problem.lower, upper=problem.upper, integer=problem.integer)
+                          lower=problem.lower, upper=problem.upper, integer=problem.integer,
+                          only=None if all_intervals else np.flatnonzero(problem.primary))
     if not audit.passed:  # never emit a pattern that fails its own audit
         names = "; ".join(problem.labels[f.cell] for f in audit.failures)
         raise SdcError(f"internal: the {method} pattern fails the audit for {names} "

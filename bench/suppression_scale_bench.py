@@ -1,0 +1,106 @@
+"""Cell suppression of hierarchical magnitude tables at scale, end to end (prints figures; no assertions).
+
+Synthetic enterprises: every dimension has a hierarchy total -> 3 groups -> leaves (N nodes per dimension), so a
+d-dimensional table has N^d cells (3-D: N = 10, 22, 46, 100 give 1,000, 10,648, 97,336 and 10^6 cells; 4-D: N = 10,
+18 give 10^4 and 104,976). 20 enterprises per inner cell on average (leaves of
+log-normal size), turnover log-normal, rules p:10 and nk:2,85
+(and freq:3). Each size runs suppressed_table (heuristic) as `sdc suppress` does: the publishable table (the
+primary cells' audit intervals only) and, with --audit-layout, the audit layout (every suppressed cell's
+interval), and prints cells, primaries, secondaries, wall and CPU seconds (this process and its threads) and the
+peak resident memory. ``--linked T``: T tables of N^d cells each over d + 1 dimensions of one microdata, protected
+together (suppressed_linked_tables).
+
+Usage: .venv/bin/python bench/suppression_scale_bench.py [--dims 3] [--nodes 10 22] [--audit-layout] [--linked 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+GROUPS = 3
+RECORDS_PER_CELL = 20
+
+
+def hierarchy(dims: list[str], nodes: int) -> pd.DataFrame:
+    leaves = nodes - 1 - GROUPS
+    rows = []
+    for d in dims:
+        rows += [(d, "T", "")] + [(d, f"g{g}", "T") for g in range(GROUPS)]
+        rows += [(d, f"{d}{i:03d}", f"g{i % GROUPS}") for i in range(leaves)]
+    return pd.DataFrame(rows, columns=["dimension", "code", "parent"])
+
+
+def enterprises(dims: list[str], nodes: int, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    leaves = nodes - 1 - GROUPS
+    inner = leaves ** len(dims)
+    n = RECORDS_PER_CELL * inner
+    # leaves of unequal size (a few large activities, many small ones), so that the inner cells range from
+    # empty and dominated to large
+    weights = rng.lognormal(0, 1, leaves)
+    codes = {d: np.char.add(d, np.char.zfill(rng.choice(leaves, n, p=weights / weights.sum()).astype(str), 3))
+             for d in dims}
+    return pd.DataFrame({**codes, "turnover": np.round(rng.lognormal(7, 1.5, n))})
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def peak_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def run(label: str, work) -> None:
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    tables = work()
+    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    frames = tables.values() if isinstance(tables, dict) else [tables]
+    cells = sum(len(t) for t in frames)
+    hidden = sum(int(t.status.isin(["primary", "secondary"]).sum() if "status" in t else t.published_value.isna().sum())
+                 for t in frames)
+    print(f"{label:<44} {cells:>9,} cells {hidden:>7,} suppressed  wall {wall:7.1f} s  CPU {cpu:7.1f} s  "
+          f"peak {peak_gb():5.2f} GB", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dims", type=int, default=3)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[10, 22])
+    parser.add_argument("--audit-layout", action="store_true")
+    parser.add_argument("--linked", type=int, default=0)
+    parser.add_argument("--method", default="heuristic")
+    args = parser.parse_args()
+    from sdc.suppression import suppressed_linked_tables, suppressed_table
+
+    rules = ["freq:3", "p:10", "nk:2,85"]
+    print(f"{os.cpu_count()} CPUs; rules {', '.join(rules)}; method {args.method}", flush=True)
+    for nodes in args.nodes:
+        names = [f"d{k}" for k in range(args.dims + (1 if args.linked else 0))]
+        micro = enterprises(names, nodes)
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "micro.parquet"
+            micro.to_parquet(path)
+            h = hierarchy(names, nodes)
+            options = dict(hierarchy=h, value="turnover", method=args.method, audit=args.audit_layout)
+            if args.linked:
+                tables = [names[:k] + names[k + 1:] for k in range(args.linked)]
+                run(f"{args.linked} linked {args.dims}-D tables, N={nodes}",
+                    lambda: suppressed_linked_tables(path, tables, rules, **options))
+            else:
+                run(f"{args.dims}-D, N={nodes}{' (audit layout)' if args.audit_layout else ''}",
+                    lambda: suppressed_table(path, names, rules, **options))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

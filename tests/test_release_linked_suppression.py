@@ -215,3 +215,39 @@ def test_two_tables_that_share_a_margin_are_refused_together_and_published_alone
         assert publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=(other,))) == [alone]
         report = json.loads(rows(out, "select report from sdc_publication.release_audit")[0][0])
         assert report["linked_suppression"] == {"groups": [], "shared_cells": 0, "passed": True}
+
+
+def linked_pattern_models(tables: dict[str, list[str]]) -> dict[str, str]:
+    """suppression_models of each table, with pattern models that solve all tables as one problem."""
+    models = {}
+    for name, dims in tables.items():
+        models |= suppression_models(name, dims)
+    for name in tables:
+        models[f"audit/{name}_pattern.py"] = (
+            "def model(dbt, session):\n"
+            "    from sdc.suppression.warehouse import linked_suppression_pattern\n\n"
+            "    # dbt finds the refs of a Python model in its statements: one assignment per table\n"
+            "    tables = {}\n"
+            + "".join(f"    tables['{n}'] = (dbt.ref('{n}_primary'), dbt.ref('{n}_relations'), {d!r})\n"
+                      for n, d in tables.items())
+            + "    records = dbt.source('raw', 'persons')\n"
+            f"    return linked_suppression_pattern(session, '{name}', tables, records, method='heuristic', "
+            "cost='freq')\n")
+    return models
+
+
+def test_tables_protected_by_one_pattern_in_dbt_pass_the_release_audit(tmp_path):
+    """The two tables of the test above, each pattern model solving both tables as one problem
+    (linked_suppression_pattern): R1's total has one status in both, and sdc publish's audit of the two tables
+    together passes."""
+    models = {"sources.yml": BASE["sources.yml"],
+              **linked_pattern_models({"by_sex": ["region", "sex"], "by_age": ["region", "age"]})}
+    built = make(tmp_path, models, persons=LINKED_PERSONS)
+    by_sex = rows(built.db, "select sex, freq from main_protected.by_sex where region = 'R1' order by sex")
+    by_age = rows(built.db, "select age, freq from main_protected.by_age where region = 'R1' order by age")
+    assert by_sex[0] == ("Total", None) and by_age[0] == ("Total", None)  # the shared cell, suppressed in both
+    out = tmp_path / "pub.duckdb"
+    assert publish(built.db, out, manifest=built.manifest) == ["by_age", "by_sex"]
+    report = json.loads(rows(out, "select report from sdc_publication.release_audit")[0][0])
+    (group,) = report["linked_suppression"]["groups"]
+    assert group["audited"] and group["shared_cells"] > 0 and group["shared_suppressed"] > 0

@@ -35,7 +35,7 @@ def verify_suppression_published(verifier, rel: Rel, record: dict, path: list[st
                            "check: run dbt build (with this sdc)")
     dims, value = [str(d) for d in call["dims"]], str(call.get("value") or "value")
     (pattern,) = verifier._reads(rel, record, path, 1)
-    primary = _primary_of(verifier, pattern, path + [pattern.label])
+    primary = _primary_of(verifier, pattern, path + [pattern.label], dims)
     primary_record = verifier.wh.record(primary) or {}
     (cells,) = verifier._reads(primary, primary_record, path + [pattern.label, primary.label], 1)
     cells_record = verifier.wh.record(cells) or {}
@@ -105,26 +105,46 @@ def _audit_published(rows: list[dict], dims: list[str], value: str, members, pat
                            "table was changed after it")
 
 
-def _primary_of(verifier, pattern: Rel, path: list[str]) -> Rel:
+def _primary_of(verifier, pattern: Rel, path: list[str], dims: list[str]) -> Rel:
     """The suppression_primary relation a pattern was solved from: named in the record sdc suppress --target
-    writes, else the dbt parent whose build record names that step."""
+    writes, else the dbt parent whose build record names that step; a pattern of linked tables reads every
+    table's, and is solved from the one over the published dimensions."""
     record = verifier.wh.record(pattern) or {}
     candidates = []
     if isinstance(record.get("cells"), str):
         candidates.append(verifier._named(record["cells"], path, "cell table"))
-    node = verifier.wh.node(pattern) or {}
-    nodes = verifier.manifest.get("nodes") or {}
-    for parent in (node.get("depends_on") or {}).get("nodes") or []:
-        found = nodes.get(parent) or {}
-        rel = verifier.wh.find(found.get("database"), found.get("schema"), str(found.get("alias") or found.get("name")))
-        if rel is not None:
-            candidates.append(rel)
-    for rel in candidates:
-        if (verifier.wh.record(rel) or {}).get("step") == "suppression_primary":
-            return rel
+    candidates += _parents(verifier, pattern)
+    primaries = [rel for rel in candidates if (verifier.wh.record(rel) or {}).get("step") == "suppression_primary"]
+    if len(primaries) > 1:
+        primaries = [rel for rel in primaries if _cells_dims(verifier, rel) == [d.lower() for d in dims]] or primaries
+    if primaries:
+        return primaries[0]
     raise refuse(path, "is read by suppression_published, but no suppression_primary table that it was solved from "
                        "can be found (a pattern of one's own is no suppression step): solve it with sdc's "
                        "suppression_pattern or sdc suppress --target")
+
+
+def _cells_dims(verifier, primary: Rel) -> list[str]:
+    """The dimensions of the suppression_cells call a suppression_primary relation reads (lower case)."""
+    for rel in _parents(verifier, primary):
+        call = (verifier.wh.record(rel) or {}).get("call")
+        if isinstance(call, dict) and isinstance(call.get("dims"), list):
+            return [str(d).lower() for d in call["dims"]]
+    return []
+
+
+def _parents(verifier, rel: Rel) -> list[Rel]:
+    """The warehouse relations of the dbt parents of ``rel``."""
+    node = verifier.wh.node(rel) or {}
+    nodes = verifier.manifest.get("nodes") or {}
+    found = []
+    for parent in (node.get("depends_on") or {}).get("nodes") or []:
+        parent_node = nodes.get(parent) or {}
+        name = str(parent_node.get("alias") or parent_node.get("name"))
+        relation = verifier.wh.find(parent_node.get("database"), parent_node.get("schema"), name)
+        if relation is not None:
+            found.append(relation)
+    return found
 
 
 def _joined(verifier, rel: Rel, recomputed: str, dims: list[str], value: str, path: list[str]) -> list[dict]:

@@ -24,6 +24,7 @@ __all__ = [
     "suppressed_table",
     "suppressed_linked_tables",
     "suppression_pattern",
+    "linked_suppression_pattern",
     "suppression_audit",
     "anonymise",
 ]
@@ -34,6 +35,7 @@ _TABLE_LAYER = {
     "suppressed_table": "sdc.suppression.pipeline",
     "suppressed_linked_tables": "sdc.suppression.linked_tables",
     "suppression_pattern": "sdc.suppression.warehouse",
+    "linked_suppression_pattern": "sdc.suppression.warehouse",
     "suppression_audit": "sdc.suppression.warehouse",
 }
 

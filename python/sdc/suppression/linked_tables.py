@@ -108,8 +108,16 @@ def linked_cells(con, tables: list[list[str]], names: list[str], rules, hierarch
     """(per table its cells and relations, the tables as one problem) of the microdata registered in ``con``."""
     per_table = [table_cells(con, dims, rules, hierarchy, value, holding, preset, prefix=f"sdc_t{t}_")
                  for t, dims in enumerate(tables)]
-    keyed = [KeyedTable(dims, "sdc_hierarchies" if hierarchy is not None else None, TOTAL_LABEL) for dims in tables]
-    found = record_set_keys(con, "micro", keyed)
+    linked = keyed_link(con, "micro", per_table, tables, names,
+                        hierarchy="sdc_hierarchies" if hierarchy is not None else None)
+    return per_table, linked
+
+
+def keyed_link(con, source: str, per_table, tables: list[list[str]], names: list[str], *, hierarchy: str | None,
+               total: str = TOTAL_LABEL) -> LinkedCells:
+    """The tables (per table its cells and relations) as one problem, a cell keyed by the records of ``source``
+    (SQL) it holds; ``hierarchy``: the SQL name of the hierarchy the cells were made with."""
+    found = record_set_keys(con, source, [KeyedTable(dims, hierarchy, total) for dims in tables])
     keys = []
     for (cells, _), dims, name, by_codes in zip(per_table, tables, names, found):
         table_keys = []
@@ -120,9 +128,17 @@ def linked_cells(con, tables: list[list[str]], names: list[str], rules, hierarch
                                "cannot be found in the microdata")
             table_keys.append(by_codes[codes][0])
         keys.append(table_keys)
-    linked = link_tables([cells for cells, _ in per_table], [relations for _, relations in per_table], keys, names,
-                         dims=tables)
-    return per_table, linked
+    return link_tables([cells for cells, _ in per_table], [relations for _, relations in per_table], keys, names,
+                       dims=tables)
+
+
+def protect_linked(per_table, linked: LinkedCells, tables, names, *, magnitude: bool, a_priori: dict | None = None,
+                   **options) -> list[list[dict]]:
+    """One pattern of the linked problem (protect_cells's options), as per table one PATTERN_COLUMNS dict per
+    cell; ``a_priori``: table name -> the last release's cells of that table."""
+    last = _joint_a_priori(per_table, linked, tables, names, a_priori) if a_priori else None
+    protected = protect_cells(linked.cells, linked.relations, magnitude=magnitude, a_priori=last, **options)
+    return [[protected[u] for u in linked.cell_of[t]] for t in range(len(tables))]
 
 
 def _protected_tables(data, tables, names, rules, hierarchy_path, value, holding, preset, method, cost, mark,
@@ -134,12 +150,11 @@ def _protected_tables(data, tables, names, rules, hierarchy_path, value, holding
     with private_connection("suppress") as con:
         hierarchy = registered_microdata(con, data, union, rules, hierarchy_path, value, holding)
         per_table, linked = linked_cells(con, tables, names, rules, hierarchy, value, holding, preset)
-    last = _joint_a_priori(per_table, linked, tables, names, a_priori) if a_priori else None
-    protected = protect_cells(linked.cells, linked.relations, magnitude=value is not None, method=method, cost=cost,
-                              mark=mark, publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
-                              time_limit=check_time_limit(time_limit), a_priori=last, all_intervals=audit)
-    return {name: table_rows(cells, [protected[u] for u in linked.cell_of[t]], dims, value=value, audit=audit,
-                             publish_intervals=publish_intervals)
+    protected = protect_linked(per_table, linked, tables, names, magnitude=value is not None, a_priori=a_priori,
+                               method=method, cost=cost, mark=mark, publish_intervals=publish_intervals,
+                               prefer_low_levels=prefer_low_levels, time_limit=check_time_limit(time_limit),
+                               all_intervals=audit)
+    return {name: table_rows(cells, protected[t], dims, value=value, audit=audit, publish_intervals=publish_intervals)
             for t, ((cells, _), dims, name) in enumerate(zip(per_table, tables, names))}
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sdc.conventions import TOTAL_LABEL
 from sdc.errors import SdcError
 from sdc.quoting import quote_identifier
 from sdc.suppression.a_priori import a_priori_cells, rows_of_frame
@@ -61,6 +62,70 @@ def suppression_pattern(session, cells, relations, *, dims: list[str], magnitude
     columns = pattern_columns(rows, _columns(cells), _members(relations, dims), dims, magnitude=magnitude,
                               method=method, cost=cost, mark=mark, publish_intervals=publish_intervals,
                               prefer_low_levels=prefer_low_levels, time_limit=time_limit, a_priori=last)
+    return _relation(session, {name: _array(values) for name, values in columns.items()})
+
+
+def linked_suppression_pattern(session, table: str, tables: dict, records, *, hierarchy=None, magnitude: bool = False,
+                               method: str = "heuristic", cost: str = "value", mark: str = "x",
+                               publish_intervals: bool = False, prefer_low_levels: bool = False,
+                               time_limit: float = DEFAULT_TIME_LIMIT, a_priori: dict | None = None,
+                               total: str = TOTAL_LABEL):
+    """The pattern of the table ``table`` of linked tables, solved with all of them as one problem: ``tables``
+    maps each table's name to (its suppression_primary relation, its suppression_constraints relation, its
+    dimensions); ``records``: the relation their suppression_cells read (a cell is keyed by the records it
+    holds), ``hierarchy``: the hierarchy they were made with; ``a_priori``: table name -> the last release's
+    cells of that table. Each table's pattern model calls this with its own name: every model solves the same
+    problem and gets the same pattern, so a cell the tables share has one status in all. The other options are
+    suppression_pattern's.
+
+    Persons by sex x region and by sex x age share the sex margins, suppressed in both:
+
+    >>> import duckdb
+    >>> from sdc.suppression import linked_suppression_pattern
+    >>> from sdc.warehouse.macro_renderer import Relation, render_macro
+    >>> session = duckdb.connect()
+    >>> _ = session.execute("create table persons as select * from (values ('m','a','o'), ('m','a','o'), "
+    ...     "('m','a','o'), ('m','a','o'), ('m','b','y'), ('m','b','o'), ('f','a','o'), ('f','a','y'), "
+    ...     "('f','b','y'), ('f','b','o'), ('f','b','y'), ('f','b','y')) as t(sex, region, age)")
+    >>> def table(dims):
+    ...     name = "_".join(dims)
+    ...     cells = render_macro(session, "suppression_cells", Relation("memory", "main", "persons"), dims)
+    ...     _ = session.execute(f"create table {name}_cells as {cells}")
+    ...     primary = render_macro(session, "suppression_primary", Relation("memory", "main", f"{name}_cells"),
+    ...                            ["freq:3"])
+    ...     relations = render_macro(session, "suppression_constraints",
+    ...                              Relation("memory", "main", f"{name}_cells"), dims)
+    ...     return session.sql(primary), session.sql(relations), dims
+    >>> tables = {"by_region": table(["sex", "region"]), "by_age": table(["sex", "age"])}
+    >>> pattern = linked_suppression_pattern(session, "by_age", tables, session.table("persons"), cost="freq")
+    >>> pattern.select("sex, age, status").order("sex, age").fetchall()
+    [('Total', 'Total', 'published'), ('Total', 'o', 'published'), ('Total', 'y', 'published'), ('f', 'Total', 'secondary'), ('f', 'o', 'primary'), ('f', 'y', 'secondary'), ('m', 'Total', 'secondary'), ('m', 'o', 'secondary'), ('m', 'y', 'primary')]
+    >>> other = linked_suppression_pattern(session, "by_region", tables, session.table("persons"), cost="freq")
+    >>> other.filter("region = 'Total'").select("sex, status").order("sex").fetchall()  # the same sex margins
+    [('Total', 'published'), ('f', 'secondary'), ('m', 'secondary')]
+    """
+    from sdc.suppression.linked_tables import keyed_link, protect_linked
+
+    if table not in tables:
+        raise SdcError(f"linked_suppression_pattern: table {table!r} is none of the tables ({', '.join(tables)})")
+    names = list(tables)
+    dims_of = [list(tables[name][2]) for name in names]
+    rows = [_rows(primary, dims) for (primary, _, _), dims in (zip((tables[n] for n in names), dims_of))]
+    per_table = [(r, group_relations(_members(tables[name][1], dims), [tuple(c[d] for d in dims) for c in r], dims))
+                 for r, name, dims in zip(rows, names, dims_of)]
+    records.create_view("sdc_linked_records", replace=True)
+    if hierarchy is not None:
+        hierarchy.create_view("sdc_linked_hierarchy", replace=True)
+    linked = keyed_link(session, "sdc_linked_records", per_table, dims_of, names,
+                        hierarchy="sdc_linked_hierarchy" if hierarchy is not None else None, total=total)
+    protected = protect_linked(per_table, linked, dims_of, names, magnitude=magnitude, a_priori=a_priori,
+                               method=method, cost=cost, mark=mark, publish_intervals=publish_intervals,
+                               prefer_low_levels=prefer_low_levels, time_limit=time_limit)
+    t = names.index(table)
+    primary = tables[table][0]
+    columns = {name: [r[name] for r in rows[t]] for name in _columns(primary) if name not in PATTERN_COLUMNS}
+    for name in PATTERN_COLUMNS:
+        columns[name] = [p[name] for p in protected[t]]
     return _relation(session, {name: _array(values) for name, values in columns.items()})
 
 

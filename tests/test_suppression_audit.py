@@ -153,3 +153,32 @@ def test_prices_tell_which_published_cell_can_widen_an_interval():
     assert lp.extreme(lp.position_of[1], -1.0)[0] == pytest.approx(5)
     assert lp.prices([3])[0] == pytest.approx(1)
     assert np.isnan(lp.prices([0, 4])).all()  # relation 1 holds no suppressed cell: not in this LP
+
+
+def test_an_lp_that_fails_on_its_warm_start_is_solved_again_from_scratch():
+    """HiGHS can end a warm-started re-solve of a large LP in 'Solve error' (a 4-D table of 10,000 turnover cells
+    did, after hundreds of re-solves): the audit solves it again without the basis instead of failing."""
+    import highspy
+
+    from sdc.suppression.audit import AuditTable, ComponentLP
+
+    class FailsOnce:
+        """The solver, whose first run reports a solve error."""
+
+        def __init__(self, highs):
+            self.highs, self.failed = highs, False
+
+        def __getattr__(self, name):
+            return getattr(self.highs, name)
+
+        def getModelStatus(self):
+            if not self.failed:
+                self.failed = True
+                return highspy.HighsModelStatus.kSolveError
+            return self.highs.getModelStatus()
+
+    table = AuditTable([12, 2, 4, 6], [[(0, 1), (1, -1), (2, -1), (3, -1)]])
+    lp = ComponentLP(table, np.array([1, 2]), np.array([False, True, True, False]))
+    lp._highs = FailsOnce(lp._highs)
+    assert lp.extreme(0, 1.0)[0] == 0.0 and lp._highs.failed
+    assert lp.extreme(0, -1.0)[0] == 6.0

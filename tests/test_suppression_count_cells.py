@@ -47,3 +47,20 @@ def test_a_count_table_ranks_no_record(con):
 
     assert "Window" in operators(per_record)  # a rank per record of every cell
     assert "Window" not in operators(counted) and "row_number" not in counted.lower()
+
+
+@pytest.mark.parametrize("dims, totals", [(["fach", "geschlecht"], "cube"), (["fach", "geschlecht", "hs"], "cube"),
+                                          (["hs", "fach"], "rollup")])
+def test_a_magnitude_table_without_holdings_has_the_cells_of_one_holding_per_record(con, dims, totals):
+    """Without holdings a cell's largest contributions are found among its finest cells' (only those are ranked
+    above the finest cells); with every record a holding of its own the same table ranks every record in every
+    cell. Incomes with ties (whole hundreds), a subject with one record per cell: the same cells, to the cent."""
+    con.execute("create or replace table earners as select *, row_number() over () as person, "
+                "round(random() * 50) * 100 as income from students")
+    ranked = render_macro(con, "suppression_cells", "earners", dims, value="income", totals=totals, top_n=3)
+    per_holding = render_macro(con, "suppression_cells", "earners", dims, value="income", holding="person",
+                               totals=totals, top_n=3)
+    got = con.execute(f"select * from ({ranked}) order by all").fetchall()
+    expected = con.execute(f"select * from ({per_holding}) order by all").fetchall()
+    assert len(got) >= 5 and got == expected
+    assert any(row[len(dims)] == 1 and row[len(dims) + 4] == 0 for row in got)  # one record: top_2 is 0

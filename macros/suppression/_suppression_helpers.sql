@@ -1,4 +1,4 @@
-{#- Private helpers of the suppression macros: count cells, a rule's range, the pattern's call. -#}
+{#- Private helpers of the suppression macros: count cells, record cells, a rule's range, the pattern's call. -#}
 
 {#- A count table (no value, no holding): every record is a contributor of 1, so a cell's contributors are its
     records and its top_k is 1 from k records on. Aggregated to the finest cells first, as ckm_count: ranking
@@ -48,6 +48,116 @@ cells as (
 
 select * from cells
 {% endmacro %}
+
+{#- A magnitude table without holdings: every record is a contributor of its finest cell, and of each cell above
+    it with the same contribution. So the top_n of a cell are among the top_n of its finest cells: the finest
+    cells' sums roll up, and only their top_n records are copied into the cells above to be ranked, instead of
+    every record into every cell (27 cells per record in three dimensions of three levels) -#}
+{% macro suppression_record_cells(relation, dims, levels, sets, top_n, value_expr) %}
+with records as (
+    -- one pass over the microdata: each record ranked within its finest cell
+    select
+        {%- for dim in dims %}
+        m.{{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        {{ value_expr }} as contribution,
+        row_number() over (partition by {% for dim in dims %}m.{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+                           order by {{ value_expr }} desc) as leaf_rank
+    from {{ relation }} as m
+),
+
+leaf_cells as (
+    select
+        {%- for dim in dims %}
+        {{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        count(*) as records,
+        sum(contribution) as contribution
+    from records
+    group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+),
+
+leaf_levels as (
+{{ sdc.ckm_leaf_levels('leaf_cells', dims, levels) }}
+),
+
+checked_leaf_levels as (
+{{ sdc.ckm_check_leaves('leaf_levels', dims, levels) }}
+),
+
+cell_sums as (
+    select
+        {{- sdc.ckm_dimension_labels(dims, levels) }}
+        cast(sum(records) as bigint) as freq,
+        sum(contribution) as value
+    from checked_leaf_levels
+    {{ sdc.group_by_grouping_sets(sets) }}
+),
+
+leaf_top as (
+    -- the top_n records of each finest cell, each with an id of its own
+    select
+        {%- for dim in dims %}
+        {{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        contribution,
+        {{ sdc.row_id() }} as sdc_contributor
+    from records
+    where leaf_rank <= {{ top_n }}
+),
+
+top_levels as (
+{{ sdc.ckm_leaf_levels('leaf_top', dims, levels) }}
+),
+
+top_contributions as (
+    select
+        {{- sdc.ckm_dimension_labels(dims, levels) }}
+        sdc_contributor,
+        sum(contribution) as contribution
+    from top_levels
+    {{ sdc.group_by_grouping_sets(sets, ['sdc_contributor']) }}
+),
+
+ranked as (
+    select
+        *,
+        row_number() over (partition by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+                           order by contribution desc, sdc_contributor) as contribution_rank
+    from top_contributions
+),
+
+cell_tops as (
+    select
+        {%- for dim in dims %}
+        {{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        {%- for k in range(1, top_n + 1) %}
+        coalesce(max(case when contribution_rank = {{ k }} then contribution end), 0) as top_{{ k }}{{ ',' if not loop.last }}
+        {%- endfor %}
+    from ranked
+    group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+),
+
+cells as (
+    select
+        {%- for dim in dims %}
+        s.{{ sdc.sql_identifier(dim) }},
+        {%- endfor %}
+        s.freq,
+        s.freq as contributors,
+        s.value
+        {%- for k in range(1, top_n + 1) %},
+        t.top_{{ k }}
+        {%- endfor %}
+    from cell_sums as s
+    join cell_tops as t
+        on {% for dim in dims %}s.{{ sdc.sql_identifier(dim) }} = t.{{ sdc.sql_identifier(dim) }}{{ ' and ' if not loop.last }}{% endfor %}
+)
+
+select * from cells
+{% endmacro %}
+
 
 {% macro suppression_rule_range(name, numbers) %}
 {#- what is wrong with a rule's parameters (empty when nothing): a rule that can never fire, or whose

@@ -9,7 +9,10 @@
     top_1..top_n   the largest contributions (per holding when given), 0 where there are fewer
 
   A holding's contributions are summed before the rules see them, at every level (tau-Argus "holding
-  indicator"): a holding present in two leaf cells is one contributor of their total.
+  indicator"): a holding present in two leaf cells is one contributor of their total, so every holding's sum is
+  ranked in every cell. Without holdings a record is a contributor of one finest cell and of every cell above
+  it with the same value: a cell's largest contributions are among the largest of its finest cells, and only
+  those are ranked above the finest cells (suppression_record_cells).
 
   Arguments: relation, dims, value=none, holding=none, hierarchy=none, totals='cube', top_n=3.
 #}
@@ -23,6 +26,8 @@
 {%- set value_expr = 'cast(' ~ sdc.sql_identifier(value) ~ ' as ' ~ sdc.double_type() ~ ')' if value is not none else 'cast(1 as ' ~ sdc.double_type() ~ ')' -%}
 {%- if value is none and holding is none %}
 {{ sdc.suppression_count_cells(relation, dims, levels, sets, top_n) }}
+{%- elif holding is none %}
+{{ sdc.suppression_record_cells(relation, dims, levels, sets, top_n, value_expr) }}
 {%- else %}
 
 with records as (

@@ -379,6 +379,8 @@ class ComponentLP:
         self._rhs_changed = False
         h.run()
         status = h.getModelStatus()
+        if status not in _SETTLED:
+            status = self._solve_afresh()
         if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
             # the true table is feasible, so "unbounded or infeasible" is unbounded
             return (-np.inf if sign > 0 else np.inf), None
@@ -387,6 +389,32 @@ class ComponentLP:
                            f"({h.modelStatusToString(status)}); are the bounds consistent?")
         point = np.asarray(h.getSolution().col_value) / self.table.scale
         return float(point[position]), point
+
+
+    def _solve_afresh(self):
+        """Re-solve without the last basis: after hundreds of warm-started re-solves of a large LP of large
+        magnitudes HiGHS can end in 'Solve error' or 'Unknown' (a 4-D table of 10,000 turnover cells did); from
+        scratch by dual simplex with presolve, then by interior point. The model itself is unchanged."""
+        h = self._highs
+        status = h.getModelStatus()
+        for solver in ("simplex", "ipm"):
+            h.clearSolver()
+            h.setOptionValue("presolve", "on")
+            h.setOptionValue("solver", solver)
+            h.setOptionValue("simplex_strategy", SIMPLEX_DUAL)
+            h.run()
+            status = h.getModelStatus()
+            if status in _SETTLED:
+                break
+        h.setOptionValue("presolve", "off")  # warm starts again from the new basis
+        h.setOptionValue("solver", "simplex")
+        self._rhs_changed = True
+        return status
+
+
+# the LP statuses that are an answer (optimal, or unbounded in the direction asked)
+_SETTLED = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kUnbounded,
+            highspy.HighsModelStatus.kUnboundedOrInfeasible)
 
 
 def audit_pattern(

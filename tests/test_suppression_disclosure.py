@@ -15,6 +15,7 @@ import pytest
 from scipy.optimize import linprog
 
 from sdc.cli import main
+from sdc.errors import SdcError
 from sdc.suppression.audit import audit_pattern, integer_failures, AuditTable, public_intervals
 from sdc.suppression.heuristic import integer_safe_pattern
 from sdc.suppression.problem import SuppressionProblem
@@ -217,3 +218,21 @@ def test_sdc_suppress_intervals_are_the_attackers_from_the_published_file_and_ig
         published_texts.append([(r["fach"], r["sex"], r["published_value"], r["published_text"]) for r in rows])
     assert published_texts[0] == published_texts[1]
     assert ("A", "w", "", "1-10") in published_texts[0]  # A/w + B/w = 11 (column w), B/w >= 1
+
+
+@pytest.mark.parametrize("intervals", ["primary", "none"])
+def test_the_entry_point_refuses_the_parity_pattern_with_and_without_intervals(monkeypatch, intervals):
+    """A method that returned the parity pattern (and no integer repair) is refused by secondary_suppression's
+    audit, also by its verdict without intervals (the fast check of sdc suppress's publishable output)."""
+    from sdc.suppression import secondary
+    from sdc.suppression.secondary import secondary_suppression
+
+    values, relations, index, suppressed, sensitive = parity_case()
+    ones = sensitive * 1.0
+    problem = SuppressionProblem.from_arrays(values, relations, sensitive, ones, ones, values,
+                                             lower=np.ones(len(values)), upper=np.full(len(values), 1.5 * values.max()),
+                                             magnitude=False)
+    monkeypatch.setattr(secondary, "heuristic_pattern", lambda problem: suppressed.copy())
+    monkeypatch.setattr(secondary, "integer_safe_pattern", lambda problem, pattern: (pattern, []))
+    with pytest.raises(SdcError, match=rf"the heuristic pattern fails the audit for cell {index[0, 1, 1]}"):
+        secondary_suppression(problem, intervals=intervals)

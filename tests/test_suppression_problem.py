@@ -116,9 +116,11 @@ def test_the_entry_point_returns_the_audited_pattern_of_either_method():
         assert isinstance(pattern, SuppressionPattern) and pattern.audit.passed
         # the primary cell's interval; a secondary cell's only where asked for (two LPs each)
         assert [iv.cell for iv in pattern.audit.intervals] == [index(0, 1)]
-        full = secondary_suppression(problem, pattern.method, all_intervals=True)
+        full = secondary_suppression(problem, pattern.method, intervals="all")
         assert [iv.cell for iv in full.audit.intervals] == np.flatnonzero(pattern.suppressed).tolist()
         assert full.interval(index(0, 0)).feasible_upper > values[index(0, 0)]
+        verdict = secondary_suppression(problem, pattern.method, intervals="none")  # the same pattern, no intervals
+        assert verdict.status == pattern.status and verdict.audit.intervals == [] and verdict.audit.passed
         assert pattern.status[index(0, 1)] == "primary" and pattern.status[index(1, 0)] == "published"
     primary = optimal.interval(index(0, 1))
     assert (primary.feasible_lower, primary.feasible_upper, primary.required_lower, primary.required_upper) == (
@@ -128,15 +130,16 @@ def test_the_entry_point_returns_the_audited_pattern_of_either_method():
         secondary_suppression(problem, "greedy")
 
 
-def test_an_unsafe_pattern_from_a_method_raises_naming_the_cell(monkeypatch):
+@pytest.mark.parametrize("intervals", ["primary", "all", "none"])
+def test_an_unsafe_pattern_from_a_method_raises_naming_the_cell(monkeypatch, intervals):
     # a magnitude table of decimals (no integer step in between): the primaries alone leave a, the only
-    # suppressed cell of its relation, exactly disclosed
+    # suppressed cell of its relation, exactly disclosed; the verdict without intervals ('none') sees it too
     values = [12.5, 2.5, 4.0, 6.0]
     problem = SuppressionProblem.from_arrays(values, ONE_RELATION, [1], [0, 1, 0, 0], [0, 1, 0, 0], values,
                                              labels=("total", "region a", "region b", "region c"))
     monkeypatch.setattr(secondary, "heuristic_pattern", lambda problem: problem.primary.copy())
     with pytest.raises(SdcError, match=r"the heuristic pattern fails the audit for region a \(cells \[1\]\)"):
-        secondary_suppression(problem)
+        secondary_suppression(problem, intervals=intervals)
     monkeypatch.setattr(secondary, "heuristic_pattern", lambda problem: np.zeros(4, bool))
     with pytest.raises(SdcError, match="region a must be suppressed but is published"):
         secondary_suppression(problem)

@@ -671,10 +671,11 @@ def public_intervals(published, suppressed, constraints, *, lower, upper=None,
 
 
 def integer_failures(table: AuditTable, suppressed, *, only=None, max_cells: int = INTEGER_CHECK_CELLS,
-                     seconds: float = INTEGER_CHECK_SECONDS,
-                     budget: float = INTEGER_CHECK_BUDGET) -> tuple[list[int], list[int]]:
+                     seconds: float = INTEGER_CHECK_SECONDS, budget: float = INTEGER_CHECK_BUDGET,
+                     why: dict | None = None) -> tuple[list[int], list[int]]:
     """(sensitive cells of ``only``, default all, that miss an end of their requirement in integers; those
-    whose check was skipped), for a pattern that passes the LP audit."""
+    whose check was skipped), for a pattern that passes the LP audit; ``why`` (a dict) gets, per skipped cell,
+    the reason."""
     suppressed = table.check_pattern(suppressed)
     targets = table.sensitive if only is None else np.isin(np.arange(len(table.values)), list(only))
     failing, skipped = [], []
@@ -685,8 +686,10 @@ def integer_failures(table: AuditTable, suppressed, *, only=None, max_cells: int
             continue
         for cell, found in integer_reach(table, cells, suppressed, check, max_cells=max_cells, seconds=seconds,
                                          deadline=deadline).items():
-            if "integer_skipped" in found:
+            if found.get("integer_skipped"):
                 skipped.append(cell)
+                if why is not None:
+                    why[cell] = found["integer_skipped"]
             elif (not table.bound_reached(cell, 1.0, found["integer_lower"])
                   or not table.bound_reached(cell, -1.0, found["integer_upper"])):
                 failing.append(cell)

@@ -153,7 +153,7 @@ def _protected_tables(data, tables, names, rules, hierarchy_path, value, holding
     protected = protect_linked(per_table, linked, tables, names, magnitude=value is not None, a_priori=a_priori,
                                method=method, cost=cost, mark=mark, publish_intervals=publish_intervals,
                                prefer_low_levels=prefer_low_levels, time_limit=check_time_limit(time_limit),
-                               all_intervals=audit)
+                               intervals="all" if audit else "none")
     return {name: table_rows(cells, protected[t], dims, value=value, audit=audit, publish_intervals=publish_intervals)
             for t, ((cells, _), dims, name) in enumerate(zip(per_table, tables, names))}
 

@@ -163,7 +163,7 @@ def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, m
     last = a_priori_cells(cells, dims, rows_of_frame(a_priori)) if a_priori is not None else None
     protected = protect_cells(cells, relations, magnitude=value is not None, method=method, cost=cost, mark=mark,
                               publish_intervals=publish_intervals, prefer_low_levels=prefer_low_levels,
-                              time_limit=time_limit, a_priori=last, dims=dims, all_intervals=audit)
+                              time_limit=time_limit, a_priori=last, dims=dims, intervals="all" if audit else "none")
     return table_rows(cells, protected, dims, value=value, audit=audit, publish_intervals=publish_intervals)
 
 
@@ -193,20 +193,21 @@ def table_rows(cells: list[dict], protected: list[dict], dims: list[str], *, val
 def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = "heuristic", cost: str = "value",
                   mark: str = "x", publish_intervals: bool = False, prefer_low_levels: bool = False,
                   time_limit: float = DEFAULT_TIME_LIMIT, a_priori: APrioriCells | None = None,
-                  dims: list[str] | None = None, all_intervals: bool = True) -> list[dict]:
+                  dims: list[str] | None = None, intervals: str = "all") -> list[dict]:
     """Secondary suppression and audit of a cell table from suppression_primary (rows as dicts with
     value, freq, contributors, status, rule, protection_lower/upper), one output dict per cell with
     PATTERN_COLUMNS. ``magnitude``: the values are sums of a value column (not counts). ``cost`` and
     ``prefer_low_levels``: see problem.cell_costs; ``time_limit``: seconds for method optimal; ``a_priori``:
     the last release's pattern (a_priori.py): its suppressed cells stay suppressed, its published cells of
     unchanged value are never chosen as secondary suppressions; ``dims``: to name cells in messages;
-    ``all_intervals``: lower/upper of secondary cells too (False: of primary cells only, two LPs fewer per cell)."""
+    ``intervals``: the audit intervals lower/upper of every suppressed cell ('all'), of the primary cells
+    ('primary') or none ('none': the audit's verdict alone, the fastest; see secondary_suppression)."""
     if method not in METHODS:
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     time_limit = check_time_limit(time_limit)
     problem = SuppressionProblem.from_cells(cells, relations, magnitude=magnitude, cost=cost,
                                             prefer_low_levels=prefer_low_levels, a_priori=a_priori, dims=dims)
-    pattern = secondary_suppression(problem, method, time_limit=time_limit, all_intervals=all_intervals)
+    pattern = secondary_suppression(problem, method, time_limit=time_limit, intervals=intervals)
     shown = _published_intervals(problem, pattern) if publish_intervals else None
     return [_pattern_fields(problem, pattern, k, c["rule"], mark, shown) for k, c in enumerate(cells)]
 

@@ -16,13 +16,21 @@ from functools import cached_property
 import numpy as np
 
 from sdc.errors import SdcError
-from sdc.suppression.audit import AuditResult, CellInterval, audit_pattern
+from sdc.suppression.audit import (
+    AuditResult,
+    AuditTable,
+    CellInterval,
+    audit_pattern,
+    integer_failures,
+    unprotected_cells,
+)
 from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern
 from sdc.suppression.optimal import optimal_pattern
 from sdc.suppression.problem import SuppressionProblem
 
 _log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
 METHODS = ("heuristic", "optimal")
+INTERVALS = ("primary", "all", "none")
 DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
 STATUSES = ("published", "primary", "secondary", "empty")
 
@@ -42,7 +50,7 @@ class IntegerCheckWarning(UserWarning):
 class SuppressionPattern:
     """The audited result of secondary_suppression. ``status`` per cell: 'primary', 'secondary' (suppressed
     to protect a primary, or kept suppressed from an earlier release), 'published' or 'empty';
-    ``audit``: the audit of every primary cell (of every suppressed cell with ``all_intervals``); ``optimal``:
+    ``audit``: the audit of every primary cell (see secondary_suppression's ``intervals``); ``optimal``:
     proven of minimum cost; ``time_limited``: the
     optimal method stopped at its time limit (the heuristic completed the pattern); ``cost``: the cost of
     every suppressed cell; ``lower_bound``: on the minimum cost (optimal method; None for the heuristic).
@@ -86,14 +94,16 @@ class SuppressionPattern:
 
 
 def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic", *,
-                          time_limit: float = DEFAULT_TIME_LIMIT, all_intervals: bool = False) -> SuppressionPattern:
+                          time_limit: float = DEFAULT_TIME_LIMIT, intervals: str = "primary") -> SuppressionPattern:
     """The secondary suppression pattern of ``problem`` by ``method``: 'heuristic' (fast, after sdcTable's
     SIMPLEHEURISTIC) or 'optimal' (minimum cost by mixed-integer programming; ``time_limit`` seconds, then
     the heuristic completes it with a TimeLimitWarning). The pattern is audited before it is returned; one
     that fails its audit raises SdcError naming the cells. Integer tables (counts, whole-number magnitudes)
     are also protected against an attacker who knows that (IntegerCheckWarning where that check is skipped).
-    The pattern's audit holds the interval of every sensitive cell (what protection is judged by); with
-    ``all_intervals`` also of every secondary suppression (two more LPs per cell: an audit layout shows them).
+    ``intervals``: what the pattern's audit holds besides its verdict: 'primary' the interval of every primary
+    cell (what protection is judged by), 'all' also of every secondary suppression (two more LPs per cell: an
+    audit layout shows them), 'none' nothing (the verdict alone, where any feasible table an LP found already
+    shows that a cell reaches its bound: at 10^4 cells a tenth of the LPs).
 
     A 2 x 2 count table with totals; (a, x) = 2 is primary under freq:3 and needs one more or one less:
 
@@ -115,6 +125,8 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
         raise SdcError(f"secondary_suppression takes a SuppressionProblem, got {type(problem).__name__}")
     if method not in METHODS:
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if intervals not in INTERVALS:
+        raise SdcError(f"intervals must be one of {', '.join(INTERVALS)}, got {intervals!r}")
     if method == "heuristic":
         suppressed, proven, bound = heuristic_pattern(problem), False, None
     else:
@@ -125,11 +137,24 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
         grown, _ = integer_safe_pattern(problem, suppressed)
         proven = proven and bool((grown == suppressed).all())  # a grown pattern is no longer proven minimal
         suppressed = grown
-    return _checked_pattern(problem, suppressed, method, proven, limited, bound, all_intervals)
+    return _checked_pattern(problem, suppressed, method, proven, limited, bound, intervals)
+
+
+def _verdict(problem: SuppressionProblem, suppressed) -> tuple[AuditResult, list[int], dict[int, str]]:
+    """The audit's verdict without intervals: (an empty AuditResult, the primary cells an attacker narrows below
+    their protection, those whose integer check was skipped -> why). The same LPs (and MILPs in integer tables)
+    as audit_pattern, but a bound that a feasible table found so far already reaches needs no LP of its own."""
+    table = AuditTable(problem.values, problem.relations, sensitive=problem.primary,
+                       protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
+                       lower=problem.lower, upper=problem.upper, integer=problem.integer)
+    failures, why = unprotected_cells(table, suppressed), {}
+    if problem.integer and not failures:
+        failures, _ = integer_failures(table, suppressed, why=why)
+    return AuditResult([]), failures, why
 
 
 def _checked_pattern(problem: SuppressionProblem, suppressed, method: str, proven: bool, limited: bool,
-                     bound: float | None, all_intervals: bool = True) -> SuppressionPattern:
+                     bound: float | None, intervals: str = "all") -> SuppressionPattern:
     """The pattern after its audit (as scipy's _check_result): never one that leaves a cell unprotected."""
     suppressed = np.asarray(suppressed, dtype=bool)
     for wrong, what in ((problem.sensitive & ~suppressed, "must be suppressed but is published"),
@@ -137,17 +162,20 @@ def _checked_pattern(problem: SuppressionProblem, suppressed, method: str, prove
         if wrong.any():
             raise SdcError(f"secondary suppression ({method}): {problem.labels[int(np.argmax(wrong))]} {what}")
     _log.info("audit: %d primary cells among %d suppressed cells", int(problem.primary.sum()), int(suppressed.sum()))
-    audit = audit_pattern(problem.values, suppressed, problem.relations, sensitive=problem.primary,
-                          protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
-                          lower=problem.lower, upper=problem.upper, integer=problem.integer,
-                          only=None if all_intervals else np.flatnonzero(problem.primary))
-    if not audit.passed:  # never emit a pattern that fails its own audit
-        names = "; ".join(problem.labels[f.cell] for f in audit.failures)
-        raise SdcError(f"internal: the {method} pattern fails the audit for {names} "
-                       f"(cells {[f.cell for f in audit.failures]})")
-    if audit.unchecked:
-        warnings.warn(IntegerCheckWarning([iv.cell for iv in audit.unchecked],
-                                          [iv.integer_skipped for iv in audit.unchecked]), stacklevel=3)
+    if intervals == "none":
+        audit, failures, unchecked = _verdict(problem, suppressed)
+    else:
+        audit = audit_pattern(problem.values, suppressed, problem.relations, sensitive=problem.primary,
+                              protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
+                              lower=problem.lower, upper=problem.upper, integer=problem.integer,
+                              only=None if intervals == "all" else np.flatnonzero(problem.primary))
+        failures = [f.cell for f in audit.failures]
+        unchecked = {iv.cell: iv.integer_skipped for iv in audit.unchecked}
+    if failures:  # never emit a pattern that fails its own audit
+        names = "; ".join(problem.labels[cell] for cell in failures)
+        raise SdcError(f"internal: the {method} pattern fails the audit for {names} (cells {failures})")
+    if unchecked:
+        warnings.warn(IntegerCheckWarning(list(unchecked), list(unchecked.values())), stacklevel=3)
     status = tuple("primary" if p else "empty" if e else "secondary" if s else "published"
                    for p, e, s in zip(problem.primary, problem.empty, suppressed))
     return SuppressionPattern(suppressed=suppressed, status=status, audit=audit, method=method, optimal=proven,

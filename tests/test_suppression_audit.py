@@ -217,3 +217,18 @@ def test_clipping_to_the_a_priori_interval_skips_the_lps_an_earlier_solution_ans
         expected = (max(values[cell] - 6, np.ceil(ends[0] - 1e-9)), min(values[cell] + 6, np.floor(ends[1] + 1e-9)))
         assert (table.required_lower[cell], table.required_upper[cell]) == expected, cell
     assert len(solved) < 2 * (n - 1)
+
+
+def test_a_magnitude_tables_a_priori_interval_needs_no_lp_where_a_scaled_table_shows_it():
+    """The zero table and the table times 1.5 (sdcTable's default upper bound) keep every relation and bound: a
+    requirement of 10 % either side lies within them, so clipping solves no LP over the whole table."""
+    from sdc.suppression.audit import AuditTable, default_upper
+
+    values, relations, index = grid_table([[40, 30, 90], [20, 10, 50], [30, 30, 10]])
+    n = len(values)
+    table = AuditTable(values, relations, sensitive=np.ones(n, bool), protection_lower=0.1 * values,
+                       protection_upper=0.1 * values, lower=np.zeros(n), upper=default_upper(values))
+    before = (table.required_lower.copy(), table.required_upper.copy())
+    assert not any(table.clip_to_a_priori(cell) for cell in range(n))
+    assert table._a_priori_lp._highs.getInfo().simplex_iteration_count == -1  # never run
+    assert (table.required_lower == before[0]).all() and (table.required_upper == before[1]).all()

@@ -8,6 +8,7 @@ from sdc.errors import SdcError
 from sdc.suppression import SuppressionPattern, SuppressionProblem, secondary_suppression
 from sdc.suppression import secondary
 from sdc.suppression.a_priori import APrioriCells
+from sdc.suppression.heuristic import heuristic_pattern
 
 from test_suppression_audit import grid_table
 
@@ -106,12 +107,16 @@ def test_the_entry_point_returns_the_audited_pattern_of_either_method():
     ones = np.ones(len(values))
     problem = SuppressionProblem.from_arrays(values, relations, [index(0, 1)], ones, ones, values, magnitude=False)
     optimal = secondary_suppression(problem, "optimal")
-    # sdcTable's OPT: A/m, A/f, C/m, C/f; the heuristic also takes row B
+    # sdcTable's OPT: A/m, A/f, C/m, C/f; the heuristic's own pattern also takes row B (cost 67), which the
+    # pruning of secondary_suppression drops again: the optimum
     assert optimal.secondary == [index(0, 0), index(2, 0), index(2, 1)]
     assert (optimal.cost, optimal.optimal, optimal.time_limited, optimal.lower_bound) == (42.0, True, False, 42.0)
+    unpruned = heuristic_pattern(problem)
+    assert np.flatnonzero(unpruned).tolist() == [index(0, 0), index(0, 1), index(2, 0), index(2, 1), index(3, 0),
+                                                 index(3, 1)]
     heuristic = secondary_suppression(problem)
-    assert heuristic.secondary == [index(0, 0), index(2, 0), index(2, 1), index(3, 0), index(3, 1)]
-    assert (heuristic.method, heuristic.cost, heuristic.optimal, heuristic.lower_bound) == ("heuristic", 67.0, False, None)
+    assert heuristic.secondary == [index(0, 0), index(2, 0), index(2, 1)]
+    assert (heuristic.method, heuristic.cost, heuristic.optimal, heuristic.lower_bound) == ("heuristic", 42.0, False, None)
     for pattern in (optimal, heuristic):
         assert isinstance(pattern, SuppressionPattern) and pattern.audit.passed
         # the primary cell's interval; a secondary cell's only where asked for (two LPs each)

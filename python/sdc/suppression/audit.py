@@ -756,6 +756,19 @@ def unprotected_cells(table: AuditTable, suppressed, *, only=None, cache: dict |
     return sorted(failing)
 
 
+def unprotected_within(table: AuditTable, suppressed, cells, *, clip: bool = True) -> list[int]:
+    """unprotected_cells for the sensitive cells among ``cells``, a union of whole groups of ``suppressed``:
+    the groups are found among those cells alone, so a check costs what their group costs, not the table."""
+    mask = np.zeros(len(table.values), bool)
+    mask[np.asarray(cells, dtype=int)] = True
+    failing = []
+    for group in suppressed_groups(table.matrix_csc, mask & suppressed):
+        check = group[table.sensitive[group]]
+        if check.size:
+            failing.extend(_component_failures(table, group, suppressed, check, clip))
+    return sorted(failing)
+
+
 def _component_failures(table: AuditTable, cells, suppressed, check, clip: bool = True) -> list[int]:
     lp = None  # built when a cell needs it
     position_of = {int(c): p for p, c in enumerate(cells)}

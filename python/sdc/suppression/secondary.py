@@ -24,7 +24,7 @@ from sdc.suppression.audit import (
     integer_failures,
     unprotected_cells,
 )
-from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern
+from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern, prune_pattern
 from sdc.suppression.optimal import optimal_pattern
 from sdc.suppression.problem import SuppressionProblem
 
@@ -128,7 +128,7 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
     if intervals not in INTERVALS:
         raise SdcError(f"intervals must be one of {', '.join(INTERVALS)}, got {intervals!r}")
     if method == "heuristic":
-        suppressed, proven, bound = heuristic_pattern(problem), False, None
+        suppressed, proven, bound = prune_pattern(problem, heuristic_pattern(problem)), False, None
     else:
         result = optimal_pattern(problem, time_limit=time_limit)
         suppressed, proven, bound = result.suppressed, result.proven, result.lower_bound

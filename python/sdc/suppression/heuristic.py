@@ -311,7 +311,8 @@ def prune_pattern(problem: SuppressionProblem, suppressed, *, max_group: int = P
         for cell in trial[np.lexsort((trial, -problem.cost[trial]))]:
             _publish(search, int(cell))
             kept = kept[kept != cell]
-            if _singleton_exposed(search, int(cell)) or unprotected_within(table, search.suppressed, kept):
+            if (_singleton_exposed(search, int(cell)) or _relation_fails(problem, search, int(cell))
+                    or unprotected_within(table, search.suppressed, kept)):
                 _suppress(search, int(cell))
                 kept = np.append(kept, cell)
     return search.suppressed
@@ -321,6 +322,19 @@ def _publish(search: _Search, cell: int) -> None:
     search.suppressed[cell] = False
     for r in search.relations_of[cell]:
         search.hidden_count[r] -= 1
+
+
+def _relation_fails(problem: SuppressionProblem, search: _Search, cell: int) -> bool:
+    """Whether a relation of ``cell`` alone now gives a sensitive cell away, or keeps it short of its protection
+    (phase A's conditions): the LPs need not be asked."""
+    for r in search.relations_of[cell]:
+        cells = search.members[r]
+        hidden = cells[search.suppressed[cells]]
+        if len(hidden) == 1 and search.table.sensitive[hidden].any():
+            return True
+        if len(hidden) > 1 and _too_narrow(problem, search, r):
+            return True
+    return False
 
 
 def _singleton_exposed(search: _Search, cell: int) -> bool:

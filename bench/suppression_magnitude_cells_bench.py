@@ -8,7 +8,8 @@ groups -> N - 4 leaves; N^3 cells), 20 per finest cell on average; each path run
 peak memory is its own), on DuckDB from a Parquet file, and prints cells, wall and CPU seconds and peak resident
 memory.
 
-Usage: .venv/bin/python bench/suppression_magnitude_cells_bench.py [N ...] [--new-only]   (default N = 22 46)
+Usage: .venv/bin/python bench/suppression_magnitude_cells_bench.py [N ...] [--new-only] [--memory-limit=3GB]
+(default N = 22 46; --memory-limit: DuckDB's, beyond which it spills to disk)
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def measure(folder: str, path: str) -> None:
     from sdc.warehouse.macro_renderer import Relation, render_macro
 
     con = duckdb.connect()
+    if len(sys.argv) > 4:  # a memory limit for DuckDB (it spills beyond it), e.g. 3GB
+        con.execute(f"set memory_limit = '{sys.argv[4]}'; set temp_directory = '{folder}/spill'")
     con.execute(f"create view micro as select *, row_number() over () as record from '{folder}/micro.parquet'")
     con.execute(f"create table sdc_hierarchies as select * from '{folder}/hierarchy.parquet'")
     holding = {"new": None, "old": "record"}[path]
@@ -47,6 +50,7 @@ def main(arguments: list[str]) -> None:
     from suppression_scale_bench import enterprises, hierarchy
 
     new_only = "--new-only" in arguments
+    limit = next((a.split("=", 1)[1] for a in arguments if a.startswith("--memory-limit=")), None)
     sizes = [int(a) for a in arguments if not a.startswith("--")] or [22, 46]
     for nodes in sizes:
         with tempfile.TemporaryDirectory() as folder:
@@ -55,7 +59,8 @@ def main(arguments: list[str]) -> None:
             hierarchy(["d0", "d1", "d2"], nodes).to_parquet(f"{folder}/hierarchy.parquet")
             print(f"N = {nodes}: {len(micro):,} records", flush=True)
             for path in ("new",) if new_only else ("new", "old"):
-                subprocess.run([sys.executable, __file__, "--measure", folder, path], check=False)
+                subprocess.run([sys.executable, __file__, "--measure", folder, path, *([limit] if limit else [])],
+                               check=False)
 
 
 if __name__ == "__main__":

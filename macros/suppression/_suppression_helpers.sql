@@ -1,4 +1,5 @@
-{#- Private helpers of the suppression macros: count cells, record cells, a rule's range, the pattern's call. -#}
+{#- Private helpers of the suppression macros: count cells, record cells, ranked contributions, a rule's range,
+    the pattern's call. -#}
 
 {#- A count table (no value, no holding): every record is a contributor of 1, so a cell's contributors are its
     records and its top_k is 1 from k records on. Aggregated to the finest cells first, as ckm_count: ranking
@@ -120,11 +121,7 @@ top_contributions as (
 ),
 
 ranked as (
-    select
-        *,
-        row_number() over (partition by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
-                           order by contribution desc, sdc_contributor) as contribution_rank
-    from top_contributions
+{{ sdc.suppression_ranked('top_contributions', dims) }}
 ),
 
 cell_tops as (
@@ -132,9 +129,7 @@ cell_tops as (
         {%- for dim in dims %}
         {{ sdc.sql_identifier(dim) }},
         {%- endfor %}
-        {%- for k in range(1, top_n + 1) %}
-        coalesce(max(case when contribution_rank = {{ k }} then contribution end), 0) as top_{{ k }}{{ ',' if not loop.last }}
-        {%- endfor %}
+        {{- sdc.suppression_top_columns(top_n) }}
     from ranked
     group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 ),
@@ -156,6 +151,24 @@ cells as (
 )
 
 select * from cells
+{% endmacro %}
+
+
+{#- Each contributor's rank in its cell, the largest first (ties by contributor, so that reruns agree) -#}
+{% macro suppression_ranked(source_cte, dims) %}
+    select
+        *,
+        row_number() over (partition by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
+                           order by contribution desc, sdc_contributor) as contribution_rank
+    from {{ source_cte }}
+{% endmacro %}
+
+
+{#- top_1..top_n of a cell from its ranked contributions (0 where it has fewer contributors) -#}
+{% macro suppression_top_columns(top_n) %}
+        {%- for k in range(1, top_n + 1) %}
+        coalesce(max(case when contribution_rank = {{ k }} then contribution end), 0) as top_{{ k }}{{ ',' if not loop.last }}
+        {%- endfor %}
 {% endmacro %}
 
 

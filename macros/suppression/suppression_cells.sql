@@ -71,11 +71,7 @@ cell_contributions as (
 ),
 
 ranked as (
-    select
-        *,
-        row_number() over (partition by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
-                           order by contribution desc, sdc_contributor) as contribution_rank
-    from cell_contributions
+{{ sdc.suppression_ranked('cell_contributions', dims) }}
 ),
 
 cells as (
@@ -85,10 +81,8 @@ cells as (
         {%- endfor %}
         cast(sum(records) as bigint) as freq,
         count(*) as contributors,
-        {{ 'sum(contribution)' if value is not none else 'cast(sum(records) as ' ~ sdc.double_type() ~ ')' }} as value
-        {%- for k in range(1, top_n + 1) %},
-        coalesce(max(case when contribution_rank = {{ k }} then contribution end), 0) as top_{{ k }}
-        {%- endfor %}
+        {{ 'sum(contribution)' if value is not none else 'cast(sum(records) as ' ~ sdc.double_type() ~ ')' }} as value,
+        {{- sdc.suppression_top_columns(top_n) }}
     from ranked
     group by {% for dim in dims %}{{ sdc.sql_identifier(dim) }}{{ ', ' if not loop.last }}{% endfor %}
 )

@@ -545,6 +545,66 @@ def test_suppress_cli_refuses_hostile_dimension_and_manual_rule_columns(column, 
         assert_no_side_effect()
 
 
+@SLOW
+@given(leaf_codes=st.lists(hier_codes, min_size=2, max_size=6, unique=True), other=st.lists(codes, min_size=1,
+       max_size=4, unique=True), root=hier_codes,
+       dims=st.lists(st.sampled_from(ALLOWED_DIMS), min_size=3, max_size=3, unique_by=str.lower))
+def test_linked_suppress_round_trips_hostile_codes_and_writes_only_its_files(leaf_codes, other, root, dims):
+    """Two tables of one file (sdc suppress with two --dims): hostile codes, a hierarchy of hostile codes (the
+    cells' record keys are computed through it), dimension names that are keywords or the macros' own names.
+    Each table's counts are exact, a margin the tables share has one status in both, and the folder holds
+    exactly the two files named after the dimensions."""
+    from sdc.suppression.linked_tables import suppress_linked_tables, table_name
+
+    assume(root not in leaf_codes and TOTAL_LABEL not in other)
+    tables = [[dims[0], dims[1]], [dims[0], dims[2]]]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        cells = microdata(tmp / "m.csv", dims, [leaf_codes, other, other], records=40,
+                          extra=[(leaf_codes[0], other[0], other[0])])
+        hostile_hierarchy(tmp / "h.csv", dims[0], root, leaf_codes)
+        out = tmp / "out"
+        out.mkdir()
+        try:
+            suppress_linked_tables(tmp / "m.csv", tables, ["freq:3"], out, hierarchy_path=tmp / "h.csv", audit=True)
+        except SdcError as exc:  # a name the design does not allow: refused, nothing written
+            assert_clear_error(exc, *dims)
+            assert not list(out.iterdir())
+            assert_no_side_effect()
+            return
+        assert sorted(p.name for p in out.glob("*.csv")) == sorted(f"{table_name(t)}.csv" for t in tables)
+        margins = []
+        for t in tables:
+            table = read_csv(out / f"{table_name(t)}.csv")
+            header = table[0]
+            assert header[:3] == [*t, "freq"]
+            own = [tuple(c[dims.index(d)] for d in t) for c in cells]
+            assert {tuple(r[:2]): int(r[2]) for r in table[1:]} == expected_counts(own, [root, TOTAL_LABEL])
+            status = header.index("status")
+            margins.append({r[0]: r[status] for r in table[1:] if r[1] == TOTAL_LABEL})
+        assert margins[0] == margins[1]  # (code, Total) holds the same records in both tables
+        assert_no_side_effect()
+
+
+@slow(2)
+@given(columns=st.lists(names, min_size=3, max_size=3, unique_by=str.lower))
+def test_linked_suppress_cli_with_hostile_dimension_names(columns):
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        write_csv(tmp / "m.csv", columns, [["a", "b", "c"], ["a", "d", "e"], ["f", "b", "e"]])
+        (tmp / "out").mkdir()
+        first, second = [c.replace(",", "") for c in columns[:2]], [columns[0].replace(",", ""), columns[2].replace(",", "")]
+        result = run_cli("suppress", "--input", str(tmp / "m.csv"), "--dims", ",".join(first), "--dims",
+                         ",".join(second), "--rule", "freq:3", "--out", str(tmp / "out"))
+        written = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        if assert_cli_result(result, "suppress", *columns, *first, *second):
+            assert len([w for w in written if w.startswith("out/") and w.endswith(".csv")]) == 2
+        else:
+            assert not list((tmp / "out").iterdir())
+        assert all(w == "m.csv" or w.startswith("out/") for w in written)  # nothing beside the folder
+        assert_no_side_effect()
+
+
 # ------------------------------------------------------------------------------------------ sdc microaggregate
 @MEDIUM
 @given(others=st.lists(names, min_size=1, max_size=3), values=st.lists(codes, min_size=1, max_size=4),

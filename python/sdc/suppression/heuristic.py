@@ -311,8 +311,7 @@ def prune_pattern(problem: SuppressionProblem, suppressed, *, max_group: int = P
         for cell in trial[np.lexsort((trial, -problem.cost[trial]))]:
             _publish(search, int(cell))
             kept = kept[kept != cell]
-            if (_singleton_exposed(search, int(cell)) or _relation_fails(problem, search, int(cell))
-                    or unprotected_within(table, search.suppressed, kept)):
+            if _relation_fails(problem, search, int(cell)) or unprotected_within(table, search.suppressed, kept):
                 _suppress(search, int(cell))
                 kept = np.append(kept, cell)
     return search.suppressed
@@ -325,27 +324,17 @@ def _publish(search: _Search, cell: int) -> None:
 
 
 def _relation_fails(problem: SuppressionProblem, search: _Search, cell: int) -> bool:
-    """Whether a relation of ``cell`` alone now gives a sensitive cell away, or keeps it short of its protection
-    (phase A's conditions): the LPs need not be asked."""
+    """Whether a relation of ``cell`` alone now gives a sensitive cell away, keeps it short of its protection, or
+    holds two suppressed cells of which one has a single contributor (who could subtract their own value:
+    magnitude tables): phase A's conditions, asked before any LP."""
     for r in search.relations_of[cell]:
         cells = search.members[r]
         hidden = cells[search.suppressed[cells]]
         if len(hidden) == 1 and search.table.sensitive[hidden].any():
             return True
-        if len(hidden) > 1 and _too_narrow(problem, search, r):
+        if len(hidden) == 2 and search.singletons is not None and (search.singletons[hidden] == 1).any():
             return True
-    return False
-
-
-def _singleton_exposed(search: _Search, cell: int) -> bool:
-    """Whether a relation of ``cell`` now holds two suppressed cells of which one has a single contributor
-    (who could subtract their own value: magnitude tables)."""
-    if search.singletons is None:
-        return False
-    for r in search.relations_of[cell]:
-        cells = search.members[r]
-        hidden = cells[search.suppressed[cells]]
-        if len(hidden) == 2 and (search.singletons[hidden] == 1).any():
+        if len(hidden) > 1 and _too_narrow(problem, search, r):
             return True
     return False
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sdc.conventions import TOTAL_LABEL
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
 
@@ -23,7 +24,7 @@ class KeyedTable:
 
     dims: list[str]
     hierarchy: str | None = None
-    total: str = "Total"
+    total: str = TOTAL_LABEL
 
 
 def record_set_keys(con, source: str, tables: list[KeyedTable], finest: str = "sdc_linked_finest") -> list[dict]:

@@ -140,15 +140,12 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
     return _checked_pattern(problem, suppressed, method, proven, limited, bound, intervals)
 
 
-def _verdict(problem: SuppressionProblem, suppressed) -> tuple[AuditResult, list[int], dict[int, str]]:
-    """The audit's verdict without intervals: (an empty AuditResult, the primary cells an attacker narrows below
+def _verdict(table: AuditTable, suppressed) -> tuple[AuditResult, list[int], dict[int, str]]:
+    """The audit's verdict without intervals: (an empty AuditResult, the sensitive cells an attacker narrows below
     their protection, those whose integer check was skipped -> why). The same LPs (and MILPs in integer tables)
     as audit_pattern, but a bound that a feasible table found so far already reaches needs no LP of its own."""
-    table = AuditTable(problem.values, problem.relations, sensitive=problem.primary,
-                       protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
-                       lower=problem.lower, upper=problem.upper, integer=problem.integer)
     failures, why = unprotected_cells(table, suppressed), {}
-    if problem.integer and not failures:
+    if table.integer and not failures:
         failures, _ = integer_failures(table, suppressed, why=why)
     return AuditResult([]), failures, why
 
@@ -162,13 +159,14 @@ def _checked_pattern(problem: SuppressionProblem, suppressed, method: str, prove
         if wrong.any():
             raise SdcError(f"secondary suppression ({method}): {problem.labels[int(np.argmax(wrong))]} {what}")
     _log.info("audit: %d primary cells among %d suppressed cells", int(problem.primary.sum()), int(suppressed.sum()))
+    judged = dict(sensitive=problem.primary, protection_lower=problem.protection_lower,
+                  protection_upper=problem.protection_upper, lower=problem.lower, upper=problem.upper,
+                  integer=problem.integer)
     if intervals == "none":
-        audit, failures, unchecked = _verdict(problem, suppressed)
+        audit, failures, unchecked = _verdict(AuditTable(problem.values, problem.relations, **judged), suppressed)
     else:
-        audit = audit_pattern(problem.values, suppressed, problem.relations, sensitive=problem.primary,
-                              protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
-                              lower=problem.lower, upper=problem.upper, integer=problem.integer,
-                              only=None if intervals == "all" else np.flatnonzero(problem.primary))
+        audit = audit_pattern(problem.values, suppressed, problem.relations,
+                              only=None if intervals == "all" else np.flatnonzero(problem.primary), **judged)
         failures = [f.cell for f in audit.failures]
         unchecked = {iv.cell: iv.integer_skipped for iv in audit.unchecked}
     if failures:  # never emit a pattern that fails its own audit

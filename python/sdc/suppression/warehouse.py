@@ -24,6 +24,7 @@ from sdc.errors import SdcError
 from sdc.quoting import quote_identifier
 from sdc.suppression.a_priori import a_priori_cells, rows_of_frame
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
+from sdc.suppression.linked_tables import keyed_link, protect_linked
 from sdc.suppression.pipeline import PATTERN_COLUMNS, protect_cells
 from sdc.suppression.problem import group_relations, is_integer_table
 from sdc.suppression.secondary import DEFAULT_TIME_LIMIT
@@ -104,15 +105,15 @@ def linked_suppression_pattern(session, table: str, tables: dict, records, *, hi
     >>> other.filter("region = 'Total'").select("sex, status").order("sex").fetchall()  # the same sex margins
     [('Total', 'published'), ('f', 'secondary'), ('m', 'secondary')]
     """
-    from sdc.suppression.linked_tables import keyed_link, protect_linked
-
     if table not in tables:
         raise SdcError(f"linked_suppression_pattern: table {table!r} is none of the tables ({', '.join(tables)})")
     names = list(tables)
-    dims_of = [list(tables[name][2]) for name in names]
-    rows = [_rows(primary, dims) for (primary, _, _), dims in (zip((tables[n] for n in names), dims_of))]
-    per_table = [(r, group_relations(_members(tables[name][1], dims), [tuple(c[d] for d in dims) for c in r], dims))
-                 for r, name, dims in zip(rows, names, dims_of)]
+    dims_of = [list(dims) for _, _, dims in tables.values()]
+    per_table = []
+    for (primary, relations, _), dims in zip(tables.values(), dims_of):
+        rows = _rows(primary, dims)
+        per_table.append((rows, group_relations(_members(relations, dims), [tuple(r[d] for d in dims) for r in rows],
+                                                dims)))
     records.create_view("sdc_linked_records", replace=True)
     if hierarchy is not None:
         hierarchy.create_view("sdc_linked_hierarchy", replace=True)
@@ -122,10 +123,7 @@ def linked_suppression_pattern(session, table: str, tables: dict, records, *, hi
                                method=method, cost=cost, mark=mark, publish_intervals=publish_intervals,
                                prefer_low_levels=prefer_low_levels, time_limit=time_limit)
     t = names.index(table)
-    primary = tables[table][0]
-    columns = {name: [r[name] for r in rows[t]] for name in _columns(primary) if name not in PATTERN_COLUMNS}
-    for name in PATTERN_COLUMNS:
-        columns[name] = [p[name] for p in protected[t]]
+    columns = _with_pattern(per_table[t][0], _columns(tables[table][0]), protected[t])
     return _relation(session, {name: _array(values) for name, values in columns.items()})
 
 
@@ -133,7 +131,11 @@ def pattern_columns(rows: list[dict], names: list[str], members: list[tuple], di
     """The pattern as columns (name -> values, in the cell table's order): the cell table's columns ``names``
     and PATTERN_COLUMNS; ``members`` are the relations' rows (constraint_id, *dims, coefficient)."""
     relation_list = group_relations(members, [tuple(r[d] for d in dims) for r in rows], dims)
-    protected = protect_cells(rows, relation_list, dims=dims, **options)
+    return _with_pattern(rows, names, protect_cells(rows, relation_list, dims=dims, **options))
+
+
+def _with_pattern(rows: list[dict], names: list[str], protected: list[dict]) -> dict:
+    """The cell table's columns ``names`` (its own PATTERN_COLUMNS replaced) and the pattern's, as columns."""
     columns = {name: [r[name] for r in rows] for name in names if name not in PATTERN_COLUMNS}
     for name in PATTERN_COLUMNS:
         columns[name] = [p[name] for p in protected]

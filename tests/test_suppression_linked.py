@@ -323,3 +323,27 @@ def test_the_command_line_shows_progress_as_a_bar_on_a_terminal_and_as_lines_in_
     lines.emit(record("round 2"))
     lines.emit(record("round 3"))                      # the next line waits EVERY seconds
     assert log.getvalue().splitlines() == [f"sdc suppress: {float(log.getvalue().split()[2]):6.1f} s round 2"]
+
+
+def test_linked_mistakes_are_named_and_write_nothing(micro, tmp_path, capsys):
+    """Several --dims with --target (one warehouse cell table), --a-priori that is a file instead of a folder of
+    one file per table, and a dbt pattern model that names a table it did not list: each refused, naming it."""
+    from sdc.cli import main
+    from sdc.suppression.warehouse import linked_suppression_pattern
+
+    source = tmp_path / "micro.csv"
+    micro.to_csv(source, index=False)
+    (tmp_path / "out").mkdir()
+    assert main(["suppress", "--target", "duck", "--dims", "age,year", "--dims", "geo,year", "--cells", "main.c",
+                 "--relations", "main.r", "--pattern", "main.p"]) == 2
+    assert "--target protects one cell table (one --dims); several --dims (linked tables) work on --input" in \
+        capsys.readouterr().err
+    last = tmp_path / "last.csv"
+    last.write_text("geo,year,status,value\nSpain,2015,published,4\n")
+    assert main(["suppress", "--input", str(source), "--dims", "age,eu,year", "--dims", "geo,year", "--rule",
+                 "freq:3", "--a-priori", str(last), "--out", str(tmp_path / "out")]) == 2
+    assert ("with several --dims it is a folder of <table>.csv files (age_eu_year.csv, geo_year.csv)"
+            in capsys.readouterr().err)
+    assert not list((tmp_path / "out").iterdir())
+    with pytest.raises(SdcError, match=r"table 'by_geo' is none of the tables \(by_age\)"):
+        linked_suppression_pattern(None, "by_geo", {"by_age": (None, None, ["age"])}, None)

@@ -302,16 +302,23 @@ ptable_intervals as (
     from {{ ptable }}
 ),
 
+component_key_rows as (
+    -- one row per cell and component, so that the ptable is joined once: an engine that inlines a CTE read
+    -- several times (Spark) plans and computes everything below component_keys once per read
+    select
+        {% for dim in dims %}k.{{ sdc.sql_identifier(dim) }}, {% endfor %}c.component,
+        case c.component{% for j in range(1, K + 1) %} when {{ j }} then k.key_{{ j }}{% endfor %} end as component_key
+    from component_keys as k
+    cross join ({% for j in range(1, K + 1) %}select {{ j }} as component{{ ' union all ' if not loop.last }}{% endfor %}) as c
+),
+
 key_noise as (
     -- the ptable's noise for every component key, every table type and every row
-    {%- for j in range(1, K + 1) %}
     select
-        {% for dim in dims %}k.{{ sdc.sql_identifier(dim) }}, {% endfor %}{{ j }} as component, t.type, t.i, t.v
-    from component_keys as k
+        {% for dim in dims %}k.{{ sdc.sql_identifier(dim) }}, {% endfor %}k.component, t.type, t.i, t.v
+    from component_key_rows as k
     join ptable_intervals as t
-        on {{ sdc.ckm_interval_match('k.key_' ~ j, 't.lb_scaled', 't.ub_scaled') }}
-    {{ 'union all' if not loop.last }}
-    {%- endfor %}
+        on {{ sdc.ckm_interval_match('k.component_key', 't.lb_scaled', 't.ub_scaled') }}
 ),
 
 noise_by_row as (

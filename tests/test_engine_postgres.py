@@ -7,6 +7,8 @@ both engines see the same keys."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pytest
 
@@ -114,6 +116,26 @@ def test_a_failing_check_stops_the_postgresql_build_with_its_message(built, name
         (pg.root / "models" / f"{name}.sql").unlink()
     assert result.returncode != 0
     assert message in result.stdout, result.stdout[-3000:]
+
+
+def test_a_join_that_repeats_records_is_named_on_postgresql(built):
+    """PostgreSQL counts the distinct record keys exactly in the record-key statistics, and the check of repeated
+    records takes that count instead of a second one: a staging join that repeats every record is still named."""
+    _, pg = built
+    n = pg_rows(pg.postgres, "select count(*) from raw.survey")[0][0]
+    pg.model("survey_twice", "select s.* from {{ source('raw', 'survey') }} as s "
+                             "cross join (select 1 as copy union all select 2) as copies")
+    pg.model("repeated", "{{ sdc.ckm_count(ref('survey_twice'), ['sex'], modulus=10000000) }}")
+    try:
+        result = pg.dbt("build", "--select", "survey_twice repeated")
+    finally:
+        for name in ("survey_twice", "repeated"):
+            (pg.root / "models" / f"{name}.sql").unlink()
+    out = " ".join(result.stdout.split())
+    found = re.search(r"ckm_count: the relation \S+survey_twice\S* repeats records: (\d+) of (\d+) record keys", out)
+    assert result.returncode != 0 and found, out[-3000:]
+    # every record a second time, and the few keys of distinct records that coincide by chance
+    assert int(found.group(2)) == 2 * n and n <= int(found.group(1)) <= n + 5, found.group(0)
 
 
 def test_secondary_suppression_on_postgresql_between_two_dbt_selections(built, tmp_path):

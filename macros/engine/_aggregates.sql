@@ -38,6 +38,16 @@
 
 {% macro duckdb__ckm_distinct_count(column) %}{{ return('approx_count_distinct(' ~ column ~ ')') }}{% endmacro %}
 
+{#- Whether ckm_distinct_count counts exactly: the record-key check then takes its count for the repeated records
+    instead of counting again. -#}
+{% macro ckm_distinct_count_is_exact() %}
+  {{ return(adapter.dispatch('ckm_distinct_count_is_exact', 'sdc')()) }}
+{% endmacro %}
+
+{% macro default__ckm_distinct_count_is_exact() %}{{ return(true) }}{% endmacro %}
+
+{% macro duckdb__ckm_distinct_count_is_exact() %}{{ return(false) }}{% endmacro %}
+
 {#- ckm_top_values(expr, n, condition, element_type): an aggregate, the n largest values of expr (of type
     element_type, default double) among the rows where condition holds, in descending order, as an array
     (shorter when there are fewer; NULL when none). ckm_merge_top_values(column, n): the n largest of the arrays

@@ -327,3 +327,8 @@ DIMENSION_COLUMN_DOCS: dict[str, str] = {
     "sort": "Sort key of the cell's code along this dimension: the total first, then each code followed by the "
             "codes under it. Sort a chart's axis or a table's rows by it.",
 }
+
+# The environment variable that bounds the memory of every DuckDB database sdc opens itself (its commands and the
+# Python API; a dbt build's DuckDB takes the profile's settings): DuckDB's sizes, e.g. 4GB, 500MB or 50% (of the
+# machine's memory). Beyond it DuckDB spills to the command's private temp folder. Unset: DuckDB's default, 80 %.
+MEMORY_LIMIT_ENV: str = "SDC_DUCKDB_MEMORY_LIMIT"

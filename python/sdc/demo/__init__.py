@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import numpy as np
 
 from sdc.files import staged_file
 from sdc.quoting import quote_literal
+from sdc.warehouse.database import duckdb_connect
 
 FACTS_CONFIG = Path(__file__).with_name("facts.yml")
 
@@ -86,7 +86,7 @@ def write_students(path: str | Path, n: int = 500_000, seed: int = 2018) -> int:
 
 
 def _write(path: str | Path, columns: dict[str, np.ndarray]) -> int:
-    con = duckdb.connect()
+    con = duckdb_connect()
     try:
         con.register("records", columns)
         fmt = "parquet" if str(path).endswith(".parquet") else "csv, header true"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import duckdb
 
 from sdc.errors import SdcError
+from sdc.warehouse.database import duckdb_connect
 
 TABLE_2B = "protected.beurlaubte_nach_hochschulart_geschlecht"
 SUPPRESSION_TABLES = [
@@ -16,7 +17,7 @@ SUPPRESSION_TABLES = [
 
 def print_report(db: str) -> None:
     try:
-        con = duckdb.connect(db, read_only=True)
+        con = duckdb_connect(db, read_only=True)
     except duckdb.Error as exc:
         raise SdcError(f"cannot open {db}: {exc}") from None
     try:

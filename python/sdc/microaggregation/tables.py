@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from sdc.warehouse.database import connect, is_numeric_type, transaction
+from sdc.warehouse.database import connect, duckdb_connect, is_numeric_type, transaction
 from sdc.conventions import KEY_FACT_PREFIX, RAW_SCHEMA, RECORD_KEY_COLUMN
 from sdc.errors import SdcError
 from sdc.files import check_not_an_input, check_output_file, disk_full, read_failure, staged_file, write_text_atomically
@@ -121,7 +121,7 @@ def microaggregate_file(input_path, out, columns: list[str], k: int, method: str
     check_output_file(out, "sdc microaggregate")  # an earlier copy; anything else (other microdata) is kept
     # ties between equal values are broken in the id's order: numeric where DuckDB reads the ids as numbers
     id_type = _sniffed_type(input_path, id_column) if id_column else None
-    con = duckdb.connect()
+    con = duckdb_connect()
     try:
         # read once, straight into _protect's numbered copy (no table of the file first)
         reports, protected = _protect(con, source, columns, k, method, id_column, replacement, str(input_path),

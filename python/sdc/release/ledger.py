@@ -134,8 +134,10 @@ def check_ledger_path(path: Path, *inputs) -> None:
     if path.is_file():
         import duckdb
 
+        from sdc.warehouse.database import duckdb_connect
+
         try:
-            con = duckdb.connect(str(path), read_only=True)
+            con = duckdb_connect(path, read_only=True)
         except duckdb.Error as exc:
             raise SdcError(f"--ledger {path} is no ledger of sdc publish (not a DuckDB file it can open: "
                            f"{str(exc).splitlines()[0]})") from None

@@ -23,6 +23,7 @@ from sdc.conventions import LEDGER_PG_SCHEMA
 from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
 from sdc.release.ledger import LEDGER_SCHEMA, create_ledger_tables, diff_in, last_release, record_release, releases_in
+from sdc.warehouse.database import duckdb_connect
 
 LEDGER_MARKER = "sdc ledger of releases: sdc publish --target records every release here; no reader role reads it"
 LEDGER_TABLES = ("cells", "releases")
@@ -59,7 +60,7 @@ def read_ledger(pg, cells: str | tuple[int, ...] = "last") -> TargetLedger:
     "last" (what sdc publish --target checks against), "all", or those releases. Ends its read transaction."""
     import psycopg2
 
-    con = duckdb.connect()
+    con = duckdb_connect()
     try:
         create_ledger_tables(con)
         with pg.cursor() as cur:

@@ -66,7 +66,7 @@ from sdc.conventions import (
     TOP_CONTRIBUTION_PREFIX,
     UNPUBLISHABLE_COLUMNS,
 )
-from sdc.warehouse.database import connect, first_line, is_numeric_type
+from sdc.warehouse.database import connect, duckdb_connect, first_line, is_numeric_type
 from sdc.warehouse.dimension_names import dimension_column
 from sdc.errors import SdcError
 from sdc.files import check_not_an_input, check_output_file, disk_full, same_file, stage_text
@@ -483,7 +483,7 @@ def _is_publication(path: Path) -> bool:
     except OSError:
         return False
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = duckdb_connect(path, read_only=True)
     except duckdb.Error as exc:  # locked by a writer, or written by a newer DuckDB
         raise SdcError(f"cannot read --out {path} to check that sdc publish wrote it: {first_line(exc)}") from None
     try:

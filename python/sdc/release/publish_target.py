@@ -75,6 +75,7 @@ from sdc.release.ledger import check_against_last, release_cells, release_loads,
 from sdc.release.ledger_postgres import TargetLedger, read_ledger, write_release
 from sdc.release.publication_database import check_database_name, ensure_database, stage_publication
 from sdc.warehouse.scratch import scratch_folder
+from sdc.warehouse.database import duckdb_connect
 
 # the arguments of a recorded call that name relations (as release/verify.py reads them)
 CALL_RELATIONS: tuple[str, ...] = ("hierarchy", "ptable", "nums_ptable", "zero_with_counts")
@@ -252,7 +253,7 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
     publication schema is withdrawn and the message says so."""
     ledger = None
     with scratch_folder("publish") as folder:
-        con = duckdb.connect()
+        con = duckdb_connect()
         try:
             con.execute(f"set temp_directory = {quote_literal(str(folder))}")
             translated: dict = {}
@@ -299,7 +300,7 @@ def publication_marker() -> str:
     """The comment grant_published puts on the publication schema it makes (its macro gate_publication_marker)."""
     from sdc.warehouse.macro_renderer import render_macro
 
-    con = duckdb.connect()
+    con = duckdb_connect()
     try:
         return str(render_macro(con, "gate_publication_marker")).strip()
     finally:

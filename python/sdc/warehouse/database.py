@@ -8,10 +8,36 @@ from pathlib import Path
 
 import duckdb
 
+from sdc.conventions import MEMORY_LIMIT_ENV
 from sdc.errors import SdcError
+from sdc.quoting import quote_literal
 
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
             "UHUGEINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL", "NUMERIC")
+
+
+def duckdb_connect(database: str | Path = ":memory:", **options) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect(database, **options)`` under the memory limit of $SDC_DUCKDB_MEMORY_LIMIT where it is set
+    (every DuckDB sdc opens goes through here). A value DuckDB does not take is an SdcError naming the variable.
+
+    >>> import os
+    >>> os.environ["SDC_DUCKDB_MEMORY_LIMIT"] = "500MB"
+    >>> duckdb_connect().execute("select current_setting('memory_limit')").fetchone()[0]
+    '476.8 MiB'
+    >>> del os.environ["SDC_DUCKDB_MEMORY_LIMIT"]
+    """
+    con = duckdb.connect(str(database), **options)
+    limit = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if limit:
+        try:
+            if limit.startswith("-"):  # DuckDB reads a negative size as no limit at all
+                raise duckdb.InvalidInputException("a negative size is no limit")
+            con.execute(f"set memory_limit = {quote_literal(limit)}")
+        except duckdb.Error as exc:
+            con.close()
+            raise SdcError(f"{MEMORY_LIMIT_ENV}={limit!r} is not a memory limit DuckDB takes (a size such as 4GB or "
+                           f"500MB, or a share such as 50%): {first_line(exc)}") from None
+    return con
 
 
 def connect(db: str | Path, *, read_only: bool = False, must_exist: bool = False,
@@ -29,7 +55,7 @@ def connect(db: str | Path, *, read_only: bool = False, must_exist: bool = False
     new = not path.exists()
     try:
         config = {"storage_compatibility_version": storage_version} if new and storage_version else {}
-        con = duckdb.connect(str(path), read_only=read_only, config=config)
+        con = duckdb_connect(path, read_only=read_only, config=config)
         if new and path.is_file():
             os.chmod(path, 0o600)  # a warehouse holds microdata and record keys: its owner's only
         return con

@@ -56,7 +56,7 @@ from sdc.conventions import (
     RECORD_KEY_COLUMN,
     WAREHOUSE_STORAGE_VERSION,
 )
-from sdc.warehouse.database import connect, first_line, is_numeric_type, transaction
+from sdc.warehouse.database import connect, duckdb_connect, first_line, is_numeric_type, transaction
 from sdc.errors import SdcError
 from sdc.warehouse.macro_renderer import private_connection
 from sdc.files import disk_full, read_failure, read_text
@@ -306,7 +306,7 @@ def source_sql(path: Path, numbers: Iterable[str] = (), *, plain_numbers: bool =
 def text_file_numbers(sniffed_source: str, con=None) -> dict[str, str]:
     """The columns DuckDB's sniffer reads as numbers in ``sniffed_source``, with their types (on ``con``, else a
     connection of its own); none where the file cannot be read (the command's own read then names the problem)."""
-    own = duckdb.connect() if con is None else None
+    own = duckdb_connect() if con is None else None
     try:
         described = (own or con).execute(f"describe select * from {sniffed_source}").fetchall()
     except duckdb.Error:
@@ -323,7 +323,7 @@ def _plainly_written(candidates: dict[str, str], text_source: str) -> dict[str, 
         return {}
     checks = ", ".join(f"bool_and({quote_identifier(c)} is null or regexp_full_match({quote_identifier(c)}, "
                        f"{quote_literal(PLAIN_NUMBER)}))" for c in candidates)
-    con = duckdb.connect()
+    con = duckdb_connect()
     try:
         plain = con.execute(f"select {checks} from {text_source}").fetchone()
     except duckdb.Error:

@@ -29,6 +29,7 @@ from sdc.errors import SdcError
 from sdc.quoting import quote_literal
 from sdc.warehouse.scratch import package_dir, scratch_folder
 from sdc.user_cache import user_cache_folder
+from sdc.warehouse.database import duckdb_connect
 
 # one {% macro name(...) %} ... {% endmacro %} block; dbt, too, compiles each block as a template of its own
 _MACRO_BLOCK = re.compile(r"\{%-?\s*macro\s+(\w+)\s*\(.*?\{%-?\s*endmacro\s*-?%\}", re.DOTALL)
@@ -350,7 +351,7 @@ def private_connection(kind: str) -> Iterator:
     """An in-memory DuckDB for one command: what it spills beyond the memory limit (microdata) goes to a
     private folder (0700) that is removed at the end, also on an error or a signal (scratch.scratch_folder)."""
     with scratch_folder(kind) as folder:
-        con = duckdb.connect()
+        con = duckdb_connect()
         try:
             con.execute(f"set temp_directory = {quote_literal(str(folder))}")
             yield con

@@ -35,6 +35,7 @@ from sdc.errors import SdcError
 from sdc.files import read_text
 from sdc.warehouse.column_types import column_type, plain_value
 from sdc.quoting import quote_identifier, quote_literal
+from sdc.warehouse.database import duckdb_connect
 
 ENGINES = ("postgres", "duckdb", "spark")
 
@@ -364,9 +365,7 @@ def connect_target(profiles_dir: str | Path, profile: str, target: str | None = 
         connection = connect_postgres(output)
         placeholder = "%s"
     else:
-        import duckdb
-
-        connection = duckdb.connect(str(output.get("path")))
+        connection = duckdb_connect(str(output.get("path")))
         placeholder = "?"
     try:
         yield Target(output["type"], connection, output.get("schema", "main"), placeholder)

@@ -25,6 +25,7 @@ import duckdb
 from sdc.warehouse.macro_renderer import Relation
 from sdc.quoting import quote_literal
 from sdc.warehouse.scratch import make_scratch_folder
+from sdc.warehouse.database import duckdb_connect
 
 _lock = threading.RLock()
 _open: "_Database | None" = None
@@ -36,7 +37,7 @@ class _Database:
 
         self.pid = os.getpid()
         self.folder: Path = make_scratch_folder("session")
-        self.connection = duckdb.connect()
+        self.connection = duckdb_connect()
         self.connection.execute(f"set temp_directory = {quote_literal(str(self.folder))}")
         atexit.register(self.close)
         util.Finalize(self, self.close, exitpriority=0)

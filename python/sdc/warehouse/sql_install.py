@@ -31,7 +31,7 @@ from pathlib import Path
 import duckdb
 
 from sdc.conventions import DEFAULT_KEY_MODULUS, LOAD_LOG_TABLE, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES, RAW_SCHEMA
-from sdc.warehouse.database import connect, transaction
+from sdc.warehouse.database import connect, duckdb_connect, transaction
 from sdc.errors import SdcError
 from sdc.files import disk_full
 from sdc.quoting import quote_identifier, quote_path
@@ -348,7 +348,7 @@ def _modulus(con, modulus: int | None) -> tuple[int, str]:
 def _render(ptable_sql: str, modulus: int, reuse_from: int | None) -> tuple[str, ...]:
     """The statements of the macro sdc_sql_macro_statements (what the dbt operation install_sql_macros
     logs), rendered in this process. Rendering depends on nothing but the arguments and the macros."""
-    con = duckdb.connect()
+    con = duckdb_connect()
     try:
         return tuple(render_macro(con, "sdc_sql_macro_statements", ptable_sql, modulus, reuse_from))
     finally:

@@ -163,8 +163,8 @@ def _fill_the_disk(monkeypatch, how: str) -> None:
             def connect(*args, **kwargs):
                 return _FullDiskConnection(real_connect(*args, **kwargs))
 
-        for module in (sdc.demo, sdc.microaggregation.tables, sdc.warehouse.database):
-            monkeypatch.setattr(module, "duckdb", FullDiskDuckdb())
+        # every DuckDB database sdc opens, it opens through sdc.warehouse.database.duckdb_connect
+        monkeypatch.setattr(sdc.warehouse.database, "duckdb", FullDiskDuckdb())
 
 
 @pytest.mark.parametrize("writer", WRITERS)

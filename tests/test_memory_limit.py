@@ -15,7 +15,7 @@ import pytest
 
 from sdc.conventions import MEMORY_LIMIT_ENV
 from sdc.errors import SdcError
-from sdc.warehouse.database import connect, duckdb_connect
+from sdc.warehouse.database import connect
 from sdc.warehouse.macro_renderer import private_connection
 
 PACKAGE = Path(__file__).parent.parent / "python" / "sdc"
@@ -55,11 +55,15 @@ def test_the_package_opens_duckdb_only_through_duckdb_connect():
     assert calls == ["warehouse/database.py"]
 
 
-@pytest.mark.parametrize("value", ["lots", "4 gigs", "-1GB"])  # DuckDB itself reads -1GB as no limit
-def test_a_limit_duckdb_does_not_take_is_named(value, monkeypatch):
+# DuckDB itself reads -1GB as no limit; the value is a quoted literal, never SQL
+@pytest.mark.parametrize("value", ["lots", "4 gigs", "-1GB", "1GB'; set memory_limit = '-1GB'; --", "1GB\n2GB",
+                                   "100\nMB", "*"])
+def test_a_limit_duckdb_does_not_take_is_named_and_opens_nothing(value, tmp_path, monkeypatch):
     monkeypatch.setenv(MEMORY_LIMIT_ENV, value)
-    with pytest.raises(SdcError, match=rf"SDC_DUCKDB_MEMORY_LIMIT='{value}' is not a memory limit DuckDB takes"):
-        duckdb_connect()
+    with pytest.raises(SdcError) as refused:
+        connect(tmp_path / "new.duckdb")
+    assert str(refused.value).startswith(f"SDC_DUCKDB_MEMORY_LIMIT={value!r} is not a memory limit DuckDB takes")
+    assert not list(tmp_path.iterdir())
 
 
 def test_sdc_suppress_under_a_limit_writes_the_same_table_and_a_bad_limit_writes_nothing(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,18 +27,27 @@ def duckdb_connect(database: str | Path = ":memory:", **options) -> duckdb.DuckD
     '476.8 MiB'
     >>> del os.environ["SDC_DUCKDB_MEMORY_LIMIT"]
     """
-    con = duckdb.connect(str(database), **options)
     limit = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    # checked before anything is opened (a new file would be made); DuckDB reads a negative size as no limit and
+    # takes the first size of a garbled value, so only a single positive size or share gets that far
+    if limit and not _MEMORY_LIMIT.fullmatch(limit):
+        raise SdcError(_memory_limit_error(limit, "not a single positive size"))
+    con = duckdb.connect(str(database), **options)
     if limit:
         try:
-            if limit.startswith("-"):  # DuckDB reads a negative size as no limit at all
-                raise duckdb.InvalidInputException("a negative size is no limit")
             con.execute(f"set memory_limit = {quote_literal(limit)}")
         except duckdb.Error as exc:
             con.close()
-            raise SdcError(f"{MEMORY_LIMIT_ENV}={limit!r} is not a memory limit DuckDB takes (a size such as 4GB or "
-                           f"500MB, or a share such as 50%): {first_line(exc)}") from None
+            raise SdcError(_memory_limit_error(limit, first_line(exc))) from None
     return con
+
+
+_MEMORY_LIMIT = re.compile(r"[0-9]+(\.[0-9]+)? ?([KMGT]i?B|%)", re.IGNORECASE)
+
+
+def _memory_limit_error(limit: str, why: str) -> str:
+    return (f"{MEMORY_LIMIT_ENV}={limit!r} is not a memory limit DuckDB takes (a size such as 4GB or 500MB, or a "
+            f"share such as 50%): {why}")
 
 
 def connect(db: str | Path, *, read_only: bool = False, must_exist: bool = False,

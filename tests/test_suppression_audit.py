@@ -232,3 +232,71 @@ def test_a_magnitude_tables_a_priori_interval_needs_no_lp_where_a_scaled_table_s
     assert not any(table.clip_to_a_priori(cell) for cell in range(n))
     assert table._a_priori_lp._highs.getInfo().simplex_iteration_count == -1  # never run
     assert (table.required_lower == before[0]).all() and (table.required_upper == before[1]).all()
+
+
+def test_pushing_a_large_group_towards_its_bounds_keeps_the_verdict_with_fewer_lps(monkeypatch):
+    """A 30 x 30 table with 70 % of its cells suppressed (one group of more than PUSH_CELLS) and a protection
+    interval that some cells miss: the LPs that push many cells at once (_push_towards_bounds) settle half the
+    sides at the first go (fewer LPs in all; in the 4-D tables of bench/suppression_scale_bench.py a fifth), and
+    the cells named unprotected are exactly those found with one LP per cell and side, and those of an
+    independent LP per cell (scipy's linprog) for a sample."""
+    from scipy.optimize import linprog
+
+    from sdc.suppression import audit
+    from sdc.suppression.audit import AuditTable, unprotected_cells
+
+    rng = np.random.default_rng(7)
+    values, relations, _ = grid_table(rng.integers(1, 60, (30, 30)))
+    n = len(values)
+    suppressed = rng.random(n) < 0.7
+    sensitive = suppressed & (rng.random(n) < 0.5)
+    # most ask for 5-30 % of their value, one in ten for more than the pattern gives some of them
+    level = np.round(np.where(rng.random(n) < 0.2, rng.uniform(0.3, 1.6, n), rng.uniform(0.05, 0.3, n)) * values)
+    solves = []
+
+    def judged(push_cells):
+        monkeypatch.setattr(audit, "PUSH_CELLS", push_cells)
+        table = AuditTable(values, relations, sensitive=sensitive, protection_lower=level, protection_upper=level,
+                           upper=np.full(n, 1.5 * values.max()))
+        counted = audit.ComponentLP.extreme
+
+        def extreme(lp, position, sign):
+            solves.append(push_cells)
+            return counted(lp, position, sign)
+
+        pushing = audit.ComponentLP.push
+
+        def push(lp, positions, weights):
+            solves.append(push_cells)
+            return pushing(lp, positions, weights)
+
+        monkeypatch.setattr(audit.ComponentLP, "extreme", extreme)
+        monkeypatch.setattr(audit.ComponentLP, "push", push)
+        failing = unprotected_cells(table, suppressed, clip=False)
+        monkeypatch.setattr(audit.ComponentLP, "extreme", counted)
+        monkeypatch.setattr(audit.ComponentLP, "push", pushing)
+        return failing, table
+
+    push_cells = audit.PUSH_CELLS
+    assert max(len(g) for g in AuditTable(values, relations).components(suppressed)) > push_cells
+    pushed, table = judged(push_cells)
+    one_by_one, _ = judged(10**9)
+    assert pushed == one_by_one and 0 < len(pushed) < sensitive.sum()
+    assert solves.count(push_cells) < 0.95 * solves.count(10**9)  # LPs in all, the pushes counted
+    matrix = np.zeros((len(relations), n))
+    for r, relation in enumerate(relations):
+        for k, a in relation:
+            matrix[r, k] = a
+    published = ~suppressed
+    bounds = [(v, v) if p else (0, 1.5 * values.max()) for v, p in zip(values, published)]
+    # an LP each way per cell: those named and 40 others
+    sample = np.union1d(pushed, rng.choice(np.flatnonzero(sensitive), 40, replace=False))
+    expected = []
+    for cell in sample:
+        objective = np.zeros(n)
+        objective[cell] = 1.0
+        low = linprog(objective, A_eq=matrix, b_eq=np.zeros(len(relations)), bounds=bounds).fun
+        high = -linprog(-objective, A_eq=matrix, b_eq=np.zeros(len(relations)), bounds=bounds).fun
+        if low > table.required_lower[cell] + 1e-6 or high < table.required_upper[cell] - 1e-6:
+            expected.append(int(cell))
+    assert pushed == sorted(expected)

@@ -74,8 +74,8 @@ from sdc.release.averaging import check_floor
 from sdc.release.ledger import check_against_last, release_cells, release_loads, withdrawn_relations
 from sdc.release.ledger_postgres import TargetLedger, read_ledger, write_release
 from sdc.release.publication_database import check_database_name, ensure_database, stage_publication
-from sdc.warehouse.scratch import scratch_folder
 from sdc.warehouse.database import duckdb_connect
+from sdc.warehouse.macro_renderer import private_workspace
 
 # the arguments of a recorded call that name relations (as release/verify.py reads them)
 CALL_RELATIONS: tuple[str, ...] = ("hierarchy", "ptable", "nums_ptable", "zero_with_counts")
@@ -252,10 +252,8 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
     """The release read into the replica, audited and checked against the ledger's last release; refused, the
     publication schema is withdrawn and the message says so."""
     ledger = None
-    with scratch_folder("publish") as folder:
-        con = duckdb_connect()
+    with private_workspace("publish") as (con, folder):
         try:
-            con.execute(f"set temp_directory = {quote_literal(str(folder))}")
             translated: dict = {}
             publication = _read_release(pg, con, folder, manifest, marked, schema, marker, translated)
             if publication.marked:
@@ -270,8 +268,6 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
                 _end(pg)
                 raise SdcError(f"{exc}; {_withdraw(pg, schema, marker)}") from None
             raise
-        finally:
-            con.close()
     return Checked(publication, audit, cells, loads, ledger, accepted)
 
 

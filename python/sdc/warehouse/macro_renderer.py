@@ -350,11 +350,19 @@ def render_macro(connection, name: str, *args, vars: dict | None = None, refs: d
 def private_connection(kind: str) -> Iterator:
     """An in-memory DuckDB for one command: what it spills beyond the memory limit (microdata) goes to a
     private folder (0700) that is removed at the end, also on an error or a signal (scratch.scratch_folder)."""
+    with private_workspace(kind) as (con, _):
+        yield con
+
+
+@contextmanager
+def private_workspace(kind: str) -> Iterator[tuple]:
+    """private_connection and its private folder, for a command that also writes files of its own there
+    (copies of tables on their way to or from another engine): (connection, folder)."""
     with scratch_folder(kind) as folder:
         con = duckdb_connect()
         try:
             con.execute(f"set temp_directory = {quote_literal(str(folder))}")
-            yield con
+            yield con, folder
         finally:
             con.close()
 

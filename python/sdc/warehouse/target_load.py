@@ -60,7 +60,7 @@ def load_into_target(profiles_dir, profile: str, target: str | None, input_path,
     >>> report.lines()
     ['loaded 3 rows into raw.people (3 rows written)', 'record keys: random, modulus 100000000, 0 kept, 3 new']
     """
-    from sdc.warehouse.macro_renderer import private_connection
+    from sdc.warehouse.macro_renderer import private_workspace
 
     output = read_target(profiles_dir, profile, target)
     if output["type"] == "duckdb":  # its file: the load as it is
@@ -69,11 +69,9 @@ def load_into_target(profiles_dir, profile: str, target: str | None, input_path,
         # Spark through Parquet files and its session; PostgreSQL through CSV and COPY on its connection
         pull, push, through = ((_pull_spark, _push_spark, where) if where.type == "spark"
                                else (_pull, _push, where.connection))
-        with private_connection("load") as con:
+        with private_workspace("load") as (con, folder):
             con.execute(f"create schema {RAW_SCHEMA}")
             kept = [f"{table}{KEY_STORE_SUFFIX}", LOAD_LOG_TABLE]
-            folder = Path(con.execute("select current_setting('temp_directory')").fetchone()[0])
-            folder.mkdir(parents=True, exist_ok=True)
             for name in kept:
                 pull(through, con, name, folder)
             report = load_microdata(con, input_path, table, **options)

@@ -7,8 +7,8 @@ log-normal size), turnover log-normal, rules p:10 and nk:2,85
 (and freq:3). Each size runs suppressed_table (heuristic) as `sdc suppress` does: the publishable table (the
 primary cells' audit intervals only) and, with --audit-layout, the audit layout (every suppressed cell's
 interval), and prints cells, primaries, secondaries, wall and CPU seconds (this process and its threads) and the
-peak resident memory. ``--linked T``: T tables of N^d cells each over d + 1 dimensions of one microdata, protected
-together (suppressed_linked_tables).
+peak resident memory, then how the CPU time grows from one size to the next. ``--linked T``: T tables of N^d
+cells each over d + 1 dimensions of one microdata, protected together (suppressed_linked_tables).
 
 Usage: .venv/bin/python bench/suppression_scale_bench.py [--dims 3] [--nodes 10 22] [--audit-layout] [--linked 3]
 """
@@ -61,7 +61,8 @@ def peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def run(label: str, work) -> None:
+def run(label: str, work) -> tuple[int, float]:
+    """Run ``work`` and print its figures; returns (cells, CPU seconds)."""
     wall, cpu = time.perf_counter(), cpu_seconds()
     tables = work()
     wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
@@ -71,6 +72,14 @@ def run(label: str, work) -> None:
                  for t in frames)
     print(f"{label:<44} {cells:>9,} cells {hidden:>7,} suppressed  wall {wall:7.1f} s  CPU {cpu:7.1f} s  "
           f"peak {peak_gb():5.2f} GB", flush=True)
+    return cells, cpu
+
+
+def print_growth(figures: list[tuple[int, float]]) -> None:
+    """How the CPU time grows with the cells from one size to the next (x1 per x1: linear)."""
+    for (cells_a, cpu_a), (cells_b, cpu_b) in zip(figures, figures[1:]):
+        print(f"growth {cells_a:,} -> {cells_b:,} cells: cells x{cells_b / cells_a:.1f}, "
+              f"CPU x{cpu_b / max(cpu_a, 1e-9):.1f}", flush=True)
 
 
 def main() -> None:
@@ -85,6 +94,7 @@ def main() -> None:
 
     rules = ["freq:3", "p:10", "nk:2,85"]
     print(f"{os.cpu_count()} CPUs; rules {', '.join(rules)}; method {args.method}", flush=True)
+    figures = []
     for nodes in args.nodes:
         names = [f"d{k}" for k in range(args.dims + (1 if args.linked else 0))]
         micro = enterprises(names, nodes)
@@ -95,11 +105,12 @@ def main() -> None:
             options = dict(hierarchy=h, value="turnover", method=args.method, audit=args.audit_layout)
             if args.linked:
                 tables = [names[:k] + names[k + 1:] for k in range(args.linked)]
-                run(f"{args.linked} linked {args.dims}-D tables, N={nodes}",
-                    lambda: suppressed_linked_tables(path, tables, rules, **options))
+                figures.append(run(f"{args.linked} linked {args.dims}-D tables, N={nodes}",
+                                   lambda: suppressed_linked_tables(path, tables, rules, **options)))
             else:
-                run(f"{args.dims}-D, N={nodes}{' (audit layout)' if args.audit_layout else ''}",
-                    lambda: suppressed_table(path, names, rules, **options))
+                figures.append(run(f"{args.dims}-D, N={nodes}{' (audit layout)' if args.audit_layout else ''}",
+                                   lambda: suppressed_table(path, names, rules, **options)))
+    print_growth(figures)
 
 
 if __name__ == "__main__":

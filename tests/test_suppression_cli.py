@@ -1,6 +1,7 @@
 """`sdc suppress` and `sdc audit` end to end (macros on a temporary DuckDB, secondary step in Python)."""
 
 import csv
+import re
 
 import pytest
 
@@ -95,6 +96,10 @@ def test_audit_fails_a_pattern_that_discloses(tmp_path, students, capsys):
         (["--dims", "fach,semester", "--rule", "freq:3"], "column 'semester' is not in"),
         (["--dims", "fach"], "give at least one --rule"),
         (["--dims", "fach", "--rule", "freq:drei"], "cannot read rule 'freq:drei'"),
+        # a suppressed cell published as 0131 would read as a published 131 (sdc audit read it so)
+        (["--dims", "fach", "--rule", "freq:3", "--mark", "0131"], "--mark '0131' reads as a number"),
+        (["--dims", "fach", "--rule", "freq:3", "--mark", " -1.5e3 "], "--mark ' -1.5e3 ' reads as a number"),
+        (["--target", "nowhere", "--dims", "fach", "--mark", "7"], "--mark '7' reads as a number"),  # before connecting
     ],
 )
 def test_bad_suppress_input_exits_2_and_writes_nothing(tmp_path, students, capsys, args, message):
@@ -433,3 +438,24 @@ def test_magnitudes_with_cents_are_written_with_their_cents(tmp_path):
                  "--out", str(out)]) == 0
     assert [(r["region"], r["published_value"]) for r in read(out)] == [
         ("Bamberg", "3300000.55"), ("Hof", "5700000.36"), ("Total", "9000000.91")]
+
+
+@pytest.mark.parametrize("mark", ["0131", "7", "+.5", "1e3"])
+def test_every_entry_point_refuses_a_mark_that_reads_as_a_number(tmp_path, students, mark):
+    """A suppressed cell published as 0131 reads as a published cell of 131 (to a reader, and to sdc audit, which
+    found the table unprotected): the DataFrame, linked-tables and dbt model entry points refuse such a mark
+    before they solve anything, as sdc suppress does."""
+    import pandas as pd
+
+    from sdc.suppression import suppressed_linked_tables, suppressed_table
+    from sdc.suppression.pipeline import protect_cells
+
+    data = pd.read_csv(students)
+    with pytest.raises(SdcError, match=re.escape(f"--mark {mark!r} reads as a number")):
+        suppressed_table(data, ["fach", "geschlecht"], ["freq:3"], mark=mark)
+    with pytest.raises(SdcError, match="reads as a number"):
+        suppressed_linked_tables(data, [["fach"], ["geschlecht"]], ["freq:3"], mark=mark)
+    with pytest.raises(SdcError, match="reads as a number"):  # what the dbt Python models call
+        protect_cells([], [], magnitude=False, mark=mark)
+    table = suppressed_table(data, ["fach", "geschlecht"], ["freq:3"], mark=".")  # a mark that is no number
+    assert set(table.published_text[table.published_value.isna()]) == {"."}

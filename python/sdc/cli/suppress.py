@@ -66,7 +66,8 @@ def _add_pattern_options(supp) -> None:
     supp.add_argument("--time-limit", metavar="SECONDS",
                       help="CPU seconds for --method optimal (default 60; 0: the heuristic's pattern at once; inf: no "
                       "limit); at the limit the heuristic completes the pattern, with a warning")
-    supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .)")
+    supp.add_argument("--mark", default="x", help="published text of a suppressed cell (e.g. x or .; "
+                      "not a number, which would read as a published value)")
     supp.add_argument("--publish-intervals", action="store_true",
                       help="publish suppressed cells as the interval anyone can derive from the published cells "
                       "(lower-upper, >=lower where unbounded) instead of --mark")
@@ -89,12 +90,14 @@ def _add_warehouse_options(supp) -> None:
 def run(args: argparse.Namespace) -> int:
     from sdc.suppression.pipeline import (
         DEFAULT_TIME_LIMIT,
+        check_mark,
         check_time_limit,
         suppress_table,
     )
 
     if args.time_limit is not None and args.method != "optimal":
         raise SdcError("--time-limit applies to --method optimal only")
+    check_mark(args.mark)  # before a warehouse is opened
     time_limit = DEFAULT_TIME_LIMIT if args.time_limit is None else check_time_limit(args.time_limit)
     if args.target:
         return _run_in_warehouse(args, time_limit)

@@ -70,7 +70,7 @@ def suppressed_linked_tables(data, tables: list[list[str]], rules: list[str], *,
     [['f', 'o'], ['f', 'y'], ['m', 'o'], ['m', 'y']]
     """
     names = _checked_tables(tables)
-    check_options(rules, value, method, cost, time_limit, tables[0])
+    check_options(rules, value, method, cost, time_limit, tables[0], mark=mark)
     protected = _protected_tables(data, tables, names, rules, hierarchy, value, holding, preset, method, cost, mark,
                                   publish_intervals, prefer_low_levels, time_limit, audit, a_priori)
     return {name: table_frame(columns, rows, value) for name, (columns, rows, _) in protected.items()}
@@ -85,7 +85,7 @@ def suppress_linked_tables(input_path, tables: list[list[str]], rules: list[str]
     ``a_priori``: a folder of the last release's cells, one <table_name>.csv per table (a table without a file
     has none). Returns table_name -> counts by status. Nothing is written unless every table is protected."""
     names = _checked_tables(tables)
-    check_options(rules, value, method, cost, time_limit)
+    check_options(rules, value, method, cost, time_limit, mark=mark)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise SdcError(f"--out {out_dir} is a file; with several --dims it is a folder for one CSV per table")

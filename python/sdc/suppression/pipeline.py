@@ -84,7 +84,7 @@ def suppress_table(
     ``prefer_low_levels``: multiply each cell's cost by 10^(number of dimensions along which it is a total);
     ``time_limit``: seconds for method optimal (then the heuristic completes its pattern, with a warning);
     ``a_priori``: a CSV file of the last release's cells (`sdc release a-priori`; a_priori.py)."""
-    check_options(rules, value, method, cost, time_limit)
+    check_options(rules, value, method, cost, time_limit, mark=mark)
     check_not_an_input(out, input_path, hierarchy_path, *([a_priori] if a_priori is not None else []))
     check_output_file(out, "sdc suppress")
     columns, rows, counts = _protected_rows(
@@ -115,7 +115,7 @@ def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None,
     >>> [tuple(row) for row in table[["fach", "geschlecht", "published_text"]].itertuples(index=False)]
     [('Bau', 'Total', '7'), ('Bau', 'm', 'x'), ('Bau', 'w', 'x'), ('Med', 'Total', '5'), ('Med', 'm', 'x'), ('Med', 'w', 'x'), ('Total', 'Total', '12'), ('Total', 'm', '8'), ('Total', 'w', '4')]
     """
-    check_options(rules, value, method, cost, time_limit, dims)
+    check_options(rules, value, method, cost, time_limit, dims, mark=mark)
     columns, rows, _ = _protected_rows(data, dims, rules, hierarchy, value, holding, preset, method, cost, mark,
                                        publish_intervals, prefer_low_levels, time_limit, audit, a_priori)
     return table_frame(columns, rows, value)
@@ -138,7 +138,8 @@ _NUMERIC_COLUMNS = {"freq", "value", "published_value", "lower", "upper", "prote
                     "published_lower", "published_upper"}
 
 
-def check_options(rules, value, method, cost, time_limit, dims=None) -> None:
+def check_options(rules, value, method, cost, time_limit, dims=None, mark: str = "x") -> None:
+    check_mark(mark)
     if dims is not None and (isinstance(dims, str) or not dims or not all(isinstance(d, str) for d in dims)):
         raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")
     if isinstance(rules, str) or not all(isinstance(r, str) for r in rules):
@@ -154,6 +155,16 @@ def check_options(rules, value, method, cost, time_limit, dims=None) -> None:
     if dominance and not value:
         raise SdcError(f"rule {dominance[0]!r} is a dominance rule: it needs --value, the column whose contributions "
                        "it judges (without --value the table holds counts)")
+
+
+def check_mark(mark) -> None:
+    """The published text of a suppressed cell may not read as a number: a reader, and sdc audit, would take the
+    cell for a published one with that value (a mark of 0131 showed every suppressed cell as 131)."""
+    if not isinstance(mark, str):
+        raise SdcError(f"--mark must be text such as x or ., got {mark!r}")
+    if _is_number(mark):
+        raise SdcError(f"--mark {mark!r} reads as a number: every suppressed cell would look published with that "
+                       "value; give a mark such as x or .")
 
 
 def _protected_rows(data, dims, rules, hierarchy_path, value, holding, preset, method, cost, mark,
@@ -204,6 +215,7 @@ def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str 
     ('primary') or none ('none': the audit's verdict alone, the fastest; see secondary_suppression)."""
     if method not in METHODS:
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    check_mark(mark)
     time_limit = check_time_limit(time_limit)
     problem = SuppressionProblem.from_cells(cells, relations, magnitude=magnitude, cost=cost,
                                             prefer_low_levels=prefer_low_levels, a_priori=a_priori, dims=dims)

@@ -30,7 +30,7 @@ SERVER_SETTINGS = {
     "spark.driver.host": "127.0.0.1",
     "spark.ui.enabled": "false",
     # The tests' tables have tens of rows: compiling generated Java for every query costs more than running it
-    # interpreted (the engine tests' build 387-398 -> 330-344 CPU s). Both are Spark's own execution paths
+    # interpreted (the engine tests' build 387-398 -> 336-344 CPU s). Both are Spark's own execution paths
     # with the same results; Spark falls back to the interpreted one wherever codegen fails.
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",

@@ -836,12 +836,15 @@ def _push_towards_bounds(table: AuditTable, lp: ComponentLP, check, position_of,
     rng = np.random.default_rng(0)  # a fixed seed: the same LPs, the same time, run after run
     check = np.asarray(check, dtype=int)
     positions = np.array([position_of[int(c)] for c in check])
-    for _ in range(PUSH_ROUNDS):
+    before = None  # the open sides before the last push
+    for pushes in range(PUSH_ROUNDS + 1):
         open_low = table.required_lower[check] < seen_low[positions] - AUDIT_TOLERANCE
         open_high = table.required_upper[check] > seen_high[positions] + AUDIT_TOLERANCE
         open_count = int(open_low.sum() + open_high.sum())
-        if open_count == 0:
+        settled_few = before is not None and before - open_count < PUSH_SETTLED * before
+        if open_count == 0 or settled_few or pushes == PUSH_ROUNDS:
             return
+        before = open_count
         # a cell open on both sides is pushed down or up at random; one open on one side, that way
         down = np.where(open_low & open_high, rng.random(len(check)) < 0.5, open_low)
         pushed = open_low | open_high
@@ -853,10 +856,6 @@ def _push_towards_bounds(table: AuditTable, lp: ComponentLP, check, position_of,
             return
         np.minimum(seen_low, point, out=seen_low)
         np.maximum(seen_high, point, out=seen_high)
-        still = int((table.required_lower[check] < seen_low[positions] - AUDIT_TOLERANCE).sum()
-                    + (table.required_upper[check] > seen_high[positions] + AUDIT_TOLERANCE).sum())
-        if open_count - still < PUSH_SETTLED * open_count:
-            return
 
 
 def highs_model(matrix, cost, col_lower, col_upper, row_lower, row_upper) -> highspy.Highs:

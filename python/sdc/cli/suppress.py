@@ -54,9 +54,10 @@ def add_parser(commands) -> None:
 
 def _add_pattern_options(supp) -> None:
     """How the secondary suppressions are chosen and published."""
-    supp.add_argument("--method", default="heuristic", choices=("heuristic", "optimal"),
-                      help="secondary suppression: heuristic (fast, default) or optimal (least total cost by "
-                      "mixed-integer programming, up to --time-limit)")
+    supp.add_argument("--method", default="heuristic", choices=("heuristic", "optimal", "hypercube"),
+                      help="secondary suppression: heuristic (fast, default), optimal (least total cost by "
+                      "mixed-integer programming, up to --time-limit) or hypercube (a hypercube of cells around "
+                      "every primary cell: suppresses more, but scales to tables of 10^5 cells and more)")
     supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"),
                       help="what the secondary suppressions minimise: their total value (default), total frequency "
                       "or number of cells")

@@ -23,6 +23,7 @@ from sdc.files import (
     write_text_atomically,
 )
 from sdc.suppression.a_priori import APrioriCells, a_priori_cells, rows_of_frame
+from sdc.suppression.hypercube import MISSING
 from sdc.suppression.linked import LinkedCells, link_tables
 from sdc.suppression.pipeline import (
     check_options,
@@ -137,7 +138,8 @@ def protect_linked(per_table, linked: LinkedCells, tables, names, *, magnitude: 
     """One pattern of the linked problem (protect_cells's options), as per table one PATTERN_COLUMNS dict per
     cell; ``a_priori``: table name -> the last release's cells of that table."""
     last = _joint_a_priori(per_table, linked, tables, names, a_priori) if a_priori else None
-    protected = protect_cells(linked.cells, linked.relations, magnitude=magnitude, a_priori=last, **options)
+    protected = protect_cells(linked.cells, linked.relations, magnitude=magnitude, a_priori=last,
+                              coordinates=_joint_codes(per_table, linked, tables), **options)
     return [[protected[u] for u in linked.cell_of[t]] for t in range(len(tables))]
 
 
@@ -156,6 +158,46 @@ def _protected_tables(data, tables, names, rules, hierarchy_path, value, holding
                                intervals="all" if audit else "none")
     return {name: table_rows(cells, protected[t], dims, value=value, audit=audit, publish_intervals=publish_intervals)
             for t, ((cells, _), dims, name) in enumerate(zip(per_table, tables, names))}
+
+
+def _joint_codes(per_table, linked: LinkedCells, tables) -> list[list[tuple]]:
+    """Each joint cell's codes over the dimensions of all tables, one combination per place it has: a table's
+    cell has its own codes and the total of every other dimension (MISSING where no table shows which code that
+    is). A cell that two code combinations hold (the same records, such as a group with one non-empty part) has
+    both."""
+    union: list[str] = []
+    for dims in tables:
+        union += [d for d in dims if d not in union]
+    totals = _dimension_totals(per_table, tables)
+    joint = []
+    for rows in linked.instances:
+        places: list[tuple] = []
+        for t, k in rows:
+            cell = per_table[t][0][k]
+            place = tuple(cell[d] if d in tables[t] else totals.get(d, MISSING) for d in union)
+            if place not in places:
+                places.append(place)
+        joint.append(places)
+    return joint
+
+
+def _dimension_totals(per_table, tables) -> dict:
+    """Each dimension's total code: the code of a table's cells that no relation along the dimension has as a
+    part (where the tables show exactly one)."""
+    parts: dict[str, set] = {}
+    seen: dict[str, set] = {}
+    for (cells, relations), dims in zip(per_table, tables):
+        for d in dims:
+            seen.setdefault(d, set()).update(c[d] for c in cells)
+        for relation in relations:
+            total = next(cells[row] for row, coefficient in relation if coefficient > 0)
+            for row, coefficient in relation:
+                if coefficient < 0:
+                    for d in dims:
+                        if cells[row][d] != total[d]:
+                            parts.setdefault(d, set()).add(cells[row][d])
+    found = {d: codes - parts.get(d, set()) for d, codes in seen.items()}
+    return {d: codes.pop() for d, codes in found.items() if len(codes) == 1}
 
 
 def _joint_a_priori(per_table, linked: LinkedCells, tables, names, a_priori: dict) -> APrioriCells:

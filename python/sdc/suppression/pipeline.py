@@ -204,7 +204,7 @@ def table_rows(cells: list[dict], protected: list[dict], dims: list[str], *, val
 def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = "heuristic", cost: str = "value",
                   mark: str = "x", publish_intervals: bool = False, prefer_low_levels: bool = False,
                   time_limit: float = DEFAULT_TIME_LIMIT, a_priori: APrioriCells | None = None,
-                  dims: list[str] | None = None, intervals: str = "all") -> list[dict]:
+                  dims: list[str] | None = None, intervals: str = "all", coordinates=None) -> list[dict]:
     """Secondary suppression and audit of a cell table from suppression_primary (rows as dicts with
     value, freq, contributors, status, rule, protection_lower/upper), one output dict per cell with
     PATTERN_COLUMNS. ``magnitude``: the values are sums of a value column (not counts). ``cost`` and
@@ -212,13 +212,15 @@ def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str 
     the last release's pattern (a_priori.py): its suppressed cells stay suppressed, its published cells of
     unchanged value are never chosen as secondary suppressions; ``dims``: to name cells in messages;
     ``intervals``: the audit intervals lower/upper of every suppressed cell ('all'), of the primary cells
-    ('primary') or none ('none': the audit's verdict alone, the fastest; see secondary_suppression)."""
+    ('primary') or none ('none': the audit's verdict alone, the fastest; see secondary_suppression);
+    ``coordinates``: each cell's codes (method hypercube), where ``dims`` does not give them."""
     if method not in METHODS:
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     check_mark(mark)
     time_limit = check_time_limit(time_limit)
     problem = SuppressionProblem.from_cells(cells, relations, magnitude=magnitude, cost=cost,
-                                            prefer_low_levels=prefer_low_levels, a_priori=a_priori, dims=dims)
+                                            prefer_low_levels=prefer_low_levels, a_priori=a_priori, dims=dims,
+                                            coordinates=coordinates)
     pattern = secondary_suppression(problem, method, time_limit=time_limit, intervals=intervals)
     shown = _published_intervals(problem, pattern) if publish_intervals else None
     return [_pattern_fields(problem, pattern, k, c["rule"], mark, shown) for k, c in enumerate(cells)]

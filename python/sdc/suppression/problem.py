@@ -65,6 +65,8 @@ class SuppressionProblem:
     contributors: np.ndarray | None = None
     magnitude: bool = True
     labels: tuple[str, ...] = field(default=())
+    coordinates: tuple[tuple, ...] | None = None  # each cell's codes, one per dimension (method hypercube)
+    aliases: tuple[tuple[int, tuple], ...] = ()  # (cell, codes): further codes of a cell (linked tables)
 
     def __post_init__(self):
         n = _cell_count(self.values)
@@ -79,6 +81,14 @@ class SuppressionProblem:
         set_(self, "labels", tuple(self.labels) or tuple(f"cell {k}" for k in range(n)))
         if len(self.labels) != n:
             raise SdcError(f"suppression problem: labels has {len(self.labels)} entries for {n} cells")
+        if self.coordinates is not None:
+            # a cell that several code combinations name (linked tables) gives a list of them: the first is its
+            # coordinates, the others its aliases
+            if len(self.coordinates) != n:
+                raise SdcError(f"suppression problem: coordinates has {len(self.coordinates)} entries for {n} cells")
+            named = [c if isinstance(c, list) else [c] for c in self.coordinates]
+            set_(self, "coordinates", tuple(tuple(c[0]) for c in named))
+            set_(self, "aliases", tuple(self.aliases) + tuple((k, tuple(a)) for k, c in enumerate(named) for a in c[1:]))
         set_(self, "relations", _relation_matrix(self.relations, n))
         _check_cells(self)
         _check_additive(self)
@@ -86,12 +96,13 @@ class SuppressionProblem:
     @classmethod
     def from_cells(cls, cells: list[dict], relations, *, magnitude: bool, cost: str = "value",
                    prefer_low_levels: bool = False, a_priori: APrioriCells | None = None,
-                   dims: list[str] | None = None) -> "SuppressionProblem":
+                   dims: list[str] | None = None, coordinates=None) -> SuppressionProblem:
         """The problem of a cell table from suppression_primary: one dict per cell with value, freq, status
         ('published', 'primary' or 'empty'), protection_lower/upper (and contributors when ``magnitude``),
         ``relations`` as lists of (cell index, coefficient). ``cost``/``prefer_low_levels``: see cell_costs;
         ``a_priori``: the last release's pattern (a_priori.py); ``dims``: the cells' dimension columns, to
-        name a cell in messages."""
+        name a cell in messages and as its codes (``coordinates``, where not given: linked tables give their
+        cells' codes over all their dimensions)."""
         cells = _checked_cells(cells, magnitude, dims)
         values = np.array([c["value"] for c in cells], dtype=float)
         freq = np.array([c["freq"] for c in cells], dtype=float)
@@ -111,11 +122,13 @@ class SuppressionProblem:
                    freq=freq, forced_published=public, forced_suppressed=kept, empty=empty,
                    # a contributor alone in a cell knows its value: singletons matter in magnitude tables only
                    contributors=np.array([c["contributors"] for c in cells], dtype=float) if magnitude else None,
-                   magnitude=magnitude, labels=tuple(labels))
+                   magnitude=magnitude, labels=tuple(labels),
+                   coordinates=coordinates if coordinates is not None or not dims
+                   else [tuple(c[d] for d in dims) for c in cells])
 
     @classmethod
     def from_arrays(cls, values, relations, primary, protection_lower, protection_upper, cost, *, lower=None,
-                    upper=None, **fields) -> "SuppressionProblem":
+                    upper=None, **fields) -> SuppressionProblem:
         """A problem from arrays: ``relations`` as lists of (cell index, coefficient) or a sparse matrix,
         ``primary`` a boolean mask or cell indices; a-priori bounds by default 0 and 1.5 x the largest value
         (sdcTable's). Further fields (freq, forced_published, ...) by name."""

@@ -25,11 +25,12 @@ from sdc.suppression.audit import (
     unprotected_cells,
 )
 from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern, prune_pattern
+from sdc.suppression.hypercube import Witness, hypercube_pattern, verified_witnesses
 from sdc.suppression.optimal import optimal_pattern
 from sdc.suppression.problem import SuppressionProblem
 
 _log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
-METHODS = ("heuristic", "optimal")
+METHODS = ("heuristic", "optimal", "hypercube")
 INTERVALS = ("primary", "all", "none")
 DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
 STATUSES = ("published", "primary", "secondary", "empty")
@@ -127,32 +128,45 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if intervals not in INTERVALS:
         raise SdcError(f"intervals must be one of {', '.join(INTERVALS)}, got {intervals!r}")
+    witnesses: list[Witness] = []
     if method == "heuristic":
         suppressed, proven, bound = prune_pattern(problem, heuristic_pattern(problem)), False, None
+    elif method == "hypercube":
+        suppressed, witnesses, failed = hypercube_pattern(problem, problem.method_table())
+        if failed:  # no hypercube fits these cells' bounds: the LP heuristic completes the pattern for them
+            _log.info("hypercube: %d sensitive cells without a hypercube; the heuristic completes them", len(failed))
+            suppressed = heuristic_pattern(problem, start=suppressed)
+        proven, bound = False, None
     else:
         result = optimal_pattern(problem, time_limit=time_limit)
         suppressed, proven, bound = result.suppressed, result.proven, result.lower_bound
     limited = method == "optimal" and not proven
-    if problem.integer:  # the LP's pattern may still give a cell away to one who knows cells are whole numbers
+    if problem.integer and (method != "hypercube" or len(witnesses) < int(problem.sensitive.sum())):
+        # the LP's pattern may still give a cell away to one who knows cells are whole numbers (a hypercube's
+        # witnesses are tables of whole numbers)
         grown, _ = integer_safe_pattern(problem, suppressed)
         proven = proven and bool((grown == suppressed).all())  # a grown pattern is no longer proven minimal
         suppressed = grown
-    return _checked_pattern(problem, suppressed, method, proven, limited, bound, intervals)
+    return _checked_pattern(problem, suppressed, method, proven, limited, bound, intervals, witnesses)
 
 
-def _verdict(table: AuditTable, suppressed) -> tuple[AuditResult, list[int], dict[int, str]]:
+def _verdict(table: AuditTable, suppressed, witnessed) -> tuple[AuditResult, list[int], dict[int, str]]:
     """The audit's verdict without intervals: (an empty AuditResult, the sensitive cells an attacker narrows below
     their protection, those whose integer check was skipped -> why). The same LPs (and MILPs in integer tables)
-    as audit_pattern, but a bound that a feasible table found so far already reaches needs no LP of its own."""
-    failures, why = unprotected_cells(table, suppressed), {}
-    if table.integer and not failures:
-        failures, _ = integer_failures(table, suppressed, why=why)
+    as audit_pattern, but a bound that a feasible table found so far already reaches needs no LP of its own, and
+    a cell ``witnessed`` (a verified witness table reaches both its ends, in whole numbers where the table is
+    integer) needs none at all."""
+    only = np.flatnonzero(table.sensitive & ~witnessed)
+    failures, why = (unprotected_cells(table, suppressed, only=only) if only.size else []), {}
+    if table.integer and not failures and only.size:
+        failures, _ = integer_failures(table, suppressed, only=only, why=why)
     return AuditResult([]), failures, why
 
 
 def _checked_pattern(problem: SuppressionProblem, suppressed, method: str, proven: bool, limited: bool,
-                     bound: float | None, intervals: str = "all") -> SuppressionPattern:
-    """The pattern after its audit (as scipy's _check_result): never one that leaves a cell unprotected."""
+                     bound: float | None, intervals: str = "all", witnesses: list[Witness] = ()) -> SuppressionPattern:
+    """The pattern after its audit (as scipy's _check_result): never one that leaves a cell unprotected.
+    ``witnesses`` (method hypercube): each is checked on its own, and a cell it proves needs no LP in the verdict."""
     suppressed = np.asarray(suppressed, dtype=bool)
     for wrong, what in ((problem.sensitive & ~suppressed, "must be suppressed but is published"),
                         (problem.forced_published & suppressed, "must be published but is suppressed")):
@@ -163,7 +177,11 @@ def _checked_pattern(problem: SuppressionProblem, suppressed, method: str, prove
                   protection_upper=problem.protection_upper, lower=problem.lower, upper=problem.upper,
                   integer=problem.integer)
     if intervals == "none":
-        audit, failures, unchecked = _verdict(AuditTable(problem.values, problem.relations, **judged), suppressed)
+        table = AuditTable(problem.values, problem.relations, **judged)
+        witnessed = verified_witnesses(problem, table, suppressed, list(witnesses))
+        _log.info("audit: %d of %d primary cells proven by their witness tables", int((witnessed & problem.primary).sum()),
+                  int(problem.primary.sum()))
+        audit, failures, unchecked = _verdict(table, suppressed, witnessed)
     else:
         audit = audit_pattern(problem.values, suppressed, problem.relations,
                               only=None if intervals == "all" else np.flatnonzero(problem.primary), **judged)

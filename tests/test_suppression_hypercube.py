@@ -1,0 +1,308 @@
+"""Method hypercube: every sensitive cell gets a hypercube of suppressed cells and a witness table that proves its
+protection; the pattern must pass the LP audit (and the integer audit) computed independently, and a witness
+that is wrong in any way must not be accepted."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from sdc.errors import SdcError
+from sdc.suppression import SuppressionProblem, audit_pattern, secondary_suppression
+from sdc.suppression.audit import AuditTable
+from sdc.suppression.hypercube import (
+    CellGrid,
+    Witness,
+    hypercube_pattern,
+    verified_witnesses,
+)
+
+
+def hierarchical_table(leaf_values: np.ndarray, groups: list[list[int]]):
+    """All cells of a table whose every dimension is total -> groups -> leaves (``groups``: the leaves of each
+    group, the same per dimension), from the inner cells ``leaf_values``; (codes per cell, values, relations)."""
+    leaves = sorted(c for g in groups for c in g)
+    codes = ["T"] + [f"g{i}" for i in range(len(groups))] + [f"l{c}" for c in leaves]
+    members = {"T": [f"g{i}" for i in range(len(groups))], **{f"g{i}": [f"l{c}" for c in g] for i, g in enumerate(groups)}}
+
+    def leaves_of(code):
+        return [int(code[1:])] if code.startswith("l") else [leaf for part in members[code] for leaf in leaves_of(part)]
+
+    width = leaf_values.ndim
+    cells = list(itertools.product(codes, repeat=width))
+    index = {c: k for k, c in enumerate(cells)}
+    values = [float(leaf_values[np.ix_(*(leaves_of(code) for code in c))].sum()) for c in cells]
+    relations = []
+    for c in cells:
+        for k, code in enumerate(c):
+            if code in members:
+                parts = [index[c[:k] + (p,) + c[k + 1:]] for p in members[code]]
+                relations.append([(index[c], 1.0)] + [(p, -1.0) for p in parts])
+    return cells, np.array(values), relations
+
+
+def problem_of(cells, values, relations, primary, share=0.2, **fields):
+    primary = np.asarray(primary, bool)
+    level = np.where(primary, np.ceil(share * values), 0.0)
+    return SuppressionProblem.from_arrays(values, relations, primary=primary, protection_lower=level,
+                                          protection_upper=level, cost=np.maximum(values, 1.0),
+                                          coordinates=cells, **fields)
+
+
+def independent_audit(problem, pattern, integer: bool):
+    return audit_pattern(problem.values, pattern.suppressed, problem.constraint_lists(), sensitive=problem.primary,
+                         protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
+                         lower=problem.lower, upper=problem.upper, integer=integer)
+
+
+def test_two_by_two_table_gets_the_four_cells_and_its_interval():
+    keys = ["a,x", "a,y", "a,T", "b,x", "b,y", "b,T", "T,x", "T,y", "T,T"]
+    values = [2, 7, 9, 6, 8, 14, 8, 15, 23]
+    relations = [[(2, 1), (0, -1), (1, -1)], [(5, 1), (3, -1), (4, -1)], [(8, 1), (6, -1), (7, -1)],
+                 [(6, 1), (0, -1), (3, -1)], [(7, 1), (1, -1), (4, -1)], [(8, 1), (2, -1), (5, -1)]]
+    problem = SuppressionProblem.from_arrays(values, relations, primary=[0], protection_lower=[1] + [0] * 8,
+                                             protection_upper=[1] + [0] * 8, cost=values, lower=[1] * 9, freq=values,
+                                             magnitude=False, labels=keys,
+                                             coordinates=[tuple(k.split(",")) for k in keys])
+    pattern = secondary_suppression(problem, "hypercube", intervals="primary")
+    assert [keys[k] for k in pattern.secondary] == ["a,y", "b,x", "b,y"]
+    cell = pattern.interval(0)
+    assert (cell.feasible_lower, cell.feasible_upper) == (1.0, 7.0) and cell.protected
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("width", [2, 3])
+def test_random_hierarchical_tables_pass_the_independent_audit(seed, width):
+    rng = np.random.default_rng(seed)
+    groups = [[0, 1, 2], [3, 4]] if width == 3 else [[0, 1, 2], [3, 4, 5], [6]]
+    shape = (5,) * width if width == 3 else (7, 7)
+    leaf = np.where(rng.random(shape) < 0.2, 0, np.round(rng.lognormal(3, 1.2, shape)))
+    cells, values, relations = hierarchical_table(leaf, groups)
+    small = (values > 0) & (values < np.quantile(values[values > 0], 0.25))
+    empty = values == 0
+    problem = problem_of(cells, values, relations, small, forced_published=empty, magnitude=False,
+                         freq=values, lower=np.where(values > 0, 1.0, 0.0))
+    pattern = secondary_suppression(problem, "hypercube")
+    audit = independent_audit(problem, pattern, integer=True)
+    assert audit.passed and not audit.unchecked
+    assert small.sum() > 0 and not (pattern.suppressed & empty).any()
+    # every suppressed cell takes part in some hypercube: none of them can be recomputed
+    everything = audit_pattern(problem.values, pattern.suppressed, problem.constraint_lists(),
+                               lower=problem.lower, upper=problem.upper)
+    assert not any(iv.exactly_disclosed for iv in everything.intervals)
+
+
+def test_cents_table_passes_the_audit():
+    rng = np.random.default_rng(3)
+    leaf = np.round(rng.lognormal(4, 1, (6, 6)), 2)
+    cells, values, relations = hierarchical_table(leaf, [[0, 1, 2], [3, 4, 5]])
+    primary = values < np.quantile(values, 0.15)
+    problem = problem_of(cells, values, relations, primary, magnitude=True)
+    assert not problem.integer
+    pattern = secondary_suppression(problem, "hypercube", intervals="primary")
+    assert all(pattern.interval(int(k)).protected for k in np.flatnonzero(primary))
+    assert independent_audit(problem, pattern, integer=False).passed
+
+
+def witnesses_of(problem):
+    table = problem.method_table()
+    suppressed, witnesses, failed = hypercube_pattern(problem, table)
+    judged = AuditTable(problem.values, problem.relations, sensitive=problem.primary,
+                        protection_lower=problem.protection_lower, protection_upper=problem.protection_upper,
+                        lower=problem.lower, upper=problem.upper, integer=problem.integer)
+    return suppressed, witnesses, failed, judged
+
+
+def small_problem(**fields):
+    rng = np.random.default_rng(11)
+    cells, values, relations = hierarchical_table(np.round(rng.lognormal(3, 1, (5, 5))), [[0, 1, 2], [3, 4]])
+    primary = np.zeros(len(values), bool)
+    primary[[cells.index(("l0", "l3")), cells.index(("g0", "l4"))]] = True
+    return problem_of(cells, values, relations, primary, magnitude=True, **fields)
+
+
+def test_every_witness_is_verified_and_a_wrong_one_is_refused():
+    problem = small_problem()
+    suppressed, witnesses, failed, judged = witnesses_of(problem)
+    assert not failed and verified_witnesses(problem, judged, suppressed, witnesses)[problem.primary].all()
+    w = witnesses[0]
+    x = w.target
+    other = int(w.cells[w.cells != x][0])
+    published = np.flatnonzero(~suppressed)[0]
+    wrong = {
+        "a cell left out": Witness(x, w.cells[w.cells != other], w.signs[w.cells != other], w.up, w.down),
+        "a sign flipped": Witness(x, w.cells, np.where(w.cells == other, -w.signs, w.signs), w.up, w.down),
+        "too little": Witness(x, w.cells, w.signs, w.up * 0.5, w.down),
+        "beyond a bound": Witness(x, w.cells, w.signs, w.up, problem.values[w.cells].max() * 10),
+        "a published cell changed": Witness(x, np.append(w.cells, published), np.append(w.signs, 1), w.up, w.down),
+        "x moved the other way": Witness(x, w.cells, -w.signs, w.up, w.down),
+        "a cell listed twice": Witness(x, np.append(w.cells, other), np.append(w.signs, w.signs[w.cells == other]),
+                                       w.up, w.down),
+    }
+    for what, bad in wrong.items():
+        assert not verified_witnesses(problem, judged, suppressed, [bad])[x], what
+        # and a wrong witness does not spoil the others
+        others = verified_witnesses(problem, judged, suppressed, [bad] + witnesses[1:])
+        assert not others[x] and others[[v.target for v in witnesses[1:]]].all(), what
+
+
+def test_whole_numbers_are_required_of_an_integer_table_witness():
+    problem = small_problem()
+    suppressed, witnesses, _, judged = witnesses_of(problem)
+    w = witnesses[0]
+    assert problem.integer and float(w.up).is_integer()
+    half = Witness(w.target, w.cells, w.signs, w.up + 0.5, w.down)
+    assert not verified_witnesses(problem, judged, suppressed, [half])[w.target]
+
+
+def test_a_stranger_single_contributor_cell_is_never_changed():
+    # l0 x l3 is primary; its cheapest partners along dimension 1 would be l1 x l3, a single contributor's cell
+    problem = small_problem()
+    contributors = np.full(len(problem.values), 5.0)
+    cells = problem.coordinates
+    stranger = cells.index(("l1", "l3"))
+    contributors[stranger] = 1
+    values = problem.values.copy()
+    with_stranger = SuppressionProblem.from_arrays(values, problem.relations, primary=problem.primary,
+                                                   protection_lower=problem.protection_lower,
+                                                   protection_upper=problem.protection_upper,
+                                                   cost=np.where(np.arange(len(values)) == stranger, 0.0, values),
+                                                   contributors=contributors, coordinates=cells)
+    suppressed, witnesses, failed, judged = witnesses_of(with_stranger)
+    assert not failed and all(stranger not in w.cells for w in witnesses)
+    # the same hypercube through the stranger's cell is refused by the verification
+    w = next(w for w in witnesses if w.target == cells.index(("l0", "l3")))
+    partner = next(c for c in w.cells if cells[c][1] == "l3" and c != w.target)
+    moved = Witness(w.target, np.where(w.cells == partner, stranger, w.cells), w.signs, w.up, w.down)
+    suppressed[stranger] = True
+    assert not verified_witnesses(with_stranger, judged, suppressed, [moved])[w.target]
+
+
+def test_a_cell_the_table_leaves_out_is_a_known_zero():
+    """A combination of codes without a cell (an empty cell left out) is zero in every relation: no hypercube
+    may run through it (a witness that did would break a relation)."""
+    rng = np.random.default_rng(5)
+    cells, values, relations = hierarchical_table(np.round(rng.lognormal(3, 1, (5, 5))), [[0, 1, 2], [3, 4]])
+    leaf = np.round(rng.lognormal(3, 1, (5, 5)))
+    leaf[1, 3] = 0
+    cells, values, relations = hierarchical_table(leaf, [[0, 1, 2], [3, 4]])
+    gone = cells.index(("l1", "l3"))
+    keep = [k for k in range(len(cells)) if k != gone]
+    renumber = {old: new for new, old in enumerate(keep)}
+    relations = [[(renumber[c], a) for c, a in r if c != gone] for r in relations]
+    cells, values = [cells[k] for k in keep], values[keep]
+    primary = np.zeros(len(values), bool)
+    primary[cells.index(("l0", "l3"))] = True
+    problem = problem_of(cells, values, relations, primary, magnitude=True)
+    suppressed, witnesses, failed, judged = witnesses_of(problem)
+    assert not failed and verified_witnesses(problem, judged, suppressed, witnesses)[primary].all()
+    assert CellGrid(problem.coordinates, problem.relations).known_zero.sum() == 1
+
+
+def test_a_cell_kept_from_an_earlier_release_cannot_be_recomputed():
+    problem = small_problem()
+    kept = np.zeros(len(problem.values), bool)
+    kept[problem.coordinates.index(("l2", "l0"))] = True
+    again = SuppressionProblem.from_arrays(problem.values, problem.relations, primary=problem.primary,
+                                           protection_lower=problem.protection_lower,
+                                           protection_upper=problem.protection_upper, cost=problem.cost,
+                                           forced_suppressed=kept, coordinates=problem.coordinates)
+    pattern = secondary_suppression(again, "hypercube")
+    everything = audit_pattern(again.values, pattern.suppressed, again.constraint_lists(), lower=again.lower,
+                               upper=again.upper)
+    assert pattern.suppressed[kept].all()
+    assert not any(iv.exactly_disclosed for iv in everything.intervals)
+
+
+def test_a_cell_without_a_hypercube_is_completed_by_the_heuristic_and_audited():
+    """l0 x l3 = 100 must move by 70 either way; its siblings l1 x l3 and l2 x l3 (40 each) can take that only
+    together, not one alone, and the total of its group g0 x l3 is published: no hypercube fits, the LP
+    heuristic completes the pattern and the audit checks it."""
+    leaf = np.full((5, 5), 100.0)
+    leaf[1, 3] = leaf[2, 3] = 40
+    cells, values, relations = hierarchical_table(leaf, [[0, 1, 2], [3, 4]])
+    x = cells.index(("l0", "l3"))
+    primary = np.arange(len(values)) == x
+    level = np.where(primary, 70.0, 0.0)
+    hard = SuppressionProblem.from_arrays(values, relations, primary=primary, protection_lower=level,
+                                          protection_upper=level, cost=values, coordinates=cells,
+                                          forced_published=[c == ("g0", "l3") for c in cells])
+    _, witnesses, failed, _ = witnesses_of(hard)
+    assert failed == [x] and not witnesses
+    pattern = secondary_suppression(hard, "hypercube", intervals="primary")
+    assert pattern.interval(x).protected and independent_audit(hard, pattern, integer=True).passed
+    assert {cells[k] for k in np.flatnonzero(pattern.suppressed)} >= {("l1", "l3"), ("l2", "l3")}
+
+
+def test_relations_that_are_not_one_hierarchy_per_dimension_are_refused():
+    problem = small_problem()
+    with pytest.raises(SdcError, match="method hypercube needs the cells' codes"):
+        secondary_suppression(SuppressionProblem.from_arrays(
+            problem.values, problem.relations, primary=problem.primary, protection_lower=problem.protection_lower,
+            protection_upper=problem.protection_upper, cost=problem.cost), "hypercube")
+    doubled = problem.relations.copy()
+    doubled.data[0] = 2.0
+    doubled.data[1:3] = -1.0
+    with pytest.raises(SdcError, match="relation 0 is not a total and its parts"):
+        CellGrid(problem.coordinates, doubled)
+    swapped = list(problem.coordinates)
+    swapped[0], swapped[1] = swapped[1], swapped[0]
+    with pytest.raises(SdcError, match="differ from their total in more than one dimension"):
+        CellGrid(swapped, problem.relations)
+
+
+def hierarchy_frame(dims, groups):
+    rows = []
+    for d in dims:
+        rows += [(d, "T", "")] + [(d, f"{d}g{i}", "T") for i in range(len(groups))]
+        rows += [(d, f"{d}{leaf}", f"{d}g{i}") for i, g in enumerate(groups) for leaf in g]
+    return pd.DataFrame(rows, columns=["dimension", "code", "parent"])
+
+
+def enterprises(dims, seed=2, n=400):
+    rng = np.random.default_rng(seed)
+    leaves = list(range(6))
+    weights = rng.lognormal(0, 1, len(leaves))
+    frame = {d: [f"{d}{c}" for c in rng.choice(leaves, n, p=weights / weights.sum())] for d in dims}
+    return pd.DataFrame({**frame, "turnover": np.round(rng.lognormal(7, 1.5, n))})
+
+
+def test_linked_tables_share_one_pattern_that_passes_the_audit_over_both():
+    from sdc.suppression import suppressed_linked_tables
+    micro = enterprises(["a", "b", "c"])
+    hierarchy = hierarchy_frame(["a", "b", "c"], [[0, 1, 2], [3, 4, 5]])
+    rules = ["p:10", "nk:2,85"]
+    tables = suppressed_linked_tables(micro, [["a", "b"], ["a", "c"]], rules, hierarchy=hierarchy,
+                                      value="turnover", method="hypercube", audit=True)
+    ab, ac = tables["a_b"], tables["a_c"]
+    assert (ab.status == "primary").any() and (ac.status == "primary").any()
+    # the shared cells (the margins of a) have one status in both tables
+    margin_ab = ab[ab.b == "T"].set_index("a").status
+    margin_ac = ac[ac.c == "T"].set_index("a").status
+    assert margin_ab.sort_index().tolist() == margin_ac.sort_index().tolist()
+    for t in tables.values():  # the audit layout's intervals (LPs over both tables' equations) protect
+        sensitive = t[t.status == "primary"]
+        assert (sensitive.lower <= sensitive.value - sensitive.protection_lower + 1e-6).all()
+        assert (sensitive.upper >= sensitive.value + sensitive.protection_upper - 1e-6).all()
+        assert (t.status[t.freq == 0] == "empty").all()
+
+
+def test_cli_suppress_with_method_hypercube_writes_a_table_that_sdc_audit_passes(tmp_path):
+    micro = enterprises(["a", "b"], n=300)
+    micro.to_csv(tmp_path / "micro.csv", index=False)
+    hierarchy_frame(["a", "b"], [[0, 1, 2], [3, 4, 5]]).to_csv(tmp_path / "h.csv", index=False)
+    out = tmp_path / "cells.csv"
+    run = subprocess.run([sys.executable, "-m", "sdc.cli", "suppress", "--input", str(tmp_path / "micro.csv"),
+                          "--dims", "a,b", "--value", "turnover", "--rule", "p:10", "--hierarchy",
+                          str(tmp_path / "h.csv"), "--method", "hypercube", "--audit", "--out", str(out)],
+                         check=False, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    audit = subprocess.run([sys.executable, "-m", "sdc.cli", "audit", "--cells", str(out), "--hierarchy",
+                            str(tmp_path / "h.csv")],
+                           check=False, capture_output=True, text=True)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "pass" in audit.stdout.lower()

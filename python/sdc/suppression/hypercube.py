@@ -261,14 +261,11 @@ def _best_hypercube(search: _Search, x: int, up: float, down: float) -> Witness 
     grid = search.grid
     width = grid.width
     options = [_dimension_options(search, x, k, up, down) for k in range(width)]
-    keep = _options_kept([len(o) for o in options])
+    keep = _options_kept([len(codes) for codes, _ in options])
     where, sign_factors = [], []
-    for k, (kept, n) in enumerate(zip(options, keep)):
-        length = max(len(codes) for codes, _ in kept[:n])
-        codes = np.full((n, length), grid.pad[k])
-        signs = np.zeros((n, length))
-        for i, (c, s) in enumerate(kept[:n]):
-            codes[i, :len(c)], signs[i, :len(s)] = c, s
+    for k, ((codes, signs), n) in enumerate(zip(options, keep)):
+        codes, signs = codes[:n], signs[:n]
+        length = codes.shape[1]
         shape = [1] * (2 * width)
         shape[2 * k], shape[2 * k + 1] = n, length
         where.append(codes.reshape(shape))
@@ -346,51 +343,49 @@ def _options_kept(counts: list[int]) -> list[int]:
             return keep
 
 
-def _dimension_options(search: _Search, x: int, k: int, up: float, down: float) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The additive vectors of dimension k through x's code, (codes, signs), best first by the cells they take on
-    x's own line along k; the 'up' vector (x's code and its ancestors) is always among them."""
+def _dimension_options(search: _Search, x: int, k: int, up: float, down: float) -> tuple[np.ndarray, np.ndarray]:
+    """The additive vectors of dimension k through x's code as rows of (codes, signs), padded (the padding code,
+    sign 0), best first by the cells they take on x's own line along k; the 'up' vector (x's code and its
+    ancestors) is always among them."""
     grid = search.grid
     code = int(grid.coordinates[x][k])
     own = _down_chain(search, x, k, code)
-    parent = int(grid.parent[k][code])
-    options = []
-    if parent >= 0:
-        for sibling in grid.children[k][parent]:
-            if sibling != code:
-                other = _down_chain(search, x, k, sibling)
-                options.append((np.array(own + other), np.array([1] * len(own) + [-1] * len(other))))
-    fitting, cost = _line_fits(search, x, k, options, up, down)
-    order = np.lexsort((cost, ~fitting))
-    ranked = [options[i] for i in order]
     climb = grid.ancestors(k, code)
-    upward = (np.array(climb[::-1] + own), np.ones(len(climb) + len(own), dtype=int))
+    parent = int(grid.parent[k][code])
+    siblings = [s for s in grid.children[k][parent] if s != code] if parent >= 0 else []
+    chains = [_down_chain(search, x, k, sibling) for sibling in siblings]
+    length = max([len(own) + len(chain) for chain in chains] + [len(climb) + len(own)])
+    codes = np.full((len(chains) + 1, length), grid.pad[k])
+    signs = np.zeros((len(chains) + 1, length))
+    codes[:, :len(own)], signs[:, :len(own)] = own, 1
+    for i, chain in enumerate(chains):
+        codes[i, len(own):len(own) + len(chain)], signs[i, len(own):len(own) + len(chain)] = chain, -1
+    codes[-1, len(own):len(own) + len(climb)], signs[-1, len(own):len(own) + len(climb)] = climb, 1  # upward
+    fitting, cost = _line_fits(search, x, k, codes[:-1], signs[:-1], up, down)
+    ranked = np.lexsort((cost, ~fitting))
     # the up vector always exists but takes the totals: after the siblings whose line carries the change,
     # as many as this dimension's share of the combinations leaves room for
     head = min(int(fitting.sum()), max(1, int(MAX_COMBINATIONS ** (1 / grid.width)) - 1))
-    return ranked[:head] + [upward] + ranked[head:]
+    rows = np.concatenate([ranked[:head], [len(chains)], ranked[head:]])
+    return codes[rows], signs[rows]
 
 
-def _line_fits(search: _Search, x: int, k: int, options, up: float, down: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per vector of dimension k: (whether x's line along k can carry the change, the cost it newly suppresses
-    there): _best_hypercube's check in one dimension, to rank the vectors."""
-    if not options:
-        return np.zeros(0, bool), np.zeros(0)
+def _line_fits(search: _Search, x: int, k: int, codes: np.ndarray, signs: np.ndarray, up: float,
+               down: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per vector of dimension k (rows of codes and signs): (whether x's line along k can carry the change, the
+    cost it newly suppresses there): _best_hypercube's check in one dimension, to rank the vectors."""
     grid = search.grid
     at = grid.coordinates[x]
     line = grid.index[tuple(at[:k]) + (slice(None),) + tuple(at[k + 1:])]  # the cell of every code along k
-    length = max(len(codes) for codes, _ in options)
-    codes = np.full((len(options), length), grid.pad[k])
-    signs = np.zeros((len(options), length))
-    for i, (c, sign) in enumerate(options):
-        codes[i, :len(c)], signs[i, :len(sign)] = c, sign
     cells = line[codes]
     used = signs != 0
     safe = np.maximum(cells, 0)
     single = search.single[safe] & used & (cells != x)
-    if single.any():
-        where = [np.array(c) for c in at]
-        where[k] = codes
-        single &= ~_shares_contributor(search, x, tuple(where))
+    if single.any():  # _shares_contributor along one line: only the codes along k differ from x's
+        mine = at[k]
+        inside, around = grid.within[k][codes, mine], grid.within[k][mine, codes]
+        meet = line[np.where(inside, codes, mine)]
+        single &= ~((inside | around) & (meet >= 0) & search.holds[np.maximum(meet, 0)])
     fits = ~((used & (cells < 0)) | (used & ~search.usable[safe] & (cells != x)) | single).any(axis=1)
     values = search.values[safe]
     for delta in (up, -down):
@@ -407,6 +402,8 @@ def _down_chain(search: _Search, x: int, k: int, code: int) -> list[int]:
     may change and is largest (the change runs through it)."""
     grid = search.grid
     chain = [code]
+    if not grid.children[k][code]:
+        return chain
     at = grid.coordinates[x].copy()
     mine = code == at[k]  # x's own parts: their contributors are x's
     while grid.children[k][chain[-1]]:

@@ -38,8 +38,10 @@ _log = logging.getLogger(__name__)
 
 # A dimension's code that a cell does not have (a linked table without that dimension): the dimension's total
 MISSING = type("MissingCode", (), {"__repr__": lambda self: "MISSING"})()
-# Hypercubes tried per sensitive cell: the product of the best few candidates per dimension
+# Hypercubes tried per sensitive cell: the product of the best few candidates per dimension (more for a cell
+# that gets none among the first)
 MAX_COMBINATIONS = 64
+RETRY_COMBINATIONS = 4096
 # The grid of every combination of codes (an index from codes to cell) is dense up to this many entries
 MAX_GRID = 50_000_000
 
@@ -93,6 +95,8 @@ class CellGrid:
         _relation_parts(matrix, ids, numbers)  # now strictly: each relation sums along one dimension
         self.children = [[np.flatnonzero(parent == code).tolist() for code in range(len(parent))]
                          for parent in self.parent]
+        self.root = [np.array([(self.ancestors(k, code) or [code])[-1] for code in range(len(parent))], dtype=np.int64)
+                     for k, parent in enumerate(self.parent)]
         # within[k][a, b]: code a is b or lies within it along dimension k (the padding code: nothing)
         self.within = []
         for k in range(width):
@@ -254,14 +258,15 @@ def _deltas(up: float, down: float, integer: bool, unit: float, room: float) -> 
     return float(up), float(down)
 
 
-def _best_hypercube(search: _Search, x: int, up: float, down: float) -> Witness | None:
+def _best_hypercube(search: _Search, x: int, up: float, down: float,
+                    limit: int = MAX_COMBINATIONS) -> Witness | None:
     """The cheapest hypercube around ``x`` (cost of the cells it newly suppresses) whose change by up and down
     keeps every cell within its bounds, among the best few vectors per dimension; None if none does. All
     combinations at once: an array of combinations x positions, padded where a vector has fewer codes."""
     grid = search.grid
     width = grid.width
-    options = [_dimension_options(search, x, k, up, down) for k in range(width)]
-    keep = _options_kept([len(codes) for codes, _ in options])
+    options = [_dimension_options(search, x, k, up, down, limit) for k in range(width)]
+    keep = _options_kept([len(codes) for codes, _ in options], limit)
     where, sign_factors = [], []
     for k, ((codes, signs), n) in enumerate(zip(options, keep)):
         codes, signs = codes[:n], signs[:n]
@@ -330,20 +335,21 @@ def _shares_contributor(search: _Search, x: int, codes: tuple) -> np.ndarray:
     return common & (cells >= 0) & search.holds[np.maximum(cells, 0)]
 
 
-def _options_kept(counts: list[int]) -> list[int]:
-    """How many of each dimension's best options to combine: as many as MAX_COMBINATIONS allows, evenly."""
+def _options_kept(counts: list[int], limit: int) -> list[int]:
+    """How many of each dimension's best options to combine: as many as ``limit`` combinations allow, evenly."""
     keep = [1] * len(counts)
     while True:
         grown = False
         for k in range(len(counts)):
-            if keep[k] < counts[k] and math.prod(keep) // keep[k] * (keep[k] + 1) <= MAX_COMBINATIONS:
+            if keep[k] < counts[k] and math.prod(keep) // keep[k] * (keep[k] + 1) <= limit:
                 keep[k] += 1
                 grown = True
         if not grown:
             return keep
 
 
-def _dimension_options(search: _Search, x: int, k: int, up: float, down: float) -> tuple[np.ndarray, np.ndarray]:
+def _dimension_options(search: _Search, x: int, k: int, up: float, down: float,
+                       limit: int) -> tuple[np.ndarray, np.ndarray]:
     """The additive vectors of dimension k through x's code as rows of (codes, signs), padded (the padding code,
     sign 0), best first by the cells they take on x's own line along k; the 'up' vector (x's code and its
     ancestors) is always among them."""
@@ -365,7 +371,7 @@ def _dimension_options(search: _Search, x: int, k: int, up: float, down: float) 
     ranked = np.lexsort((cost, ~fitting))
     # the up vector always exists but takes the totals: after the siblings whose line carries the change,
     # as many as this dimension's share of the combinations leaves room for
-    head = min(int(fitting.sum()), max(1, int(MAX_COMBINATIONS ** (1 / grid.width)) - 1))
+    head = min(int(fitting.sum()), max(1, int(limit ** (1 / grid.width)) - 1))
     rows = np.concatenate([ranked[:head], [len(chains)], ranked[head:]])
     return codes[rows], signs[rows]
 
@@ -398,24 +404,38 @@ def _line_fits(search: _Search, x: int, k: int, codes: np.ndarray, signs: np.nda
 
 
 def _down_chain(search: _Search, x: int, k: int, code: int) -> list[int]:
-    """``code`` and, where it is a total along k, a part of it, down to a leaf: the part whose cell on x's line
-    may change and is largest (the change runs through it)."""
+    """``code`` and, where it is a total along k, a part of it, down to a leaf: the part whose cells on x's line
+    may change and are largest (the change runs through them). Where x's line along k is no table's (linked
+    tables: k is a dimension x's table lacks), the cells of the line with one of x's other codes at its total."""
     grid = search.grid
     chain = [code]
     if not grid.children[k][code]:
         return chain
-    at = grid.coordinates[x].copy()
-    mine = code == at[k]  # x's own parts: their contributors are x's
+    mine = code == grid.coordinates[x][k]  # x's own parts: their contributors are x's
     while grid.children[k][chain[-1]]:
         children = grid.children[k][chain[-1]]
-        scores = []
-        for child in children:
-            at[k] = child
-            cell = grid.index[tuple(at)]
-            free = cell >= 0 and bool(search.usable[cell]) and (mine or not search.single[cell])
-            scores.append((free, search.values[cell] if cell >= 0 else -np.inf))
+        scores = [_part_score(search, x, k, child, mine) for child in children]
         chain.append(children[max(range(len(children)), key=lambda i: scores[i])])
     return chain
+
+
+def _part_score(search: _Search, x: int, k: int, child: int, mine: bool) -> tuple[bool, float]:
+    """(whether the cells of x's line at ``child`` may change, the least of their values)."""
+    grid = search.grid
+    at = grid.coordinates[x].copy()
+    at[k] = child
+    probes = [tuple(at)]
+    if grid.known_zero[probes[0]]:
+        return False, -np.inf
+    if grid.index[probes[0]] < 0:
+        for j in range(grid.width):
+            if j != k and grid.parent[j][at[j]] >= 0:
+                probes.append(tuple(at[:j]) + (grid.root[j][at[j]],) + tuple(at[j + 1:]))
+    cells = [int(c) for c in (grid.index[p] for p in probes) if c >= 0]
+    if not cells:
+        return False, -np.inf
+    free = all(search.usable[c] and (mine or not search.single[c]) for c in cells)
+    return free, float(min(search.values[c] for c in cells))
 
 
 def verified_witnesses(problem, table, suppressed, witnesses: list[Witness]) -> np.ndarray:

@@ -95,6 +95,10 @@ class CellGrid:
         _relation_parts(matrix, ids, numbers)  # now strictly: each relation sums along one dimension
         self.children = [[np.flatnonzero(parent == code).tolist() for code in range(len(parent))]
                          for parent in self.parent]
+        self.leaf = [np.array([not children for children in dimension]) for dimension in self.children]
+        self.siblings = [[np.array([c for c in (dimension[parent[code]] if parent[code] >= 0 else []) if c != code],
+                                   dtype=np.int64) for code in range(len(parent))]
+                         for dimension, parent in zip(self.children, self.parent)]
         self.root = [np.array([(self.ancestors(k, code) or [code])[-1] for code in range(len(parent))], dtype=np.int64)
                      for k, parent in enumerate(self.parent)]
         # within[k][a, b]: code a is b or lies within it along dimension k (the padding code: nothing)
@@ -223,24 +227,44 @@ def hypercube_pattern(problem, table) -> tuple[np.ndarray, list[Witness], list[i
     grid = CellGrid(problem.coordinates, problem.relations, problem.aliases)
     search = _Search(grid, problem.values, problem.cost, table.lower, table.upper, ~problem.forced_published,
                      _single(problem), ~problem.empty, table.sensitive.copy())
-    integer = problem.integer
     targets = np.flatnonzero(table.sensitive)
-    need_up = np.maximum(table.required_upper - problem.values, 0.0)
-    need_down = np.maximum(problem.values - table.required_lower, 0.0)
-    unit = 1.0 / table.scale
-    witnesses, failed = [], []
-    for done, x in enumerate(targets[np.argsort(-problem.values[targets], kind="stable")]):
-        up, down = _deltas(need_up[x], need_down[x], integer, unit, table.upper[x] - problem.values[x])
-        witness = _best_hypercube(search, int(x), up, down)
-        if witness is None:
-            failed.append(int(x))
-        else:
-            search.suppressed[witness.cells] = True
-            witnesses.append(witness)
+    deltas = {int(x): _deltas(max(table.required_upper[x] - problem.values[x], 0.0),
+                              max(problem.values[x] - table.required_lower[x], 0.0), problem.integer,
+                              1.0 / table.scale, table.upper[x] - problem.values[x]) for x in targets}
+    witnesses: dict[int, Witness] = {}
+    for done, x in enumerate(targets[np.argsort(-problem.values[targets], kind="stable")].tolist()):
+        if x not in witnesses:
+            _take(search, witnesses, deltas, _best_hypercube(search, x, *deltas[x]))
         if done % 5000 == 4999:
             _log.info("hypercube: %d of %d sensitive cells, %d cells suppressed", done + 1, len(targets),
                       int(search.suppressed.sum()), extra={"done": done + 1, "total": len(targets)})
-    return search.suppressed, witnesses, sorted(failed)
+    # a second look at the cells without one, among many more combinations of each dimension's vectors
+    for x in [x for x in targets.tolist() if x not in witnesses]:
+        _take(search, witnesses, deltas, _best_hypercube(search, x, *deltas[x], RETRY_COMBINATIONS))
+    return search.suppressed, list(witnesses.values()), sorted(x for x in targets.tolist() if x not in witnesses)
+
+
+def _take(search: _Search, witnesses: dict, deltas: dict, witness: Witness | None) -> None:
+    """Suppress the cells of ``witness``, and let it stand for every other sensitive cell it moves far enough:
+    the same change, turned so that the cell moves up, scaled down to that cell's protection (the bounds hold
+    for every fraction of a change that keeps them)."""
+    if witness is None:
+        return
+    search.suppressed[witness.cells] = True
+    witnesses[witness.target] = witness
+    for cell, sign in zip(witness.cells.tolist(), witness.signs.tolist()):
+        if cell in witnesses or cell not in deltas:
+            continue
+        up, down = deltas[cell]
+        reach_up, reach_down = (witness.up, witness.down) if sign > 0 else (witness.down, witness.up)
+        if up <= reach_up and down <= reach_down and _no_strangers(search, cell, witness.cells):
+            witnesses[cell] = Witness(cell, witness.cells, witness.signs * sign, up, down)
+
+
+def _no_strangers(search: _Search, x: int, cells: np.ndarray) -> bool:
+    """Whether every single-contributor cell among ``cells`` (but x) is one of x's own contributors'."""
+    single = cells[search.single[cells] & (cells != x)]
+    return not single.size or bool(_shares_contributor(search, x, tuple(search.grid.coordinates[single].T)).all())
 
 
 def _single(problem) -> np.ndarray:
@@ -357,22 +381,25 @@ def _dimension_options(search: _Search, x: int, k: int, up: float, down: float,
     code = int(grid.coordinates[x][k])
     own = _down_chain(search, x, k, code)
     climb = grid.ancestors(k, code)
-    parent = int(grid.parent[k][code])
-    siblings = [s for s in grid.children[k][parent] if s != code] if parent >= 0 else []
-    chains = [_down_chain(search, x, k, sibling) for sibling in siblings]
-    length = max([len(own) + len(chain) for chain in chains] + [len(climb) + len(own)])
-    codes = np.full((len(chains) + 1, length), grid.pad[k])
-    signs = np.zeros((len(chains) + 1, length))
+    siblings = grid.siblings[k][code]
+    leaves = grid.leaf[k][siblings]
+    chains = {int(s): _down_chain(search, x, k, int(s)) for s in siblings[~leaves]}  # the leaves: themselves
+    length = max([len(own) + 1] + [len(own) + len(chain) for chain in chains.values()] + [len(climb) + len(own)])
+    codes = np.full((len(siblings) + 1, length), grid.pad[k])
+    signs = np.zeros((len(siblings) + 1, length))
     codes[:, :len(own)], signs[:, :len(own)] = own, 1
-    for i, chain in enumerate(chains):
+    codes[:-1, len(own)], signs[:-1, len(own)] = siblings, -1
+    for i in np.flatnonzero(~leaves):
+        chain = chains[int(siblings[i])]
         codes[i, len(own):len(own) + len(chain)], signs[i, len(own):len(own) + len(chain)] = chain, -1
     codes[-1, len(own):len(own) + len(climb)], signs[-1, len(own):len(own) + len(climb)] = climb, 1  # upward
+    signs[-1, len(own) + len(climb):] = 0
     fitting, cost = _line_fits(search, x, k, codes[:-1], signs[:-1], up, down)
     ranked = np.lexsort((cost, ~fitting))
     # the up vector always exists but takes the totals: after the siblings whose line carries the change,
     # as many as this dimension's share of the combinations leaves room for
     head = min(int(fitting.sum()), max(1, int(limit ** (1 / grid.width)) - 1))
-    rows = np.concatenate([ranked[:head], [len(chains)], ranked[head:]])
+    rows = np.concatenate([ranked[:head], [len(siblings)], ranked[head:]])
     return codes[rows], signs[rows]
 
 

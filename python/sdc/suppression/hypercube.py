@@ -11,10 +11,16 @@ plus delta times the product is a table the attacker cannot tell from the true o
 cell and every relation, and delta is chosen so that x reaches the end of its protection interval and every cell
 stays within its a-priori bounds (the other way round likewise). That table is the witness of x's protection:
 checked on its own (verified_witnesses), it replaces the audit's two LPs for x, and with whole-number deltas in an
-integer table also the integer audit. Sensitive cells are taken in turn; a cell already suppressed costs nothing,
-so later hypercubes reuse earlier ones. The pattern suppresses more than the LP heuristic (each cell gets a whole
-hypercube where the LP finds the cheapest completion), at a cost that grows with the number of sensitive cells,
-not with the size of the groups of suppressed cells the LP audit solves over.
+integer table also the integer audit. Sensitive cells are taken in turn, largest first; a cell already
+suppressed costs nothing, so later hypercubes reuse earlier ones, and a hypercube that moves another sensitive
+cell far enough is that cell's witness too. The pattern usually suppresses more than the LP heuristic (each cell
+gets a whole hypercube where the LP finds the cheapest completion), at a cost in time that grows with the number
+of sensitive cells, not with the size of the groups of suppressed cells the LP audit solves over.
+
+Unlike sdcTable's and τ-Argus's GHMITER, which choose corners of cubes within each non-hierarchical sub-table
+(and repeat passes because a cube of one sub-table can be undone by the totals of another), the vectors here
+run through the whole hierarchy of each dimension, so one hypercube's change keeps every relation of the table
+(of all linked tables) at once, and its witness proves the protection without another pass.
 
 A cell that has only one contributor (magnitude tables) changes only in the hypercubes of cells that contributor
 contributes to: its contributor knows its value, and every other witness stays a table that contributor cannot rule
@@ -26,6 +32,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,6 +154,17 @@ class CellGrid:
         return chain
 
 
+_GRIDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def grid_of(problem) -> CellGrid:
+    """The CellGrid of ``problem`` (a SuppressionProblem with coordinates), built once per problem: the method
+    and the check of its witnesses read the same one."""
+    if problem not in _GRIDS:
+        _GRIDS[problem] = CellGrid(problem.coordinates, problem.relations, problem.aliases)
+    return _GRIDS[problem]
+
+
 def _parents(k: int, codes: list, ids: np.ndarray, totals: np.ndarray, parts: np.ndarray) -> np.ndarray:
     """The parent code id of every code of dimension k (-1: a total), from the relations along k."""
     known = (ids[parts, k] >= 0) & (ids[totals, k] >= 0)
@@ -224,12 +242,13 @@ def hypercube_pattern(problem, table) -> tuple[np.ndarray, list[Witness], list[i
     ``problem`` (a SuppressionProblem with coordinates); ``table``: its method_table (required intervals)."""
     if problem.coordinates is None:
         raise SdcError("method hypercube needs the cells' codes (a table of dimensions); this problem has none")
-    grid = CellGrid(problem.coordinates, problem.relations, problem.aliases)
+    grid = grid_of(problem)
     search = _Search(grid, problem.values, problem.cost, table.lower, table.upper, ~problem.forced_published,
                      _single(problem), ~problem.empty, table.sensitive.copy())
     targets = np.flatnonzero(table.sensitive)
+    integer = problem.integer
     deltas = {int(x): _deltas(max(table.required_upper[x] - problem.values[x], 0.0),
-                              max(problem.values[x] - table.required_lower[x], 0.0), problem.integer,
+                              max(problem.values[x] - table.required_lower[x], 0.0), integer,
                               1.0 / table.scale, table.upper[x] - problem.values[x]) for x in targets}
     witnesses: dict[int, Witness] = {}
     for done, x in enumerate(targets[np.argsort(-problem.values[targets], kind="stable")].tolist()):
@@ -489,7 +508,7 @@ def verified_witnesses(problem, table, suppressed, witnesses: list[Witness]) -> 
         wrong |= (moved < table.lower[cells] - AUDIT_TOLERANCE) | (moved > table.upper[cells] + AUDIT_TOLERANCE)
     stranger = _single(problem)[cells] & (cells != targets[column])
     if stranger.any():  # a single-contributor cell of one of x's own contributors may change
-        grid = CellGrid(problem.coordinates, problem.relations, problem.aliases)
+        grid = grid_of(problem)
         search = _Search(grid, problem.values, problem.cost, table.lower, table.upper, ~problem.forced_published,
                          _single(problem), ~problem.empty, suppressed)
         rows = np.flatnonzero(stranger)

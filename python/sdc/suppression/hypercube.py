@@ -49,6 +49,8 @@ MISSING = type("MissingCode", (), {"__repr__": lambda self: "MISSING"})()
 # that gets none among the first)
 MAX_COMBINATIONS = 64
 RETRY_COMBINATIONS = 4096
+# The grid's entry of a combination of codes that a table has but no cell (-1: no table has it)
+KNOWN_ZERO = -2
 # The grid of every combination of codes (an index from codes to cell) is dense up to this many entries
 MAX_GRID = 50_000_000
 
@@ -119,7 +121,8 @@ class CellGrid:
         self._place(ids, owner, tuple(len(dimension) for dimension in codes))
 
     def _place(self, ids: np.ndarray, owner: np.ndarray, shape: tuple) -> None:
-        """index, multiplicity and known_zero of the cells at ``ids`` (one row per code combination, of cell
+        """index (KNOWN_ZERO where a table has the codes but no cell) and multiplicity of the cells at ``ids`` (one
+        row per code combination, of cell
         ``owner``), in a grid of ``shape`` codes."""
         if math.prod(shape) > MAX_GRID:
             raise SdcError(f"hypercube: {' x '.join(map(str, shape))} combinations of codes are too many for its "
@@ -137,14 +140,20 @@ class CellGrid:
         self.multiplicity = np.bincount(cells, minlength=n)
         # a combination of codes that some table has, but no cell: an empty cell the table leaves out, a known
         # zero that no hypercube may change (combinations no table has, of linked tables, carry anything)
-        self.known_zero = np.zeros(padded, bool)
+        known_zero = np.zeros(padded, bool)
         inner = tuple(slice(0, size) for size in shape)
         for form in _table_forms(ids, self.parent):
             belongs = np.ones(shape, bool)
             for k in range(self.width):
                 if k not in form:
                     belongs &= (self.parent[k] < 0).reshape([-1 if j == k else 1 for j in range(self.width)])
-            self.known_zero[inner] |= belongs & (self.index[inner] < 0)
+            known_zero[inner] |= belongs & (self.index[inner] < 0)
+        self.index[known_zero] = KNOWN_ZERO
+
+    @property
+    def known_zero(self) -> np.ndarray:
+        """The combinations of codes that a table has but no cell (empty cells left out): zero, known."""
+        return self.index == KNOWN_ZERO
 
     def ancestors(self, k: int, code: int) -> list[int]:
         chain = []
@@ -323,7 +332,6 @@ def _best_hypercube(search: _Search, x: int, up: float, down: float,
     combinations = math.prod(keep)
     where = tuple(np.broadcast_arrays(*where))
     cells = grid.index[where].transpose(order).reshape(combinations, -1)
-    zero = grid.known_zero[where].transpose(order).reshape(combinations, -1)
     signs = functools.reduce(np.multiply, sign_factors)
     signs = np.broadcast_to(signs, where[0].shape).transpose(order).reshape(combinations, -1)
     present = (cells >= 0) & (signs != 0)
@@ -334,7 +342,7 @@ def _best_hypercube(search: _Search, x: int, up: float, down: float,
     if single.any():  # x's own contributors' cells are no strangers (the check only where needed: it costs)
         single &= ~_shares_contributor(search, x, where).transpose(order).reshape(combinations, -1)
     blocked = ~search.usable[safe] | single
-    fits = ~(zero & (signs != 0)).any(axis=1) & ~(present & blocked & (cells != x)).any(axis=1)
+    fits = ~((cells == KNOWN_ZERO) & (signs != 0)).any(axis=1) & ~(present & blocked & (cells != x)).any(axis=1)
     for delta in (up, -down):
         if delta:
             moved = values + delta * signs
@@ -471,7 +479,7 @@ def _part_score(search: _Search, x: int, k: int, child: int, mine: bool) -> tupl
     at = grid.coordinates[x].copy()
     at[k] = child
     probes = [tuple(at)]
-    if grid.known_zero[probes[0]]:
+    if grid.index[probes[0]] == KNOWN_ZERO:
         return False, -np.inf
     if grid.index[probes[0]] < 0:
         for j in range(grid.width):

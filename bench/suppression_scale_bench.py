@@ -8,9 +8,12 @@ log-normal size), turnover log-normal, rules p:10 and nk:2,85
 primary cells' audit intervals only) and, with --audit-layout, the audit layout (every suppressed cell's
 interval), and prints cells, primaries, secondaries, wall and CPU seconds (this process and its threads) and the
 peak resident memory, then how the CPU time grows from one size to the next. ``--linked T``: T tables of N^d
-cells each over d + 1 dimensions of one microdata, protected together (suppressed_linked_tables).
+cells each over d + 1 dimensions of one microdata, protected together (suppressed_linked_tables). ``--method``:
+heuristic (default), optimal or hypercube. At 10^6 cells, SDC_DUCKDB_MEMORY_LIMIT=3GB keeps the cell table's
+DuckDB within 3 GB.
 
 Usage: .venv/bin/python bench/suppression_scale_bench.py [--dims 3] [--nodes 10 22] [--audit-layout] [--linked 3]
+       [--method hypercube]
 """
 
 from __future__ import annotations

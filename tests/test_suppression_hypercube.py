@@ -238,6 +238,57 @@ def test_a_cell_without_a_hypercube_is_completed_by_the_heuristic_and_audited():
     assert {cells[k] for k in np.flatnonzero(pattern.suppressed)} >= {("l1", "l3"), ("l2", "l3")}
 
 
+def test_the_cells_left_to_the_lp_audit_get_their_integer_check_in_larger_groups(monkeypatch):
+    """The few cells no hypercube fits are checked in integers in groups REMAINDER_INTEGER_FACTOR times larger
+    than the audit's limit (here the limit is made 3 cells, smaller than the pattern's group)."""
+    import warnings
+
+    import sdc.suppression.secondary as secondary
+
+    leaf = np.full((5, 5), 100.0)
+    leaf[1, 3] = leaf[2, 3] = 40
+    cells, values, relations = hierarchical_table(leaf, [[0, 1, 2], [3, 4]])
+    x = cells.index(("l0", "l3"))
+    level = np.where(np.arange(len(values)) == x, 70.0, 0.0)
+    hard = SuppressionProblem.from_arrays(values, relations, primary=[x], protection_lower=level,
+                                          protection_upper=level, cost=values, coordinates=cells,
+                                          forced_published=[c == ("g0", "l3") for c in cells])
+    monkeypatch.setattr(secondary, "INTEGER_CHECK_CELLS", 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", secondary.IntegerCheckWarning)
+        for intervals in ("none", "primary"):
+            pattern = secondary_suppression(hard, "hypercube", intervals=intervals)
+            assert 3 < pattern.suppressed.sum() <= 30
+    monkeypatch.setattr(secondary, "REMAINDER_INTEGER_FACTOR", 1)
+    for intervals in ("none", "primary"):
+        with pytest.warns(secondary.IntegerCheckWarning, match="integer check skipped for 1 sensitive cells"):
+            secondary_suppression(hard, "hypercube", intervals=intervals)
+
+
+def test_a_witness_that_does_not_hold_leaves_its_cell_to_the_heuristic_and_the_audit(monkeypatch):
+    import sdc.suppression.hypercube as hypercube
+
+    problem = small_problem()
+    monkeypatch.setattr(hypercube, "verified_witnesses", lambda problem, *_: np.zeros(len(problem.values), bool))
+    suppressed, witnesses, failed, _ = witnesses_of(problem)
+    assert not witnesses and failed == np.flatnonzero(problem.primary).tolist()
+    pattern = secondary_suppression(problem, "hypercube")
+    assert independent_audit(problem, pattern, integer=True).passed
+
+
+def test_a_table_without_relations():
+    problem = SuppressionProblem.from_arrays([5.0, 7.0], [], primary=[0], protection_lower=[2, 0],
+                                             protection_upper=[2, 0], cost=[5.0, 7.0], coordinates=[("a",), ("b",)])
+    pattern = secondary_suppression(problem, "hypercube", intervals="none")
+    assert pattern.status == ("primary", "published")
+
+
+def test_coordinates_must_be_tuples_of_codes():
+    with pytest.raises(SdcError, match="coordinates of cell 0 must be a tuple of codes"):
+        SuppressionProblem.from_arrays([5.0, 7.0], [], primary=[0], protection_lower=[2, 0], protection_upper=[2, 0],
+                                       cost=[5.0, 7.0], coordinates=[["a", "x"], ("b", "x")])
+
+
 def test_relations_that_are_not_one_hierarchy_per_dimension_are_refused():
     problem = small_problem()
     with pytest.raises(SdcError, match="method hypercube needs the cells' codes"):

@@ -340,7 +340,7 @@ def _relation_fails(problem: SuppressionProblem, search: _Search, cell: int) -> 
 
 
 def integer_safe_pattern(problem: SuppressionProblem, suppressed, *, max_cells: int = INTEGER_CHECK_CELLS,
-                         seconds: float = INTEGER_CHECK_SECONDS):
+                         seconds: float = INTEGER_CHECK_SECONDS, only=None):
     """Grow ``suppressed``, a pattern that passes the LP audit, until it also passes the integer audit of
     an integer table (audit.integer_reach), and return (pattern, cells whose integer check was skipped).
 
@@ -348,12 +348,13 @@ def integer_safe_pattern(problem: SuppressionProblem, suppressed, *, max_cells: 
     to TRIAL_CELLS; those whose relations all hold a suppressed cell first, since any other would be
     exposed at once) and the first that gives it both ends in integers is kept; if none does, the cheapest
     is kept anyway (more suppression never narrows an interval, so the loop progresses). The heuristic
-    then restores what the LP audit needs around the new cells. Raises when no safe pattern is found."""
+    then restores what the LP audit needs around the new cells. Raises when no safe pattern is found. ``only``:
+    the sensitive cells to check (default all)."""
     table = problem.method_table(integer=True)
     suppressed = np.asarray(suppressed, dtype=bool).copy()
     limits = {"max_cells": max_cells, "seconds": seconds}
     for _ in range(MAX_INTEGER_ROUNDS):
-        failing, skipped = integer_failures(table, suppressed, **limits)
+        failing, skipped = integer_failures(table, suppressed, only=only, **limits)
         if not failing:
             return suppressed, skipped
         for cell in failing:

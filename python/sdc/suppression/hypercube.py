@@ -24,7 +24,10 @@ run through the whole hierarchy of each dimension, so one hypercube's change kee
 
 A cell that has only one contributor (magnitude tables) changes only in the hypercubes of cells that contributor
 contributes to: its contributor knows its value, and every other witness stays a table that contributor cannot rule
-out (the primary rules already assume that the contributors of a cell know their own contributions).
+out. That a witness may change the single-contributor cells of x's own contributors is a modelling assumption (the
+primary rules' protection levels already assume that the contributors of a cell know their own contributions), not
+something the audit checks; the heuristic's singleton rule (a third cell where a relation holds a singleton and one
+other suppressed cell) is not applied to hypercube patterns.
 """
 
 from __future__ import annotations
@@ -218,7 +221,8 @@ def _relation_parts(matrix, ids: np.ndarray, numbers: np.ndarray) -> tuple[np.nd
     dimension = np.argmax(differ, axis=1)
     wrong = (count != 1)
     first = np.full(matrix.shape[0], -1)
-    first[part_rows[::-1]] = dimension[::-1]
+    rows_seen, at = np.unique(part_rows, return_index=True)
+    first[rows_seen] = dimension[at]
     wrong |= first[part_rows] != dimension
     if wrong.any():
         r = int(numbers[part_rows[np.argmax(wrong)]])
@@ -269,7 +273,12 @@ def hypercube_pattern(problem, table) -> tuple[np.ndarray, list[Witness], list[i
     # a second look at the cells without one, among many more combinations of each dimension's vectors
     for x in [x for x in targets.tolist() if x not in witnesses]:
         _take(search, witnesses, deltas, _best_hypercube(search, x, *deltas[x], RETRY_COMBINATIONS))
-    return search.suppressed, list(witnesses.values()), sorted(x for x in targets.tolist() if x not in witnesses)
+    # only witnesses that hold on their own count (relations of aliased cells are not in the grid): a cell whose
+    # witness does not is left to the LP heuristic and audit like one without
+    found = list(witnesses.values())
+    held = verified_witnesses(problem, table, search.suppressed, found)
+    found = [w for w in found if held[w.target]]
+    return search.suppressed, found, sorted(x for x in targets.tolist() if not held[x])
 
 
 def _take(search: _Search, witnesses: dict, deltas: dict, witness: Witness | None) -> None:
@@ -507,7 +516,7 @@ def verified_witnesses(problem, table, suppressed, witnesses: list[Witness]) -> 
     cells = np.concatenate([w.cells for w in witnesses]).astype(np.int64)
     signs = np.concatenate([w.signs for w in witnesses]).astype(float)
     change = csc_matrix((signs, (cells, column)), shape=(n, len(witnesses)))
-    ok = abs(problem.relations @ change).max(axis=0).toarray().ravel() == 0  # signs of +-1: exact in floats
+    ok = np.asarray(abs(problem.relations @ change).sum(axis=0)).ravel() == 0  # signs of +-1: exact in floats
     key = np.sort(column * n + cells)
     twice = np.unique(key[1:][key[1:] == key[:-1]] // n)
     wrong = ~suppressed[cells] | problem.forced_published[cells] | (np.abs(signs) != 1)

@@ -138,8 +138,9 @@ def protect_linked(per_table, linked: LinkedCells, tables, names, *, magnitude: 
     """One pattern of the linked problem (protect_cells's options), as per table one PATTERN_COLUMNS dict per
     cell; ``a_priori``: table name -> the last release's cells of that table."""
     last = _joint_a_priori(per_table, linked, tables, names, a_priori) if a_priori else None
+    codes = _joint_codes(per_table, linked, tables) if options.get("method") == "hypercube" else None
     protected = protect_cells(linked.cells, linked.relations, magnitude=magnitude, a_priori=last,
-                              coordinates=_joint_codes(per_table, linked, tables), **options)
+                              coordinates=codes, **options)
     return [[protected[u] for u in linked.cell_of[t]] for t in range(len(tables))]
 
 

@@ -86,7 +86,7 @@ class SuppressionProblem:
             # coordinates, the others its aliases
             if len(self.coordinates) != n:
                 raise SdcError(f"suppression problem: coordinates has {len(self.coordinates)} entries for {n} cells")
-            named = [c if isinstance(c, list) else [c] for c in self.coordinates]
+            named = [_code_combinations(k, c) for k, c in enumerate(self.coordinates)]
             set_(self, "coordinates", tuple(tuple(c[0]) for c in named))
             set_(self, "aliases", tuple(self.aliases) + tuple((k, tuple(a)) for k, c in enumerate(named) for a in c[1:]))
         set_(self, "relations", _relation_matrix(self.relations, n))
@@ -209,6 +209,16 @@ def group_relations(members, cell_keys, dims) -> list[list[tuple[int, float]]]:
             raise SdcError(f"cell {dict(zip(dims, codes))} of a relation is missing from the cells file")
         relations.setdefault(constraint_id, []).append((index[tuple(codes)], float(coefficient)))
     return list(relations.values())
+
+
+def _code_combinations(k: int, codes) -> list[tuple]:
+    """A cell's code combinations: a tuple of codes, or (a cell that several name) a list of such tuples."""
+    if isinstance(codes, tuple):
+        return [codes]
+    if isinstance(codes, list) and codes and all(isinstance(c, tuple) for c in codes):
+        return codes
+    raise SdcError(f"suppression problem: coordinates of cell {k} must be a tuple of codes (or a list of tuples "
+                   f"where several code combinations name the cell), got {codes!r}")
 
 
 def _cell_count(values) -> int:

@@ -243,7 +243,7 @@ def test_the_cells_left_to_the_lp_audit_get_their_integer_check_in_larger_groups
     than the audit's limit (here the limit is made 3 cells, smaller than the pattern's group)."""
     import warnings
 
-    import sdc.suppression.secondary as secondary
+    from sdc.suppression import secondary
 
     leaf = np.full((5, 5), 100.0)
     leaf[1, 3] = leaf[2, 3] = 40
@@ -266,11 +266,11 @@ def test_the_cells_left_to_the_lp_audit_get_their_integer_check_in_larger_groups
 
 
 def test_a_witness_that_does_not_hold_leaves_its_cell_to_the_heuristic_and_the_audit(monkeypatch):
-    import sdc.suppression.hypercube as hypercube
+    from sdc.suppression import hypercube
 
     problem = small_problem()
     monkeypatch.setattr(hypercube, "verified_witnesses", lambda problem, *_: np.zeros(len(problem.values), bool))
-    suppressed, witnesses, failed, _ = witnesses_of(problem)
+    _, witnesses, failed, _ = witnesses_of(problem)
     assert not witnesses and failed == np.flatnonzero(problem.primary).tolist()
     pattern = secondary_suppression(problem, "hypercube")
     assert independent_audit(problem, pattern, integer=True).passed

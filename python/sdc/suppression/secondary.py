@@ -158,9 +158,10 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
 
 
 def _integer_limits(problem: SuppressionProblem, remainder: bool, witnessed) -> dict:
-    """integer_safe_pattern's limits: the cells without a witness, in larger groups, after method hypercube."""
+    """integer_safe_pattern's options: the cells without a witness, in larger groups, after method hypercube
+    (none for the other methods: its own limits)."""
     if not remainder:
-        return {"max_cells": INTEGER_CHECK_CELLS}
+        return {}
     without = problem.sensitive.copy()
     without[list(witnessed)] = False
     return {"max_cells": INTEGER_CHECK_CELLS * REMAINDER_INTEGER_FACTOR, "only": np.flatnonzero(without)}

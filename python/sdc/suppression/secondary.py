@@ -195,19 +195,20 @@ def _checked_pattern(problem: SuppressionProblem, suppressed, method: str, prove
                   protection_upper=problem.protection_upper, lower=problem.lower, upper=problem.upper,
                   integer=problem.integer)
     integer_cells = INTEGER_CHECK_CELLS * (REMAINDER_INTEGER_FACTOR if method == "hypercube" else 1)
+    # each witness checked on its own against the judged requirements: a cell it proves needs no LP in the
+    # verdict, and (a table of whole numbers) no integer check where intervals are asked for
+    table = AuditTable(problem.values, problem.relations, **judged) if intervals == "none" or witnesses else None
+    witnessed = (verified_witnesses(problem, table, suppressed, list(witnesses)) if witnesses
+                 else np.zeros(len(problem.values), bool))
+    if witnesses:
+        _log.info("audit: %d of %d primary cells proven by their witness tables",
+                  int((witnessed & problem.primary).sum()), int(problem.primary.sum()))
     if intervals == "none":
-        table = AuditTable(problem.values, problem.relations, **judged)
-        witnessed = verified_witnesses(problem, table, suppressed, list(witnesses))
-        _log.info("audit: %d of %d primary cells proven by their witness tables", int((witnessed & problem.primary).sum()),
-                  int(problem.primary.sum()))
         audit, failures, unchecked = _verdict(table, suppressed, witnessed, integer_cells)
     else:
         audit = audit_pattern(problem.values, suppressed, problem.relations, integer_cells=integer_cells,
                               only=None if intervals == "all" else np.flatnonzero(problem.primary), **judged)
         failures = [f.cell for f in audit.failures]
-        # a cell whose verified witness is a table of whole numbers needs no integer check of its own
-        witnessed = verified_witnesses(problem, AuditTable(problem.values, problem.relations, **judged), suppressed,
-                                       list(witnesses)) if witnesses else np.zeros(len(problem.values), bool)
         unchecked = {iv.cell: iv.integer_skipped for iv in audit.unchecked if not witnessed[iv.cell]}
     if failures:  # never emit a pattern that fails its own audit
         names = "; ".join(problem.labels[cell] for cell in failures)

@@ -282,6 +282,35 @@ def test_unbalanced_hierarchy_is_refused(project):
     assert "hierarchy of dimension 'universitaet': leaves lie at different depths (2, 3)" in result.stdout
 
 
+def test_a_build_checks_a_hierarchy_once_and_the_next_build_checks_it_again(tmp_path):
+    """Three tables on one hierarchy: its shape is queried once per dimension in a build (each check a Spark job
+    of seconds), not once per table; a later invocation in the same process, after the seed changed, checks the
+    new seed and stops, where a result kept from the first build would let the unbalanced hierarchy through."""
+    p = ScratchProject(tmp_path / "project")
+    (tmp_path / "uni.csv").write_text(SEED000_TABLE3)
+    load_microdata(p.db, tmp_path / "uni.csv", "uni", key_mode="existing", key_column="record_key", modulus=10**6)
+    p.sources(["uni"])
+    p.seed("sdc_hierarchies", UNI_HIERARCHY)
+    for name, dims in [("by_uni", "['universitaet']"), ("by_uni_sex", "['universitaet', 'geschlecht']"),
+                       ("by_sex_uni", "['geschlecht', 'universitaet']")]:
+        p.model(name, f"{{{{ sdc.ckm_count(source('raw', 'uni'), dims={dims}, modulus=1000000, "
+                "hierarchy=ref('sdc_hierarchies'), check_keys=false) }}")
+
+    def build(logs):
+        result = p.dbt("build", "--log-path", str(tmp_path / logs))
+        return result, (tmp_path / logs / "dbt.log").read_text()
+
+    result, log = build("first")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert log.count("with recursive nodes as") == 2  # universitaet and geschlecht, not 5
+    assert log.count("select distinct cast(dimension as") == 1
+    assert log.count("select max(i) as max_i") == 1  # the ptable's check, shared the same way
+    p.seed("sdc_hierarchies", UNI_HIERARCHY + "universitaet,Residenz,München\n")
+    result, log = build("second")
+    assert result.returncode != 0
+    assert "hierarchy of dimension 'universitaet': leaves lie at different depths (2, 3)" in result.stdout
+
+
 def test_ptable_without_an_interval_for_a_cell_stops_the_build(project):
     result = project.dbt("build", "--select", "fails_ptable_gap")
     assert result.returncode == 1

@@ -52,7 +52,7 @@ select
     (select {{ sdc.ckm_sorted_list('cast(depth as ' ~ sdc.text_type() ~ ')') }} from walk
         where code not in (select parent from nodes where parent is not null)) as leaf_depths
 {%- endset -%}
-{%- set row = run_query(query).rows[0] -%}
+{%- set row = sdc.run_check_query(query).rows[0] -%}
 {%- if row['node_count'] == 0 -%}{{ return(none) }}{%- endif -%}
 {%- set prefix = "hierarchy of dimension '" ~ dim ~ "': " -%}
 {%- if row['distinct_codes'] != row['node_count'] -%}
@@ -107,7 +107,7 @@ where h{{ depth }}.dimension = {{ sdc.sql_string(dim) }}
 {#- a hierarchy given for none of the dims, or for a dim spelt another way (State for state), is a mistake:
     the dimension would silently be flat, its levels missing and its total labelled Total -#}
 {%- if hierarchy is none or not execute -%}{{ return(none) }}{%- endif -%}
-{%- set known = run_query('select distinct cast(dimension as ' ~ sdc.text_type() ~ ') from ' ~ hierarchy ~ ' order by 1').columns[0].values() | list -%}
+{%- set known = sdc.run_check_query('select distinct cast(dimension as ' ~ sdc.text_type() ~ ') from ' ~ hierarchy ~ ' order by 1').columns[0].values() | list -%}
 {%- for dim in dims if dim not in known -%}
   {%- for other in known if other | lower == dim | lower -%}
     {{ exceptions.raise_compiler_error("the hierarchy " ~ hierarchy ~ " has dimension '" ~ other ~ "', not '" ~ dim ~ "': spell the dimension the same way in both") }}

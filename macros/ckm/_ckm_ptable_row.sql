@@ -22,9 +22,9 @@ case when {{ n }} <= {{ max_i }} then {{ n }}
 {% macro ckm_ptable_reuse_from(ptable, reuse_from, caller_name) %}
 {#- a dbt unit test gives the ptable as a CTE, which a query of its own cannot read: its rows have no rule -#}
 {%- if not execute or (model is defined and model.resource_type == 'unit_test') -%}{{ return(reuse_from) }}{%- endif -%}
-{%- set columns = run_query('select * from ' ~ ptable ~ ' limit 0').column_names | map('lower') | list -%}
+{%- set columns = sdc.run_check_query('select * from ' ~ ptable ~ ' limit 0').column_names | map('lower') | list -%}
 {%- if 'reuse_from' not in columns -%}{{ return(reuse_from) }}{%- endif -%}
-{%- set rule = run_query('select min(reuse_from) as low, max(reuse_from) as high, count(*) - count(reuse_from) as missing, count(*) as n from ' ~ ptable).rows[0] -%}
+{%- set rule = sdc.run_check_query('select min(reuse_from) as low, max(reuse_from) as high, count(*) - count(reuse_from) as missing, count(*) as n from ' ~ ptable).rows[0] -%}
 {%- if rule['n'] | int == 0 -%}{{ return(reuse_from) }}{%- endif -%}  {#- no rows (dbt build --empty): no rule to read #}
 {%- if rule['low'] is none or rule['low'] != rule['high'] or rule['missing'] | int > 0 -%}
   {{ exceptions.raise_compiler_error(caller_name ~ ": the column reuse_from of the perturbation table " ~ ptable
@@ -52,7 +52,7 @@ case when {{ n }} <= {{ max_i }} then {{ n }}
 {%- set ordered -%}
 select i, p_int_ub, lead(p_int_lb) over (partition by i order by p_int_lb, p_int_ub) as next_lb from {{ ptable }}
 {%- endset -%}
-{%- set row = run_query('select max(i) as max_i, min(case when next_lb < p_int_ub then i end) as overlap_i from ('
+{%- set row = sdc.run_check_query('select max(i) as max_i, min(case when next_lb < p_int_ub then i end) as overlap_i from ('
                         ~ ordered ~ ') as ordered').rows[0] -%}
 {%- if row['overlap_i'] is not none -%}
   {%- set overlap = run_query('select cast(p_int_ub as ' ~ sdc.text_type() ~ ') as ub, cast(next_lb as ' ~ sdc.text_type()

@@ -111,7 +111,7 @@
 {%- if 'type' not in columns -%}
   {{ exceptions.raise_compiler_error(caller_name ~ ": the ptable " ~ ptable ~ " has no column type, so it is not a magnitude ptable (a count ptable?): give the magnitude ptable, made by sdc ptable --table nums (default: the seed sdc_nums_ptable)") }}
 {%- endif -%}
-{%- set found = run_query('select type, i from ' ~ ptable ~ ' where i > 0 group by type, i order by type, i') -%}
+{%- set found = sdc.run_check_query('select type, i from ' ~ ptable ~ ' where i > 0 group by type, i order by type, i') -%}
 {%- set rows = {} -%}
 {%- for row in found.rows -%}
   {%- if row[0] not in ['all', 'even', 'odd', 'small_cells'] -%}
@@ -131,7 +131,7 @@
   {%- if 'small_cells' not in rows -%}
     {{ exceptions.raise_compiler_error(caller_name ~ ": separation is on, but the magnitude ptable " ~ ptable ~ " has no small_cells rows (build them with sdc ptable --table nums --type small_cells --add-to FILE)") }}
   {%- endif -%}
-  {%- set m1sq = run_query("select sum(cast(v as " ~ sdc.double_type() ~ ") * cast(v as " ~ sdc.double_type() ~ ") * cast(p_int_ub - p_int_lb as " ~ sdc.double_type() ~ ")) from " ~ ptable ~ " where type = 'small_cells' and i = " ~ rows['small_cells'][-1]).rows[0][0] -%}
+  {%- set m1sq = sdc.run_check_query("select sum(cast(v as " ~ sdc.double_type() ~ ") * cast(v as " ~ sdc.double_type() ~ ") * cast(p_int_ub - p_int_lb as " ~ sdc.double_type() ~ ")) from " ~ ptable ~ " where type = 'small_cells' and i = " ~ rows['small_cells'][-1]).rows[0][0] -%}
   {%- set sigma1 = p.multiplier.p[0] if p.multiplier.type == 'flex' else p.multiplier.p -%}
   {%- set e = namespace(sum=0) -%}
   {%- for x in p.multiplier.epsilon -%}{%- set e.sum = e.sum + x * x -%}{%- endfor -%}

@@ -109,6 +109,15 @@ class _Config:
         return default
 
 
+class _Graph:
+    """dbt's ``graph`` as far as the macros use it: run_check_query's dict, one per rendering (a dbt invocation
+    has one)."""
+
+    @staticmethod
+    def setdefault(key, default=None):
+        return _current().graph.setdefault(key, default)
+
+
 class _Exceptions:
     @staticmethod
     def raise_compiler_error(message):
@@ -139,6 +148,7 @@ class MacroSession:
     refs: dict = field(default_factory=dict)
     database: str = "memory"
     remembered: RememberedQueries | None = None
+    graph: dict = field(default_factory=dict)  # dbt's graph dict: run_check_query keeps a rendering's checks there
 
 
 _session: contextvars.ContextVar[MacroSession] = contextvars.ContextVar("sdc_macro_session")
@@ -290,6 +300,8 @@ class MacroLibrary:
                 "config": _Config(),
                 "target": _Target(),
                 "execute": True,
+                "graph": _Graph(),
+                "invocation_id": "sdc-macro-renderer",
                 "modules": {"re": re},
                 "tojson": json.dumps,
                 "fromjson": json.loads,

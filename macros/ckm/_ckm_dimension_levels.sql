@@ -28,6 +28,10 @@
 {% macro ckm_hierarchy_shape(hierarchy, dim) %}
 {#- none if the dimension has no rows in the hierarchy; else {'depth': L, 'root': code} -#}
 {%- if not execute -%}{{ return(none) }}{%- endif -%}
+{%- set known = sdc.ckm_hierarchy_dimensions(hierarchy) -%}
+{#- a dimension without rows needs no walk; only where every name came back as text (dbt's result tables read
+    '1' as a number), else the query below looks for the rows itself -#}
+{%- if dim not in known and known | reject('string') | list | length == 0 -%}{{ return(none) }}{%- endif -%}
 {%- set query -%}
 with recursive nodes as (
     select cast(code as {{ sdc.text_type() }}) as code, nullif(cast(parent as {{ sdc.text_type() }}), '') as parent
@@ -107,7 +111,7 @@ where h{{ depth }}.dimension = {{ sdc.sql_string(dim) }}
 {#- a hierarchy given for none of the dims, or for a dim spelt another way (State for state), is a mistake:
     the dimension would silently be flat, its levels missing and its total labelled Total -#}
 {%- if hierarchy is none or not execute -%}{{ return(none) }}{%- endif -%}
-{%- set known = sdc.run_check_query('select distinct cast(dimension as ' ~ sdc.text_type() ~ ') from ' ~ hierarchy ~ ' order by 1').columns[0].values() | list -%}
+{%- set known = sdc.ckm_hierarchy_dimensions(hierarchy) -%}
 {%- for dim in dims if dim not in known -%}
   {%- for other in known if other | lower == dim | lower -%}
     {{ exceptions.raise_compiler_error("the hierarchy " ~ hierarchy ~ " has dimension '" ~ other ~ "', not '" ~ dim ~ "': spell the dimension the same way in both") }}
@@ -116,4 +120,11 @@ where h{{ depth }}.dimension = {{ sdc.sql_string(dim) }}
 {%- if dims | select('in', known) | list | length == 0 -%}
   {{ exceptions.raise_compiler_error("the hierarchy " ~ hierarchy ~ " has none of the dimensions " ~ (dims | join(', ')) ~ " (it has: " ~ (known | join(', ')) ~ "); leave hierarchy= out for flat dimensions") }}
 {%- endif -%}
+{% endmacro %}
+
+
+{#- the dimensions a hierarchy has rows for; a dimension without rows is flat, and its shape needs no query (on
+    Spark the shape's recursive walk is a job of seconds) -#}
+{% macro ckm_hierarchy_dimensions(hierarchy) %}
+{{ return(sdc.run_check_query('select distinct cast(dimension as ' ~ sdc.text_type() ~ ') from ' ~ hierarchy ~ ' order by 1').columns[0].values() | list) }}
 {% endmacro %}

@@ -33,7 +33,7 @@ select count(*) from {{ cells }} where {% for dim in dims %}{{ sdc.sql_identifie
 {#- red team R3-11: without a code list a dimension's codes in the cube are those of its records, so a code shown
     with every count 0 still says that a record has it; declared codes say nothing about records -#}
 {% macro ckm_table_builder_check_declared(dims, hierarchy) %}
-{%- set declared = [] if hierarchy is none else sdc.run_check_query('select distinct cast(dimension as ' ~ sdc.text_type() ~ ') from ' ~ hierarchy).columns[0].values() | list -%}
+{%- set declared = [] if hierarchy is none else sdc.ckm_hierarchy_dimensions(hierarchy) -%}
 {%- set undeclared = dims | reject('in', declared) | list -%}
 {%- if undeclared -%}
   {{ exceptions.raise_compiler_error("ckm_table_builder: no code list (hierarchy=) declares the codes of " ~ undeclared | join(', ') ~ ": the cube's codes would be those of the records, so a code whose every cell is 0 would still say that a record has it. Give hierarchy= a relation (dimension, code, parent) with every dimension, a flat one as its total and its codes below it, and build the cube with the same") }}

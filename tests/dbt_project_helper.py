@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
+import tempfile
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +16,21 @@ from sdc.warehouse.scratch import PROFILES_YAML, package_dir, project_yaml
 REPO = Path(__file__).parent.parent
 DEMO_PTABLE = REPO / "demo" / "seeds" / "sdc_ptable.csv"
 DBT = Path(sys.executable).parent / "dbt"
+DEMO = REPO / "demo"
+
+
+def install_demo_packages() -> None:
+    """``dbt deps`` for the demo project, once: the tests that build the demo run in parallel workers, and a
+    ``dbt deps`` recreates demo/dbt_packages while another worker's dbt may be parsing it (a doc block of the
+    package then goes missing). One worker installs under a lock; the others find the link in place."""
+    lock = Path(tempfile.gettempdir()) / f"sdc-demo-deps-{hashlib.sha1(str(DEMO).encode()).hexdigest()[:12]}.lock"
+    link = DEMO / "dbt_packages" / "sdc"
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if link.exists() and link.resolve() == REPO.resolve():
+            return
+        subprocess.run([str(DBT), "deps"], cwd=DEMO, env=dict(os.environ, DBT_PROFILES_DIR=str(DEMO)),
+                       capture_output=True, check=True, timeout=300)
 
 
 SPARK_PROFILE = """sdc_scratch:

@@ -13,7 +13,7 @@ import pytest
 import jinja2
 import yaml
 
-from dbt_project_helper import ScratchProject
+from dbt_project_helper import ScratchProject, install_demo_packages
 from sdc.conventions import DBT_SETTINGS, NUMS_PTABLE_SEED_COLUMN_TYPES, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.formats import render_ptable
@@ -104,8 +104,7 @@ def dbt_tmp(tmp_path_factory):
 
 
 def test_dbt_build_loads_the_seed_exactly_and_its_data_test_passes(dbt_tmp):
-    subprocess.run([str(DBT), "deps"], cwd=DEMO, env=dict(os.environ, DBT_PROFILES_DIR=str(DEMO)), check=True,
-                   capture_output=True)
+    install_demo_packages()
     result = dbt_build(DEMO, dbt_tmp)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "PASS=3" in result.stdout  # the seed, its data test, the sdc package's on-run-start hook

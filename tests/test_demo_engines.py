@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from dbt_project_helper import install_demo_packages
 from engine_models import assert_same_cells, plain_cells
 from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
 from sdc.warehouse.loader import load_microdata, read_facts_config
@@ -59,7 +60,7 @@ def on_duckdb(inputs):
                    secret=SECRET.encode(), facts=read_facts_config(FACTS_CONFIG))
     load_microdata(db, inputs / "enterprises.parquet", "enterprises", id_column="id", key_mode="keyed",
                    secret=SECRET.encode())
-    run(str(BIN / "dbt"), "deps")
+    install_demo_packages()
     run(str(BIN / "dbt"), "build", "--target-path", str(inputs / "target"), "--log-path", str(inputs / "logs"))
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -85,7 +86,7 @@ def build_demo_on(target: str, env: dict, tmp: Path) -> None:
             "--id", "id", "--key-mode", "keyed", *extra)
     paths = ["--target", target, "--target-path", str(tmp / f"target_{target}"), "--log-path", str(tmp / f"logs_{target}")]
     patterns = list(SUPPRESSION)
-    run(str(BIN / "dbt"), "deps")
+    install_demo_packages()
     run(str(BIN / "dbt"), "build", *paths, "--exclude", *[p + "+" for p in patterns])
     for pattern, (audit, dims, magnitude, options) in SUPPRESSION.items():
         cells, relations = pattern.replace("_pattern", "_primary"), pattern.replace("_pattern", "_relations")

@@ -20,6 +20,7 @@ from sdc.release.publish import publish
 from sdc.suppression.pipeline import interval_text
 
 from conftest import query
+from dbt_project_helper import install_demo_packages
 
 REPO = Path(__file__).parent.parent
 DEMO = REPO / "demo"
@@ -45,7 +46,7 @@ def demo(tmp_path_factory):
     load_microdata(db, tmp / "enterprises.parquet", "enterprises", id_column="id", key_mode="keyed",
                    secret=b"test secret of the demo suite")
     env = dict(os.environ, DBT_PROFILES_DIR=str(DEMO), SDC_DUCKDB_PATH=str(db), DBT_SEND_ANONYMOUS_USAGE_STATS="False")
-    subprocess.run([str(DBT), "deps"], cwd=DEMO, env=env, capture_output=True, check=True, timeout=120)
+    install_demo_packages()
     result = subprocess.run(
         [str(DBT), "build", "--target-path", str(tmp / "target"), "--log-path", str(tmp / "logs")],
         cwd=DEMO, env=env, capture_output=True, text=True, timeout=600,

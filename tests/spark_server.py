@@ -36,8 +36,8 @@ SERVER_SETTINGS = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     # Adaptive execution re-plans a query after each of its stages: with tens of rows there is nothing to adapt
     # and the re-planning of sdc's long CTE chains cost more than running them (ckm_sum's audit on the engine
-    # tests' microdata: 8.3-9.8 s instead of 10.5-14.8 s once the server was warm; the engine tests' build
-    # 198 s instead of 213 s). The results are the same.
+    # tests' microdata: 8.3-9.8 s instead of 10.5-14.8 s once the server was warm; the engine tests' build alone,
+    # three runs each: 198, 156, 160 s instead of 213, 187, 160 s). The results are the same.
     "spark.sql.adaptive.enabled": "false",
 }
 # settings a session may set for itself (runtime SQL settings); the others are fixed when Spark starts

@@ -6,17 +6,17 @@ import fcntl
 import hashlib
 import os
 import shutil
-import tempfile
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from sdc.warehouse.scratch import PROFILES_YAML, package_dir, project_yaml
 
 REPO = Path(__file__).parent.parent
-DEMO_PTABLE = REPO / "demo" / "seeds" / "sdc_ptable.csv"
-DBT = Path(sys.executable).parent / "dbt"
 DEMO = REPO / "demo"
+DEMO_PTABLE = DEMO / "seeds" / "sdc_ptable.csv"
+DBT = Path(sys.executable).parent / "dbt"
 
 
 def install_demo_packages() -> None:

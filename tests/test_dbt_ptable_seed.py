@@ -13,13 +13,12 @@ import pytest
 import jinja2
 import yaml
 
-from dbt_project_helper import ScratchProject, install_demo_packages
+from dbt_project_helper import DEMO, ScratchProject, install_demo_packages
 from sdc.conventions import DBT_SETTINGS, NUMS_PTABLE_SEED_COLUMN_TYPES, PTABLE_COLUMNS, PTABLE_SEED_COLUMN_TYPES
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.formats import render_ptable
 
 REPO = Path(__file__).parent.parent
-DEMO = REPO / "demo"
 DBT = Path(sys.executable).parent / "dbt"
 
 

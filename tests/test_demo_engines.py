@@ -14,13 +14,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dbt_project_helper import install_demo_packages
+from dbt_project_helper import DEMO, install_demo_packages
 from engine_models import assert_same_cells, plain_cells
 from sdc.demo import FACTS_CONFIG, write_enterprises, write_students
 from sdc.warehouse.loader import load_microdata, read_facts_config
 
 REPO = Path(__file__).parent.parent
-DEMO = REPO / "demo"
 BIN = Path(sys.executable).parent
 SECRET = "test secret of the demo suite on two engines"
 SUPPRESSION = {  # pattern model -> (its Python audit model, dims, magnitude, options of its Python model)

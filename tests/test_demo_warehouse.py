@@ -20,10 +20,9 @@ from sdc.release.publish import publish
 from sdc.suppression.pipeline import interval_text
 
 from conftest import query
-from dbt_project_helper import install_demo_packages
+from dbt_project_helper import DEMO, install_demo_packages
 
 REPO = Path(__file__).parent.parent
-DEMO = REPO / "demo"
 DBT = Path(sys.executable).parent / "dbt"
 PROTECTED = [
     "beurlaubte_nach_hochschulart",

@@ -168,6 +168,44 @@ def test_a_root_whose_parent_is_the_text_none_names_the_spark_seed_dispatch_step
         count("cycle")
 
 
+@pytest.mark.parametrize("extra, message", [
+    ([], None),
+    ([("U", None)], "needs exactly one root (a code without parent), found: T, U"),
+    ([("x1", "X")], "1 code(s) are not below the root T (unknown parent or a cycle)"),
+    ([("c1", "c2"), ("c2", "c1")], "2 code(s) are not below the root T (unknown parent or a cycle)"),
+    ([("a2", "a1")], "leaves lie at different depths (2, 3); give every leaf the same number of levels"),
+])
+def test_the_walk_of_a_hierarchy_names_each_way_it_can_be_wrong(extra, message):
+    """The shape check's one query (node figures and one pass over the recursive walk): a balanced tree T > A, B >
+    a1, b1 gives its cells; a second root, a code under an unknown parent, a cycle beside the tree and a leaf one
+    level deeper are each refused with what is wrong."""
+    import duckdb
+
+    from sdc.errors import SdcError
+    from sdc.warehouse.macro_renderer import render_macro
+
+    con = duckdb.connect()
+    con.execute("create table micro as select case when i % 3 = 0 then 'b1' else 'a1' end as d, "
+                "cast(hash(i) % 10000000 as bigint) as rk "
+                "from range(90) as t(i)")
+    con.execute(f"create table pt as select * from read_csv('{REPO / 'demo' / 'seeds' / 'sdc_ptable.csv'}')")
+    con.execute("create table hier (dimension varchar, code varchar, parent varchar)")
+    tree = [("T", None), ("A", "T"), ("B", "T"), ("a1", "A"), ("b1", "B")]
+    con.executemany("insert into hier values ('d', ?, ?)", tree + extra)
+
+    def count():
+        return render_macro(con, "ckm_count", "micro", ["d"], hierarchy="hier", modulus=10**7, check_keys=False,
+                            refs={"sdc_ptable": "pt"})
+
+    if message is None:
+        cells = con.execute(f"select d, original from ({count()}) order by 1").fetchall()
+        assert cells == [("A", 60), ("B", 30), ("T", 90), ("a1", 60), ("b1", 30)]
+    else:
+        with pytest.raises(SdcError) as raised:
+            count()
+        assert str(raised.value) == "hierarchy of dimension 'd': " + message
+
+
 def test_the_invariants_test_checks_a_table_against_its_own_ptable_and_modulus(tmp_path):
     """New-user N6: sdc_ckm_invariants compared |noise| with the default sdc_ptable, so a table built with
     ptable=ref('another') of a larger D failed with "Got 1 result". It now reads the ptable and modulus of the

@@ -41,20 +41,32 @@ walk as (
     select code, 0 as depth from nodes where parent is null
     union all
     select nodes.code, walk.depth + 1 from nodes join walk on nodes.parent = walk.code where walk.depth < 50
+),
+node_figures as (
+    select
+        count(*) as node_count,
+        count(distinct code) as distinct_codes,
+        {{ sdc.ckm_sorted_list('case when parent is null then code end') }} as roots,
+        count(case when parent is null then 1 end) as root_count,
+        count(case when parent = 'None' then 1 end) as none_parents,
+        count(case when code = 'None' then 1 end) as none_codes
+    from nodes
+),
+walk_figures as (
+    -- one pass over the walk: an engine that inlines CTEs (Spark) runs the recursion once per reference
+    select
+        count(*) as reached,
+        {{ sdc.ckm_sorted_list('case when parents.parent is null and walk.code is not null then cast(walk.depth as ' ~ sdc.text_type() ~ ') end') }} as leaf_depths
+    from walk
+    left join (select distinct parent from nodes where parent is not null) as parents on walk.code = parents.parent
 )
 select
-    (select count(*) from nodes) as node_count,
-    (select count(distinct code) from nodes) as distinct_codes,
+    node_figures.*,
+    walk_figures.*,
     (select {{ sdc.ckm_sorted_list("code || ' (under ' || parents || ')'") }} from (
         select code, {{ sdc.ckm_sorted_list("coalesce(parent, 'no parent')") }} as parents
-        from nodes group by code having count(*) > 1) as repeated) as repeated_codes,
-    (select count(*) from walk) as reached,
-    (select {{ sdc.ckm_sorted_list('code') }} from nodes where parent is null) as roots,
-    (select count(*) from nodes where parent is null) as root_count,
-    (select count(*) from nodes where parent = 'None') as none_parents,
-    (select count(*) from nodes where code = 'None') as none_codes,
-    (select {{ sdc.ckm_sorted_list('cast(depth as ' ~ sdc.text_type() ~ ')') }} from walk
-        where code not in (select parent from nodes where parent is not null)) as leaf_depths
+        from nodes group by code having count(*) > 1) as repeated) as repeated_codes
+from node_figures cross join walk_figures
 {%- endset -%}
 {%- set row = sdc.run_check_query(query).rows[0] -%}
 {%- if row['node_count'] == 0 -%}{{ return(none) }}{%- endif -%}

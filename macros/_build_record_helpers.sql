@@ -89,15 +89,23 @@ where lower(n.nspname) = lower({{ sdc.sql_string(schema) }}) and lower(c.relname
     and c.relkind in ('r', 'v', 'm', 'p')
 {%- endmacro %}
 
-{# md5 of a relation's rows (each row's columns as text, sorted): which ptable a CKM table was built with #}
-{% macro relation_content_md5(relation) %}
+{# md5 of a relation's rows (each row's columns as text, sorted): which ptable a CKM table was built with.
+   once_per_invocation: the first result of this dbt invocation for the relation (the build record of each CKM
+   model reads the ptable the DAG built before them; on Spark each md5 is a job of about half a second); the gate
+   reads the relation each time. #}
+{% macro relation_content_md5(relation, once_per_invocation=false) %}
+{%- set cache = sdc.check_query_cache() -%}
+{%- set key = 'relation_content_md5 ' ~ relation -%}
+{%- if once_per_invocation and key in cache -%}{{ return(cache[key]) }}{%- endif -%}
 {%- set columns = [] -%}
 {%- for column in adapter.get_columns_in_relation(relation) -%}
   {%- do columns.append("coalesce(cast(" ~ sdc.sql_identifier(column.name) ~ " as " ~ sdc.text_type() ~ "), '')") -%}
 {%- endfor -%}
 {%- set row_text = "concat_ws(',', " ~ columns | join(', ') ~ ")" -%}
 {%- set found = run_query(adapter.dispatch('relation_content_md5_sql', 'sdc')(relation, row_text)) -%}
-{{ return(found.rows[0][0] if found.rows else none) }}
+{%- set md5 = found.rows[0][0] if found.rows else none -%}
+{%- if once_per_invocation -%}{%- do cache.update({key: md5}) -%}{%- endif -%}
+{{ return(md5) }}
 {% endmacro %}
 
 {% macro default__relation_content_md5_sql(relation, row_text) -%}

@@ -15,9 +15,14 @@
   results under its own id either.
 #}
 {% macro run_check_query(sql) %}
-{%- set cache = graph.setdefault('sdc_check_queries', {}).setdefault(invocation_id, {}) -%}
+{%- set cache = sdc.check_query_cache() -%}
 {%- if sql not in cache -%}
   {%- do cache.update({sql: run_query(sql)}) -%}
 {%- endif -%}
 {{ return(cache[sql]) }}
+{% endmacro %}
+
+{#- the invocation's results of run_check_query (and of other checks made once per invocation: a ptable's md5) -#}
+{% macro check_query_cache() %}
+{{ return(graph.setdefault('sdc_check_queries', {}).setdefault(invocation_id, {})) }}
 {% endmacro %}

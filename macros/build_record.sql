@@ -33,7 +33,7 @@
   {%- set ptables = {} -%}
   {%- for kind, found in (header.get('ptables') or {}).items() -%}
     {%- set relation = adapter.get_relation(database=found['database'], schema=found['schema'], identifier=found['name']) -%}
-    {%- do ptables.update({kind: sdc.relation_content_md5(relation) if relation is not none else none}) -%}
+    {%- do ptables.update({kind: sdc.relation_content_md5(relation, once_per_invocation=true) if relation is not none else none}) -%}
   {%- endfor -%}
   {%- do record['sdc_build'].update({'step': header['step'], 'reads': header['reads'], 'ptables': ptables}) -%}
   {%- if header.get('call') is not none -%}{%- do record['sdc_build'].update({'call': header['call']}) -%}{%- endif -%}

@@ -284,7 +284,8 @@ def test_unbalanced_hierarchy_is_refused(project):
 
 def test_a_build_checks_a_hierarchy_once_and_the_next_build_checks_it_again(tmp_path):
     """Three tables on one hierarchy: a build walks it once per dimension that has rows in it (each walk a Spark
-    job of seconds), not once per table and dimension; a later invocation in the same process, after the seed
+    job of seconds), not once per table and dimension (the ptable's check and its md5 for the build records the
+    same way); a later invocation in the same process, after the seed
     changed, checks the new seed and stops, where a result kept from the first build would let the unbalanced
     hierarchy through."""
     p = ScratchProject(tmp_path / "project")
@@ -307,6 +308,7 @@ def test_a_build_checks_a_hierarchy_once_and_the_next_build_checks_it_again(tmp_
     assert log.count("with recursive nodes as") == 1
     assert log.count("select distinct cast(dimension as") == 1
     assert log.count("select max(i) as max_i") == 1  # the ptable's check, shared the same way
+    assert log.count("select md5(") == 1  # and the ptable's md5 for the three tables' build records
     p.seed("sdc_hierarchies", UNI_HIERARCHY + "universitaet,Residenz,München\n")
     result, log = build("second")
     assert result.returncode != 0

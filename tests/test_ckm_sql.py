@@ -285,9 +285,8 @@ def test_unbalanced_hierarchy_is_refused(project):
 def test_a_build_checks_a_hierarchy_once_and_the_next_build_checks_it_again(tmp_path):
     """Three tables on one hierarchy: a build walks it once per dimension that has rows in it (each walk a Spark
     job of seconds), not once per table and dimension (the ptable's check and its md5 for the build records the
-    same way); a later invocation in the same process, after the seed
-    changed, checks the new seed and stops, where a result kept from the first build would let the unbalanced
-    hierarchy through."""
+    same way); a later invocation in the same process, after the seed changed, checks the new seed and stops,
+    where a result kept from the first build would let the unbalanced hierarchy through."""
     p = ScratchProject(tmp_path / "project")
     (tmp_path / "uni.csv").write_text(SEED000_TABLE3)
     load_microdata(p.db, tmp_path / "uni.csv", "uni", key_mode="existing", key_column="record_key", modulus=10**6)

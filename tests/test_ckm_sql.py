@@ -6,6 +6,7 @@ import pytest
 
 from conftest import ons_10_5_rule
 from dbt_project_helper import ScratchProject
+from sdc.warehouse.build_record import build_record_of_comment
 from sdc.warehouse.loader import load_microdata
 from sdc.ptable import PTableParams, create_ptable
 from sdc.ptable.formats import read_ptable, parse_ptable, render_ptable
@@ -308,6 +309,17 @@ def test_a_build_checks_a_hierarchy_once_and_the_next_build_checks_it_again(tmp_
     assert log.count("select distinct cast(dimension as") == 1
     assert log.count("select max(i) as max_i") == 1  # the ptable's check, shared the same way
     assert log.count("select md5(") == 1  # and the ptable's md5 for the three tables' build records
+    con = duckdb.connect(str(p.db), read_only=True)
+    try:
+        recorded = {name: build_record_of_comment(comment)["ptables"]["count"] for name, comment in con.execute(
+            "select table_name, comment from duckdb_tables() where table_name like 'by_%'").fetchall()}
+        columns = [r[0] for r in con.execute("select column_name from information_schema.columns "
+                                             "where table_name = 'sdc_ptable' order by ordinal_position").fetchall()]
+        row = "concat_ws(',', " + ", ".join(f"coalesce(cast({c} as varchar), '')" for c in columns) + ")"
+        (md5,), = con.execute(f"select md5(string_agg({row}, ';' order by {row})) from sdc_ptable").fetchall()
+    finally:
+        con.close()
+    assert recorded == {"by_uni": md5, "by_uni_sex": md5, "by_sex_uni": md5}
     p.seed("sdc_hierarchies", UNI_HIERARCHY + "universitaet,Residenz,München\n")
     result, log = build("second")
     assert result.returncode != 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, query
-from dbt_project_helper import ScratchProject
+from dbt_project_helper import DEMO_PTABLE, ScratchProject
 from sdc.warehouse.loader import load_microdata
 
 N = 3000
@@ -188,7 +188,7 @@ def test_the_walk_of_a_hierarchy_names_each_way_it_can_be_wrong(extra, message):
     con.execute("create table micro as select case when i % 3 = 0 then 'b1' else 'a1' end as d, "
                 "cast(hash(i) % 10000000 as bigint) as rk "
                 "from range(90) as t(i)")
-    con.execute(f"create table pt as select * from read_csv('{REPO / 'demo' / 'seeds' / 'sdc_ptable.csv'}')")
+    con.execute(f"create table pt as select * from read_csv('{DEMO_PTABLE}')")
     con.execute("create table hier (dimension varchar, code varchar, parent varchar)")
     tree = [("T", None), ("A", "T"), ("B", "T"), ("a1", "A"), ("b1", "B")]
     con.executemany("insert into hier values ('d', ?, ?)", tree + extra)

@@ -51,7 +51,7 @@ demo: $(STAMP)
 	$(SDC) microaggregate --db warehouse/sdc.duckdb --table raw.students --column einkommen --k 3 \
 		--method optimal --id id --out-table microdata.students
 	$(SDC) publish --db warehouse/sdc.duckdb --project-dir $(DEMO) --out warehouse/publication.duckdb --parquet warehouse/publication
-	$(SDC) report --publication warehouse/publication.duckdb --out warehouse/release_report.html
+	$(SDC) report --publication warehouse/publication.duckdb --ledger warehouse/sdc_ledger.duckdb --out warehouse/release_report.html
 	$(SDC) demo report --db warehouse/sdc.duckdb
 
 # One pytest worker per core (pytest-xdist), a test module per worker at a time: its module fixtures (a dbt build,

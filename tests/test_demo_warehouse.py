@@ -345,18 +345,19 @@ def test_the_demo_warehouse_opens_in_the_duckdb_1_x_client(demo, tmp_path):
 def release_report(demo):
     tmp, _, _ = demo
     out = tmp / "release_report.html"
-    assert main(["report", "--publication", str(tmp / "publication.duckdb"), "--out", str(out)]) == 0
+    assert main(["report", "--publication", str(tmp / "publication.duckdb"), "--ledger", str(tmp / "sdc_ledger.duckdb"),
+                 "--out", str(out)]) == 0
     return out
 
 
 def test_the_release_audit_holds_the_quality_figures_of_the_demo_s_quality_model(demo):
-    """The release record's quality figures come from sdc's recomputation of each published table; the demo's
-    dbt model audit.ckm_quality computes them from the tables dbt built. They agree figure by figure."""
+    """The release record's quality figures (the office's, in the ledger) come from sdc's recomputation of each
+    published table; the demo's dbt model audit.ckm_quality computes them from the tables dbt built. They agree
+    figure by figure."""
+    from sdc.release.ledger import release_audit
+
     tmp, db, _ = demo
-    con = duckdb.connect(str(tmp / "publication.duckdb"), read_only=True)
-    (report,) = con.execute("select report from sdc_publication.release_audit").fetchone()
-    con.close()
-    quality = json.loads(report)["quality"]
+    quality = release_audit(tmp / "sdc_ledger.duckdb")["quality"]
     model = {row[0]: row for row in query(db, "select table_name, cells, mean_absolute_deviation, stay_share, "
                                               "max_abs_noise, hellinger_distribution, false_zeros from audit.ckm_quality")}
     compared = 0
@@ -391,9 +392,39 @@ def test_the_release_report_is_one_file_with_every_table_and_nothing_from_outsid
     # an earlier report is replaced, any other file is not
     other = release_report.parent / "notes.html"
     other.write_text("mine")
-    assert main(["report", "--publication", str(demo[0] / "publication.duckdb"), "--out", str(other)]) == 2
+    ledger = ["--ledger", str(demo[0] / "sdc_ledger.duckdb")]
+    assert main(["report", "--publication", str(demo[0] / "publication.duckdb"), *ledger, "--out", str(other)]) == 2
     assert other.read_text() == "mine"
-    assert main(["report", "--publication", str(demo[0] / "publication.duckdb"), "--out", str(release_report)]) == 0
+    assert main(["report", "--publication", str(demo[0] / "publication.duckdb"), *ledger,
+                 "--out", str(release_report)]) == 0
+
+
+def test_the_office_report_says_it_is_internal_and_the_public_one_holds_nothing_of_the_originals(demo, release_report,
+                                                                                                  capsys):
+    """The office report carries the audit's figures (computed from the originals) and says so on its first line;
+    the readers' report (--public) is made from the publication alone: its cells, the checks passed and the public
+    parameters, none of the quality or averaging figures (red team R4-1, new user D2). Without the ledger the
+    office report is refused, naming both ways."""
+    tmp = demo[0]
+    first = release_report.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("<!-- INTERNAL: the office report of an sdc release.") and "never give it to readers" in first
+    office = release_report.read_text(encoding="utf-8")
+    assert "largest absolute noise" in office and "Averaging CKM noise" in office and "transition probabilities" in office
+    public = tmp / "public_report.html"
+    assert main(["report", "--publication", str(tmp / "publication.duckdb"), "--public", "--out", str(public)]) == 0
+    assert capsys.readouterr().out.startswith("wrote the public report of release 1, 6 tables")
+    text = public.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>") and "INTERNAL" not in text
+    for label in ("largest absolute noise", "Hellinger", "share of cells unchanged", "relative deviation",
+                  "standard error of", "transition probabilities", "cells with records published as 0"):
+        assert label not in text, label
+    for table in PROTECTED:
+        assert f'<section id="t-{table}">' in text, table
+    assert "<td>averaging</td><td class=\"passed\">passed</td>" in text
+    assert re.search(r"<td>[\w.]*sdc_ptable</td><td class=\"number\">5</td><td class=\"number\">3.0</td>"
+                     r"<td class=\"number\">2</td>", text)
+    assert main(["report", "--publication", str(tmp / "publication.duckdb"), "--out", str(tmp / "r.html")]) == 2
+    assert "needs its ledger of releases (--ledger" in capsys.readouterr().err and not (tmp / "r.html").exists()
 
 
 def test_the_release_report_escapes_what_the_data_say(tmp_path):

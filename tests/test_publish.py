@@ -206,6 +206,20 @@ def snapshot(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def office_audit(db: Path) -> dict:
+    """The full audit of the last release, as the ledger beside the warehouse ``db`` keeps it (the office's)."""
+    from sdc.release.ledger import default_ledger, release_audit
+
+    return release_audit(default_ledger(db))
+
+
+def public_audit(out: Path) -> dict:
+    """The release audit that the readers of the publication ``out`` read."""
+    import json
+
+    return json.loads(rows(out, "select report from sdc_publication.release_audit")[0][0])
+
+
 def rows(db: Path, sql: str) -> list:
     con = duckdb.connect(str(db), read_only=True)
     try:

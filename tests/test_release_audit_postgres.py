@@ -21,6 +21,7 @@ import pytest
 
 from dbt_project_helper import REPO, ScratchProject
 from sdc.cli import main
+from sdc.release.public_audit import public_release_audit
 from sdc.warehouse.loader import load_microdata
 from sdc.warehouse.scratch import project_yaml
 from test_engine_postgres import copy_raw_tables, own_database, pg_rows
@@ -253,7 +254,8 @@ def test_averaged_noise_below_the_floor_is_refused_and_the_publication_withdrawn
     assert report["verified"] == ["pga_protected.by_age", "pga_protected.income", "pga_protected.kept",
                                   "pga_protected.men", "pga_protected.men_suppressed", "pga_protected.persons"]
     (stored,) = as_reader(release, f"select report from {PUBLICATION}.release_audit")
-    assert (json.loads(stored[0]) if isinstance(stored[0], str) else stored[0]) == report
+    # the readers' part of it only (red team R4-1); the office's whole audit is the ledger's
+    assert (json.loads(stored[0]) if isinstance(stored[0], str) else stored[0]) == public_release_audit(report)
     after = catalog(release)
     # the audit wrote its table and the ledger of releases (release/ledger_postgres.py), nothing else
     ledger = [r[:3] for r in after if r[0] == "sdc_ledger"]
@@ -291,7 +293,7 @@ def normalised(report: dict) -> dict:
     main on DuckDB: the seeds) and dbt's schemas <schema>_audit and <schema>_protected; the time of the audit
     left out, and the ledger of releases (the file sdc publish --db keeps beside the warehouse)."""
     text = json.dumps({k: v for k, v in report.items()
-                       if k not in ("published_at", "release", "ledger", "published", "withdrawn")},
+                       if k not in ("published_at", "release", "ledger", "ledger_id", "published", "withdrawn")},
                       sort_keys=True)
     text = re.sub(r"\b(pga|main)_(audit|protected)\b", r"\2", text)
     text = re.sub(r"\b(pga|main)\.(sdc_\w+)", r"\2", text)
@@ -403,23 +405,57 @@ def test_a_publication_schema_that_grant_published_did_not_make_is_never_dropped
 
 
 # ------------------------------------------------------------------------------------------ the table builder
+ANALYST = "pga_analyst"
+CODES = "dimension,code,parent\n" + "".join(
+    f"{dim},{code},{'' if code == 'Total' else 'Total'}\n"
+    for dim, codes in (("sex", "mw"), ("region", [f"R{k}" for k in range(5)]), ("age", [f"A{k}" for k in range(3)]))
+    for code in ["Total", *codes])
+GRANT_BUILDER = ("{% macro grant_builder() %}{% do run_query(sdc.ckm_table_builder(ref('persons_cube'), "
+                 f"['sex', 'region', 'age'], ['{ANALYST}'], hierarchy=ref('codes'))) %}}"
+                 "{% do run_query('commit') %}{% endmacro %}")
+
+
 def test_the_table_builder_s_cube_is_part_of_the_release_audit(release, tmp_path, capsys):
     """Analysts read every cell of the table builder's cube through its function: the cube (ckm_finest_cells) is
     verified against sdc's recomputation and counted in the release audit as one more CKM count table of its
     population. Beside the two published tables of the same persons (1.14 without it), its cells take the smallest
-    standard error to 1.12: under a floor of 1.13 the release passed without the cube and is refused with it."""
+    standard error to 1.12: under a floor of 1.13 the release passed without the cube and is refused with it.
+    The refusal withdraws the builder too (red team R4-12: the analysts kept every cell of the refused cube):
+    EXECUTE on its function is revoked from the analysts, until the next build grants it again."""
     republish(release)
     assert publish_target(release, "--min-standard-error", "1.13") == 0
     capsys.readouterr()
     model = release.root / "models" / "audit" / "persons_cube.sql"
-    model.write_text(f"{{{{ sdc.ckm_finest_cells(source('raw', '{TABLE}'), ['sex', 'region', 'age']) }}}}")
+    seed = release.root / "seeds" / "codes.csv"
+    operation = release.root / "macros" / "grant_builder.sql"
+    seed.write_text(CODES)
+    operation.parent.mkdir(exist_ok=True)
+    operation.write_text(GRANT_BUILDER)
+    model.write_text(f"{{{{ sdc.ckm_finest_cells(source('raw', '{TABLE}'), ['sex', 'region', 'age'], "
+                     "hierarchy=ref('codes')) }}")
+    admin = release.postgres.connect()
+    with admin.cursor() as cur:
+        cur.execute("select 1 from pg_roles where rolname = %s", (ANALYST,))
+        if cur.fetchone() is None:
+            cur.execute(f"create role {ANALYST} login password '{READER_PASSWORD}'")
+        cur.execute(f"grant connect on database {release.postgres.dbname} to {ANALYST}")
+    admin.commit()
+    admin.close()
+    ask = "select count(*) from pga_audit.sdc_ckm_table(array['sex', 'region', 'age'])"
     try:
         result = release.dbt("build")
         assert result.returncode == 0, result.stdout[-3000:]
+        result = release.dbt("run-operation", "grant_builder", "--target-path", str(release.root / "operation"))
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert pg_rows(release.postgres, ask, user=ANALYST, password=READER_PASSWORD) == [(3 * 6 * 4,)]
         assert publish_target(release, "--min-standard-error", "1.13") == 2
         err = capsys.readouterr().err
         assert "the release lets a reader average the CKM noise: the cell (sex=" in err and \
             "of pga_audit.persons_cube" in err and "with a standard error of 1.12, below the floor of 1.13" in err, err
+        assert err.rstrip().endswith("; the table builder is withdrawn (EXECUTE revoked: "
+                                     f"pga_audit.sdc_ckm_table(text[],jsonb) from {ANALYST})"), err
+        with pytest.raises(psycopg2.errors.InsufficientPrivilege):
+            pg_rows(release.postgres, ask, user=ANALYST, password=READER_PASSWORD)
         republish(release)
         audit = tmp_path / "audit.json"
         assert publish_target(release, "--audit-json", str(audit)) == 0
@@ -431,9 +467,13 @@ def test_the_table_builder_s_cube_is_part_of_the_release_audit(release, tmp_path
         assert report["averaging"]["smallest_standard_error"] == pytest.approx(1.12, abs=0.005)
     finally:
         model.unlink()
+        seed.unlink()
+        operation.unlink()
         admin = release.postgres.connect()
         with admin.cursor() as cur:
             cur.execute("drop table if exists pga_audit.persons_cube")
+            cur.execute("drop function if exists pga_audit.sdc_ckm_table(text[], jsonb)")
+            cur.execute("drop table if exists pga.codes")
         admin.commit()
         admin.close()
         assert release.dbt("build").returncode == 0

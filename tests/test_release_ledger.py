@@ -80,7 +80,8 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
     assert all(c["reason"] == "microdata change" and c["change"] == "changed" for c in changes)
     # the release report shows the same cells, with their reason
     report = tmp_path / "report.html"
-    assert main(["report", "--publication", str(tmp_path / "publication.duckdb"), "--out", str(report)]) == 0
+    assert main(["report", "--publication", str(tmp_path / "publication.duckdb"), "--ledger", str(ledger),
+                 "--out", str(report)]) == 0
     text = report.read_text()
     assert f"Release 1 &rarr; 2: {len(changes)} changed (microdata change)." in text
     assert text.count("<td>microdata change</td>") == len(changes)
@@ -258,3 +259,38 @@ def test_two_months_of_a_suppression_table_keep_the_last_pattern_through_a_prior
                  "--out", str(tmp_path / "x.csv")]) == 2
     assert "has no release 7 (releases: 1, 2)" in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_fresh_ledger_cannot_start_at_release_1_over_a_publication_that_has_releases(office, tmp_path, capsys):
+    """Red team R4-7: the ledger lay beside the warehouse, so a warehouse rebuilt in a fresh folder (keyed keys, as
+    the docs recommend for rebuilds) started a new ledger at release 1 and replaced the readers' publication
+    without comparing anything. The publication names its release and the ledger that recorded it (an identity, no
+    path): a ledger that did not record that release is refused, and the publication stays as it was; its own
+    ledger publishes on."""
+    built = office
+    out = tmp_path / "publication.duckdb"
+    month(built, tmp_path, 1)
+    from test_publish import public_audit
+
+    held = public_audit(out)
+    assert held["release"] == 1 and len(held["ledger"]) == 16 and "/" not in held["ledger"]
+    before = out.read_bytes()
+    fresh = tmp_path / "rebuilt" / "sdc_ledger.duckdb"
+    fresh.parent.mkdir()
+    args = ["publish", "--db", str(built.db), "--manifest", str(built.manifest), "--out", str(out)]
+    assert main(args + ["--ledger", str(fresh)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"sdc publish: error: the publication {out} holds release 1 of the ledger {held['ledger']}, and "
+                   f"the ledger {fresh} has no release: a release recorded there would not be checked against what "
+                   "the readers of the publication hold (cells whose records did not change published with new "
+                   "noise). Give the ledger of that publication (sdc publish --ledger; on PostgreSQL the build "
+                   "database that published it); nothing was published\n")
+    assert out.read_bytes() == before and not fresh.exists()
+    # another ledger with releases of its own is refused alike, naming them
+    other = tmp_path / "other.duckdb"
+    assert main(["publish", "--db", str(built.db), "--manifest", str(built.manifest), "--out", str(other),
+                 "--ledger", str(fresh)]) == 0
+    assert main(args + ["--ledger", str(fresh)]) == 2
+    assert f"and the ledger {fresh} is another ledger (its releases: 1)" in capsys.readouterr().err
+    assert out.read_bytes() == before
+    assert main(args) == 0 and public_audit(out)["release"] == 2 and public_audit(out)["ledger"] == held["ledger"]

@@ -168,8 +168,10 @@ def test_two_months_on_postgres_recorded_in_the_warehouse_with_a_refused_paramet
     # the release report of the PostgreSQL release: its tables, and the changes from the ledger in the warehouse
     html = p.root / "release_report.html"
     assert sdc(p, "report", "--publication-schema", PUBLICATION, "--out", str(html)) == 0
-    assert capsys.readouterr().out.strip() == f"wrote the release report of 1 tables ({len(second)} cells) to {html}"
+    assert capsys.readouterr().out.strip() == ("wrote the office report (internal: never give it to readers) of "
+                                               f"release 2, 1 tables ({len(second)} cells), to {html}")
     text = html.read_text()
+    assert text.startswith("<!-- INTERNAL: the office report") and "Averaging CKM noise" in text
     assert f"schema {PUBLICATION} of database led_build" in text
     assert f"Release 1 &rarr; 2: {len(changed)} changed (microdata change)." in text
     assert text.count("<td>microdata change</td>") == len(changed)
@@ -294,6 +296,45 @@ def test_the_reader_of_the_publication_database_sees_nothing_of_the_build_databa
     assert "; dropped there: by_sex" in out, out
     assert as_reader(p, f"select tablename from pg_tables where schemaname = '{PUBLICATION}' order by 1", name) == \
         [("by_region",), ("release_audit",)]
+
+
+def test_the_reader_of_the_publication_database_reads_exactly_what_security_md_lists(office, capsys):
+    """What the reader role can really read in the publication database, enumerated from PostgreSQL's privileges
+    (every relation it may SELECT, function it may EXECUTE, schema it may use), against SECURITY.md's PostgreSQL
+    row; its public audit holds no figure computed from the originals (red team R4-1, new user D2), and the
+    readers' report (--public) is made from it alone. The cluster-wide statistics still show the build database
+    (R4-3): SECURITY.md says so and names the remedy, a publication cluster of its own."""
+    from test_reader_surface import security_md_list
+
+    p = office
+    build(p, "run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}",
+          "--target-path", str(p.root / "operation"))
+    assert publish(p) == 0
+    capsys.readouterr()
+    relations = as_reader(p, "select n.nspname || '.' || c.relname from pg_class as c join pg_namespace as n on "
+                             "n.oid = c.relnamespace where n.nspname not in ('pg_catalog', 'information_schema') "
+                             "and n.nspname not like 'pg\\_%' and has_table_privilege(c.oid, 'SELECT') order by 1")
+    listed = [n.replace("sdc_publication.", f"{PUBLICATION}.") for n in security_md_list("PostgreSQL")
+              if n.startswith("sdc_publication.")]
+    assert [r for (r,) in relations] == sorted(n.replace("<published relation>", "by_region") for n in listed)
+    assert as_reader(p, "select p.oid::regprocedure from pg_proc as p join pg_namespace as n on n.oid = "
+                        "p.pronamespace where n.nspname not in ('pg_catalog', 'information_schema') and "
+                        "has_function_privilege(p.oid, 'EXECUTE')") == []
+    assert [s for (s,) in as_reader(p, "select nspname from pg_namespace where has_schema_privilege(oid, 'USAGE') "
+                                       "and nspname not like 'pg\\_%' and nspname <> 'information_schema' order by 1")] \
+        == [PUBLICATION, "public"]
+    (report,) = as_reader(p, f"select report from {PUBLICATION}.release_audit")[0]
+    report = json.loads(report) if isinstance(report, str) else report
+    from sdc.release.public_audit import PUBLIC_AUDIT_KEYS
+
+    assert sorted(report) == sorted(PUBLIC_AUDIT_KEYS) and "quality" not in json.dumps(report)
+    # the same cluster: the build database's activity counters (each load's rows) are readable (R4-3)
+    assert as_reader(p, "select count(*) from pg_stat_database where datname = 'led_build'") == [(1,)]
+    assert "pg_stat_database" in security_md_list("PostgreSQL")
+    html = p.root / "public.html"
+    assert sdc(p, "report", "--publication-schema", PUBLICATION, "--public", "--out", str(html)) == 0
+    text = html.read_text()
+    assert text.startswith("<!doctype html>") and "Hellinger" not in text and "standard error of" not in text
 
 
 def test_a_release_command_or_publication_database_that_cannot_be_is_one_line(office, capsys):

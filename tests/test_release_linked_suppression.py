@@ -25,7 +25,7 @@ from sdc.release.gate import Rel, Warehouse
 from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
 from sdc.suppression.problem import group_relations
 from test_publication_gate import BASE, make
-from test_publish import edited_manifest, rows
+from test_publish import edited_manifest, office_audit, rows
 
 # (age, geo, eu, year, persons)
 VIGNETTE = [("young", "Spain", "EU", "2014", 6), ("young", "Iceland", "nonEU", "2014", 8),
@@ -213,7 +213,7 @@ def test_two_tables_that_share_a_margin_are_refused_together_and_published_alone
     assert not out.exists()
     for alone, other in (("by_sex", "by_age"), ("by_age", "by_sex")):
         assert publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=(other,))) == [alone]
-        report = json.loads(rows(out, "select report from sdc_publication.release_audit")[0][0])
+        report = office_audit(built.db)
         assert report["linked_suppression"] == {"groups": [], "shared_cells": 0, "passed": True}
 
 
@@ -248,6 +248,6 @@ def test_tables_protected_by_one_pattern_in_dbt_pass_the_release_audit(tmp_path)
     assert by_sex[0] == ("Total", None) and by_age[0] == ("Total", None)  # the shared cell, suppressed in both
     out = tmp_path / "pub.duckdb"
     assert publish(built.db, out, manifest=built.manifest) == ["by_age", "by_sex"]
-    report = json.loads(rows(out, "select report from sdc_publication.release_audit")[0][0])
+    report = office_audit(built.db)
     (group,) = report["linked_suppression"]["groups"]
     assert group["audited"] and group["shared_cells"] > 0 and group["shared_suppressed"] > 0

@@ -17,7 +17,7 @@ import pytest
 from sdc.errors import SdcError
 from sdc.release.publish import publish
 from test_publication_gate import BASE, SUPPRESSION_AND_CKM, make
-from test_publish import edited_manifest, rows
+from test_publish import edited_manifest, office_audit, public_audit, rows
 
 MACRO_HOOK = ("create or replace macro main.sdc_fmt_n(s, x) as (select count(*) from raw.persons as r "
               "where r.region = s and (x = 'Total' or r.sex = x))")
@@ -195,8 +195,8 @@ def test_a_magnitude_beside_a_count_published_as_zero_is_refused(tmp_path, capsy
     for alone in ("persons", "income"):
         other = "income" if alone == "persons" else "persons"
         assert publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=(other,))) == [alone]
-    report = rows(out, "select report from sdc_publication.release_audit")[0][0]
-    assert '"zeros": "passed"' in report
+    assert public_audit(out)["checks"]["zeros"] == "passed"
+    assert office_audit(built.db)["checks"]["zeros"] == "passed"
 
 
 def test_ckm_and_suppression_over_nearly_the_same_records_are_refused(tmp_path):
@@ -314,11 +314,13 @@ def test_a_staging_table_is_computed_again_from_its_sql(tmp_path):
 
 
 def test_the_release_audit_is_written_as_json_beside_the_publication(tmp_path, capsys):
-    """The audit's result is a file: per table and per release (issue 33), written like every output of sdc (a
-    file it did not write is not replaced)."""
+    """The audit's result is a file of the office: per table and per release (issue 33), as the ledger keeps it,
+    written like every output of sdc (a file it did not write is not replaced). The publication's readers get its
+    public part only (red team R4-1)."""
     import json
 
     from sdc.cli import main
+    from sdc.release.public_audit import PUBLIC_AUDIT_KEYS, public_release_audit
 
     built = make(tmp_path, BASE)
     out, audit = tmp_path / "pub.duckdb", tmp_path / "release_audit.json"
@@ -331,7 +333,12 @@ def test_the_release_audit_is_written_as_json_beside_the_publication(tmp_path, c
     assert report["checks"] == {"averaging": "passed", "two_methods": "passed", "zeros": "passed"}
     assert [t["table"] for t in report["tables"]] == ["main_protected.persons"]
     assert report["tables"][0]["cells"] == rows(out, "select count(*) from persons")[0][0]
-    assert report == json.loads(rows(out, "select report from sdc_publication.release_audit")[0][0])
+    assert report == office_audit(built.db) and "quality" in report and "averaging" in report
+    public = public_audit(out)
+    assert public == public_release_audit(report) and sorted(public) == sorted(PUBLIC_AUDIT_KEYS)
+    assert public["checks"] == {"verification": "passed", "zeros": "passed", "two_methods": "passed",
+                                "linked_suppression": "passed", "averaging": "passed", "ledger": "passed"}
+    assert public["tables"] == [{"table": "main_protected.persons", "method": "ckm counts"}]
     assert main(args) == 0  # its own earlier output is replaced
     foreign = tmp_path / "notes.json"
     foreign.write_text("{}\n")
@@ -384,7 +391,7 @@ def test_the_tables_of_one_source_share_their_record_key_checks_and_each_step_is
         'create temp table sdc_verify_cells_1 as select "region", "sex", count(*) as sdc_original_0, '
         'sum("rk") as sdc_key_sum_0 from "warehouse"."raw"."persons" group by "region", "sex"']
     assert sum("full join" in sql for sql in queries) == 4  # each published relation compared with its step
-    assert '"verified"' in rows(out, "select report from sdc_publication.release_audit")[0][0]
+    assert office_audit(built.db)["verified"]
     # the cells sdc sums in place of the microdata are its own: a model cannot hand ckm_count cells of its own
     from test_publication_gate import dbt_result
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,7 @@ RECORD_COLUMNS: tuple[str, ...] = ("original", "key_sum", "records", "cell_key_i
                                    "weight_max", "spread_key_sum", "freq", "contributors")
 RECORD_PREFIXES: tuple[str, ...] = ("original_", "contributors_", "top_")
 SHOWN_CELLS = 5  # cells a refusal names
+LEDGER_ID_LENGTH = 16  # hex digits of a ledger's identity (ledger_id)
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,51 @@ def last_release(con) -> int | None:
     return con.execute(f"select max(release_id) from {LEDGER_SCHEMA}.releases").fetchone()[0]
 
 
+def ledger_id(con) -> str | None:
+    """The ledger's identity, which each publication names beside its release number (no path: readers read it):
+    the id its first release recorded, or for a ledger of an sdc that recorded none the md5 of its first
+    release's time and publication; None for a ledger without releases."""
+    row = con.execute(f"select audit, published_at, publication from {LEDGER_SCHEMA}.releases "
+                      "order by release_id limit 1").fetchone()
+    if row is None:
+        return None
+    recorded = json.loads(row[0] or "{}").get("ledger_id")
+    return recorded if isinstance(recorded, str) else _md5(f"{row[1]}|{row[2]}")[:LEDGER_ID_LENGTH]
+
+
+def new_ledger_id() -> str:
+    import uuid
+
+    return uuid.uuid4().hex[:LEDGER_ID_LENGTH]
+
+
+def check_publication_release(con, held: dict | None, publication: str, ledger: str) -> None:
+    """Refuses to replace the publication ``publication`` whose public release audit ``held`` (None: no release
+    there yet) names a release that the ledger on ``con`` (None: no ledger yet; ``ledger`` names it) did not record
+    (red team R4-7: a rebuilt warehouse beside a fresh ledger started at release 1 and checked nothing against what
+    the readers hold)."""
+    if not held or not isinstance(held.get("release"), int):
+        return
+    release, named = held["release"], held.get("ledger")
+    named = named if isinstance(named, str) and re.fullmatch(f"[0-9a-f]{{{LEDGER_ID_LENGTH}}}", named) else None
+    known = set() if con is None else {r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases")
+                                           .fetchall()}
+    mine = None if con is None else ledger_id(con)
+    if release in known and (named is None or named == mine):
+        return
+    why = ("has no release" if not known else f"is another ledger (its releases: {_ranges(sorted(known))})"
+           if named is not None and named != mine else f"has no release {release}")
+    raise SdcError(f"{publication} holds release {release} of the ledger {named or '(unnamed)'}, and {ledger} {why}: a "
+                   "release recorded there would not be checked against what the readers of the publication hold "
+                   "(cells whose records did not change published with new noise). Give the ledger of that "
+                   "publication (sdc publish --ledger; on PostgreSQL the build database that published it); "
+                   "nothing was published")
+
+
+def _ranges(numbers: list[int]) -> str:
+    return f"{numbers[0]} to {numbers[-1]}" if len(numbers) > 1 else str(numbers[0])
+
+
 def check_against_last(con, cells: list[LedgerCell], loads: dict, accept_parameter_change: bool) -> list[dict]:
     """Refuses a release with a cell whose records are those of the last release but whose published values are
     not (see the module's text); returns the changes it accepts (parameter changes, re-keys) for the record."""
@@ -299,6 +346,26 @@ def list_releases(path: str | Path) -> list[dict]:
         return releases_in(con)
     finally:
         con.close()
+
+
+def release_audit(path: str | Path, release: int | None = None) -> dict:
+    """The full release audit of ``release`` (default: the last) in the ledger file ``path``: the office's record
+    of it, with the figures computed from the original values that no reader gets (release/public_audit.py)."""
+    con = open_ledger(path, create=False, read_only=True)
+    try:
+        return audit_in(con, release, f"the ledger {path}")
+    finally:
+        con.close()
+
+
+def audit_in(con, release: int | None, where: str) -> dict:
+    """release_audit on the DuckDB connection ``con`` (as releases_in)."""
+    number = last_release(con) if release is None else release
+    row = con.execute(f"select audit from {LEDGER_SCHEMA}.releases where release_id = ?", [number]).fetchone()
+    if row is None:
+        known = [r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases order by 1").fetchall()]
+        raise SdcError(f"{where} has no release {number} (releases: {', '.join(map(str, known)) or 'none'})")
+    return json.loads(row[0] or "{}")
 
 
 def releases_in(con) -> list[dict]:

@@ -114,6 +114,33 @@ def stage_publication(build, pub, schema: str, tables: list[str], readers: list[
     return sorted(set(before) - set(tables))
 
 
+def held_release(connect, database: str, schema: str) -> dict | None:
+    """The public release audit that the publication database ``database`` (``connect()`` opens it) holds in
+    ``schema``; None where the database, the schema or the audit is not there."""
+    import psycopg2
+
+    try:
+        pub = connect()
+    except SdcError as exc:  # connect_postgres's message
+        if f'database "{database}" does not exist' in str(exc):
+            return None
+        raise
+    try:
+        with pub.cursor() as cur:
+            cur.execute("select to_regclass(%s) is not null", (f"{q(schema)}.{q(RELEASE_AUDIT_TABLE)}",))
+            if not cur.fetchone()[0]:
+                return None
+            cur.execute(f"select report::text from {q(schema)}.{q(RELEASE_AUDIT_TABLE)}")
+            row = cur.fetchone()
+        found = json.loads(row[0]) if row and row[0] else None
+        return found if isinstance(found, dict) else None
+    except psycopg2.Error as exc:
+        raise SdcError(f"cannot read the release audit of the publication database {database}: "
+                       f"{str(exc).strip().splitlines()[0]}") from None
+    finally:
+        pub.close()
+
+
 def _check_empty(cur, database: str) -> None:
     """A database that sdc did not mark is used only while it holds nothing: no relation, no schema but public."""
     cur.execute("select n.nspname || '.' || c.relname from pg_catalog.pg_class as c join pg_catalog.pg_namespace as n "

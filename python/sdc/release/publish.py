@@ -76,14 +76,18 @@ from sdc.release.averaging import check_floor
 from sdc.release.ledger import (
     check_against_last,
     check_ledger_path,
+    check_publication_release,
     default_ledger,
     last_release,
+    ledger_id,
+    new_ledger_id,
     open_ledger,
     record_release,
     release_cells,
     release_loads,
     withdrawn_relations,
 )
+from sdc.release.public_audit import public_release_audit
 from sdc.release.quality import release_ptables, release_quality
 from sdc.release.verify import Verifier
 from sdc.release.gate import Gate, Warehouse
@@ -179,8 +183,8 @@ def publish(
         copy_release(con, alias, release)
         _write_index(con, alias, paths.marked, release.kinds)
         audit = audit_checked_release(release, min_standard_error)
-        cells, loads, accepted = _check_ledger(con, release, alias, audit, paths.ledger, accept_parameter_change)
-        _write_audit(con, alias, audit)
+        cells, loads, accepted = _check_ledger(con, release, alias, audit, paths, accept_parameter_change)
+        _write_audit(con, alias, public_release_audit(audit))
         if report is not None:
             report.update(audit)
         if paths.audit_file is not None:  # complete before anything is renamed into place
@@ -296,9 +300,11 @@ def _attach_publication(con, staged: _Staged, out: Path) -> tuple[str, Path]:
     return alias, new_db
 
 
-def _check_ledger(con, release, alias: str, audit: dict, ledger_path: Path, accept_parameter_change: bool):
-    """This release against the last one in the ledger, before anything is written (release/ledger.py); fills
-    the audit's published, withdrawn, release and ledger entries. Returns (cells, loads, accepted changes)."""
+def _check_ledger(con, release, alias: str, audit: dict, paths: _PublishPaths, accept_parameter_change: bool):
+    """This release against the last one in the ledger, before anything is written (release/ledger.py), and the
+    publication it replaces against the ledger (a release the ledger did not record is refused); fills the audit's
+    published, withdrawn, release, ledger and ledger_id entries. Returns (cells, loads, accepted changes)."""
+    ledger_path = paths.ledger
     cells = release_cells(release.verifier, list(release.verifier.verified.values()),
                           {release.rels[m].label: f"{quote_identifier(alias)}.main.{quote_identifier(m.name)}"
                            for m in release.marked})
@@ -306,15 +312,21 @@ def _check_ledger(con, release, alias: str, audit: dict, ledger_path: Path, acce
     accepted, last = [], None
     audit["published"] = sorted(release.rels[m].label for m in release.marked)
     audit["withdrawn"] = []
+    held = held_release(paths.out)
+    audit["ledger_id"] = new_ledger_id()
     if ledger_path.exists():  # read only: the ledger is written once the release is complete
         reading = open_ledger(ledger_path, create=False, read_only=True)
         try:
+            check_publication_release(reading, held, f"the publication {paths.out}", f"the ledger {ledger_path}")
             accepted = check_against_last(reading, cells, loads, accept_parameter_change)
             last = last_release(reading)
+            audit["ledger_id"] = ledger_id(reading) or audit["ledger_id"]
             # what the last release published and this one does not: gone from the publication (new-user N2)
             audit["withdrawn"] = withdrawn_relations(reading, audit["published"])
         finally:
             reading.close()
+    else:
+        check_publication_release(None, held, f"the publication {paths.out}", f"the ledger {ledger_path}")
     audit["release"] = (last or 0) + 1
     audit["ledger"] = str(ledger_path)
     return cells, loads, accepted
@@ -472,6 +484,22 @@ def _check_audit_json(path: Path, db: Path, out: Path, folder: Path | None, mani
         raise SdcError(f"--audit-json {path} is the Parquet folder --parquet {folder} or a file sdc publish writes "
                        "there: give another file")
     return check_output_file(path, AUDIT_JSON_WRITER)
+
+
+def held_release(path: Path) -> dict | None:
+    """The public release audit of the publication file ``path`` (None: no file, or none in it)."""
+    if not path.is_file():
+        return None
+    con = duckdb_connect(path, read_only=True)
+    try:
+        row = con.execute(f"select report from {quote_identifier(PUBLICATION_SCHEMA)}."
+                          f"{quote_identifier(RELEASE_AUDIT_TABLE)}").fetchone()
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    found = json.loads(row[0]) if row and row[0] else None
+    return found if isinstance(found, dict) else None
 
 
 def _is_publication(path: Path) -> bool:

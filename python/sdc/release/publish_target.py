@@ -71,9 +71,18 @@ from sdc.release.publish import (
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
 from sdc.release.averaging import check_floor
-from sdc.release.ledger import check_against_last, release_cells, release_loads, withdrawn_relations
+from sdc.release.ledger import (
+    check_against_last,
+    check_publication_release,
+    ledger_id,
+    new_ledger_id,
+    release_cells,
+    release_loads,
+    withdrawn_relations,
+)
 from sdc.release.ledger_postgres import TargetLedger, read_ledger, write_release
-from sdc.release.publication_database import check_database_name, ensure_database, stage_publication
+from sdc.release.public_audit import public_release_audit
+from sdc.release.publication_database import check_database_name, ensure_database, held_release, stage_publication
 from sdc.warehouse.database import duckdb_connect
 from sdc.warehouse.macro_renderer import private_workspace
 
@@ -167,9 +176,11 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
         build_database = pg.get_dsn_parameters()["dbname"]
         if database is not None:
             check_database_name(database, build_database)
+        held = held_release(lambda: connect_postgres(output, database), database, schema) \
+            if database is not None else None
         try:
             checked = _checked_release(pg, manifest_data, manifest_path, marked, schema, marker, shown,
-                                       min_standard_error, accept_parameter_change)
+                                       min_standard_error, accept_parameter_change, (database, held))
         except _NotAudited:
             raise
         except SdcError as exc:  # refused
@@ -248,9 +259,11 @@ class Checked:
 
 
 def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marked], schema: str, marker: str,
-                     shown: str, min_standard_error: float, accept_parameter_change: bool) -> Checked:
-    """The release read into the replica, audited and checked against the ledger's last release; refused, the
-    publication schema is withdrawn and the message says so."""
+                     shown: str, min_standard_error: float, accept_parameter_change: bool,
+                     held: tuple[str | None, dict | None] = (None, None)) -> Checked:
+    """The release read into the replica, audited and checked against the ledger's last release (and the release
+    ``held`` by the publication database, (name, its public audit), against the ledger); refused, the publication
+    schema is withdrawn and the message says so."""
     ledger = None
     with private_workspace("publish") as (con, folder):
         try:
@@ -260,13 +273,15 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
                 ledger = _read_ledger(pg)
             audit, cells, loads = _audit(con, adapted_manifest(manifest, translated), marked, publication,
                                          f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
-            accepted = _check_ledger(ledger, audit, cells, loads, accept_parameter_change)
+            accepted = _check_ledger(ledger, audit, cells, loads, accept_parameter_change, held)
         except BaseException as exc:
             if ledger is not None:
                 ledger.close()
             if isinstance(exc, SdcError) and not isinstance(exc, _NotAudited):  # refused: withdrawn
                 _end(pg)
-                raise SdcError(f"{exc}; {_withdraw(pg, schema, marker)}") from None
+                builders = _withdraw_builders(pg, manifest)
+                raise SdcError(f"{exc}; {_withdraw(pg, schema, marker)}" + (f"; {builders}" if builders else "")
+                               ) from None
             raise
     return Checked(publication, audit, cells, loads, ledger, accepted)
 
@@ -280,12 +295,16 @@ def _read_ledger(pg) -> TargetLedger:
 
 
 def _check_ledger(ledger: TargetLedger | None, audit: dict, cells: list, loads: dict,
-                  accept_parameter_change: bool) -> list:
-    """This release against the ledger's last one (ledger.check_against_last); its number, and the relations the
-    last release published that this one does not, into the audit."""
+                  accept_parameter_change: bool, held: tuple[str | None, dict | None] = (None, None)) -> list:
+    """This release against the ledger's last one (ledger.check_against_last), and the release the publication
+    database holds against the ledger (check_publication_release); its number, the ledger's identity, and the
+    relations the last release published that this one does not, into the audit."""
     if ledger is None:
         return []
+    database, release = held
+    check_publication_release(ledger.con, release, f"the publication database {database}", ledger.where)
     accepted = check_against_last(ledger.con, cells, loads, accept_parameter_change)
+    audit["ledger_id"] = ledger_id(ledger.con) or new_ledger_id()
     audit["withdrawn"] = withdrawn_relations(ledger.con, audit["published"])
     audit["release"] = (ledger.last or 0) + 1
     audit["ledger"] = ledger.where
@@ -792,12 +811,13 @@ def _write_release(pg, checked: Checked, marker: str, connect_publication) -> tu
     try:
         with pg.cursor() as cur:
             readers = _lock_publication(cur, publication, marker)
-            _write_audit(cur, publication.name, readers, audit)
+            _write_audit(cur, publication.name, readers, public_release_audit(audit))
             write_release(cur, checked.ledger, checked.cells, checked.loads, audit, checked.publication_name,
                           checked.accepted)
             if connect_publication is not None:
                 pub = connect_publication()
-                withdrawn = stage_publication(cur, pub, publication.name, publication.tables, readers, audit, marker)
+                withdrawn = stage_publication(cur, pub, publication.name, publication.tables, readers,
+                                              public_release_audit(audit), marker)
         pg.commit()
         if pub is not None:
             _commit_publication(pub, checked)
@@ -903,6 +923,38 @@ def _withdraw(pg, schema: str, marker: str) -> str:
                 "readers still read the refused release; drop it")
     return (f"the publication schema {schema} that grant_published made is dropped: the release is withdrawn (fix "
             "it; the next dbt build publishes it again, then run sdc publish --target)")
+
+
+def _withdraw_builders(pg, manifest: dict) -> str:
+    """A refused release withdraws the table builder too (red team R4-12): its analysts read every cell of the
+    cube, which the release audit judges with the tagged tables. EXECUTE on every builder function over a cube of
+    the release (ckm_table_builder's security-definer function, whose body names the cube) is revoked from every
+    role but its owner; the next dbt build grants it again. Returns what was done, for the message."""
+    import psycopg2
+
+    withdrawn = []
+    try:
+        with pg.cursor() as cur:
+            for _, schema, name in builder_cubes(manifest):
+                # the cube as the builder's body names it (sql_identifier quotes every part)
+                cells = f"{q(schema)}.{q(name)}"
+                cur.execute(
+                    "select p.oid::regprocedure::text, r.rolname from pg_catalog.pg_proc as p "
+                    "join pg_catalog.pg_namespace as n on n.oid = p.pronamespace "
+                    "cross join lateral pg_catalog.aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) as a "
+                    "left join pg_catalog.pg_roles as r on r.oid = a.grantee "
+                    "where p.prosecdef and a.privilege_type = 'EXECUTE' and a.grantee <> p.proowner "
+                    "and pg_catalog.pg_get_function_identity_arguments(p.oid) = 'dims text[], filters jsonb' "
+                    "and position(%s in p.prosrc) > 0 order by 1, 2", (f"cells text := {quote_literal(cells)};",))
+                for function, role in cur.fetchall():
+                    cur.execute(f"revoke execute on function {function} from {q(role) if role else 'public'}")
+                    withdrawn.append(f"{function} from {role or 'public'}")
+        pg.commit()
+    except psycopg2.Error as exc:
+        pg.rollback()
+        return (f"the table builder's function could not be withdrawn ({str(exc).strip().splitlines()[0]}): its "
+                "analysts still read the refused cube; revoke EXECUTE on it")
+    return f"the table builder is withdrawn (EXECUTE revoked: {', '.join(withdrawn)})" if withdrawn else ""
 
 
 def publication_schema_of(given: str | None, project_dir) -> str:

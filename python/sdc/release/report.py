@@ -1,12 +1,15 @@
-"""The release report: one self-contained HTML file per release (no server, no network, no script).
+"""The release report: one self-contained HTML file per release (no server, no network, no script), in two kinds.
 
-It is made from what `sdc publish` wrote: the publication file's tables and its release audit
-(sdc_publication.release_audit: the checks, the averaging audit's standard errors, linked suppression, and the
-quality figures and count ptables of release/quality.py). For each table: its cells (suppressed cells marked,
-their interval or mark shown as published), its quality figures and the histogram of its relative deviations;
-for the release: the audit's risk figures, the cells that changed since the release before it (from the ledger
-of releases the audit names, release/ledger.py: change and reason per cell) and the ptable's transition matrix. Plots are matplotlib's, embedded as
-SVG; every text from the data is escaped.
+* The **office report** (the default) is made from the publication's tables and the ledger of releases
+  (release/ledger.py), which keeps the full release audit: for each table its cells (suppressed cells marked,
+  their interval or mark shown as published), its quality figures and the histogram of its relative deviations;
+  for the release the audit's risk figures, the cells that changed since the release before it (change and reason
+  per cell) and the ptable's transition matrix. These are computed from the original values, so its first line
+  and its heading say that it is internal.
+* The **public report** (``public``) is made from the publication alone: its tables, the checks the release passed
+  and the method's public parameters (release/public_audit.py), nothing computed from original values.
+
+Plots are matplotlib's, embedded as SVG; every text from the data is escaped.
 """
 
 from __future__ import annotations
@@ -54,14 +57,21 @@ td.number { text-align: right; font-variant-numeric: tabular-nums; }
 td.suppressed { background: #fde2e1; }
 td.zero { background: #eef3fb; }
 .passed { color: #1a7f37; font-weight: 600; } .note { color: #555; font-size: 0.9rem; }
+.internal { background: #fff1c2; border: 1px solid #d4a72c; padding: 0.5rem; font-weight: 600; }
 nav ul { columns: 2; } figure { margin: 0.5rem 0; } figure svg { max-width: 100%; height: auto; }
 """
 
 
-def write_report(publication: str | Path, out: str | Path) -> dict:
+def write_report(publication: str | Path, out: str | Path, *, ledger: str | Path | None = None,
+                 release: int | None = None, public: bool = False) -> dict:
     """Writes the report of the publication file ``publication`` (sdc publish --out) to ``out`` (new, or an
-    earlier report: sdc writes over no other file); returns a summary {tables, cells, out}. A file that is no
-    publication of sdc publish is refused before anything is written.
+    earlier report: sdc writes over no other file); returns a summary {tables, cells, out, office}.
+
+    The office report (the default) needs the ``ledger`` of the publication: the release audit's figures, which are
+    computed from the original values, are kept there (never in the publication); its first line says that it is
+    internal. ``release``: another release of the ledger than the one the publication holds (its cells from the
+    ledger). ``public``: the report for readers, made from the publication alone (its tables, the checks passed,
+    the public parameters). A file that is no publication of sdc publish is refused before anything is written.
 
     >>> import hashlib, json, pathlib, shutil, tempfile
     >>> import duckdb
@@ -79,10 +89,14 @@ def write_report(publication: str | Path, out: str | Path) -> dict:
     >>> build(folder, "select * from (values ('N', 3), ('S', 4)) t(region, count)")
     >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
     ['cells']
-    >>> summary = write_report(folder / "publication.duckdb", folder / "report.html")
-    >>> summary["tables"], summary["cells"], (folder / "report.html").read_text().startswith("<!doctype html>")
+    >>> summary = write_report(folder / "publication.duckdb", folder / "report.html",
+    ...                        ledger=folder / "sdc_ledger.duckdb")
+    >>> summary["tables"], summary["cells"], (folder / "report.html").read_text().startswith("<!-- INTERNAL")
     (1, 2, True)
-    >>> write_report(folder / "warehouse.duckdb", folder / "report.html")  # doctest: +ELLIPSIS
+    >>> summary = write_report(folder / "publication.duckdb", folder / "public.html", public=True)
+    >>> (folder / "public.html").read_text().startswith("<!doctype html>")
+    True
+    >>> write_report(folder / "warehouse.duckdb", folder / "report.html", public=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
       ...
     sdc.errors.SdcError: .../warehouse.duckdb is no publication of sdc publish with its release audit ...
@@ -90,15 +104,63 @@ def write_report(publication: str | Path, out: str | Path) -> dict:
     """
     from sdc.files import check_not_an_input, check_output_file, write_text_atomically
 
-    check_not_an_input(out, publication)
+    check_not_an_input(out, publication, *([ledger] if ledger is not None else []))
     check_output_file(out, REPORT_COMMAND)
-    release = read_publication(publication)
-    write_text_atomically(Path(out), render(release), command=REPORT_COMMAND)
-    return {"tables": len(release["tables"]), "cells": sum(len(t["rows"]) for t in release["tables"]), "out": str(out)}
+    held = read_publication(publication)
+    if public:
+        if ledger is not None or release is not None:
+            raise SdcError("--public makes the readers' report from the publication alone: --ledger and --release "
+                           "belong to the office report")
+        report = {**held, "office": False}
+    else:
+        if ledger is None:
+            raise SdcError(f"the office report of {publication} needs its ledger of releases (--ledger; sdc publish "
+                           "keeps the audit's figures there, never in the publication); --public writes the report "
+                           "for readers from the publication alone")
+        from sdc.release.ledger import open_ledger
+
+        con = open_ledger(ledger, create=False, read_only=True)
+        try:
+            report = office_release(con, held, release, f"the ledger {ledger}", f"the publication {publication}")
+        finally:
+            con.close()
+    write_text_atomically(Path(out), render(report), command=REPORT_COMMAND)
+    return {"tables": len(report["tables"]), "cells": sum(len(t["rows"]) for t in report["tables"]),
+            "out": str(out), "office": report["office"], "release": report["audit"].get("release")}
+
+
+def office_release(con, held: dict, release: int | None, ledger: str, publication: str) -> dict:
+    """The office's report of ``release`` (default: the one the publication ``held`` holds, read_publication's)
+    from the ledger on the DuckDB connection ``con``: the full audit, the changes since the release before, and
+    the tables (the publication's, or for another release the cells the ledger recorded)."""
+    from sdc.release.ledger import audit_in, check_publication_release, diff_in
+
+    check_publication_release(con, held["audit"], publication, ledger)
+    holds = held["audit"].get("release")
+    number = holds if release is None else release
+    audit = audit_in(con, number, ledger)
+    tables = held["tables"] if number == holds else ledger_tables(con, number)
+    changes = diff_in(con, number - 1, number, ledger) if number > 1 else None
+    return {"tables": tables, "audit": audit, "file": held["file"], "office": True, "changes": changes}
+
+
+def ledger_tables(con, release: int) -> list[dict]:
+    """The tables of ``release`` as the ledger recorded their cells: the dimensions' codes and the measures."""
+    from sdc.release.ledger import LEDGER_SCHEMA
+
+    tables: dict[str, dict] = {}
+    for relation, cell, published in con.execute(
+            f"select relation, cell, published from {LEDGER_SCHEMA}.cells where release_id = ? order by 1, 2",
+            [release]).fetchall():
+        codes, values = json.loads(cell), json.loads(published or "{}")
+        table = tables.setdefault(relation, {"name": relation.rsplit(".", 1)[-1], "label": relation,
+                                             "columns": [*codes, *values], "rows": []})
+        table["rows"].append(tuple([*codes.values(), *values.values()]))
+    return list(tables.values())
 
 
 def read_publication(path: str | Path) -> dict:
-    """The publication's tables (name, relation, columns, rows) and its release audit."""
+    """The publication's tables (name, relation, columns, rows) and its public release audit."""
     path = Path(path)
     if not path.is_file():
         raise SdcError(f"publication file not found: {path}")
@@ -123,23 +185,35 @@ def read_publication(path: str | Path) -> dict:
         con.close()
 
 
-def write_target_report(pg, schema: str, out: str | Path) -> dict:
+def write_target_report(pg, schema: str, out: str | Path, *, release: int | None = None,
+                        public: bool = False) -> dict:
     """The report of the release that sdc publish --target audited on the PostgreSQL database ``pg`` (psycopg2):
-    the tables and release audit of its publication schema ``schema``, the changes from the ledger there."""
+    the tables of its publication schema ``schema``; the office report (default) with the audit and the changes
+    from the ledger there (``release``: another release of it), ``public`` the readers' from the schema alone."""
     from sdc.files import check_output_file, write_text_atomically
-    from sdc.release.ledger_postgres import diff_target_releases
+    from sdc.release.ledger_postgres import read_existing_ledger
 
     check_output_file(out, REPORT_COMMAND)
-    release = read_target_publication(pg, schema)
-    number = release["audit"].get("release")
-    changes = diff_target_releases(pg, number - 1, number) if isinstance(number, int) and number > 1 else None
-    write_text_atomically(Path(out), render(release, changes), command=REPORT_COMMAND)
-    return {"tables": len(release["tables"]), "cells": sum(len(t["rows"]) for t in release["tables"]), "out": str(out)}
+    held = read_target_publication(pg, schema)
+    if public:
+        if release is not None:
+            raise SdcError("--public makes the readers' report from the publication alone: --release belongs to the "
+                           "office report")
+        report = {**held, "office": False}
+    else:
+        ledger = read_existing_ledger(pg, "all")
+        try:
+            report = office_release(ledger.con, held, release, ledger.where, f"the publication schema {schema}")
+        finally:
+            ledger.close()
+    write_text_atomically(Path(out), render(report), command=REPORT_COMMAND)
+    return {"tables": len(report["tables"]), "cells": sum(len(t["rows"]) for t in report["tables"]),
+            "out": str(out), "office": report["office"], "release": report["audit"].get("release")}
 
 
 def read_target_publication(pg, schema: str) -> dict:
     """read_publication of a PostgreSQL publication schema (grant_published's copy, audited by sdc publish
-    --target): its tables and its release audit."""
+    --target): its tables and its public release audit."""
     import psycopg2
 
     try:
@@ -174,28 +248,63 @@ def _column_count(cur, schema: str, name: str) -> int:
     return cur.fetchone()[0]
 
 
-def render(release: dict, changes: list[dict] | None = None) -> str:
-    """The report's HTML; ``changes``: the ledger's diff of this release against the one before it, where the
-    ledger is no file beside the publication (a PostgreSQL warehouse's)."""
-    audit = release["audit"]
-    quality = audit.get("quality", {})
-    parts = [f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Release report: "
+INTERNAL_LINE = ("<!-- INTERNAL: the office report of an sdc release. It holds figures computed from the original "
+                 "values (quality, standard errors, the ptable, the reasons of changes): never give it to readers; "
+                 "sdc report --public writes theirs. -->\n")
+
+
+def render(release: dict) -> str:
+    """The report's HTML: the office's (``release["office"]``: its first line says it is internal) with the full
+    audit and ``release["changes"]`` (the ledger's diff of this release against the one before it), or the
+    readers' with the public audit only."""
+    audit, office = release["audit"], release.get("office", False)
+    quality = audit.get("quality", {}) if office else {}
+    title = "Release report (internal: the office's)" if office else "Release report"
+    parts = [INTERNAL_LINE if office else "",
+             f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{_e(title)}: "
              f"{_e(Path(release['file']).name)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-             "<h1>Release report</h1>\n",
+             f"<h1>{_e(title)}</h1>\n",
+             ("<p class=\"internal\">Internal: figures computed from the original values. Never give this report to "
+              "readers; <code>sdc report --public</code> writes theirs.</p>\n") if office else "",
              f"<p class=\"note\">{len(release['tables'])} tables of the publication {_e(release['file'])}"
+             + (f", release {_e(audit['release'])}" if audit.get("release") is not None else "")
              + (f", published {_e(audit['published_at'])}" if audit.get("published_at") else "") + ".</p>\n",
-             _contents(release), _risk(audit), _changes(audit, changes), _ptables(audit)]
+             _contents(release, office)]
+    if office:
+        parts += [_risk(audit), _changes(audit, release.get("changes")), _ptables(audit)]
+    else:
+        parts.append(_public_checks(audit))
     for table in release["tables"]:
         parts.append(_table(table, quality.get(table["label"]), audit))
     parts.append("</body>\n</html>\n")
     return "".join(parts)
 
 
-def _contents(release: dict) -> str:
+def _contents(release: dict, office: bool) -> str:
     items = "".join(f"<li><a href=\"#{_anchor(t['name'])}\">{_e(t['name'])}</a></li>" for t in release["tables"])
-    return (f"<nav><h2>Contents</h2><ul><li><a href=\"#risk\">Risk: the release audit</a></li>"
-            f"<li><a href=\"#changes\">Changes since the last release</a></li>"
-            f"<li><a href=\"#ptable\">Perturbation table</a></li>{items}</ul></nav>\n")
+    sections = ("<li><a href=\"#risk\">Risk: the release audit</a></li>"
+                "<li><a href=\"#changes\">Changes since the last release</a></li>"
+                "<li><a href=\"#ptable\">Perturbation table</a></li>") if office else \
+        "<li><a href=\"#checks\">The release's checks</a></li>"
+    return f"<nav><h2>Contents</h2><ul>{sections}{items}</ul></nav>\n"
+
+
+def _public_checks(audit: dict) -> str:
+    """The readers' part of the audit (release/public_audit.py): the checks passed and the public parameters."""
+    checks = "".join(f"<tr><td>{_e(name.replace('_', ' '))}</td><td class=\"passed\">{_e(result)}</td></tr>"
+                     for name, result in (audit.get("checks") or {}).items())
+    parameters = audit.get("parameters") or {}
+    rows = "".join(f"<tr><td>{_e(name)}</td><td class=\"number\">{_e(p.get('D'))}</td>"
+                   f"<td class=\"number\">{_e(p.get('V'))}</td><td class=\"number\">{_e(p.get('js'))}</td></tr>"
+                   for name, p in (parameters.get("ptables") or {}).items())
+    floor = parameters.get("min_standard_error")
+    return ("<section id=\"checks\"><h2>The release's checks</h2>\n"
+            f"<table><tr><th>check</th><th>result</th></tr>{checks}</table>\n"
+            + (f"<p>Cell Key Method: no count with records can be estimated from the release's tables to a standard "
+               f"error below {_e(floor)}.</p>\n" if floor is not None else "")
+            + (f"<table><tr><th>perturbation table</th><th>largest noise D</th><th>noise variance V</th>"
+               f"<th>counts 1..js never published, js</th></tr>{rows}</table>\n" if rows else "")
+            + "</section>\n")
 
 
 def _risk(audit: dict) -> str:
@@ -220,22 +329,14 @@ def _risk(audit: dict) -> str:
             f"{per_table}</table></section>\n")
 
 
-def _changes(audit: dict, changes: list[dict] | None = None) -> str:
-    """The cells that changed since the release before this one, from the ledger (release/ledger.py): ``changes``
-    as read, else the ledger file the audit names."""
-    from sdc.release.ledger import diff_releases, diff_summary, shown_values
+def _changes(audit: dict, changes: list[dict] | None) -> str:
+    """The cells that changed since the release before this one, from the ledger (release/ledger.py)."""
+    from sdc.release.ledger import diff_summary, shown_values
 
-    release, ledger = audit.get("release"), audit.get("ledger")
+    release = audit.get("release")
     head = "<section id=\"changes\"><h2>Changes since the last release</h2>\n"
-    if release == 1:
+    if release == 1 or changes is None:
         return head + "<p class=\"note\">The first release in the ledger.</p></section>\n"
-    if changes is None:
-        if not release or not ledger or not Path(ledger).is_file():
-            return head + "<p class=\"note\">No ledger of releases beside this publication.</p></section>\n"
-        try:
-            changes = diff_releases(ledger, release - 1, release)
-        except SdcError as exc:
-            return head + f"<p class=\"note\">{_e(exc)}</p></section>\n"
     summary = diff_summary(changes)
     rows = "".join(
         f"<tr><td>{_e(c['relation'])}</td><td>{_e(', '.join(f'{k}={v}' for k, v in c['cell'].items()))}</td>"

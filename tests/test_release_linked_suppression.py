@@ -168,11 +168,11 @@ def test_a_hierarchys_code_is_the_cell_of_its_leaves():
         audit_linked_suppression(verifier, items)
 
 # ------------------------------------------------------------------------------------------ sdc publish
-def suppression_models(name: str, dims: list[str]) -> dict[str, str]:
+def suppression_models(name: str, dims: list[str], records: str = "source('raw', 'persons')") -> dict[str, str]:
     """suppression_cells -> suppression_primary -> sdc's suppression_pattern -> suppression_published."""
     listed = repr(dims)
     return {
-        f"audit/{name}_cells.sql": f"{{{{ sdc.suppression_cells(source('raw', 'persons'), dims={listed}) }}}}\n",
+        f"audit/{name}_cells.sql": f"{{{{ sdc.suppression_cells({records}, dims={listed}) }}}}\n",
         f"audit/{name}_primary.sql": f"{{{{ sdc.suppression_primary(ref('{name}_cells'), ['freq:3']) }}}}\n",
         f"audit/{name}_relations.sql": f"{{{{ sdc.suppression_constraints(ref('{name}_cells'), {listed}) }}}}\n",
         f"audit/{name}_pattern.py": (
@@ -215,6 +215,26 @@ def test_two_tables_that_share_a_margin_are_refused_together_and_published_alone
         assert publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=(other,))) == [alone]
         report = office_audit(built.db)
         assert report["linked_suppression"] == {"groups": [], "shared_cells": 0, "passed": True}
+
+
+def test_a_table_over_a_view_of_the_same_records_is_linked(tmp_path, capsys):
+    """Red team R4-14: the second table over a cleaning view that drops no record was another population by its
+    relation name, so R1's total, suppressed in one and published in the other, passed. The records are the same:
+    the tables are linked and refused as over raw.persons itself."""
+    models = {"sources.yml": BASE["sources.yml"],
+              "audit/persons_clean.sql": "{{ config(materialized='view') }}\n"
+                                         "select * from {{ source('raw', 'persons') }} where age is not null\n",
+              **suppression_models("by_sex", ["region", "sex"]),
+              **suppression_models("by_age", ["region", "age"], "ref('persons_clean')")}
+    built = make(tmp_path, models, persons=LINKED_PERSONS)
+    out = tmp_path / "pub.duckdb"
+    assert main(["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "sdc publish: error: main_protected.by_age suppresses the cell (region='R1', age='Total'), and "
+        "main_protected.by_sex publishes 4 for the cell (region='R1', sex='Total'), which holds the same records of "
+        "raw.persons: published together, the suppression is undone. A cell that two tables share needs one status "
+        "in both: protect the tables with one pattern, or publish one of them\n")
+    assert not out.exists()
 
 
 def linked_pattern_models(tables: dict[str, list[str]]) -> dict[str, str]:

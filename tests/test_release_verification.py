@@ -199,6 +199,95 @@ def test_a_magnitude_beside_a_count_published_as_zero_is_refused(tmp_path, capsy
     assert office_audit(built.db)["checks"]["zeros"] == "passed"
 
 
+# the same records under other names, some of them, hidden counts, listed cells and a count in disguise (round 4)
+BY_RECORDS = {
+    **ZEROS,
+    "audit/persons_land.sql": "{{ config(materialized='view') }}\n"
+                              "select id, region as land, sex as geschlecht, income, rk from {{ source('raw', 'persons') }}\n",
+    "audit/ckm_income_land.sql": "{{ sdc.ckm_sum(ref('persons_land'), dims=['land'], value='income') }}\n",
+    "protected/income_land.sql": "{{ sdc.ckm_published(ref('ckm_income_land')) }}\n",
+    "audit/ckm_land.sql": "{{ sdc.ckm_count(ref('persons_land'), dims=['land']) }}\n",
+    "protected/land.sql": "{{ sdc.ckm_published(ref('ckm_land')) }}\n",
+    "audit/persons_clean.sql": "{{ config(materialized='view') }}\n"
+                               "select * from {{ source('raw', 'persons') }} where income is not null\n",
+    "audit/ckm_income_clean.sql": "{{ sdc.ckm_sum(ref('persons_clean'), dims=['sex', 'region'], value='income') }}\n",
+    "protected/income_clean.sql": "{{ sdc.ckm_published(ref('ckm_income_clean')) }}\n",
+    "audit/persons_small.sql": "{{ config(materialized='view') }}\n"
+                               "select * from {{ source('raw', 'persons') }} where region like 'L%'\n",
+    "audit/ckm_income_small.sql": "{{ sdc.ckm_sum(ref('persons_small'), dims=['sex', 'region'], value='income') }}\n",
+    "protected/income_small.sql": "{{ sdc.ckm_published(ref('ckm_income_small')) }}\n",
+    "audit/ckm_thr.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region'], threshold=4) }}\n",
+    "protected/thr.sql": "{{ sdc.ckm_published(ref('ckm_thr')) }}\n",
+    "audit/ckm_incomplete.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region'], complete=false) }}\n",
+    "protected/incomplete.sql": "{{ sdc.ckm_published(ref('ckm_incomplete')) }}\n",
+    "audit/persons_one.sql": "{{ config(materialized='view') }}\nselect *, 1 as one from {{ source('raw', 'persons') }}\n",
+    "audit/ckm_ones.sql": "{{ sdc.ckm_sum(ref('persons_one'), dims=['sex', 'region'], value='one') }}\n",
+    "protected/ones.sql": "{{ sdc.ckm_published(ref('ckm_ones')) }}\n",
+}
+BY_RECORDS_PUBLISHED = [Path(name).stem for name in BY_RECORDS if name.startswith("protected/")]
+
+
+@pytest.fixture(scope="module")
+def by_records(tmp_path_factory):
+    return magnitude_project(tmp_path_factory.mktemp("records"), BY_RECORDS, LONE)
+
+
+def only(built, tmp_path, *names):
+    return edited_manifest(built, tmp_path, untag=tuple(n for n in BY_RECORDS_PUBLISHED if n not in names))
+
+
+@pytest.mark.parametrize("tables, message", [
+    # R4-13 (a): the incomes by land, a view that renames region: the same records as the counts' regions
+    (("persons", "income_land"), r"main_protected.persons publishes the count 0 for the cell \(sex='Total', "
+                                 r"region='L\d'\), and main_protected.income_land publishes [\d.]+ for the same cell "
+                                 r"\(land='L\d'\) of the same records"),
+    # R4-13 (b): a cleaning view that drops no record
+    (("persons", "income_clean"), r"main_protected.persons publishes the count 0 for the cell \(sex='\w+', "
+                                  r"region='L\d'\), and main_protected.income_clean publishes [\d.]+ for the same "
+                                  r"cell \(sex='\w+', region='L\d'\) of the same records"),
+    # some of the records: a view of the small regions only
+    (("persons", "income_small"), r"main_protected.persons publishes the count 0 for the cell \(sex='\w+', "
+                                  r"region='L\d'\), and main_protected.income_small publishes [\d.]+ for the same "
+                                  r"cell \(sex='\w+', region='L\d'\) of some of its records"),
+    # R4-10: a count that a threshold hides (NULL for empty cells and small ones alike) beside the magnitudes
+    (("thr", "income"), r"main_protected.thr publishes no count \(NULL: below its threshold\) for the cell "
+                        r"\(sex='\w+', region='L\d'\), and main_protected.income publishes [\d.]+"),
+    # R4-11: complete=false lists only cells with records, so its zeros are false zeros
+    (("incomplete",), r"main_protected.incomplete lists only cells with records \(ckm_count\(complete=false\)\) and "
+                      r"publishes the count 0 for the cell \(sex='\w+', region='L\d'\)"),
+    # R4-8: a ckm_sum of a constant is a count in disguise
+    (("ones",), r"^main_protected.ones is a ckm_sum of one, which is 1 for every record of its microdata"),
+])
+def test_tables_are_compared_by_their_records_not_by_relation_or_column_names(by_records, tmp_path, tables, message):
+    """Red team round 4: each pair (or table) passed the release audit on 74b75de, because the zeros check matched
+    tables by source relation and dimension names, looked at 0 only, and knew nothing of complete=false or of a
+    constant summed. Each table alone (a count table without complete=false) is published."""
+    out = tmp_path / "pub.duckdb"
+    with pytest.raises(SdcError, match=message):
+        publish(by_records.db, out, manifest=only(by_records, tmp_path, *tables))
+    assert not out.exists()
+    for alone in tables:
+        if alone not in ("incomplete", "ones"):
+            assert publish(by_records.db, out, manifest=only(by_records, tmp_path, alone)) == [alone]
+
+
+def test_a_view_that_renames_a_dimension_is_read_as_the_loaded_table(by_records, tmp_path):
+    """The counts by land (region renamed) are read as a table of raw.persons: the office's audit names them, and
+    their cells are the counts' regions in the averaging audit of that population (one population of two tables,
+    the land cells the same record sets as the regions' totals: no new noise, 11 record sets, not 11 + 14)."""
+    out = tmp_path / "pub.duckdb"
+    assert publish(by_records.db, out, manifest=only(by_records, tmp_path, "persons", "land")) == ["land", "persons"]
+    audit = office_audit(by_records.db)
+    assert audit["read_by_records"] == [{"table": "main_protected.land", "read_as": '"warehouse"."raw"."persons"'}]
+    (population,) = audit["averaging"]["populations"]
+    assert population["tables"] == ["main_protected.land", "main_protected.persons"]
+    assert population["dimensions"] == ["region", "sex"]
+    regions = rows(by_records.db, "select count(distinct region) from raw.persons")[0][0]
+    assert population["record_sets"] == len(rows(by_records.db, "select distinct sex, region from raw.persons")) \
+        + regions + 2 + 1 - rows(by_records.db, "select count(*) from (select region from raw.persons group by 1 "
+                                                "having count(distinct sex) = 1)")[0][0]
+
+
 def test_ckm_and_suppression_over_nearly_the_same_records_are_refused(tmp_path):
     """R3-4: suppression over the population less one record beside the CKM over all of it; the old check
     compared grand totals (400 and 399) and let it pass: of the cells that do not hold the record, the suppression

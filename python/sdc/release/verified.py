@@ -28,6 +28,9 @@ class Verified:
     call: dict | None = None
     step_of: Rel | None = None  # the audit relation whose call was recomputed
     roots: frozenset = frozenset()  # the loaded tables (raw schema) behind the microdata it read
+    # a table read as one of another population of the same records (populations.py): per dimension (lower case)
+    # of that population, the table's own dimension and its codes by that population's codes, for the messages
+    read_as: dict | None = None
 
 
 def refuse(path: list[str], why: str) -> SdcError:

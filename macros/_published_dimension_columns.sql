@@ -9,8 +9,9 @@
     d__is_total  true for a code with codes under it: the total or a subtotal
     d__parent    the code directly above; NULL for the total
     d__sort      an integer to sort by: a hierarchy's pre-order (the total 0, then each code followed by the codes
-                 under it, the codes under one code in the order of their codes); a flat dimension: the total 0,
-                 the other codes 1, 2, ... in the order of their codes
+                 under it, the codes under one code in the order of their codes, or of the hierarchy's column
+                 `sort` where it has one: a statistical classification's own order, new user D9); a flat
+                 dimension: the total 0, the other codes 1, 2, ... in the order of their codes
 
   A dimension with rows in `hierarchy` (dimension, code, parent) takes them from there, any other is flat (its
   codes are those of `cells`; total_label, default var sdc_total_label, is its total). The last CTE is
@@ -21,11 +22,12 @@
 {%- set suffixes = sdc.setting('sdc_dimension_column_suffixes') -%}
 {%- set total_label = total_label if total_label is not none else sdc.setting('sdc_total_label') -%}
 {%- set q = sdc.sql_identifier -%}
+{%- set ordered = hierarchy is not none and execute and 'sort' in (adapter.get_columns_in_relation(hierarchy) | map(attribute='name') | map('lower') | list) -%}
 {%- for dim in dims %}
 dimension_nodes_{{ loop.index }} as (
     {%- set shape = sdc.ckm_hierarchy_shape(hierarchy, dim) if hierarchy is not none else none %}
     -- the codes of dimension {{ loop.index }} with their level, parent and place in the sort order
-{{ sdc.flat_dimension_nodes(cells, dim, total_label) if shape is none else sdc.hierarchy_dimension_nodes(hierarchy, dim, shape) }}
+{{ sdc.flat_dimension_nodes(cells, dim, total_label) if shape is none else sdc.hierarchy_dimension_nodes(hierarchy, dim, shape, ordered) }}
 ),
 {%- endfor %}
 
@@ -66,21 +68,24 @@ dimension_columns as (
     path from the root (path_1 directly under the root .. path_<depth>), which sort it in pre-order. A branch of the
     union names each column of the hierarchy once (its ancestors above it, the code itself at its own level in the
     sort): Spark's optimizer (RemoveRedundantAliases) breaks a union whose branch selects one column twice -#}
-{% macro hierarchy_dimension_nodes(hierarchy, dim, shape) %}
+{% macro hierarchy_dimension_nodes(hierarchy, dim, shape, ordered=false) %}
 {%- set text = sdc.text_type() -%}
+{%- set number = sdc.double_type() -%}
 {%- set depth = shape.depth -%}
 {%- set dimension = sdc.sql_string(dim) -%}
     select code, parent, level, is_total,
-        cast(row_number() over (order by {% for k in range(1, depth + 1) %}case when level = {{ k }} then code else path_{{ k }} end nulls first{{ ', ' if not loop.last }}{% endfor %}) - 1 as integer) as sort
+        cast(row_number() over (order by {% for k in range(1, depth + 1) %}{% if ordered %}case when level = {{ k }} then own_order else order_{{ k }} end nulls first, {% endif %}case when level = {{ k }} then code else path_{{ k }} end nulls first{{ ', ' if not loop.last }}{% endfor %}) - 1 as integer) as sort
     from (
         select cast({{ sdc.sql_string(shape.root) }} as {{ text }}) as code, cast(null as {{ text }}) as parent,
             cast(0 as integer) as level, true as is_total
             {%- for k in range(1, depth + 1) %}, cast(null as {{ text }}) as path_{{ k }}{% endfor %}
+            {%- if ordered %}, cast(null as {{ number }}) as own_order{% for k in range(1, depth + 1) %}, cast(null as {{ number }}) as order_{{ k }}{% endfor %}{% endif %}
         {%- for level in range(1, depth + 1) %}
         union all
         select cast(h{{ level }}.code as {{ text }}), cast(h{{ level }}.parent as {{ text }}), cast({{ level }} as integer),
             {{ 'true' if level < depth else 'false' }}
             {%- for k in range(1, depth + 1) %}, {{ 'cast(h' ~ k ~ '.code as ' ~ text ~ ')' if k < level else 'cast(null as ' ~ text ~ ')' }}{% endfor %}
+            {%- if ordered %}, cast(h{{ level }}.{{ sdc.sql_identifier('sort') }} as {{ number }}){% for k in range(1, depth + 1) %}, {{ 'cast(h' ~ k ~ '.' ~ sdc.sql_identifier('sort') ~ ' as ' ~ number ~ ')' if k < level else 'cast(null as ' ~ number ~ ')' }}{% endfor %}{% endif %}
         from {{ hierarchy }} as h{{ level }}
         {%- for k in range(level - 1, 0, -1) %}
         join {{ hierarchy }} as h{{ k }}

@@ -17,7 +17,9 @@
   those copies, in one transaction: the roles read tables holding exactly what was verified, never a view that
   computes again as whoever reads it, and what this release no longer publishes is gone. A tagged relation that
   fails stops it naming the relation; the publication stays the last verified release. After a run in which a
-  node failed or was skipped it publishes nothing (one line says so), as `sdc publish` publishes nothing then.
+  node failed or was skipped it publishes nothing (one line says so), as `sdc publish` publishes nothing then,
+  and after a run that built no tagged relation (dbt build --select of other models) it leaves the publication as
+  it is (one line says so).
 
   Outside a hook, e.g. to publish again after the grants were lost, it runs the same checks and publishes,
   naming what it published:
@@ -56,6 +58,18 @@
   {%- if failed -%}
     {%- do log("grant_published: the dbt run did not succeed: " ~ failed | length ~ " node(s) failed or were skipped, first "
                ~ failed[0] ~ "; nothing granted: fix it and run dbt build", info=true) -%}
+    {{ return('select 1') }}
+  {%- endif -%}
+  {#- a run of part of the project that built no tagged relation (the suppression's cells before sdc suppress
+      --target, month after month: new user D3) changes nothing the readers read: the publication stays the last
+      release, and the run is no reason to judge it -#}
+  {%- set built = [] -%}
+  {%- for result in results if result.node.resource_type in ['model', 'seed', 'snapshot'] and 'sdc_publish' in (result.node.tags or []) -%}
+    {%- do built.append(result.node.unique_id) -%}
+  {%- endfor -%}
+  {%- if not built -%}
+    {%- do log("grant_published: this run built no relation tagged sdc_publish; the publication is left as it is "
+               "(the last release published)", info=true) -%}
     {{ return('select 1') }}
   {%- endif -%}
 {%- endif -%}

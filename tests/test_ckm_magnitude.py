@@ -17,7 +17,7 @@ import pytest
 
 from sdc.errors import SdcError
 from sdc.ckm.params import parse_params
-from sdc.ckm.reference import perturb_cell, scramble
+from sdc.ckm.reference import perturb_cell, scramble, version_key
 from sdc.ckm import sum_table
 from sdc.ptable.nums import (
     NumsPTable,
@@ -214,15 +214,21 @@ def _tables(separation=True, parity=False):
     return combine(*parts)
 
 
-def _expected(df, dims, params, tables, value, weight=None, rules_inclusive=False, rank_by_value=True):
+def _expected(df, dims, params, tables, value, weight=None, rules_inclusive=False, rank_by_value=True,
+              table_weight=None):
     """Each cell of the cube tabulated in pandas, then perturbed by the one-cell method (weighted
-    contributions ranked by their records' values; rank_by_value=False: by themselves)."""
+    contributions ranked by their records' values; rank_by_value=False: by themselves). ``table_weight``: the
+    weight of the table whose unweighted measure this is (its records' version keys hold the weight too)."""
     params = parse_params(params)
     d = df.copy()
     contribution = d[value] * d[weight] if weight else d[value]
     d["c"] = [Decimal(repr(float(x))).quantize(Decimal("0.000001"), ROUND_HALF_EVEN) for x in contribution]
     d["v"] = [Decimal(repr(float(x))).quantize(Decimal("0.000001"), ROUND_HALF_EVEN) for x in d[value]]
     d["wt"] = d[weight] if weight else 1.0
+    # each record's key for its version: weight, value, weighted value (as ckm_sum's measures) behind its key
+    keyed = weight or table_weight
+    d["vk"] = [version_key(r.rk, [getattr(r, keyed), getattr(r, value), getattr(r, value) * getattr(r, keyed)]
+                           if keyed else [getattr(r, value)], M) for r in d.itertuples()]
     out = {}
     for keep in [(True, True), (True, False), (False, True), (False, False)]:
         grouped = [dim for dim, k in zip(dims, keep) if k]
@@ -233,7 +239,8 @@ def _expected(df, dims, params, tables, value, weight=None, rules_inclusive=Fals
             cell = tuple(next(labels) if k else "Total" for k in keep)
             contributions = [float(c) for c in part["c"]]
             nonzero = part[part["c"] != 0]
-            ck = int(nonzero["rk"].sum()) % M if not params.use_zero_rkeys else int(part["rk"].sum()) % M
+            keys = part["vk"] if params.version_keys else part["rk"]
+            ck = int(keys[part["c"] != 0].sum()) % M if not params.use_zero_rkeys else int(keys.sum()) % M
             records = len(part)
             sensitive = any(0 < records < int(r.split(":")[1]) for r in params.sensitive if r.startswith("freq:"))
             x = float(sum(part["c"]))
@@ -275,7 +282,7 @@ def test_sql_equals_the_one_cell_method_with_parity_and_weights():
     tables = _tables(separation=False, parity=True)
     got = sum_table(df, ["region", "size"], digits=None, value="turnover", weight="w", record_key="rk", modulus=M,
                     params=params, ptable=tables)
-    unweighted = _expected(df, ["region", "size"], params, tables, "turnover")
+    unweighted = _expected(df, ["region", "size"], params, tables, "turnover", table_weight="w")
     weighted = _expected(df, ["region", "size"], params, tables, "turnover", weight="w")
     for row in got.itertuples():
         assert row.value == pytest.approx(unweighted[(row.region, row.size)], rel=1e-9, abs=1e-6)
@@ -294,7 +301,7 @@ def test_sql_equals_the_one_cell_method_on_weighted_contributions_ranked_by_valu
     got = sum_table(df, ["region", "size"], digits=None, value="turnover", weight="w", record_key="rk", modulus=M,
                     params=params, ptable=tables)
     weighted = _expected(df, ["region", "size"], params, tables, "turnover", weight="w")
-    unweighted = _expected(df, ["region", "size"], params, tables, "turnover")
+    unweighted = _expected(df, ["region", "size"], params, tables, "turnover", table_weight="w")
     assert len(got) == len(weighted) == 20
     for row in got.itertuples():
         assert row.weighted_value == pytest.approx(weighted[(row.region, row.size)], rel=1e-9, abs=1e-6)
@@ -463,9 +470,10 @@ def test_means_are_perturbed_sum_over_perturbed_count(tmp_path):
 
 
 def _one_cell(preset, contributions, key, **extra):
+    """One cell whose record keys sum to ``key``: the cell key itself (not the records' keys for their versions)."""
     df = pd.DataFrame({"g": ["a"] * len(contributions), "v": contributions,
                        "rk": [key] + [0] * (len(contributions) - 1)})
-    params = {"preset": preset, **extra}
+    params = {"preset": preset, "version_keys": False, **extra}
     return sum_table(df, ["g"], digits=None, value="v", record_key="rk", modulus=M, params=params, ptable=_tables(False),
                      totals="none", audit=True, check_keys=False).iloc[0]
 
@@ -666,3 +674,24 @@ def test_cli_magnitude_table(tmp_path):
     (tmp_path / "params.yml").write_text("top_k: 9\nmultiplier: {type: simple, p: 0.1}\n")
     out.unlink()
     assert main(args) == 2 and not out.exists()
+
+
+def test_a_null_value_stops_the_table_naming_the_cell_and_the_guide_says_what_to_do():
+    """New user D12: ckm_sum over an income with NULLs stopped with a clear message, but no page said what to do.
+    The message names the cell; the analytics engineer's guide, where the magnitude tables are built, gives the
+    two ways (leave the records out in a staging view, or count a missing value as 0)."""
+    from pathlib import Path
+
+    df = _microdata(n=300)
+    df["turnover"] = df["turnover"].astype(object)
+    df.loc[5, "turnover"] = None
+    with pytest.raises(SdcError, match=r"value column \"?turnover\"? must be a finite number; a record has NULL "
+                                       r"\(in the cell region = \w+"):
+        sum_table(df, ["region"], digits=None, value="turnover", record_key="rk", modulus=M,
+                  params={"type": "sum", "multiplier": {"type": "simple", "p": 0.05, "epsilon": [1]}},
+                  ptable=_tables(separation=False))
+    guide = (Path(__file__).parent.parent / "docs" / "guides" / "analytics-engineer.md").read_text(encoding="utf-8")
+    section = guide[guide.index("## Magnitude tables in dbt"):]
+    section = section[:section.index("\n## ")]
+    assert "stops the build on a NULL, naming the cell" in section
+    assert "where income is not null" in section and "coalesce(income, 0)" in section

@@ -448,8 +448,16 @@ def test_the_release_report_renders_in_headless_chromium(demo, release_report, c
     assert dom.returncode == 0, dom.stderr[-2000:]
     universities = query(db, "select count from protected.beurlaubte_nach_hochschulart "
                              "where hochschulart = 'Universitäten'")[0][0]
-    assert re.search(rf"<td class=\"\">Universitäten</td><td class=\"number\">{universities}</td>", dom.stdout)
-    assert "<h2>Risk: the release audit</h2>" in dom.stdout and "<h2>studierende_nach_fach_geschlecht_hochschule</h2>" in dom.stdout
+    # a code indented by its level, numbers as published: whole, thousands separated (new user D8)
+    shown = f"{universities:,}".replace(",", "\u202f")
+    assert re.search(rf"<td class=\"\" style=\"padding-left: 1.7em\">Universitäten</td><td class=\"number\">{shown}</td>",
+                     dom.stdout), dom.stdout[:3000]
+    assert "<h2>Risk: the release audit</h2>" in dom.stdout
+    # each table under its title, the relation's description in the dbt project, with its unit where it has one
+    assert "<h2>Published. Students by subject x sex x institution (Hochschulart subtotals); cell suppression, " \
+           "x = suppressed.</h2>" in dom.stdout
+    assert re.search(r"ckm magnitudes; \d+ cells \(protected.umsatz_ckm_nach_wz_region\); unit: EUR.", dom.stdout)
+    assert not re.search(r"<td class=\"number\">\d+\.0</td>", dom.stdout)  # no whole number shown with a decimal
     shot = tmp / "release_report.png"
     run = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                           f"--screenshot={shot}", "--window-size=1280,1600", release_report.as_uri()],

@@ -145,8 +145,16 @@ def test_tables_of_two_ptables_are_not_granted(project):
     try:
         seed.unlink()  # the project's seed, which sdc ptable did not write
         assert main(["ptable", "--D", "3", "--V", "2", "--js", "1", "--out", str(seed)]) == 0
-        # the granted tables were built with the old rows, which sdc cannot compute them from any more
+        # a run that builds no tagged relation leaves the publication as it is: the release of the old rows, which
+        # its readers keep (new user D3: the hook judged such runs and stopped the monthly job)
         result = project.dbt("seed")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode == 0, out[-3000:]
+        assert "grant_published: this run built no relation tagged sdc_publish; the publication is left as it is" in out
+        # the granted tables were built with the old rows, which sdc cannot compute them from any more: a run that
+        # publishes again is refused
+        result = project.dbt("run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}",
+                             "--target-path", str(project.root / "operation"))
         out = result.stdout.replace("\n  ", " ")
         assert result.returncode != 0
         assert re.search(r"grant_published: \S+ckm_by_sex\"? was built with other rows of the ptable \S+ than it holds "

@@ -47,6 +47,14 @@ MODELS = {
                                      "{{ sdc.suppression_published(ref('supp_pattern'), ['sex', 'region'], "
                                      "value='freq') }}\n",
 }
+# the same classification with an order of its own (a column sort): South before North, R2 before R1 (new user D9)
+ORDERED_REGIONS = "dimension,code,parent,sort\nregion,Total,,0\nregion,South,Total,1\nregion,North,Total,2\n" \
+                  "region,R2,North,1\nregion,R1,North,2\nregion,R4,South,1\nregion,R3,South,2\n"
+MODELS |= {
+    "audit/ckm_ordered.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region'], "
+                             "hierarchy=ref('regions_ordered')) }}\n",
+    "protected/ordered.sql": "{{ sdc.ckm_published(ref('ckm_ordered')) }}\n",
+}
 PROTECTED = [Path(p).stem for p in MODELS if p.startswith("protected/")]
 # (code, level, is_total, parent, sort)
 REGION_COLUMNS = [("Total", 0, True, None, 0), ("North", 1, True, "Total", 1), ("R1", 2, False, "North", 2),
@@ -59,7 +67,9 @@ SEX_COLUMNS = [("Total", 0, True, None, 0), ("m", 1, False, "Total", 1), ("w", 1
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("dimension_columns")
     (root / "regions.csv").write_text(REGIONS)
-    return make(root, MODELS, persons=PERSONS, seeds={"regions.csv": root / "regions.csv"})
+    (root / "regions_ordered.csv").write_text(ORDERED_REGIONS)
+    return make(root, MODELS, persons=PERSONS, seeds={"regions.csv": root / "regions.csv",
+                                                     "regions_ordered.csv": root / "regions_ordered.csv"})
 
 
 def only(built, tmp, names):
@@ -112,6 +122,19 @@ def test_the_release_publishes_them_and_keeps_the_ledger_s_cells(built, tmp_path
     out = tmp_path / "suppressed.duckdb"
     assert publish(built.db, out, manifest=only(built, tmp_path, ["persons_suppressed"])) == ["persons_suppressed"]
     assert described(out, "persons_suppressed", "sex") == SEX_COLUMNS
+
+
+def test_a_code_list_with_a_sort_column_orders_the_codes_by_it(built, tmp_path):
+    """New user D9: d__sort ordered the codes under one parent by their spelling only (High School before Less
+    Than High School); a column sort in the code list gives a classification's own order, and sdc publish
+    computes the same columns again."""
+    ordered = [("Total", 0, True, None, 0), ("South", 1, True, "Total", 1), ("R4", 2, False, "South", 2),
+               ("R3", 2, False, "South", 3), ("North", 1, True, "Total", 4), ("R2", 2, False, "North", 5),
+               ("R1", 2, False, "North", 6)]
+    assert described(built.db, "main_protected.ordered", "region") == ordered
+    out = tmp_path / "pub.duckdb"
+    assert publish(built.db, out, manifest=only(built, tmp_path, ["ordered"])) == ["ordered"]
+    assert described(out, "ordered", "region") == ordered
 
 
 @pytest.mark.parametrize("model, message", [

@@ -294,3 +294,84 @@ def test_a_fresh_ledger_cannot_start_at_release_1_over_a_publication_that_has_re
     assert f"and the ledger {fresh} is another ledger (its releases: 1)" in capsys.readouterr().err
     assert out.read_bytes() == before
     assert main(args) == 0 and public_audit(out)["release"] == 2 and public_audit(out)["ledger"] == held["ledger"]
+
+
+# ------------------------------------------------------------------------------------------ revised values
+REVISED = {
+    **{k: v for k, v in BASE.items() if k == "sources.yml"},
+    "audit/ckm_income.sql": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['sex', 'region'], value='income', audit=true) }}\n",
+    "protected/income.sql": "{{ sdc.ckm_published(ref('ckm_income')) }}\n",
+    "audit/ckm_weighted.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region'], weight='w') }}\n",
+    "protected/weighted.sql": "{{ sdc.ckm_published(ref('ckm_weighted')) }}\n",
+}
+
+
+def weighted_persons(income_of_7: float = 0.0, weight_of_11: float = 0.0) -> str:
+    """400 persons with an income and a weight; person 7's income and person 11's weight revised by the amounts."""
+    return "id,sex,region,income,w\n" + "".join(
+        f"{i},{'mw'[i % 2]},R{i % 5},{1000 + (i * 7919) % 5000 + (income_of_7 if i == 7 else 0)},"
+        f"{80 + (i * 37) % 50 + (weight_of_11 if i == 11 else 0)}\n" for i in range(400))
+
+
+def test_a_revised_value_or_weight_gets_new_noise_in_every_cell_it_is_in(tmp_path):
+    """New user D11: one respondent's income corrected by +1,000, then one record's weight by -86, the records of
+    every cell the same. The magnitude noise came from the record keys alone, so it stayed, and the difference of
+    the two releases was the exact revision in every cell that holds the record (+1,000, -986). Each record's key
+    is now its key for the version of its contributions: the cells that hold the revised record get a new cell
+    key, so the difference of the releases carries two noises, and the ledger says why the cells changed."""
+    from test_release_verification import magnitude_project
+
+    built = magnitude_project(tmp_path / "office", REVISED, weighted_persons())
+    out = tmp_path / "publication.duckdb"
+    ledger = built.db.parent / "sdc_ledger.duckdb"
+
+    def state():
+        from test_publish import rows
+
+        income = {(s, r): (v, k) for s, r, v, k in rows(built.db, "select p.sex, p.region, p.value, a.cell_key_int "
+                                                                   "from main_protected.income as p join "
+                                                                   "main_audit.ckm_income as a using (sex, region)")}
+        return income
+
+    publish(built.db, out, manifest=built.manifest)
+    before = state()
+    reload(built, tmp_path, weighted_persons(income_of_7=1000))
+    publish(built.db, out, manifest=built.manifest)
+    after = state()
+    holding = [("w", "R2"), ("w", "Total"), ("Total", "R2"), ("Total", "Total")]  # person 7: w, R2
+    assert all(after[c][1] != before[c][1] for c in holding)  # a new cell key in every cell that holds the record
+    assert all(after[c] == before[c] for c in before if c not in holding)  # and nowhere else
+    differences = [after[c][0] - before[c][0] for c in holding]
+    assert sum(d == 1000 for d in differences) <= 1, differences  # not the revision itself: two noises
+    assert {((c["cell"]["sex"], c["cell"]["region"]), c["reason"]) for c in diff_releases(ledger, 1, 2)
+            if c["relation"] == "main_protected.income"} == {(c, "microdata change") for c in holding}
+
+    from test_publish import rows
+
+    weights_before = dict(rows(built.db, "select region, weighted_count from main_protected.weighted"))
+    reload(built, tmp_path, weighted_persons(income_of_7=1000, weight_of_11=-86))
+    publish(built.db, out, manifest=built.manifest)
+    weights_after = dict(rows(built.db, "select region, weighted_count from main_protected.weighted"))
+    changed = {r: weights_after[r] - weights_before[r] for r in weights_after if weights_after[r] != weights_before[r]}
+    assert set(changed) == {"R1", "Total"}  # person 11 lives in R1
+    assert all(d != -86 for d in changed.values()), changed
+
+
+def test_a_withdrawn_or_added_table_is_named_as_such_in_the_diff(office, tmp_path, capsys):
+    """New user D5: a table removed from the release, later put back, showed every cell as "disappeared
+    (microdata change)" and "appeared (microdata change)", though the microdata had not changed."""
+    from test_publish import edited_manifest
+
+    built = office
+    out = tmp_path / "publication.duckdb"
+    ledger = built.db.parent / "sdc_ledger.duckdb"
+    publish(built.db, out, manifest=built.manifest)
+    publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=("by_region",)))
+    publish(built.db, out, manifest=built.manifest)
+    withdrawn, added = diff_releases(ledger, 1, 2), diff_releases(ledger, 2, 3)
+    assert withdrawn and {(c["relation"], c["change"], c["reason"]) for c in withdrawn} == {
+        ("main_protected.by_region", "disappeared", "table withdrawn")}
+    assert added and {(c["relation"], c["change"], c["reason"]) for c in added} == {
+        ("main_protected.by_region", "appeared", "table added")}
+    assert main(["release", "diff", "1", "2", "--ledger", str(ledger)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"release 1 -> 2: {len(withdrawn)} disappeared (table withdrawn)"

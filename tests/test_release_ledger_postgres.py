@@ -147,8 +147,15 @@ def test_two_months_on_postgres_recorded_in_the_warehouse_with_a_refused_paramet
     with pytest.raises(psycopg2.errors.InsufficientPrivilege):
         pg_rows(p.postgres, "select count(*) from sdc_ledger.releases", user=READER, password=READER_PASSWORD)
 
-    # month 2: two persons of R0 moved to R1; every other cell keeps its records and so its published value
+    # month 2: two persons of R0 moved to R1; every other cell keeps its records and so its published value.
+    # A run of part of the project first (as the suppression's documented steps are, before sdc suppress --target):
+    # it builds no tagged relation, so its hook leaves the publication as it is and exits 0 (new user D3: it judged
+    # the last release's tables against the new load and stopped the monthly job)
     load(p, persons(moved=2))
+    result = p.dbt("build", "--select", "ckm_by_region")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "grant_published: this run built no relation tagged sdc_publish; the publication is left as it is" in \
+        result.stdout and published(p) == first
     build(p)
     assert publish(p) == 0
     assert "recorded as release 2 in the ledger sdc_ledger of database led_build" in capsys.readouterr().out
@@ -335,6 +342,15 @@ def test_the_reader_of_the_publication_database_reads_exactly_what_security_md_l
     assert sdc(p, "report", "--publication-schema", PUBLICATION, "--public", "--out", str(html)) == 0
     text = html.read_text()
     assert text.startswith("<!doctype html>") and "Hellinger" not in text and "standard error of" not in text
+    # the monthly job without its --publication-database: the release is recorded, and a warning says that the
+    # readers' database stays on the last release (new user D10)
+    last = released(p)
+    assert sdc(p, "publish") == 0
+    err = capsys.readouterr().err
+    assert err.strip() == (f"warning: release {last} was published to {READERS_DATABASE}.{PUBLICATION}, this one to "
+                           f"led_build.{PUBLICATION}: the readers of {READERS_DATABASE}.{PUBLICATION} still read release "
+                           f"{last}; give --publication-database (or var sdc_publication_database) to publish there")
+    assert released(p) == last
 
 
 def test_a_release_command_or_publication_database_that_cannot_be_is_one_line(office, capsys):
@@ -365,3 +381,37 @@ def test_a_release_command_or_publication_database_that_cannot_be_is_one_line(of
         admin(p.postgres, "drop schema sdc_ledger" if made else f"comment on schema sdc_ledger is '{LEDGER_MARKER}'",
               database="led_build")
     shutil.rmtree(p.root / "operation", ignore_errors=True)
+
+
+def test_the_roles_recipe_of_the_quickstart_leaves_the_dbt_role_able_to_build(office):
+    """New user D1: the "Roles" recipe of docs/quickstart/postgresql.md, run as written on a build database the
+    administrator owns, revoked CONNECT from PUBLIC and granted the dbt role CREATE only: it could no longer
+    connect. The recipe is run here as the docs give it (the names made this test's own), then the dbt role
+    connects and makes a schema, and the reader cannot connect."""
+    import dataclasses
+
+    from test_reader_surface import REPO
+
+    text = (REPO / "docs" / "quickstart" / "postgresql.md").read_text(encoding="utf-8")
+    recipe = text[text.index("-- PostgreSQL, as a database administrator"):]
+    recipe = recipe[:recipe.index("```")]
+    names = {"sdc_dbt": "d1_dbt", "bi_reader": "d1_reader", "analyst": "d1_analyst", "census_public": "d1_public",
+             "census": "d1_census", "'...'": "'d1 pw'"}
+    statements = []
+    for line in recipe.splitlines():
+        sql = line.split("--")[0].strip().rstrip(";")
+        if sql:
+            statements.append(re.sub("|".join(map(re.escape, names)), lambda m: names[m.group(0)], sql))
+    assert len(statements) == 6 and any(s.startswith("revoke connect on database d1_census") for s in statements)
+    admin(office.postgres, "create database d1_census")  # the build database, the administrator's
+    admin(office.postgres, *statements)
+    build_database = dataclasses.replace(office.postgres, dbname="d1_census")
+    conn = build_database.connect(user="d1_dbt", password="d1 pw")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("create schema d1_audit")
+        conn.commit()
+    finally:
+        conn.close()
+    with pytest.raises(psycopg2.OperationalError, match="permission denied for database"):
+        build_database.connect(user="d1_reader", password="d1 pw")

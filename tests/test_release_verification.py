@@ -596,3 +596,40 @@ def test_the_tables_of_one_source_summed_from_one_pass_are_those_of_ckm_count_ta
     assert empty["ckm_age_sex_region"] > 0 and empty["ckm_age_region_observed"] == 0
     reasons = [row[-1] for row in together["ckm_high_age"][1]]  # count_reason: below the threshold, or not
     assert None in reasons and "perturbed count below 100" in reasons
+
+
+def test_magnitude_parameters_that_cannot_keep_their_p_rule_are_warned_about_at_build(by_records):
+    """New user D7: the guide's parameters (mu_c 1, a flex multiplier falling to 0.05) flag cells by p:10 but move
+    them by 5 % of the largest contribution at least (7.6 % in the trial); nothing said so. The build warns, naming
+    the share and the mu_c that meets the rule; the demo's parameters (now mu_c 2) meet it and are not warned."""
+    import warnings
+
+    import yaml
+
+    from sdc.errors import SdcWarning
+    from test_publication_gate import REPO, dbt_result
+
+    result = dbt_result(by_records, "compile", "--select", "ckm_income")
+    out = result.stdout.replace("\n  ", " ")
+    assert result.returncode == 0, out[-3000:]
+    assert ("ckm_sum: the magnitude parameters guarantee a sensitive cell a move of at least 5.0 % of its largest "
+            "contribution (mu_c 1 x epsilon_1 1 x the multiplier's smallest factor 0.05), less than the 10.0 % of its "
+            "rule p:10: a cell the rule flags can be published within 10.0 % of its largest contribution. Raise mu_c "
+            "to 2.0 or more for the rule to hold") in out, out[-3000:]
+    demo = yaml.safe_load((REPO / "demo" / "dbt_project.yml").read_text())["vars"]["sdc_magnitude_params"]
+    result = dbt_result(by_records, "compile", "--select", "ckm_income", "--vars",
+                        yaml.safe_dump({"sdc_magnitude_params": demo}, default_flow_style=True))
+    assert result.returncode == 0 and "guarantee a sensitive cell" not in result.stdout, result.stdout[-3000:]
+    # the Python API the same, as a warning
+    import pandas as pd
+
+    import sdc.ckm
+
+    df = pd.DataFrame({"g": ["a", "a", "b"], "v": [3510.0, 10.0, 500.0], "rk": [11, 22, 33]})
+    with pytest.warns(SdcWarning, match=r"guarantee a sensitive cell a move of at least 5.0 %"):
+        sdc.ckm.sum_table(df, ["g"], value="v", record_key="rk", modulus=100, check_keys=False,
+                          params={**demo, "mu_c": 1}, ptable=REPO / "demo" / "seeds" / "sdc_nums_ptable.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SdcWarning)
+        sdc.ckm.sum_table(df, ["g"], value="v", record_key="rk", modulus=100, check_keys=False, params=demo,
+                          ptable=REPO / "demo" / "seeds" / "sdc_nums_ptable.csv")

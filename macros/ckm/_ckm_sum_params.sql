@@ -13,7 +13,7 @@
 {%- if 'ptable' in params -%}
   {{ exceptions.raise_compiler_error(where ~ ": ptable names a file for sdc ckm and the Python API; in dbt the magnitude ptable is a relation: load it as the seed sdc_nums_ptable (the default) or give ptable=ref('...'), and leave ptable out of the parameters") }}
 {%- endif -%}
-{%- set known = ['preset', 'type', 'top_k', 'multiplier', 'mu_c', 'sensitive', 'same_key', 'use_zero_rkeys', 'separation'] -%}
+{%- set known = ['preset', 'type', 'top_k', 'multiplier', 'mu_c', 'sensitive', 'same_key', 'use_zero_rkeys', 'version_keys', 'separation'] -%}
 {%- for name in params if name not in known -%}
   {{ exceptions.raise_compiler_error(where ~ ": unknown parameter '" ~ name ~ "'; known: " ~ known | join(', ')) }}
 {%- endfor -%}
@@ -87,7 +87,7 @@
   {{ exceptions.raise_compiler_error(where ~ ": mu_c=" ~ mu_c ~ " adds noise to sensitive cells, but no rule makes a cell sensitive: give sensitive") }}
 {%- endif -%}
 {%- set flags = {} -%}
-{%- for name, default in [('same_key', preset == 'cellkey'), ('use_zero_rkeys', false), ('separation', false)] -%}
+{%- for name, default in [('same_key', preset == 'cellkey'), ('use_zero_rkeys', false), ('version_keys', true), ('separation', false)] -%}
   {%- set value = params.get(name, default) -%}
   {%- if value is not sameas true and value is not sameas false -%}
     {{ exceptions.raise_compiler_error(where ~ ": " ~ name ~ " must be true or false, got " ~ value) }}
@@ -95,7 +95,7 @@
   {%- do flags.update({name: value}) -%}
 {%- endfor -%}
 {{ return({'preset': preset, 'type': type, 'top_k': top_k, 'multiplier': {'type': mult.type, 'p': mult.get('p'), 'fp': mult.get('fp'), 'q': mult.get('q'), 'epsilon': epsilon},
-           'mu_c': mu_c, 'sensitive': sensitive | list, 'same_key': flags.same_key, 'use_zero_rkeys': flags.use_zero_rkeys, 'separation': flags.separation,
+           'mu_c': mu_c, 'sensitive': sensitive | list, 'same_key': flags.same_key, 'use_zero_rkeys': flags.use_zero_rkeys, 'version_keys': flags.version_keys, 'separation': flags.separation,
            'range_of_absolute_values': rules.range_of_absolute_values}) }}
 {% endmacro %}
 
@@ -154,6 +154,30 @@
   {%- set t = types[name | lower] -%}
   {%- if not (t.startswith('int') or t.startswith('bigint') or t.startswith('smallint') or t.startswith('tinyint') or t.startswith('hugeint') or t.startswith('ubigint') or t.startswith('uinteger') or t.startswith('usmallint') or t.startswith('utinyint') or t.startswith('decimal') or t.startswith('numeric') or t in ['double', 'float', 'real', 'double precision']) -%}
     {{ exceptions.raise_compiler_error(caller_name ~ ": column '" ~ name ~ "' must be numeric, but it is " ~ t) }}
+  {%- endif -%}
+{%- endfor -%}
+{% endmacro %}
+
+
+{#
+  ckm_sum_check_sensitivity_floor(p, caller_name): a sensitive cell moves by at least mu_c · δ_1 = mu_c · ε_1 ·
+  m(x_1) · x_1, and the multiplier m falls to its smallest factor (p_large of flex, p of simple) for the largest
+  cells. A p% rule (p:P, pq:P,Q) asks that the largest contribution not be estimated to within P % of it: where
+  mu_c · ε_1 · that factor is below P/100, a cell the rule flags can be published inside its interval (new user
+  D7: 7.6 % moved for p:10). A warning at build names the guaranteed share and the mu_c that meets the rule.
+#}
+{% macro ckm_sum_check_sensitivity_floor(p, caller_name='ckm_sum') %}
+{%- if not execute or p.mu_c is none -%}{{ return(none) }}{%- endif -%}
+{%- set smallest = p.multiplier.p[1] if p.multiplier.type == 'flex' else p.multiplier.p -%}
+{%- set share = p.mu_c * p.multiplier.epsilon[0] * smallest -%}
+{%- for rule in p.sensitive if rule.startswith('p:') or rule.startswith('pq:') -%}
+  {%- set asked = rule.split(':')[1].split(',')[0] | float -%}
+  {%- if share * 100 < asked - 1e-9 -%}
+    {%- do exceptions.warn(caller_name ~ ": the magnitude parameters guarantee a sensitive cell a move of at least "
+        ~ (share * 100) | round(2) ~ " % of its largest contribution (mu_c " ~ p.mu_c ~ " x epsilon_1 " ~ p.multiplier.epsilon[0]
+        ~ " x the multiplier's smallest factor " ~ smallest ~ "), less than the " ~ asked ~ " % of its rule " ~ rule
+        ~ ": a cell the rule flags can be published within " ~ asked ~ " % of its largest contribution. Raise mu_c to "
+        ~ ((asked / 100 / (p.multiplier.epsilon[0] * smallest)) * 100) | round(0, 'ceil') / 100 ~ " or more for the rule to hold") -%}
   {%- endif -%}
 {%- endfor -%}
 {% endmacro %}

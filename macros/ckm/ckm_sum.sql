@@ -39,7 +39,11 @@
     fact       0/1 column: only the records where it is 1 enter the table (ckm_count's weighted count of a
                fact); none: every record
     params     dict of magnitude parameters (preset, type, top_k, multiplier, mu_c, sensitive, same_key,
-               use_zero_rkeys, separation), default var sdc_magnitude_params
+               use_zero_rkeys, version_keys, separation), default var sdc_magnitude_params; version_keys
+               (default true): the cell key sums each record's key for the version of its contributions (the
+               md5 of its record key, weight and values, mod M), so a revised value or weight gets new noise
+               in every cell it is in, where the record keys themselves (false, as τ-Argus and cellKey) kept
+               the noise and published the exact revision (new user D11)
     ptable     the magnitude ptable relation (columns i, v, p_int_lb, p_int_ub, type), default ref('sdc_nums_ptable')
     totals, hierarchy, modulus, check_keys, check_cell_keys, complete: as ckm_count (complete: empty cells of
                the frame have the value 0; the cell keys checked are those of the cells with contributors)
@@ -104,6 +108,7 @@
 {%- set check_key_range = not (check_keys and sdc.ckm_check_record_keys(relation, rk, none, modulus, caller_name)) -%}
 {%- set check_cell_keys = check_cell_keys if check_cell_keys is not none else check_keys -%}
 {%- set grid = sdc.ckm_sum_ptable_grid(ptable, p, caller_name) -%}
+{%- do sdc.ckm_sum_check_sensitivity_floor(p, caller_name) -%}
 {%- set z_s = grid.separation_point -%}
 {%- set top_n = [p.top_k, 2] | max -%}
 {%- for rule in p.sensitive if rule.startswith('nk:') -%}
@@ -146,8 +151,15 @@ checked_records as (
         cast(raw_{{ measure.name }} as decimal(18, 6)) as c_{{ measure.name }},
         -- the contribution as a double, for ranking and the magnifiers: the largest of a set do not depend on
         -- the order (the decimal is this number rounded to 6 decimals)
-        raw_{{ measure.name }} as d_{{ measure.name }}{{ ',' if not loop.last }}
+        raw_{{ measure.name }} as d_{{ measure.name }}{{ ',' if p.version_keys or not loop.last }}
         {%- endfor %}
+        {%- if p.version_keys %}
+        -- the record's key for this version of its contributions: a revised value or weight, a new key
+        {%- set contributions = [] %}
+        {%- if weight is not none %}{%- do contributions.append('cast(raw_weight as decimal(18, 6))') %}{%- endif %}
+        {%- for measure in measures %}{%- do contributions.append('cast(raw_' ~ measure.name ~ ' as decimal(18, 6))') %}{%- endfor %}
+        {{ sdc.ckm_version_key('record_key', contributions, modulus) }} as version_key
+        {%- endif %}
     from records
     -- one test per record: a weight that is not positive and finite, a value that is not a finite number,
     -- a contribution beyond the exact decimals
@@ -178,6 +190,10 @@ leaf_cells as (
         {{ sdc.ckm_key_sum('record_key', modulus) }} as key_sum_all,
         -- the keys of the records that contribute nothing (left out of the cell key unless use_zero_rkeys)
         coalesce({{ sdc.ckm_key_sum('record_key', modulus, 'c_' ~ first ~ ' = 0') }}, 0) as key_sum_zero,
+        {%- if p.version_keys %}
+        {{ sdc.ckm_key_sum('version_key', modulus) }} as version_sum_all,
+        coalesce({{ sdc.ckm_key_sum('version_key', modulus, 'c_' ~ first ~ ' = 0') }}, 0) as version_sum_zero,
+        {%- endif %}
         {{ 'max(record_key)' if check_key_range else 'null' }} as max_key,
         {%- for measure in measures %}
         {%- set c = 'c_' ~ measure.name %}
@@ -203,7 +219,7 @@ leaf_cells as (
 
 complete_leaf_cells as (
     -- the cells of the frame; a combination without records is an empty cell: sums 0, no contributions
-{%- set zero_columns = ['records', 'weight_sum', 'key_sum_all', 'key_sum_zero'] -%}
+{%- set zero_columns = ['records', 'weight_sum', 'key_sum_all', 'key_sum_zero'] + (['version_sum_all', 'version_sum_zero'] if p.version_keys else []) -%}
 {%- set null_columns = ['max_key'] -%}
 {%- for measure in measures -%}
   {%- do zero_columns.extend(['original_' ~ measure.name, 'contributors_' ~ measure.name]) -%}
@@ -231,6 +247,10 @@ paired_metrics as (
         sum(weight_sum) as weight_sum,
         sum(key_sum_all) as key_sum_all,
         sum(key_sum_zero) as key_sum_zero,
+        {%- if p.version_keys %}
+        sum(version_sum_all) as version_sum_all,
+        sum(version_sum_zero) as version_sum_zero,
+        {%- endif %}
         {%- for measure in measures %}
         {%- set m = measure.name %}
         sum(original_{{ m }}) as original_{{ m }},
@@ -262,13 +282,14 @@ sensitivity as (
     {{ sdc.suppression_primary('rule_cells', p.sensitive, rules_preset) | indent(4) }}
 ),
 
+{%- set sums = 'version_sum' if p.version_keys else 'key_sum' %}
 cell_keys as (
-    -- the cell key over {{ 'all records' if p.use_zero_rkeys else 'the contributors' }} of the cell, and its
+    -- the cell key over {{ 'all records' if p.use_zero_rkeys else 'the contributors' }} of the cell ({{ 'their keys for their versions' if p.version_keys else 'their record keys' }}), and its
     -- scrambled forms for the components (first digit moved to the end, once per step)
     select
         *,
         status = 'primary' as sensitive,
-        cast({{ 'key_sum_all' if p.use_zero_rkeys else '(key_sum_all - key_sum_zero)' }} % {{ modulus }} as bigint) as cell_key_int
+        cast({{ sums ~ '_all' if p.use_zero_rkeys else '(' ~ sums ~ '_all - ' ~ sums ~ '_zero)' }} % {{ modulus }} as bigint) as cell_key_int
     from sensitivity
     where {{ sdc.ckm_fail_if(sdc.ckm_key_sum_implausible('records', 'key_sum_all', modulus),
         "'the key sum ' || cast(key_sum_all as " ~ sdc.text_type() ~ ") || ' of a cell of ' || cast(records as " ~ sdc.text_type() ~ ") || ' records cannot come from record keys uniform on [0, " ~ modulus ~ "): the keys were loaded with another modulus than the CKM uses (argument modulus= or var sdc_key_modulus)'") }}

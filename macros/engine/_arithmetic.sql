@@ -43,3 +43,25 @@ cast((({{ numerator }}) + ({{ denominator }}) - 1 - ((({{ numerator }}) + ({{ de
 {% macro duckdb__ckm_not_finite(column) -%}
 {{ return('(' ~ column ~ ' is null or isnan(' ~ column ~ ') or isinf(' ~ column ~ '))') }}
 {%- endmacro %}
+
+{#- A record's key for its version (magnitude CKM, version_keys): the first 15 hex digits of the md5 of the record
+    key and the record's contributions as text ('<key>|<c1>|<c2>...', decimals with their scale), mod M. The same
+    text and the same digits on every engine, so the same cell keys; a revised contribution gives the record a new
+    key, so the cells it is in get new noise (new user D11). -#}
+{% macro ckm_version_key(key, contributions, modulus) %}
+  {%- set parts = ['cast(' ~ key ~ ' as ' ~ sdc.text_type() ~ ')'] -%}
+  {%- for c in contributions -%}{%- do parts.append("'|'") -%}{%- do parts.append('cast(' ~ c ~ ' as ' ~ sdc.text_type() ~ ')') -%}{%- endfor -%}
+  {{ return(adapter.dispatch('ckm_version_key', 'sdc')('md5(' ~ parts | join(' || ') ~ ')', modulus)) }}
+{% endmacro %}
+
+{% macro default__ckm_version_key(digest, modulus) -%}
+{{ return("cast(cast('0x' || substr(" ~ digest ~ ", 1, 15) as ubigint) % " ~ modulus ~ " as bigint)") }}
+{%- endmacro %}
+
+{% macro postgres__ckm_version_key(digest, modulus) -%}
+{{ return("(cast(cast('x' || substr(" ~ digest ~ ", 1, 15) as bit(60)) as bigint) % " ~ modulus ~ ")") }}
+{%- endmacro %}
+
+{% macro spark__ckm_version_key(digest, modulus) -%}
+{{ return("pmod(cast(conv(substr(" ~ digest ~ ", 1, 15), 16, 10) as bigint), " ~ modulus ~ ")") }}
+{%- endmacro %}

@@ -426,7 +426,7 @@ def weighted_count_table(data, dims: list[str], *, weight: str, record_key: str,
     region  count  weighted_count
          N      2             4.0
          S      2             6.0
-     Total      6            10.0
+     Total      6             9.0
     """
     return count_table(data, dims, record_key=record_key, modulus=modulus, ptable=ptable, weight=weight,
                        weighted_count=weighted_count, params=params, nums_ptable=nums_ptable, **options)

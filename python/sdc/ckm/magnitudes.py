@@ -78,9 +78,9 @@ def sum_table(
     ...                           params=params, ptable=nums, audit=True)
     >>> print(table[["region", "value", "original_value", "delta_value_1", "noise_value"]].to_string(index=False))
     region   value  original_value  delta_value_1  noise_value
-         N  6700.0          6700.0          170.0          0.0
-         S  8698.0          8800.0          205.0       -102.5
-     Total 15603.0         15500.0          205.0        102.5
+         N  6785.0          6700.0          170.0         85.0
+         S  8595.0          8800.0          205.0       -205.0
+     Total 15705.0         15500.0          205.0        205.0
     """
     with shared_connection() as con:
         sql = _protected_query(con, data, dims, value, weight, record_key, modulus, params, ptable, hierarchy,
@@ -109,9 +109,9 @@ def protect_sum_table(input_path, dims: list[str], out, **options) -> int:
     ...                               record_key="rk", modulus=10**4, params=params, ptable=nums)
     ...     print(cells, (folder / "table.csv").read_text())
     3 region,value
-    N,6700
-    S,8698
-    Total,15603
+    N,6785
+    S,8595
+    Total,15705
     <BLANKLINE>
     """
     given = options.get("params")
@@ -196,7 +196,7 @@ def sum_quality(audit, table_name: str = "table", measure: str = "value"):
     >>> quality = sdc.ckm.sum_quality(audit, "income")
     >>> print(quality[["measure", "cells", "changed_share", "mean_absolute_deviation", "max_relative_noise"]].round(4).to_string(index=False))
     measure  cells  changed_share  mean_absolute_deviation  max_relative_noise
-      value      3         0.6667                  68.3333              0.0116
+      value      3            1.0                    165.0              0.0233
     """
     return _run_macro_on_frames("ckm_sum_quality", {"sdc_audit_table": audit}, table_name=table_name,
                                 measure=measure)
@@ -221,9 +221,9 @@ def mean_table(sums, counts, dims: list[str], numerator: str = "value", denomina
     >>> counts = sdc.ckm.count_table(df, ["region"], record_key="rk", modulus=10**4, ptable=ptable)
     >>> print(sdc.ckm.mean_table(sums, counts, ["region"]).to_string(index=False))
     region  mean_value
-         N      3350.0
-         S      4349.0
-     Total      2600.5
+         N      3392.5
+         S      4297.5
+     Total      2617.5
     """
     if isinstance(dims, str) or not dims:
         raise SdcError(f"dims must be a non-empty list of column names, got {dims!r}")

@@ -11,6 +11,8 @@ One YAML file (``sdc ckm --params FILE.yml``), a dict (Python API) or dbt argume
     sensitive: ["freq:15"]      # primary rules (as sdc suppress) that make a cell sensitive
     same_key: false             # component 1 uses the cell key itself (true) or its scrambled key (false)
     use_zero_rkeys: false       # the cell key sums the keys of every record (true) or of non-zero contributors
+    version_keys: true          # each record's key for its version (a hash of its key and contributions: a revised
+                                # value gets new noise); false: the record keys themselves (τ-Argus, cellKey)
     separation: true            # cells below the separation point use the ptable's small_cells part
     ptable: nums_ptable.csv     # magnitude ptable (sdc ptable --table nums), relative to this file
 
@@ -37,7 +39,8 @@ MAX_TOP_K = 6
 # checks of the numbers' ranges apply when the table is built
 SENSITIVITY_RULE = re.compile(r"freq:\d+|p:\d+(\.\d+)?|nk:\d+,\d+(\.\d+)?|pq:\d+(\.\d+)?,\d+(\.\d+)?|zero")
 PARAMETER_NAMES = (
-    "preset", "type", "top_k", "multiplier", "mu_c", "sensitive", "same_key", "use_zero_rkeys", "separation", "ptable",
+    "preset", "type", "top_k", "multiplier", "mu_c", "sensitive", "same_key", "use_zero_rkeys", "version_keys",
+    "separation", "ptable",
 )
 MULTIPLIER_NAMES = {"flex": ("type", "fp", "p", "epsilon", "q"), "simple": ("type", "p", "epsilon")}
 
@@ -108,6 +111,7 @@ class MagnitudeParams:
     sensitive: tuple[str, ...] = ()
     same_key: bool = True
     use_zero_rkeys: bool = False
+    version_keys: bool = True
     separation: bool = False
     ptable: str | None = None
     source: str = "parameters"
@@ -162,7 +166,8 @@ def parse_params(raw: dict, source: str = "parameters", base: Path | None = None
     if mu_c > 0 and not sensitive:
         raise SdcError(f"{source}: mu_c={mu_c} adds noise to sensitive cells, but no rule makes a cell sensitive: give sensitive: [...]")
     flags = {}
-    for name, default in (("same_key", preset.same_key_default), ("use_zero_rkeys", False), ("separation", False)):
+    for name, default in (("same_key", preset.same_key_default), ("use_zero_rkeys", False), ("version_keys", True),
+                          ("separation", False)):
         value = raw.get(name, default)
         if not isinstance(value, bool):
             raise SdcError(f"{source}: {name} must be true or false, got {value!r}")
@@ -271,5 +276,5 @@ def dbt_params(params: MagnitudeParams) -> dict:
     return {
         "preset": params.preset.name, "type": params.magnifier, "top_k": params.top_k, "multiplier": multiplier,
         "mu_c": params.mu_c, "sensitive": list(params.sensitive), "same_key": params.same_key,
-        "use_zero_rkeys": params.use_zero_rkeys, "separation": params.separation,
+        "use_zero_rkeys": params.use_zero_rkeys, "version_keys": params.version_keys, "separation": params.separation,
     }

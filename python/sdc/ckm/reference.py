@@ -28,6 +28,20 @@ class Component:
     added: float
 
 
+def version_key(record_key: int, contributions: list, modulus: int) -> int:
+    """A record's key for the version of its contributions (ckm_sum with version_keys, macro ckm_version_key): the
+    first 15 hex digits of the md5 of '<record key>|<c1>|<c2>...', each contribution as a decimal of 6 places
+    (rounded half away from zero, as the engines cast a double), mod M. ``contributions``: the weight (with one),
+    then each measure's contribution, in ckm_sum's order (value, weighted_value or weighted_count)."""
+    import hashlib
+    from decimal import ROUND_HALF_UP, Decimal
+
+    places = Decimal("0.000001")
+    text = "|".join([str(int(record_key))] + [
+        str(Decimal(repr(float(c))).quantize(places, ROUND_HALF_UP) + Decimal(0)) for c in contributions])
+    return int(hashlib.md5(text.encode("ascii")).hexdigest()[:15], 16) % modulus
+
+
 def scramble(key: int, modulus: int, times: int) -> int:
     """Move the first decimal digit of the key 0.d1d2..dn to the end, ``times`` times (τ-Argus ShiftFirstDigit)."""
     digits = key_digits(modulus)

@@ -8,9 +8,10 @@ import os
 import signal
 import sys
 import threading
+import warnings
 
 from sdc import __version__
-from sdc.errors import SdcError
+from sdc.errors import SdcError, SdcWarning
 
 from sdc.cli import audit, ckm, demo, load, microaggregate, ptable, publish, release, report, sas_anon, sql, suppress
 
@@ -44,7 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     in_main_thread = threading.current_thread() is threading.main_thread()  # only there can signals be handled
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS} if in_main_thread else {}
     try:
-        code = args.run(args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SdcWarning)
+            code = args.run(args)
+        for w in caught:  # other warnings as Python shows them
+            if not issubclass(w.category, SdcWarning):
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        for message in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, SdcWarning)):
+            print(f"sdc {args.command}: warning: {message}", file=sys.stderr)
         sys.stdout.flush()  # a closed pipe shows here, inside the handling below, not at the interpreter's exit
         return code
     except BrokenPipeError:

@@ -119,6 +119,13 @@ def _run_target(args: argparse.Namespace) -> int:
     _print_release_audit(report)
     if done.written:
         _print_written(done, report)
+        if done.elsewhere:
+            import sys
+
+            print(f"warning: release {done.release - 1} was published to {done.elsewhere}, this one to "
+                  f"{done.published_to}: the readers of {done.elsewhere} still read "
+                  f"release {done.release - 1}; give --publication-database (or var sdc_publication_database) to "
+                  "publish there", file=sys.stderr)
     else:
         print(f"the release audit is not written to the database: {done.why_not}")
     if args.audit_json:  # written by publish_target() after the release

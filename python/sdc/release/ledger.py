@@ -383,7 +383,8 @@ def diff_releases(path: str | Path, a: int, b: int) -> list[dict]:
     r"""``sdc release diff``: every cell that changed, appeared or disappeared from release ``a`` to ``b`` in the
     ledger file ``path``, with its reason: microdata change (the cell's records changed), parameter change (its
     table's parameters did), re-key (a load began a new series of record keys) or unexplained (none of these:
-    also a table of one's own, whose records sdc does not recompute).
+    also a table of one's own, whose records sdc does not recompute); the cells of a table that one of the two
+    releases does not publish at all appeared as "table added" or disappeared as "table withdrawn".
 
     >>> import hashlib, json, pathlib, shutil, tempfile
     >>> import duckdb
@@ -433,10 +434,16 @@ def diff_in(con, a: int, b: int, where: str) -> list[dict]:
         "on x.relation = y.relation and x.cell = y.cell "
         "where x.published is distinct from y.published order by 1, 2", [a, b]).fetchall()
     rekeyed = _rekeyed(loads[a], loads[b])
+    tables = {r: {t for (t,) in con.execute(f"select distinct relation from {LEDGER_SCHEMA}.cells where release_id = ?",
+                                           [r]).fetchall()} for r in (a, b)}
     found = []
     for relation, cell, before, now, rec_a, rec_b, par_a, par_b in rows:
         change = "appeared" if before is None else "disappeared" if now is None else "changed"
-        if rekeyed:
+        if change == "appeared" and relation not in tables[a]:
+            reason = "table added"  # a table published anew, not microdata (new user D5)
+        elif change == "disappeared" and relation not in tables[b]:
+            reason = "table withdrawn"
+        elif rekeyed:
             reason = "re-key"
         elif change != "changed" or rec_a != rec_b:
             reason = "microdata change"

@@ -8,8 +8,9 @@ from the largest relative deviation). It goes into the ledger, the ``--audit-jso
 never to a reader. What every reader gets (the publication's sdc_publication.release_audit, on DuckDB and
 PostgreSQL, and the public report) is made here, from names and parameters only:
 
-* the release: its number, the ledger's identity (no path), when it was published, the tables it publishes and
-  those it withdrew;
+* the release: its number, the ledger's identity (no path), when it was published, the tables it publishes (each
+  with its method, and the title and unit the dbt project gives it: the model's description and meta ``unit``)
+  and those it withdrew;
 * which checks it passed (a refused release is never published, so each says "passed");
 * the method's public parameters: the floor under the averaging standard error, and per count ptable its largest
   noise D, its noise variance V (of its last row, the counts at or above its largest i) and js (no count
@@ -30,6 +31,7 @@ PUBLIC_CHECKS: tuple[str, ...] = ("verification", "zeros", "two_methods", "linke
 def public_release_audit(audit: dict) -> dict:
     """The part of the release audit ``audit`` (audit_checked_release's, with release, ledger_id and published)
     that readers read; see the module's text."""
+    methods = {t["table"]: t["method"] for t in audit.get("tables") or []}
     public = {
         "release": audit.get("release"),
         "ledger": audit.get("ledger_id"),
@@ -37,8 +39,9 @@ def public_release_audit(audit: dict) -> dict:
         "published": sorted(audit.get("published") or []),
         "withdrawn": sorted(audit.get("withdrawn") or []),
         "checks": {check: "passed" for check in PUBLIC_CHECKS},
-        "tables": [{"table": t["table"], "method": t["method"]} for t in audit.get("tables") or []
-                   if t["table"] in set(audit.get("published") or [])],
+        "tables": [{"table": label, "method": methods.get(label, "a relation of one's own"),
+                    **{k: v for k, v in (audit.get("described") or {}).get(label, {}).items() if v}}
+                   for label in sorted(audit.get("published") or [])],
         "parameters": {
             "min_standard_error": (audit.get("averaging") or {}).get("min_standard_error"),
             "ptables": {name: ptable_parameters(rows) for name, rows in sorted((audit.get("ptables") or {}).items())},

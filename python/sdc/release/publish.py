@@ -417,11 +417,22 @@ def audit_checked_release(release: CheckedRelease, min_standard_error: float) ->
             verifier.verify(cube, [f"{cube.label} (the table builder's cube)"])
     audit = audit_release(verifier, list(verifier.verified.values()), min_standard_error)
     audit["verified"] = sorted(v.rel.label for v in verifier.verified.values())
+    audit["described"] = {release.rels[m].label: described(verifier.manifest, m.node_id) for m in release.marked}
     audit["published_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the release's quality and its count ptables, for its record and report (release/quality.py)
     audit["quality"] = release_quality(verifier, list(verifier.verified.values()))
     audit["ptables"] = release_ptables(verifier, list(verifier.verified.values()))
     return audit
+
+
+def described(manifest: dict, node_id: str) -> dict:
+    """A published relation's title (the first line of its dbt description) and unit (its meta ``unit``), as the
+    project gives them, for the report (new user D8)."""
+    node = (manifest.get("nodes") or {}).get(node_id) or {}
+    meta = {**(node.get("meta") or {}), **((node.get("config") or {}).get("meta") or {})}
+    title = str(node.get("description") or "").strip().splitlines()
+    unit = meta.get("unit")
+    return {"title": title[0] if title else None, "unit": str(unit) if unit is not None else None}
 
 
 def builder_cubes(manifest: dict) -> list[tuple[str, str, str]]:

@@ -112,6 +112,8 @@ class TargetRelease:
     ledger: str | None = None
     database: str | None = None  # the publication database
     withdrawn: list[str] = field(default_factory=list)  # tables the publication database no longer holds
+    elsewhere: str | None = None  # where the last release went, when this one went elsewhere
+    published_to: str | None = None  # database.schema of this release
 
 
 @dataclass
@@ -227,6 +229,11 @@ def _publish_checked(pg, checked, result: TargetRelease, output: dict, schema: s
     if database is not None:
         ensure_database(pg, database)
     checked.publication_name = f"{database or build_database}.{schema}"
+    last = checked.ledger.con.execute("select publication from main.releases order by release_id desc limit 1"
+                                      ).fetchone()
+    if last is not None and last[0] and last[0] != checked.publication_name:
+        result.elsewhere = last[0]  # a monthly job that lost --publication-database (new user D10)
+    result.published_to = checked.publication_name
     result.readers, result.withdrawn = _write_release(
         pg, checked, marker, (lambda: connect_postgres(output, database)) if database is not None else None)
     result.written, result.release, result.ledger = True, audit["release"], checked.ledger.where

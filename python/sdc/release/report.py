@@ -331,7 +331,7 @@ def _risk(audit: dict) -> str:
 
 def _changes(audit: dict, changes: list[dict] | None) -> str:
     """The cells that changed since the release before this one, from the ledger (release/ledger.py)."""
-    from sdc.release.ledger import diff_summary, shown_values
+    from sdc.release.ledger import diff_summary
 
     release = audit.get("release")
     head = "<section id=\"changes\"><h2>Changes since the last release</h2>\n"
@@ -340,8 +340,8 @@ def _changes(audit: dict, changes: list[dict] | None) -> str:
     summary = diff_summary(changes)
     rows = "".join(
         f"<tr><td>{_e(c['relation'])}</td><td>{_e(', '.join(f'{k}={v}' for k, v in c['cell'].items()))}</td>"
-        f"<td>{_e(c['change'])}</td><td>{_e(c['reason'])}</td><td>{_e(shown_values(c['before']))}</td>"
-        f"<td>{_e(shown_values(c['now']))}</td></tr>" for c in changes[:CELLS_SHOWN])
+        f"<td>{_e(c['change'])}</td><td>{_e(c['reason'])}</td><td>{_e(_values(c['before']))}</td>"
+        f"<td>{_e(_values(c['now']))}</td></tr>" for c in changes[:CELLS_SHOWN])
     withdrawn = audit.get("withdrawn") or []
     return (head + f"<p>Release {release - 1} &rarr; {release}: {_e(summary) if changes else 'no cell changed'}."
             + (f" Withdrawn: {_e(', '.join(withdrawn))}." if withdrawn else "") + "</p>\n"
@@ -361,10 +361,15 @@ def _ptables(audit: dict) -> str:
 
 
 def _table(table: dict, quality: dict | None, audit: dict) -> str:
-    method = (quality or {}).get("method") or next(
-        (t["method"] for t in audit.get("tables", []) if t["table"] == table["label"]), "a relation of one's own")
-    parts = [f"<section id=\"{_anchor(table['name'])}\"><h2>{_e(table['name'])}</h2>\n"
-             f"<p>{_e(method)}; {len(table['rows'])} cells ({_e(table['label'])}).</p>\n"]
+    entry = next((t for t in audit.get("tables", []) if t["table"] == table["label"]), {})
+    method = (quality or {}).get("method") or entry.get("method") or "a relation of one's own"
+    # the office's audit keeps them in "described", the public one in its table entries
+    entry = {**entry, **{k: v for k, v in ((audit.get("described") or {}).get(table["label"]) or {}).items() if v}}
+    title, unit = entry.get("title"), entry.get("unit")
+    heading = _e(title) if title else _e(table["name"])
+    parts = [f"<section id=\"{_anchor(table['name'])}\"><h2>{heading}</h2>\n"
+             f"<p>{_e(method)}; {len(table['rows'])} cells ({_e(table['label'])})"
+             + (f"; unit: {_e(unit)}" if unit else "") + ".</p>\n"]
     if quality and quality.get("cells"):
         shown = ", ".join(f"{n}: {v}" for n, v in quality["cells"].items())
         parts.append(f"<p>Cells by status: {_e(shown)}.</p>\n")
@@ -383,11 +388,14 @@ def _table(table: dict, quality: dict | None, audit: dict) -> str:
 
 def _cells(table: dict) -> str:
     """The table's first CELLS_SHOWN cells in the order of its dimensions' sort keys (d__sort: each total before
-    the codes under it), without the per-dimension columns that only describe the codes."""
+    the codes under it), without the per-dimension columns that only describe the codes: a code indented by its
+    level (d__level), numbers as published (whole numbers without decimals, thousands separated; new user D8)."""
     every = table["columns"]
     kept = [k for k, c in enumerate(every) if not dimension_column(c)]
     sort_keys = [every.index(c + DIMENSION_COLUMN_SUFFIXES["sort"]) for c in every
                  if c + DIMENSION_COLUMN_SUFFIXES["sort"] in every]
+    levels = {c: every.index(c + DIMENSION_COLUMN_SUFFIXES["level"]) for c in every
+              if c + DIMENSION_COLUMN_SUFFIXES["level"] in every}
     rows = table["rows"]
     if sort_keys:
         rows = sorted(rows, key=lambda r: tuple(-1 if r[k] is None else r[k] for k in sort_keys))
@@ -395,7 +403,8 @@ def _cells(table: dict) -> str:
     text_column = columns.index("published_text") if "published_text" in columns else None
     head = "".join(f"<th>{_e(c)}</th>" for c in columns)
     body = []
-    for row in ([r[k] for k in kept] for r in rows[:CELLS_SHOWN]):
+    for full in rows[:CELLS_SHOWN]:
+        row = [full[k] for k in kept]
         suppressed = text_column is not None and any(
             v is None for c, v in zip(columns, row) if c in ("freq", "value", "count"))
         cells = []
@@ -404,13 +413,31 @@ def _cells(table: dict) -> str:
             kind = "suppressed" if suppressed and column in ("published_text", "freq", "value", "count") else \
                 "zero" if number and value == 0 and column in ("count", "value", "weighted_count") else \
                 "number" if number else ""
-            cells.append(f"<td class=\"{kind}\">{_e('' if value is None else value)}</td>")
+            level = full[levels[column]] if column in levels else None
+            indent = f" style=\"padding-left: {0.5 + 1.2 * level:.1f}em\"" if isinstance(level, int) and level > 0 else ""
+            cells.append(f"<td class=\"{kind}\"{indent}>{_e(_number(value) if number else '' if value is None else value)}</td>")
         marked = ' class="suppressed"' if suppressed else ""
         body.append(f"<tr{marked}>{''.join(cells)}</tr>")
     more = len(table["rows"]) - CELLS_SHOWN
     note = (f"<p class=\"note\">The first {CELLS_SHOWN} of {len(table['rows'])} cells; the publication holds "
             "them all.</p>") if more > 0 else ""
     return f"<h3>Cells</h3>\n<table><tr>{head}</tr>{''.join(body)}</table>{note}\n"
+
+
+def _values(values: dict | None) -> str:
+    """A cell's published values in the change list ("value 7 420 599"), "-" where it had none."""
+    if values is None:
+        return "-"
+    return ", ".join(f"{k} {_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v}"
+                     for k, v in values.items())
+
+
+def _number(value) -> str:
+    """A published number as a reader reads it: a whole number without decimals, thousands separated by a thin
+    space (3 640 278 904), other numbers with their decimals."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{value:,}".replace(",", "\u202f")
 
 
 def _histogram_svg(bins: list[dict], measure: str) -> str:

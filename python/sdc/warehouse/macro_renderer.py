@@ -123,6 +123,16 @@ class _Exceptions:
     def raise_compiler_error(message):
         raise SdcError(str(message))
 
+    @staticmethod
+    def warn(message):
+        """dbt's exceptions.warn: a warning that does not stop the rendering (sdc.errors.SdcWarning)."""
+        import warnings
+
+        from sdc.errors import SdcWarning
+
+        warnings.warn(str(message), SdcWarning, stacklevel=2)
+        return ""
+
 
 @dataclass
 class RememberedQueries:

@@ -90,7 +90,7 @@
 {% endmacro %}
 
 {#- the gate of python/sdc/release/gate.py on PostgreSQL: stop unless `relation` is a protection step over inputs
-    of the right kind, or a view over such relations only; collect the loads behind it into `loads`
+    of the right kind (a view of one's own is refused, after what it reads); collect the loads behind it into `loads`
     ({source table: {loaded_at: relation}}) -#}
 {% macro gate_check_relation(relation, path, loads, behind, depth=0, checker='grant_published') %}
 {%- if depth > 20 -%}
@@ -166,14 +166,21 @@
 {%- elif step in ['ckm_count', 'ckm_sum', 'ckm_finest_cells'] -%}
   {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is an audit relation: " ~ step ~ " built it, and its audit columns hold the original values; refusing to grant " ~ path[0] ~ " (path: " ~ route ~ ")") }}
 {%- elif live is not none -%}
+  {#- what it reads first, so that a path to raw or audit data is named; then refused as a relation of one's own -#}
   {%- do sdc.gate_check_view_functions(relation, path, checker) -%}
   {%- for parent in live -%}
     {%- do sdc.gate_check_relation(parent, path + [parent | string], loads, behind, depth + 1, checker) -%}
   {%- endfor -%}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is a view of one's own (no protection step): " ~ sdc.gate_own_relation() ~ "; refusing to grant " ~ path[0] ~ (" (path: " ~ route ~ ")" if path | length > 1 else "")) }}
 {%- else -%}
-  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is no protection step (its build record names none: its SQL is not one call of ckm_published, suppression_published or ckm_mean) and no view, so what it reads cannot be told; refusing to grant " ~ path[0] ~ (" (path: " ~ route ~ ")" if path | length > 1 else "") ~ ". Publish a protection step, or a view over protected relations") }}
+  {{ exceptions.raise_compiler_error(checker ~ ": " ~ relation ~ " is no protection step (its build record names none: its SQL is not one call of ckm_published, suppression_published or ckm_mean): " ~ sdc.gate_own_relation() ~ "; refusing to grant " ~ path[0] ~ (" (path: " ~ route ~ ")" if path | length > 1 else "")) }}
 {%- endif -%}
 {% endmacro %}
+
+{#- why a relation of one's own is not published (python/sdc/release/gate.py OWN_RELATION, red team R4-2) -#}
+{% macro gate_own_relation() -%}
+what it publishes is what its SQL says, and SQL can carry numbers that sdc does not compute (literals a query wrote from the raw data when dbt compiled it, names, the shape of the query; red team R4-2). Readers get sdc's steps only (ckm_published, suppression_published, ckm_mean): tag those, and filter, join or label them in the BI tool
+{%- endmacro %}
 
 {#- the comment on a publication schema that grant_published made (it drops and makes that schema anew) -#}
 {% macro gate_publication_marker() -%}

@@ -15,10 +15,9 @@
 {# DuckDB: sdc publish is the release's check there; this operation says so #}
 {% macro duckdb__verify_published_engine() %}
 {{ return({'publication': none,
-           'closing_note': "on DuckDB publish with sdc publish, which verifies relations of one's own too and "
-                           ~ "audits the release as a whole (published zeros, two methods over one population, linked suppression, "
-                           ~ "averaging CKM noise); this operation does not",
-           'steps_only': "this operation verifies protection steps only: on DuckDB publish with sdc publish, which verifies relations of one's own too; "}) }}
+           'closing_note': "on DuckDB publish with sdc publish, which audits the release as a whole (published "
+                           ~ "zeros, two methods over one population, linked suppression, averaging CKM noise); this operation does not",
+           'steps_only': "readers get protection steps only (a relation of one's own publishes what its SQL says, red team R4-2); "}) }}
 {% endmacro %}
 {# Spark: each tagged relation copied (read once) into a staging database, the copy verified, and the publication
    database made anew from the copies #}

@@ -16,15 +16,16 @@
   verify_published did not make (its comment) is refused before anything is written; after a refusal the
   staging database (sdc's own, never the publication) stays until the next run replaces it.
 
-  A tagged relation that is not a protection step (a view of one's own) is refused: on these engines sdc cannot
-  tell what it reads; tag the steps and build views of your own beside the tag. Stops at the first relation that
+  A tagged relation that is not a protection step (a view of one's own) is refused, as on every engine: what it
+  publishes is what its SQL says, which can carry numbers no step computed (red team R4-2); tag the steps and
+  build views of your own beside the tag, for the office. Stops at the first relation that
   is not what its step gives, naming the cell and both values; says what it verified otherwise, and which tagged
   nodes it found no relation of (not built: nothing to verify). After a run in which a node failed it verifies
   nothing (old and new tables lie side by side) and says so.
 
-  On DuckDB it runs too, and says that it is not the release's check there: `sdc publish` verifies relations of
-  one's own as well and audits the release as a whole (published zeros, two methods over one population, linked
-  suppression tables, averaging CKM noise), which this operation does not.
+  On DuckDB it runs too, and says that it is not the release's check there: `sdc publish` audits the release as a
+  whole (published zeros, two methods over one population, linked suppression tables, averaging CKM noise), which
+  this operation does not.
 #}
 {% macro verify_published() %}
 {%- if not execute -%}{{ return('select 1') }}{%- endif -%}

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from test_publish import made_audit_parent, record_build
+from test_publish import made_audit_parent
 
 import sdc.warehouse.database
 import sdc.demo
@@ -49,16 +49,17 @@ def publication_inputs(tmp: Path) -> tuple[Path, Path]:
     con.execute("create schema protected")
     sql = "select a, 'x' || a as b from (select unnest(range(20000)) as a) as numbers"
     con.execute(f"create table protected.counts as {sql}")
-    # the build record the sdc macros commit with each relation (macros/build_record.sql): a table of one's own
-    # whose SQL (in the manifest) reads no relation, which sdc publish runs again
+    # a seed of the dbt project (readers get sdc's steps and seeds), whose table sdc compares with its file
+    seeds = tmp / "seeds"
+    seeds.mkdir(exist_ok=True)
+    con.execute(f"copy ({sql}) to '{seeds / 'counts.csv'}' (header)")
     made_audit_parent(con)
-    record_build(con, "protected", "counts", step=None, sql=sql)
     con.close()
-    node = {"resource_type": "model", "name": "counts", "alias": "counts", "schema": "protected", "database": "wh",
-            "tags": ["sdc_publish"], "config": {"materialized": "table", "tags": ["sdc_publish"]},
-            "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
+    node = {"resource_type": "seed", "name": "counts", "alias": "counts", "schema": "protected", "database": "wh",
+            "tags": ["sdc_publish"], "config": {"materialized": "seed", "tags": ["sdc_publish"]},
+            "depends_on": {"macros": [], "nodes": []}, "root_path": str(seeds), "original_file_path": "counts.csv"}
     manifest = tmp / "manifest.json"
-    manifest.write_text(json.dumps({"metadata": {}, "nodes": {"model.p.counts": node}, "sources": {}, "macros": {}}))
+    manifest.write_text(json.dumps({"metadata": {}, "nodes": {"seed.p.counts": node}, "sources": {}, "macros": {}}))
     return db, manifest
 
 

@@ -39,8 +39,6 @@ MODELS = {
     "protected/persons.sql": "{{ sdc.ckm_published(ref('ckm_persons')) }}",
     "protected/by_sex.sql": "{{ sdc.ckm_published(ref('ckm_by_sex')) }}",
     "protected/persons_view.sql": "{{ config(materialized='view') }}{{ sdc.ckm_published(ref('ckm_persons')) }}",
-    # a BI view of one's own over a published table: granted
-    "protected/men.sql": "{{ config(materialized='view') }}select * from {{ ref('persons') }} where sex = 'male'",
 }
 
 
@@ -86,11 +84,38 @@ def assert_not_published(project, name: str) -> None:
         as_reader(project.postgres, f"select * from {PUBLICATION}.{name} limit 1")
 
 
-def test_protection_steps_and_views_over_them_are_granted(project):
+def test_protection_steps_are_granted_and_views_of_ones_own_over_them_are_not(project):
+    """The steps are granted (a step built as a view too); a BI view of one's own over a published table is not
+    since red team R4-2 (what its SQL says is published, and SQL can carry numbers no step computed: the red team's
+    view held literals that a Jinja run_query wrote from the raw data)."""
+    import re
+
     persons = as_reader(project.postgres, "select sex, roof, count from gate_publication.persons order by 1, 2")
     assert len(persons) == 3 * 6
-    assert as_reader(project.postgres, "select sex, roof, count from gate_publication.men order by 1, 2") == \
-        [r for r in persons if r[0] == "male"] != []
+    assert as_reader(project.postgres, "select sex, roof, count from gate_publication.persons_view order by 1, 2") \
+        == persons
+    views = {
+        "men": "{{ config(materialized='view') }}select * from {{ ref('persons') }} where sex = 'male'",
+        # the red team's R4-2: the originals written into the SQL as literals at compile time
+        "r4litv": "{{ config(materialized='view') }}{%- if execute -%}{%- set rows = run_query(\"select sex, roof, "
+                  f"count(*) from raw.{TABLE} group by 1, 2 order by 1, 2\") -%}}{{%- endif -%}}select p.sex, p.roof, "
+                  "t.n as count from {{ ref('persons') }} as p join (values {%- if execute -%}{%- for r in rows %} "
+                  "('{{ r[0] }}', '{{ r[1] }}', {{ r[2] }}){{ ',' if not loop.last }}{% endfor %}{%- else -%}"
+                  "('male', 'r1', 0){%- endif %}) as t(sex, roof, n) on p.sex = t.sex and p.roof = t.roof",
+    }
+    for name, sql in views.items():
+        model = project.root / "models" / "protected" / f"{name}.sql"
+        model.write_text(sql)
+        try:
+            result = project.dbt("run", "--select", name)
+        finally:
+            model.unlink()
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0 and re.search(rf"grant_published: \S+{name}\"? is a view of one's own \(no "
+                                                    r"protection step\): what it publishes is what its SQL says", out), \
+            out[-3000:]
+        assert_not_published(project, name)
+    assert project.dbt("build").returncode == 0
 
 
 @pytest.mark.parametrize("name, sql, message", [
@@ -218,14 +243,13 @@ def test_grant_published_as_an_operation_grants_and_says_what(project):
     result = project.dbt("run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}")
     out = result.stdout.replace("\n  ", " ")
     assert result.returncode == 0, out[-3000:]
-    assert (f"grant_published: copied 4 verified relation(s) into schema {PUBLICATION} (by_sex, men, persons, "
+    assert (f"grant_published: copied 3 verified relation(s) into schema {PUBLICATION} (by_sex, persons, "
             f"persons_view) and granted it to {READER}") in out, out[-3000:]
     assert len(as_reader(project.postgres, "select * from gate_publication.by_sex")) == 3
-    assert len(as_reader(project.postgres, "select * from gate_publication.men")) == 6
     # copies: the reader reads none of the relations dbt built, and no view (a view is computed when read)
     assert as_reader(project.postgres, "select table_name, table_type from information_schema.tables where "
                                        f"table_schema = '{PUBLICATION}' order by 1") == [
-        ("by_sex", "BASE TABLE"), ("men", "BASE TABLE"), ("persons", "BASE TABLE"), ("persons_view", "BASE TABLE")]
+        ("by_sex", "BASE TABLE"), ("persons", "BASE TABLE"), ("persons_view", "BASE TABLE")]
     with pytest.raises(psycopg2.errors.InsufficientPrivilege):
         as_reader(project.postgres, "select * from gate_protected.by_sex limit 1")
 
@@ -449,11 +473,11 @@ def test_a_removed_model_leaves_the_publication(project):
     try:
         result = project.dbt("build")
         assert result.returncode == 0, result.stdout[-3000:]
-        assert publication_tables(project) == ["men", "persons", "persons_view"]
+        assert publication_tables(project) == ["persons", "persons_view"]
     finally:
         model.write_text(text)
     assert project.dbt("build").returncode == 0
-    assert publication_tables(project) == ["by_sex", "men", "persons", "persons_view"]
+    assert publication_tables(project) == ["by_sex", "persons", "persons_view"]
 
 
 @pytest.mark.parametrize("setup, vars_, message", [

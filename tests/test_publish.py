@@ -185,18 +185,24 @@ def made_audit_parent(con) -> None:
 
 
 def hand_made(tmp: Path, tables: dict[str, str], schema: str = "protected", name: str = "wh") -> tuple[Path, Path]:
-    """A warehouse <name>.duckdb with the tables (name -> select) in ``schema``, each a table of one's own with
-    its build record and its SQL in the manifest (what a model that reads no relation gives), and a manifest
-    that tags them."""
+    """A warehouse <name>.duckdb with the tables (name -> select) in ``schema``, each a seed of the dbt project (its
+    CSV file written from the select, its table loaded from it: what dbt seed gives; readers may get seeds, and
+    sdc compares each with its file), and a manifest that tags them."""
     db = tmp / f"{name}.duckdb"
+    seeds = tmp / f"{name}_seeds"
+    seeds.mkdir(exist_ok=True)
     con = duckdb.connect(str(db))
     con.execute(f"create schema if not exists {quote_identifier(schema)}")
     made_audit_parent(con)
     for table, select in tables.items():
+        csv = seeds / f"{len(list(seeds.iterdir()))}.csv"
+        con.execute(f"copy ({select}) to {quote_literal(str(csv))} (header)")
         con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as {select}")
         record_build(con, schema, table, step=None, sql=select)
     con.close()
-    nodes = {f"model.p.{t}": node(t, schema, name, macros=(), compiled_code=tables[t]) for t in tables}
+    files = {t: str(f.name) for t, f in zip(tables, sorted(seeds.iterdir(), key=lambda f: int(f.stem))[-len(tables):])}
+    nodes = {f"seed.p.{t}": {**node(t, schema, name, macros=(), resource="seed", materialized="seed"),
+                             "root_path": str(seeds), "original_file_path": files[t]} for t in tables}
     return db, write_manifest(tmp / "manifest.json", nodes)
 
 
@@ -292,17 +298,18 @@ def test_cli_reads_the_manifest_of_the_working_directory(built, tmp_path, monkey
         == PUBLISHED
 
 
-def test_a_tagged_seed_and_snapshot_are_published(built, tmp_path):
+def test_a_tagged_seed_is_published_and_a_snapshot_refused(built, tmp_path):
     manifest = edited_manifest(built, tmp_path, tag=("sdc_ptable",))
     assert publish(built.db, tmp_path / "pub.duckdb", manifest=manifest) == PUBLISHED + ["sdc_ptable"]
     assert rows(tmp_path / "pub.duckdb", "select * from sdc_ptable order by all") == \
         rows(built.db, "select * from main.sdc_ptable order by all")
+    # a snapshot keeps what its SQL gave at each run, which sdc cannot compute again: a relation of one's own
     db, _ = hand_made(tmp_path, {"persons_snapshot": "select 'm' as sex, 3 as count"}, schema="snapshots")
     snap = write_manifest(tmp_path / "snap.json", {"snapshot.p.persons_snapshot": node(
         "persons_snapshot", "snapshots", resource="snapshot", materialized="snapshot",
         compiled_code="select 'm' as sex, 3 as count")})
-    assert publish(db, tmp_path / "snap.duckdb", manifest=snap) == ["persons_snapshot"]
-    assert rows(tmp_path / "snap.duckdb", "select * from persons_snapshot") == [("m", 3)]
+    with pytest.raises(SdcError, match=r"snapshots.persons_snapshot \(snapshot.p.persons_snapshot\) is a relation of one's own"):
+        publish(db, tmp_path / "snap.duckdb", manifest=snap)
 
 
 @pytest.mark.parametrize("model, path", [
@@ -331,9 +338,14 @@ def test_originals_behind_a_new_name_or_beside_a_protection_step_are_refused(bui
     assert not (tmp_path / "pub.duckdb").exists()
 
 
-def test_a_view_on_a_protected_model_is_published(built, tmp_path):
+def test_a_view_on_a_protected_model_is_refused_as_a_relation_of_ones_own(built, tmp_path):
+    """Red team R4-2: a relation of one's own publishes what its SQL says, and its SQL can carry numbers no step
+    computed; readers get sdc's steps and seeds only (a BI tool filters the step itself)."""
     manifest = edited_manifest(built, tmp_path, tag=("bi_view",))
-    assert publish(built.db, tmp_path / "pub.duckdb", manifest=manifest) == sorted(PUBLISHED + ["bi_view"])
+    with pytest.raises(SdcError, match=r"^main.bi_view \(model.pubtest.bi_view\) is a relation of one's own \(a view "
+                                       r"or table that no sdc step built\): what it publishes is what its SQL says"):
+        publish(built.db, tmp_path / "pub.duckdb", manifest=manifest)
+    assert not (tmp_path / "pub.duckdb").exists()
 
 
 def test_lineage_counts_a_protection_macro_called_through_a_project_macro(tmp_path):
@@ -344,7 +356,10 @@ def test_lineage_counts_a_protection_macro_called_through_a_project_macro(tmp_pa
                    compiled_code="select 'm' as sex, 3 as count")
     nodes = {"model.p.t": wrapped, "model.p.audit": audit}
     macros = {"macro.p.my_publish": {"depends_on": {"macros": ["macro.sdc.ckm_published"]}}}
-    assert publish(db, tmp_path / "a.duckdb", manifest=write_manifest(tmp_path / "a.json", nodes, source, macros)) == ["t"]
+    # the lineage passes (the protection macro called through the project's); the warehouse's table is then judged
+    # by what it is: no step built it
+    with pytest.raises(SdcError, match=r"protected.t \(model.p.t\) is a relation of one's own"):
+        publish(db, tmp_path / "a.duckdb", manifest=write_manifest(tmp_path / "a.json", nodes, source, macros))
     macros = {"macro.p.my_publish": {"depends_on": {"macros": ["macro.dbt.something"]}}}
     with pytest.raises(SdcError, match="reads the audit relation audit"):
         publish(db, tmp_path / "b.duckdb", manifest=write_manifest(tmp_path / "b.json", nodes, source, macros))
@@ -429,7 +444,7 @@ def test_a_relation_with_a_duplicate_cell_is_refused(tmp_path, capsys, select, c
     assert code == 2
     times = 3 if cell == "dim='a'" else 2
     assert capsys.readouterr().err == (
-        f"sdc publish: error: relation protected.twice (model.p.twice) holds the cell ({cell}) {times} times: every "
+        f"sdc publish: error: relation protected.twice (seed.p.twice) holds the cell ({cell}) {times} times: every "
         "cell is published once (a perturbation table with overlapping intervals, or a join that repeats rows, "
         "publishes a cell twice); fix the model and run dbt build\n")
     assert not out.exists() and not folder.exists() and no_temp_files(tmp_path)
@@ -564,7 +579,7 @@ def test_relation_names_that_are_no_safe_file_names_are_refused_for_parquet(tmp_
         db, manifest = hand_made(case, {name: "select 1 as count"})
         with pytest.raises(SdcError, match="cannot be a Parquet file name"):
             publish(db, case / "pub.duckdb", case / "parquet", manifest=manifest)
-        assert sorted(p.name for p in case.iterdir()) == ["manifest.json", "wh.duckdb"]
+        assert sorted(p.name for p in case.iterdir()) == ["manifest.json", "wh.duckdb", "wh_seeds"]
         assert publish(db, case / "pub.duckdb", manifest=manifest) == [name]  # without --parquet it is fine
     assert not list(tmp_path.glob("*.parquet"))
 
@@ -612,10 +627,10 @@ def test_a_previous_publication_is_replaced(built, tmp_path):
 # ------------------------------------------------------------------------------------------ atomic
 def test_a_failure_after_tables_were_copied_leaves_the_previous_publication(tmp_path):
     tables = {"a_ok": SUPPRESSED_OK, "z_leak": "select * from (values ('a', 5, '5'), ('b', 2, 'x')) t(dim, freq, published_text)"}
-    db, _ = hand_made(tmp_path, tables)
-    own = {t: node(t, macros=(), compiled_code=sql) for t, sql in tables.items()}
-    good = write_manifest(tmp_path / "good.json", {"model.p.a_ok": own["a_ok"]})
-    bad = write_manifest(tmp_path / "bad.json", {"model.p.a_ok": own["a_ok"], "model.p.z_leak": own["z_leak"]})
+    db, manifest = hand_made(tmp_path, tables)
+    own = json.loads(manifest.read_text())["nodes"]
+    good = write_manifest(tmp_path / "good.json", {"seed.p.a_ok": own["seed.p.a_ok"]})
+    bad = write_manifest(tmp_path / "bad.json", {k: own[k] for k in ("seed.p.a_ok", "seed.p.z_leak")})
     out, folder = tmp_path / "pub" / "pub.duckdb", tmp_path / "pub" / "parquet"
     out.parent.mkdir()
     publish(db, out, folder, manifest=good)
@@ -704,10 +719,11 @@ def test_hostile_names_reach_sql_only_quoted(tmp_path):
     select = ", ".join(f"{i} as {quote_identifier(c)}" for i, c in enumerate(columns))
     con.execute(f"create table {quote_identifier(schema)}.{quote_identifier(table)} as select {select}")
     made_audit_parent(con)
-    record_build(con, schema, table, step=None, sql=f"select {select}")
+    con.execute(f"copy (select {select}) to {quote_literal(str(tmp_path / 'x.csv'))} (header)")  # a seed's file
     con.close()
-    manifest = write_manifest(tmp_path / "m.json", {"model.p.x": node("x", schema, alias=table, macros=(),
-                                                                       compiled_code=f"select {select}")})
+    manifest = write_manifest(tmp_path / "m.json", {"seed.p.x": {
+        **node("x", schema, alias=table, macros=(), resource="seed", materialized="seed"),
+        "root_path": str(tmp_path), "original_file_path": "x.csv"}})
     out = tmp_path / "pub.duckdb"
     assert publish(db, out, manifest=manifest) == [table]
     assert rows(out, "select column_name from duckdb_columns() where schema_name = 'main' and not internal order by column_index") == \
@@ -880,10 +896,9 @@ def test_a_tagged_table_without_a_build_record_is_refused_naming_the_hook(built,
     assert capsys.readouterr().err == (
         "sdc publish: error: no build record on main.bi_view_unrecorded (which load of the source tables it was built "
         "from), so a publication mixed from two builds cannot be told apart: the sdc macros (ckm_count, ckm_published, "
-        "suppression_*) record it; a table of your own that reads published relations only needs "
-        "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}, or +post-hook: \"{{ sdc.build_record() }}\" on its "
-        "folder in dbt_project.yml, and dbt build (persist_docs for relations writes over the record); the record "
-        "does not make a table of raw or audit data publishable\n")
+        "suppression_*) record it: run dbt build (persist_docs for relations writes over the record); a table of your "
+        "own is not published, with a record or without (its SQL can carry numbers no step computed): tag the "
+        "protection steps\n")
     assert not (tmp_path / "pub.duckdb").exists()
     # the model bi_view carries that hook: its record names the load of its protected parent
     assert build_record(built.db, "main.bi_view")["loads"] == {"raw.persons": [loaded_at(built.db)]}

@@ -324,17 +324,21 @@ def tagging(*names: str) -> list[str]:
 
 def test_names_with_a_quote_a_space_and_capitals_are_published_verified_and_audited(odd, tmp_path, capsys):
     out, audit = tmp_path / "pub.duckdb", tmp_path / "audit.json"
-    manifest = edited_manifest(odd, tmp_path, tag=("odd", "odd_view"), untag=("persons",))
+    manifest = edited_manifest(odd, tmp_path, tag=("odd",), untag=("persons",))
     assert main(["publish", "--db", str(odd.db), "--manifest", str(manifest), "--out", str(out),
                  "--audit-json", str(audit)]) == 0
     printed = capsys.readouterr().out
     assert "  main_Pub Lic.Persons O'Brien (ckm counts): 18 cells, " in printed, printed
     assert rows(out, "select name, relation from sdc_publication.relations order by 1") == [
-        ("Persons O'Brien", "warehouse.main_Pub Lic.Persons O'Brien"),
-        ("View O'Brien", "warehouse.main_protected.View O'Brien")]
+        ("Persons O'Brien", "warehouse.main_Pub Lic.Persons O'Brien")]
     assert rows(out, 'select * from "Persons O\'Brien" order by all') == \
         rows(odd.db, 'select * from "main_Pub Lic"."Persons O\'Brien" order by all')
-    assert json.loads(audit.read_text())["verified"] == ["main_Pub Lic.Persons O'Brien", "main_protected.View O'Brien"]
+    assert json.loads(audit.read_text())["verified"] == ["main_Pub Lic.Persons O'Brien"]
+    # a view of one's own over it, with such a name, is refused naming it (red team R4-2)
+    manifest = edited_manifest(odd, tmp_path, tag=("odd", "odd_view"), untag=("persons",))
+    assert main(["publish", "--db", str(odd.db), "--manifest", str(manifest), "--out", str(out)]) == 2
+    assert one_line(capsys.readouterr().err, "publish").startswith(
+        "main_protected.View O'Brien (model.pubtest.odd_view) is a relation of one's own")
 
 
 def test_a_rewritten_relation_with_such_a_name_is_refused_naming_it_and_the_cell(odd, tmp_path, capsys):
@@ -360,8 +364,8 @@ def test_verify_published_on_duckdb_with_such_names_refuses_naming_them_and_gran
     code, out = dbt_output(odd, "run-operation", "verify_published", *tagging("odd_view"))
     assert code != 0
     assert re.search(r"verify_published: \"warehouse\".\"main_protected\".\"View O'Brien\" is no protection step \(.*\); "
-                     r"this operation verifies protection steps only: on DuckDB publish with sdc publish, which "
-                     r"verifies relations of one's own too; refusing \"warehouse\".\"main_protected\".\"View O'Brien\"",
+                     r"readers get protection steps only \(a relation of one's own publishes what its SQL says, red "
+                     r"team R4-2\); refusing \"warehouse\".\"main_protected\".\"View O'Brien\"",
                      out), out[-3000:]
 
 
@@ -379,9 +383,9 @@ def test_verify_published_on_duckdb_says_what_it_verified_what_it_found_no_relat
                       r"model.pubtest.unbuilt", out)
     assert found and sorted(found.group(1).split(", ")) == [
         "\"warehouse\".\"main_Pub Lic\".\"Persons O'Brien\"", "\"warehouse\".\"main_protected\".\"persons\""], out[-3000:]
-    assert ("verify_published: on DuckDB publish with sdc publish, which verifies relations of one's own too and "
-            "audits the release as a whole (published zeros, two methods over one population, linked suppression, "
-            "averaging CKM noise); this operation does not") in out
+    assert ("verify_published: on DuckDB publish with sdc publish, which audits the release as a whole (published "
+            "zeros, two methods over one population, linked suppression, averaging CKM noise); this operation does "
+            "not") in out
     project = odd.project / "dbt_project.yml"
     text = project.read_text()
     project.write_text(text.replace('+tags: ["sdc_publish"]', "+tags: []"))

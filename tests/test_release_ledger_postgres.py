@@ -415,3 +415,43 @@ def test_the_roles_recipe_of_the_quickstart_leaves_the_dbt_role_able_to_build(of
         conn.close()
     with pytest.raises(psycopg2.OperationalError, match="permission denied for database"):
         build_database.connect(user="d1_reader", password="d1 pw")
+
+
+def test_a_publication_target_on_a_cluster_of_its_own_shows_its_readers_nothing_of_the_build(office, capsys):
+    """Red team R4-3, new user D6: pg_stat_database is cluster-wide, so a reader of the publication database read
+    each load's exact record count from the build database's insert counters; no grant hides it. With
+    --publication-target (another target of the profile: a PostgreSQL server of its own) the audited release is
+    copied there: its reader reads the published cells and the public audit, and no catalog or statistics view
+    of that cluster knows the build database. The publication there names its release and ledger (R4-7)."""
+    import dataclasses
+
+    from postgres_server import throwaway_postgres
+
+    p = office
+    build(p, "run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}",
+          "--target-path", str(p.root / "operation"))
+    profiles = p.root / "profiles.yml"
+    before = profiles.read_text()
+    with throwaway_postgres() as other:
+        # its administrator makes the reader role and the database for the dbt role, as on the build's server
+        admin(other, f"create role {READER} login password '{READER_PASSWORD}'", "create database led_elsewhere "
+              f"owner {other.user}", database="postgres")
+        public = dataclasses.replace(other, dbname="led_elsewhere")
+        profiles.write_text(before + "    pub:\n" + public.profile("led"))
+        try:
+            assert sdc(p, "publish", "--publication-target", "pub") == 0
+            out = capsys.readouterr().out
+            assert "the release audit to database led_elsewhere of target pub, schema led_publication" in out, out
+            verified = pg_rows(p.postgres, f"select * from {PUBLICATION}.by_region order by 1, 2")
+            reader = dict(user=READER, password=READER_PASSWORD)
+            assert pg_rows(public, f"select * from {PUBLICATION}.by_region order by 1, 2", **reader) == verified
+            (report,) = pg_rows(public, f"select report from {PUBLICATION}.release_audit", **reader)[0]
+            report = json.loads(report) if isinstance(report, str) else report
+            assert report["release"] == ledger_rows(p)[-1][0] and len(report["ledger"]) == 16
+            # nothing of the build in the reader's cluster: no database, no statistics of its loads
+            names = [d for (d,) in pg_rows(public, "select datname from pg_stat_database where datname is not null",
+                                           **reader)]
+            assert "led_build" not in names and "led_elsewhere" in names
+            assert pg_rows(public, "select count(*) from pg_database where datname = 'led_build'", **reader) == [(0,)]
+        finally:
+            profiles.write_text(before)

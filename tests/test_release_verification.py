@@ -93,10 +93,10 @@ def tagged(built, tmp, names):
 
 
 @pytest.mark.parametrize("model, message", [
-    ("macro_view", r"main_protected.macro_view \(model.pubtest.macro_view\) calls sdc_fmt_n, a function defined in "
-                   r"the warehouse \(a macro\)"),
-    ("macro_table", r"main_protected.macro_table \(model.pubtest.macro_table\) calls sdc_fmt_n, a function defined"),
-    ("variable_table", r"calls getvariable, which reads a value set outside the query"),
+    # R3-1 N1-N3, relations of one's own: refused as such since R4-2
+    ("macro_view", r"main_protected.macro_view \(model.pubtest.macro_view\) is a relation of one's own"),
+    ("macro_table", r"main_protected.macro_table \(model.pubtest.macro_table\) is a relation of one's own"),
+    ("variable_table", r"main_protected.variable_table \(model.pubtest.variable_table\) is a relation of one's own"),
     ("rewritten", r"main_protected.rewritten \(model.pubtest.rewritten\) differs from ckm_count over raw.persons \(recomputed from the microdata\) "
                   r"in the cell \(.*\): count is \d+ there and \d+ in sdc's recomputation"),
     ("zeroed", r"main_protected.zeroed .*differs from ckm_count over raw.persons .* in the cell"),
@@ -137,20 +137,64 @@ def test_the_protection_steps_and_views_over_them_are_published(cases, tmp_path)
     assert rows(out, "select count(*) from persons_suppressed where freq is null") != [(0,)]
 
 
-def test_a_hook_that_rewrites_a_table_of_ones_own_publishes_its_sql_not_the_table(tmp_path):
-    """A BI table over protected relations is published as its SQL gives it at publish time, whatever a hook
-    wrote into the table afterwards."""
-    models = {**BASE, "protected/men.sql": (
-        "{{ config(post_hook=[\"{{ sdc.build_record() }}\", \"update {{ this }} as m set count = a.original from "
-        "main_audit.ckm_persons as a where a.region = m.region and a.sex = 'm'\"]) }}\n"
-        "select region, count from {{ ref('persons') }} where sex = 'm'\n")}
-    built = make(tmp_path, models)
+# red team R4-2: relations of one's own that carry the originals past any recomputation
+LITERALS = ("{%- if execute -%}{%- set rows = run_query(\"select coalesce(sex, 'Total'), coalesce(region, 'Total'), "
+            "count(*) from raw.persons group by cube(sex, region) order by 1, 2\") -%}{%- endif -%}")
+OWN = {
+    # the red team's view: a Jinja run_query at compile time wrote the originals into the SQL as literals
+    "protected/r4litv.sql": "{{ config(materialized='view') }}\n" + LITERALS + "\n"
+                            "select p.sex, p.region, t.n as count from {{ ref('persons') }} as p join (values "
+                            "{%- if execute -%}{%- for r in rows %} ('{{ r[0] }}', '{{ r[1] }}', {{ r[2] }})"
+                            "{{ ',' if not loop.last }}{% endfor %}{%- else -%}('m', 'R0', 0){%- endif %}"
+                            ") as t(sex, region, n) using (sex, region)\n",
+    # ... and as a table that reads no relation at all
+    "protected/r4lit.sql": "{{ config(post_hook=\"{{ sdc.build_record() }}\") }}\n" + LITERALS + "\n"
+                           "select * from (values {%- if execute -%}{%- for r in rows %} ('{{ r[0] }}', '{{ r[1] }}', "
+                           "{{ r[2] }}){{ ',' if not loop.last }}{% endfor %}{%- else -%}('m', 'R0', 0){%- endif %}) "
+                           "as t(sex, region, count)\n",
+    # a table a hook rewrites with the originals after the build
+    "protected/men.sql": "{{ config(post_hook=[\"{{ sdc.build_record() }}\", \"update {{ this }} as m set count = "
+                         "a.original from main_audit.ckm_persons as a where a.region = m.region and a.sex = 'm'\"]) }}\n"
+                         "select region, count from {{ ref('persons') }} where sex = 'm'\n",
+    # the catalog: a view of the database's own statistics (the estimated size of the raw table)
+    "protected/catalog.sql": "{{ config(materialized='view') }}\n"
+                             "select p.sex, p.region, p.count, t.estimated_size from {{ ref('persons') }} as p cross "
+                             "join (select estimated_size from duckdb_tables() where table_name = 'persons' and "
+                             "schema_name = 'raw') as t\n",
+    # a plain BI view, which its SQL could make carry anything
+    "protected/men_view.sql": "{{ config(materialized='view') }}\n"
+                              "select region, count from {{ ref('persons') }} where sex = 'm'\n",
+}
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory):
+    return make(tmp_path_factory.mktemp("own"), {**BASE, **OWN})
+
+
+@pytest.mark.parametrize("model", [Path(p).stem for p in OWN])
+def test_a_relation_of_ones_own_is_refused_whatever_its_sql_carries(own, tmp_path, model):
+    """Red team R4-2: a model whose SQL a Jinja run_query wrote from the raw data at compile time reads no relation
+    (or only a protection step) and passed the gate and the verification, which ran its SQL again: the publication
+    held every original. Readers now get sdc's steps and seeds only: every relation of one's own is refused, naming
+    it, whatever it carries (literals, a hook's rewrite, the catalog's statistics) or does not."""
     out = tmp_path / "pub.duckdb"
-    assert publish(built.db, out, project_dir=built.project) == ["men", "persons"]
-    assert rows(out, "select region, count from men order by region") == \
-        rows(out, "select region, count from persons where sex = 'm' order by region")
-    assert rows(out, "select region, count from men order by region") != \
-        rows(built.db, "select region, count from main_protected.men order by region")
+    manifest = edited_manifest(own, tmp_path, untag=tuple(Path(p).stem for p in OWN if Path(p).stem != model))
+    why = r"it reads the table function 'DUCKDB_TABLES\(\)'" if model == "catalog" else \
+        r"is a relation of one's own \(a view or table that no sdc step built\)"
+    with pytest.raises(SdcError, match=rf"^main_protected.{model} \(model.pubtest.{model}\) {why}"):
+        publish(own.db, out, manifest=manifest)
+    assert not out.exists()
+
+
+def test_the_literals_of_a_compile_time_query_are_the_originals(own):
+    """The refused relations above are no false alarms: the literals hold the raw counts, the CKM noise."""
+    literal = dict(((s, r), c) for s, r, c in rows(own.db, "select * from main_protected.r4lit"))
+    original = dict(((s, r), c) for s, r, c in rows(own.db, "select sex, region, original from main_audit.ckm_persons"))
+    assert literal == original
+    assert rows(own.db, "select count(*) from main_protected.r4litv as v join main_audit.ckm_persons as a "
+                        "using (sex, region) where v.count <> a.original") == [(0,)]
+    assert rows(own.db, "select count(*) from main_audit.ckm_persons where noise <> 0")[0][0] > 0
 
 
 # ------------------------------------------------------------------------------------------ the release audit

@@ -65,8 +65,12 @@ def _add_target_options(pub) -> None:
     add_publication_schema_option(on_target)
     on_target.add_argument("--publication-database", metavar="NAME",
                            help="copy the verified release into this PostgreSQL database of its own (created where "
-                           "missing; its readers see nothing of the build database); default: var "
+                           "missing; its readers see nothing of the build database's tables); default: var "
                            "sdc_publication_database of the project's dbt_project.yml, else none")
+    on_target.add_argument("--publication-target", metavar="TARGET",
+                           help="or copy it into the database of this other target of the profile: a PostgreSQL "
+                           "server of its own, whose readers see nothing of the build in any catalog (on the build's "
+                           "server pg_stat_database shows each load's row counts); the database must exist")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_target(args)
     if args.out is None:
         raise SdcError("--out is required with --db (the publication DuckDB file to write)")
-    for name in ("profile", "profiles_dir", "publication_schema", "publication_database"):
+    for name in ("profile", "profiles_dir", "publication_schema", "publication_database", "publication_target"):
         if getattr(args, name, None) is not None:
             raise SdcError(f"--{name.replace('_', '-')} belongs to --target (a PostgreSQL warehouse); --db publishes "
                            "a DuckDB warehouse into --out")
@@ -113,6 +117,7 @@ def _run_target(args: argparse.Namespace) -> int:
     done = publish_target(profiles_dir, profile, args.target, project_dir=args.project_dir, manifest=args.manifest,
                           report=report, min_standard_error=args.min_standard_error,
                           publication_schema=args.publication_schema, publication_database=args.publication_database,
+                          publication_target=args.publication_target,
                           accept_parameter_change=args.accept_parameter_change, audit_json=args.audit_json)
     print(f"audited the {len(done.names)} relations tagged sdc_publish in {done.target} ({', '.join(done.names)})"
           + (f", as grant_published published them in schema {done.schema}" if done.published else ""))

@@ -17,18 +17,17 @@ def a_priori_rows(ledger: str | Path, relation: str, release: int | None = None)
     status 'suppressed' (no value published) or 'published', and the published value; from the ledger file
     ``ledger`` that sdc publish writes. Only a suppression table's cells (a value and published_text) qualify.
 
-    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import json, pathlib, shutil, tempfile
     >>> import duckdb
     >>> from sdc.release import a_priori_rows, publish, write_a_priori
-    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    >>> def build(folder, sql):  # what dbt seed leaves: a seed's file and table, the manifest that tags it
     ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
     ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
-    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
-    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
-    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
-    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
-    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
-    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    ...         _ = con.execute(f"copy protected.cells to '{folder / 'cells.csv'}' (header)")
+    ...     node = {"resource_type": "seed", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "seed"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "root_path": str(folder), "original_file_path": "cells.csv"}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"seed.census.cells": node}}))
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> build(folder, "select * from (values ('N', 5, '5'), ('S', null, 'x'), ('Total', 9, '9')) "
     ...               "t(region, freq, published_text)")
@@ -98,18 +97,17 @@ def write_a_priori(out: str | Path, found: tuple[int, list[str], list[dict]]) ->
     """Writes ``found`` (a_priori_rows or a_priori_rows_in: release, dimensions, rows) to the CSV file ``out``;
     returns what was written. The file is what ``sdc suppress --a-priori`` reads for the next pattern.
 
-    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import json, pathlib, shutil, tempfile
     >>> import duckdb
     >>> from sdc.release import a_priori_rows, publish, write_a_priori
-    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    >>> def build(folder, sql):  # what dbt seed leaves: a seed's file and table, the manifest that tags it
     ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
     ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
-    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
-    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
-    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
-    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
-    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
-    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    ...         _ = con.execute(f"copy protected.cells to '{folder / 'cells.csv'}' (header)")
+    ...     node = {"resource_type": "seed", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "seed"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "root_path": str(folder), "original_file_path": "cells.csv"}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"seed.census.cells": node}}))
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> build(folder, "select * from (values ('N', 5, '5'), ('S', null, 'x'), ('Total', 9, '9')) "
     ...               "t(region, freq, published_text)")

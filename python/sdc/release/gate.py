@@ -10,9 +10,10 @@ So a relation is judged by what it is and what it reads in the warehouse:
   then what the step reads, and that must be of the right kind: an audit relation built by ckm_count /
   ckm_sum for ckm_published, a suppression pattern for suppression_published, protected relations for
   ckm_mean. A view's SQL in the warehouse must read exactly that (a view replaced after the build reads more);
-* a relation of one's own (a BI view, a join of protected tables): it may read protected relations and seeds
-  only. What it reads is parsed from its SQL with sqlglot: a view's SQL from the warehouse, a table's from
-  the dbt manifest, tied to the table by the md5 of that SQL in its build record;
+* a relation of one's own (a BI view, a join of protected tables) is never published (red team R4-2: its SQL can
+  carry numbers no step computed, e.g. literals a compile-time query wrote from the raw data). What it reads is
+  parsed first (sqlglot: a view's SQL from the warehouse, a table's from the dbt manifest, tied to the table by the
+  md5 of that SQL in its build record), so that a path to raw or audit data is named;
 * anything else (raw microdata, an audit relation, a file or table function, a relation sdc cannot tie to
   its SQL) is refused, naming the relation and the path to it.
 
@@ -35,6 +36,16 @@ from sqlglot import exp
 from sdc.warehouse.build_record import build_record_of_comment
 from sdc.conventions import AUDIT_STEPS, CKM_AUDIT_STEPS, PROTECTION_STEPS, RAW_SCHEMA, SUPPRESSION_PATTERN_COLUMNS
 from sdc.errors import SdcError
+
+
+# Readers get only what sdc computes itself (red team R4-2): a relation of one's own publishes what its SQL says, and
+# SQL can carry numbers that no step computed (literals a Jinja run_query wrote from the raw data at compile time,
+# names, the shape of the query), which no recomputation can tell from protected ones.
+OWN_RELATION = ("is a relation of one's own (a view or table that no sdc step built): what it publishes is what its "
+                "SQL says, and SQL can carry numbers that sdc does not compute (literals a query wrote from the raw "
+                "data when dbt compiled it, names, the shape of the query; red team R4-2). Readers get sdc's steps "
+                "only (ckm_published, suppression_published, ckm_mean) and seeds: tag those, and filter, join or "
+                "label them in the BI tool (a seed of labels can be published beside them)")
 
 
 @dataclass(frozen=True)
@@ -235,11 +246,9 @@ class Gate:
             if not isinstance(sql, str) or hashlib.md5(sql.encode("utf-8")).hexdigest() != record.get("sql_md5"):
                 raise self._refuse(path, "is a table whose SQL in the dbt manifest is not the SQL it was built "
                                          "from (or the manifest has none): run dbt build")
-        verdict = Verdict()
-        for parent in self._reads_in_warehouse(rel, sql, path):
-            found = self._verify(parent, path + [parent.label], visiting)
-            verdict.ckm_audits |= found.ckm_audits
-        return verdict
+        for parent in self._reads_in_warehouse(rel, sql, path):  # what it reads first: raw or audit data named
+            self._verify(parent, path + [parent.label], visiting)
+        raise self._refuse(path, OWN_RELATION)
 
     def _reads_in_warehouse(self, rel: Rel, sql: str, path: list[str]) -> list[Rel]:
         keys = self._resolved_reads(rel, sql, path)

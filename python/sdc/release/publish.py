@@ -143,21 +143,21 @@ def publish(
     cell whose records did not change is not published with another value, unless its table's parameters changed
     and ``accept_parameter_change``.
 
-    A warehouse with one table of one's own (built from SQL that reads no relation, so nothing is recomputed),
-    published twice: the second release changes a cell the ledger knows, which the diff names.
+    Readers get sdc's protection steps and seeds only (a relation of one's own is refused: its SQL can carry numbers
+    no step computed). A warehouse with one seed (its table compared with its file), published twice: the second
+    release changes a cell the ledger knows, which the diff names.
 
-    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import json, pathlib, shutil, tempfile
     >>> import duckdb
     >>> from sdc.release import publish
-    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    >>> def build(folder, sql):  # what dbt seed leaves: a seed's file and table, the manifest that tags it
     ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
     ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
-    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
-    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
-    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
-    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
-    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
-    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    ...         _ = con.execute(f"copy protected.cells to '{folder / 'cells.csv'}' (header)")
+    ...     node = {"resource_type": "seed", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "seed"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "root_path": str(folder), "original_file_path": "cells.csv"}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"seed.census.cells": node}}))
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> build(folder, "select * from (values ('N', 3), ('S', 4)) t(region, count)")
     >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")
@@ -802,10 +802,9 @@ def _check_leftovers(con, marked: list[Marked]) -> None:
                        "warehouse may hold tables of two builds; run dbt build to the end before publishing")
 
 
-BUILD_RECORD_HINT = ('the sdc macros (ckm_count, ckm_published, suppression_*) record it; a table of your own that '
-                     'reads published relations only needs {{ config(post_hook="{{ sdc.build_record() }}") }}, or '
-                     '+post-hook: "{{ sdc.build_record() }}" on its folder in dbt_project.yml, and dbt build (persist_docs '
-                     'for relations writes over the record); the record does not make a table of raw or audit data publishable')
+BUILD_RECORD_HINT = ('the sdc macros (ckm_count, ckm_published, suppression_*) record it: run dbt build (persist_docs for '
+                     'relations writes over the record); a table of your own is not published, with a record or without '
+                     '(its SQL can carry numbers no step computed): tag the protection steps')
 
 
 def _check_one_build(con, manifest: dict, marked: list[Marked], kinds: dict) -> None:

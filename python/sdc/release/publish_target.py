@@ -144,6 +144,7 @@ class Mirrored:
 def publish_target(profiles_dir, profile: str, target: str | None, *, project_dir=None, manifest=None,
                    report: dict | None = None, min_standard_error: float = MIN_STANDARD_ERROR,
                    publication_schema: str | None = None, publication_database: str | None = None,
+                   publication_target: str | None = None,
                    accept_parameter_change: bool = False, audit_json: str | Path | None = None) -> TargetRelease:
     r"""Audit the release that grant_published published on the PostgreSQL ``target`` (see the module's text),
     check it against the last release in the ledger (release/ledger_postgres.py) and, both passed, write the
@@ -169,17 +170,18 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
     _check_postgres(output, shown)
     manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
     schema = publication_schema_of(publication_schema, project_dir)
-    database = publication_database or _project_var(project_dir, "sdc_publication_database")
+    place = _publication_place(profiles_dir, profile, output, publication_target, publication_database,
+                               _project_var(project_dir, "sdc_publication_database"))
+    database = place.database if place is not None else None
     _check_names(manifest_data, marked, schema)
     marker = publication_marker()
     result = TargetRelease(sorted(m.name for m in marked), schema, shown)
     with connect_target(profiles_dir, profile, target) as where:
         pg = where.connection
         build_database = pg.get_dsn_parameters()["dbname"]
-        if database is not None:
+        if place is not None and place.target is None:
             check_database_name(database, build_database)
-        held = held_release(lambda: connect_postgres(output, database), database, schema) \
-            if database is not None else None
+        held = held_release(place.connect, database, schema) if place is not None else None
         try:
             checked = _checked_release(pg, manifest_data, manifest_path, marked, schema, marker, shown,
                                        min_standard_error, accept_parameter_change, (database, held))
@@ -192,7 +194,7 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
                            "release that passed)") from None
         try:
             audit = checked.audit
-            _publish_checked(pg, checked, result, output, schema, database, build_database, marker)
+            _publish_checked(pg, checked, result, place, schema, build_database, marker)
         finally:
             if checked.ledger is not None:
                 checked.ledger.close()
@@ -213,7 +215,45 @@ def _check_postgres(output: dict, shown: str) -> None:
                        f"{output['type']}: {hint}")
 
 
-def _publish_checked(pg, checked, result: TargetRelease, output: dict, schema: str, database: str | None,
+@dataclass
+class PublicationPlace:
+    """Where the audited release is copied for its readers: a database of the build server
+    (--publication-database) or the database of another dbt target (--publication-target, e.g. another cluster,
+    whose readers see nothing of the build in any catalog: red team R4-3)."""
+
+    database: str
+    connect: object  # () -> a psycopg2 connection to it
+    target: str | None = None  # the dbt target, for another server
+
+    def label(self, schema: str) -> str:
+        return f"{self.database}.{schema}" + (f" of target {self.target}" if self.target else "")
+
+
+def _publication_place(profiles_dir, profile: str, output: dict, publication_target: str | None,
+                       publication_database: str | None, project_database: str | None) -> PublicationPlace | None:
+    """The publication's place: --publication-target, else --publication-database, else the project's var."""
+    if publication_target is not None:
+        if publication_database is not None:
+            raise SdcError("--publication-target names the publication database's own connection (its dbname); give "
+                           "it or --publication-database (a database of the build server), not both")
+        other = read_target(profiles_dir, profile, publication_target)
+        if other["type"] != "postgres":
+            raise SdcError(f"--publication-target {publication_target} is of type {other['type']}: the publication "
+                           "goes into a PostgreSQL database")
+        name = str(other.get("dbname") or other.get("database") or "")
+        same = (str(other.get("host")), int(other.get("port", 5432))) == (str(output.get("host")),
+                                                                         int(output.get("port", 5432)))
+        if same and name == str(output.get("dbname") or output.get("database")):
+            raise SdcError(f"--publication-target {publication_target} is the build database itself: the publication "
+                           "goes into a database of its own, so that its readers see nothing else")
+        return PublicationPlace(name, lambda: connect_postgres(other), publication_target)
+    database = publication_database or project_database
+    if database is not None:
+        return PublicationPlace(database, lambda: connect_postgres(output, database))
+    return None
+
+
+def _publish_checked(pg, checked, result: TargetRelease, place: PublicationPlace | None, schema: str,
                      build_database: str, marker: str) -> None:
     """The release that passed: its audit written and recorded, and with ``database`` copied there; or, where
     grant_published has not published it (no schema, or one not sdc's), ``result.why_not`` says so."""
@@ -226,18 +266,17 @@ def _publish_checked(pg, checked, result: TargetRelease, output: dict, schema: s
         result.why_not = f"the schema {schema} {NOT_MARKED}"
         return
     result.published = True
-    if database is not None:
-        ensure_database(pg, database)
-    checked.publication_name = f"{database or build_database}.{schema}"
+    if place is not None and place.target is None:
+        ensure_database(pg, place.database)  # another server's database is its administrator's to make
+    checked.publication_name = place.label(schema) if place is not None else f"{build_database}.{schema}"
     last = checked.ledger.con.execute("select publication from main.releases order by release_id desc limit 1"
                                       ).fetchone()
     if last is not None and last[0] and last[0] != checked.publication_name:
         result.elsewhere = last[0]  # a monthly job that lost --publication-database (new user D10)
     result.published_to = checked.publication_name
-    result.readers, result.withdrawn = _write_release(
-        pg, checked, marker, (lambda: connect_postgres(output, database)) if database is not None else None)
+    result.readers, result.withdrawn = _write_release(pg, checked, marker, place.connect if place is not None else None)
     result.written, result.release, result.ledger = True, audit["release"], checked.ledger.where
-    result.database = database
+    result.database = None if place is None else place.database + (f" of target {place.target}" if place.target else "")
 
 
 def check_audit_json(path: str | Path, project_dir=None, manifest=None) -> None:

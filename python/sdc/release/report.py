@@ -73,18 +73,17 @@ def write_report(publication: str | Path, out: str | Path, *, ledger: str | Path
     ledger). ``public``: the report for readers, made from the publication alone (its tables, the checks passed,
     the public parameters). A file that is no publication of sdc publish is refused before anything is written.
 
-    >>> import hashlib, json, pathlib, shutil, tempfile
+    >>> import json, pathlib, shutil, tempfile
     >>> import duckdb
     >>> from sdc.release import publish, write_report
-    >>> def build(folder, sql):  # what dbt build leaves: the table, its build record, the manifest that tags it
+    >>> def build(folder, sql):  # what dbt seed leaves: a seed's file and table, the manifest that tags it
     ...     with duckdb.connect(str(folder / "warehouse.duckdb")) as con:
     ...         _ = con.execute(f"create schema if not exists protected; create or replace table protected.cells as {sql}")
-    ...         record = {"invocation_id": "example", "loads": {}, "sql_md5": hashlib.md5(sql.encode()).hexdigest()}
-    ...         _ = con.execute(f"comment on table protected.cells is '{json.dumps({'sdc_build': record})}'")
-    ...     node = {"resource_type": "model", "name": "cells", "alias": "cells", "schema": "protected",
-    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "table"},
-    ...             "depends_on": {"macros": [], "nodes": []}, "compiled_code": sql}
-    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"model.census.cells": node}}))
+    ...         _ = con.execute(f"copy protected.cells to '{folder / 'cells.csv'}' (header)")
+    ...     node = {"resource_type": "seed", "name": "cells", "alias": "cells", "schema": "protected",
+    ...             "database": "warehouse", "tags": ["sdc_publish"], "config": {"materialized": "seed"},
+    ...             "depends_on": {"macros": [], "nodes": []}, "root_path": str(folder), "original_file_path": "cells.csv"}
+    ...     _ = (folder / "manifest.json").write_text(json.dumps({"nodes": {"seed.census.cells": node}}))
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> build(folder, "select * from (values ('N', 3), ('S', 4)) t(region, count)")
     >>> publish(folder / "warehouse.duckdb", folder / "publication.duckdb", manifest=folder / "manifest.json")

@@ -21,15 +21,14 @@ numbers. For each relation it publishes:
   from one pass over it per largest set of their dimensions, not one pass each (plan, _shared_cells: each
   cell's count and key sum, which ckm_count's leaf_cells sums to the call's own cells: sums over records are
   the same in any grouping);
-* a **relation of one's own** (a BI view, a join of protected relations): its SQL (a view's from the warehouse,
-  a table's from the dbt manifest) may read verified relations only and call DuckDB's built-in functions only
-  (no macro of the warehouse, no ``getvariable``); what is published is that SQL run at publish time, never the
-  table a hook may have rewritten;
-* a **seed**: its table must hold the rows of its CSV file in the project.
+* a **seed**: its table must hold the rows of its CSV file in the project;
+* a **relation of one's own** (a BI view, a join of protected relations) is never published (red team R4-2: what
+  it publishes is what its SQL says, and SQL can carry numbers that no step computed; the gate refuses it first).
 
 The microdata a step reads must be a table that ``sdc load`` loaded (the raw schema, in the load log), or a view
-or table of one's own over such tables only, under the same rules for its SQL; a table of one's own is
-recomputed from its SQL, not read.
+or table of one's own over such tables only: its SQL (a view's from the warehouse, a table's from the dbt manifest)
+may read such relations only and call DuckDB's built-in functions only (no macro of the warehouse, no
+``getvariable``); a table of one's own is recomputed from its SQL, not read.
 """
 
 from __future__ import annotations
@@ -89,13 +88,8 @@ class Verifier:
 
     # ------------------------------------------------------------------------------------------ one relation
     def content(self, rel: Rel, path: list[str] | None = None) -> str:
-        """The SQL that gives what is published of ``rel``: the relation itself, or for a table of one's own its
-        SQL (run at publish time: a hook may have rewritten the table); verify() checks either."""
-        node, record = self.wh.node(rel), self.wh.record(rel) or {}
-        # a snapshot's history cannot be computed again: its table, once its SQL is checked (verify)
-        if self.wh.kind(rel) == "table" and (node or {}).get("resource_type") not in ("seed", "snapshot") \
-                and record.get("step") not in ("ckm_published", "ckm_mean", "suppression_published"):
-            return f"(\n{self.own_sql(rel, record, path or [rel.label])}\n)"
+        """The SQL that gives what is published of ``rel`` (a protection step or a seed, which verify() checks):
+        the relation itself."""
         return self.wh_name(rel)
 
     def verify(self, rel: Rel, path: list[str] | None = None) -> Verified:
@@ -197,10 +191,10 @@ class Verifier:
                         call=count_call, step_of=rel, roots=self.roots[source.key])
 
     def _own(self, rel: Rel, record: dict, path: list[str]) -> Verified:
-        sql = self.own_sql(rel, record, path)
-        for parent in self._checked_reads(rel, sql, path):
-            self.verify(parent, path + [parent.label])
-        return Verified(rel, "own", self.content(rel, path))
+        """A relation of one's own is never published (the gate refuses it first; this is the second guard)."""
+        from sdc.release.gate import OWN_RELATION
+
+        raise refuse(path, OWN_RELATION)
 
     def _seed(self, rel: Rel, node: dict, path: list[str]) -> Verified:
         root, file = node.get("root_path"), node.get("original_file_path")

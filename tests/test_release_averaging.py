@@ -291,3 +291,34 @@ def test_publish_refuses_a_release_whose_averaged_noise_is_below_the_floor(two_t
 def test_a_floor_that_is_no_standard_error_is_refused_before_any_work(two_tables, tmp_path, floor):
     with pytest.raises(SdcError, match="the minimum standard error .* must be a number of at least 0"):
         publish(two_tables.db, tmp_path / "pub.duckdb", project_dir=two_tables.project, min_standard_error=floor)
+
+
+def test_a_re_key_gives_every_unchanged_count_a_second_noise_counted_over_the_releases(tmp_path, capsys):
+    """New user D4, red team R4-5: a re-key hands readers a second, independent noise of every unchanged cell, and
+    the per-release floor let it pass. Over the releases in the ledger, one flat table (sex x region, every margin)
+    published under two series of keys has the closed form of one release halved in variance: V · (2/3) · (5/6) / 2,
+    a standard error of 1.2910 / √2 = 0.9129; refused under the default floor, published under 0.9, and sdc
+    release list says the floor allows no further draw."""
+    from sdc.warehouse.loader import load_microdata
+
+    built = make(tmp_path, BASE)
+    out = tmp_path / "pub.duckdb"
+    assert publish(built.db, out, manifest=built.manifest) == ["persons"]
+    one = office_audit(built.db)["averaging"]
+    assert one["smallest_standard_error"] == pytest.approx(np.sqrt(V * 2 / 3 * 5 / 6), abs=1e-4)
+    assert one["over_releases"]["noise_epochs"] == 1
+    micro = tmp_path / "persons.csv"
+    load_microdata(built.db, micro, "persons", id_column="id", key_mode="random", rekey=True)
+    from test_publication_gate import dbt
+
+    dbt(built, "build")
+    with pytest.raises(SdcError, match=r"estimated from this release and the earlier independent noises of 18 "
+                                       r"unchanged count\(s\) of raw.persons \(releases 1, each the last before a re-key "
+                                       r"or an accepted parameter change\) with a standard error of 0.913, below the "
+                                       r"floor of 1"):
+        publish(built.db, out, manifest=built.manifest)
+    assert publish(built.db, out, manifest=built.manifest, min_standard_error=0.9) == ["persons"]
+    over = office_audit(built.db)["averaging"]["over_releases"]
+    assert over["noise_epochs"] == 2 and over["earlier_releases"] == [1]
+    assert over["smallest_standard_error"] == pytest.approx(np.sqrt(V * 2 / 3 * 5 / 6 / 2), abs=1e-4)
+    assert over["more_epochs_allowed"] == 0

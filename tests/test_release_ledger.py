@@ -44,9 +44,11 @@ def persons(moved: int = 0) -> str:
 
 
 def month(built, tmp_path, n: int, **options):
+    """Release n; the months here move a handful of persons on purpose, so without the minimum of changed records
+    (tested on its own: test_a_release_that_changes_a_handful_of_records_is_refused_for_its_changed_cells)."""
     out = tmp_path / "publication.duckdb"
     report: dict = {}
-    publish(built.db, out, manifest=built.manifest, report=report, **options)
+    publish(built.db, out, manifest=built.manifest, report=report, **{"min_changed_records": 0, **options})
     return report
 
 
@@ -103,16 +105,29 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
         month(built, tmp_path, 3)
     assert (tmp_path / "publication.duckdb").read_bytes() == publication
     assert [r["release"] for r in list_releases(ledger)] == [1, 2]
-    third = month(built, tmp_path, 3, accept_parameter_change=True)
-    assert third["release"] == 3
+    # accepted, the new ptable hands readers a second noise of every unchanged cell: over both releases the
+    # standard error falls below the floor (red team R4-5), refused; under a lower floor recorded
+    with pytest.raises(SdcError, match=r"^the releases in the ledger let a reader average the CKM noise: the cell .* is "
+                                       r"estimated from this release and the earlier independent noises of \d+ "
+                                       r"unchanged count\(s\) of raw.persons \(releases 2, each the last before a re-key "
+                                       r"or an accepted parameter change\) with a standard error of 0.\d+, below the "
+                                       r"floor of 1"):
+        month(built, tmp_path, 3, accept_parameter_change=True)
+    assert [r["release"] for r in list_releases(ledger)] == [1, 2]
+    third = month(built, tmp_path, 3, accept_parameter_change=True, min_standard_error=0.4)
+    assert third["release"] == 3 and third["averaging"]["over_releases"]["noise_epochs"] == 2
     changes = diff_releases(ledger, 2, 3)
     assert changes and {c["reason"] for c in changes} == {"parameter change"}
     assert list_releases(ledger)[-1]["accepted_parameter_changes"] == len(changes)
 
     # a re-key on purpose: every cell may change, and the diff says why
     reload(built, tmp_path, persons(moved=2), key_mode="random", secret=None, rekey=True)
-    fourth = month(built, tmp_path, 4)
-    assert fourth["release"] == 4
+    # a third draw of every unchanged cell (new user D4: a re-key was accepted silently)
+    with pytest.raises(SdcError, match=r"earlier independent noises of \d+ unchanged count\(s\) of raw.persons "
+                                       r"\(releases 2, 3, each the last before a re-key"):
+        month(built, tmp_path, 4)
+    fourth = month(built, tmp_path, 4, min_standard_error=0.4)
+    assert fourth["release"] == 4 and fourth["averaging"]["over_releases"]["noise_epochs"] == 3
     changes = diff_releases(ledger, 3, 4)
     assert changes and {c["reason"] for c in changes} == {"re-key"}
 
@@ -124,7 +139,7 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
         dbt(built, "build")
         capsys.readouterr()
         assert main(["publish", "--db", str(built.db), "--manifest", str(built.manifest),
-                     "--out", str(tmp_path / "publication.duckdb")]) == 0
+                     "--out", str(tmp_path / "publication.duckdb"), "--min-standard-error", "0.4"]) == 0
         out = capsys.readouterr().out
         assert "withdrawn: main_protected.by_region (published in release 4, not in this one: not in the new " \
                "publication)" in out, out
@@ -142,6 +157,13 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
     assert main(["release", "list", "--db", str(built.db)]) == 0
     out = capsys.readouterr().out
     assert [line.split(":")[0] for line in out.splitlines()] == [f"release {n}" for n in range(1, 6)]
+    # how many more draws the floor of each release allows (D4, R4-5): none at the floor of 1 (a second draw takes
+    # the smallest standard error, 1.1 alone, to 0.8); under the floor of 0.4, five more after three epochs
+    lines = out.splitlines()
+    assert lines[0].endswith("; noise epochs 1 (re-keys and parameter changes give readers another draw of every "
+                             "unchanged cell: the floor allows 0 more)"), out
+    assert lines[3].endswith("; noise epochs 3 (re-keys and parameter changes give readers another draw of every "
+                             "unchanged cell: the floor allows 5 more)"), out
     assert main(["release", "diff", "1", "2", "--ledger", str(ledger)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1].startswith("release 1 -> 2: ") and "changed (microdata change)" in out
@@ -333,10 +355,11 @@ def test_a_revised_value_or_weight_gets_new_noise_in_every_cell_it_is_in(tmp_pat
                                                                    "main_audit.ckm_income as a using (sex, region)")}
         return income
 
+    # one revision at a time, as the new user made them (so without the minimum of changed records: R4-4's test)
     publish(built.db, out, manifest=built.manifest)
     before = state()
     reload(built, tmp_path, weighted_persons(income_of_7=1000))
-    publish(built.db, out, manifest=built.manifest)
+    publish(built.db, out, manifest=built.manifest, min_changed_records=0)
     after = state()
     holding = [("w", "R2"), ("w", "Total"), ("Total", "R2"), ("Total", "Total")]  # person 7: w, R2
     assert all(after[c][1] != before[c][1] for c in holding)  # a new cell key in every cell that holds the record
@@ -350,7 +373,7 @@ def test_a_revised_value_or_weight_gets_new_noise_in_every_cell_it_is_in(tmp_pat
 
     weights_before = dict(rows(built.db, "select region, weighted_count from main_protected.weighted"))
     reload(built, tmp_path, weighted_persons(income_of_7=1000, weight_of_11=-86))
-    publish(built.db, out, manifest=built.manifest)
+    publish(built.db, out, manifest=built.manifest, min_changed_records=0)
     weights_after = dict(rows(built.db, "select region, weighted_count from main_protected.weighted"))
     changed = {r: weights_after[r] - weights_before[r] for r in weights_after if weights_after[r] != weights_before[r]}
     assert set(changed) == {"R1", "Total"}  # person 11 lives in R1
@@ -375,3 +398,104 @@ def test_a_withdrawn_or_added_table_is_named_as_such_in_the_diff(office, tmp_pat
         ("main_protected.by_region", "appeared", "table added")}
     assert main(["release", "diff", "1", "2", "--ledger", str(ledger)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"release 1 -> 2: {len(withdrawn)} disappeared (table withdrawn)"
+
+
+def test_a_release_that_changes_a_handful_of_records_is_refused_for_its_changed_cells(office, tmp_path):
+    """Red team R4-4: with stable keys the cells that differ between two releases are exactly those of the records
+    added or removed; one person joined, and the changed cells of the two tables intersect in that person's codes.
+    Measured here (the publication published anyway, with no minimum), then refused at the default minimum of 10
+    changed records; twelve joiners are published, their changes counted from the ledger's sketch of the records."""
+    built = office
+    ledger = built.db.parent / "sdc_ledger.duckdb"
+    out = tmp_path / "publication.duckdb"
+    publish(built.db, out, manifest=built.manifest)
+    joiner = "400,m,R3,4321\n"
+    reload(built, tmp_path, persons() + joiner)
+    with pytest.raises(SdcError, match=r"^1 record change\(s\) of raw.persons since release 1 \(a record added or "
+                                       r"removed counts 1, one revised 2\), fewer than 10 \(sdc publish "
+                                       r"--min-changed-records\): the cells that change between the two releases are "
+                                       r"exactly those of these records"):
+        publish(built.db, out, manifest=built.manifest)
+    # the measurement: without a minimum the release goes out, and a reader of both finds the joiner's codes
+    report: dict = {}
+    publish(built.db, tmp_path / "measured.duckdb", manifest=built.manifest, min_changed_records=0, report=report)
+    assert {c["reason"] for c in diff_releases(ledger, 1, 2)} == {"microdata change"}
+    import duckdb
+
+    def cells(path):
+        con = duckdb.connect(str(path), read_only=True)
+        found = {(t, tuple(r[:-1])): r[-1] for t, sql in (("by_region", "select region, count from by_region"),
+                                                          ("persons", "select sex, region, count from persons"))
+                 for r in con.execute(sql).fetchall()}
+        con.close()
+        return found
+
+    first, second = cells(out), cells(tmp_path / "measured.duckdb")
+    moved = {key for key in first if first[key] != second[key]}
+    leaves = {key[1] for key in moved if key[0] == "persons" and "Total" not in key[1]}
+    assert leaves <= {("m", "R3")} and {k[1] for k in moved if k[0] == "by_region"} <= {("R3",), ("Total",)}
+    assert report["changed_records"] == {"raw.persons": 1}
+    # twelve joiners instead of the one (its record revised: 2 changes, 11 added): published, the changes counted
+    reload(built, tmp_path, persons() + "".join(f"{400 + k},{'mw'[k % 2]},R{k % 5},{1000 + k}\n" for k in range(12)))
+    report = {}
+    publish(built.db, tmp_path / "measured.duckdb", manifest=built.manifest, report=report)
+    assert report["changed_records"] == {"raw.persons": 13} and report["release"] == 3
+
+
+# ------------------------------------------------------------------------------------------ three months
+def month_persons(revised: int = 0, joined: int = 0) -> str:
+    """400 persons; the first ``revised`` of them with a corrected income, and ``joined`` new ones."""
+    rows = [f"{i},{'mw'[i % 2]},R{i % 5},{1000 + (i * 7919) % 5000 + (250 if i < revised else 0)}\n"
+            for i in range(400 + joined)]
+    return "id,sex,region,income\n" + "".join(rows)
+
+
+def test_three_months_with_a_revision_and_a_re_key_run_with_the_documented_commands(tmp_path, capsys, monkeypatch):
+    """The issue's monthly job on DuckDB, with the commands the guides give and nothing else, each exit 0: month 1
+    load, build, publish, the office and the public report; month 2 a revision (twelve incomes corrected, three
+    persons joined); month 3 a new secret (a re-key). The guide's ptable (V = 4) leaves one count table two draws
+    above the floor; the ledger says so."""
+    from test_publication_gate import MAGNITUDE_VARS, NUMS_SEED_TYPES, dbt_result
+    from test_release_verification import magnitude_project
+
+    models = {**BASE, "audit/ckm_income.sql": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['sex', 'region'], "
+                                              "value='income', zero_with_counts=ref('sdc_ptable')) }}\n",
+              "protected/income.sql": "{{ sdc.ckm_published(ref('ckm_income')) }}\n"}
+    built = magnitude_project(tmp_path / "office", models, month_persons())
+    seed = built.project / "seeds" / "sdc_ptable.csv"
+    seed.unlink()
+    assert main(["ptable", "--D", "5", "--V", "4", "--js", "2", "--out", str(seed)]) == 0  # the guide's step 5
+    micro, out, ledger = tmp_path / "persons.csv", tmp_path / "publication.duckdb", tmp_path / "sdc_ledger.duckdb"
+
+    def run_month(text: str, secret: str, *load_options: str) -> str:
+        micro.write_text(text)
+        monkeypatch.setenv("SDC_KEY_SECRET", secret)
+        assert main(["load", "--db", str(built.db), "--input", str(micro), "--table", "persons", "--id", "id",
+                     "--key-mode", "keyed", *load_options]) == 0
+        for command in (("seed",), ("build",)):
+            result = dbt_result(built, *command)
+            assert result.returncode == 0, result.stdout[-3000:]
+        capsys.readouterr()
+        assert main(["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out),
+                     "--ledger", str(ledger)]) == 0
+        printed = capsys.readouterr().out
+        assert main(["report", "--publication", str(out), "--ledger", str(ledger), "--out",
+                     str(tmp_path / "office.html")]) == 0
+        assert main(["report", "--publication", str(out), "--public", "--out", str(tmp_path / "public.html")]) == 0
+        return printed
+
+    secret = "gate test secret"  # the secret of the first load (make), as the load log remembers it
+    assert "recorded as release 1" in run_month(month_persons(), secret)
+    assert "recorded as release 2" in run_month(month_persons(revised=12, joined=3), secret)
+    assert "recorded as release 3" in run_month(month_persons(revised=12, joined=3), "a new secret for month three",
+                                                "--rekey")
+    capsys.readouterr()
+    assert main(["release", "list", "--ledger", str(ledger)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["release 1", "release 2", "release 3"]
+    assert "noise epochs 2 (" in lines[2], lines
+    assert {c["reason"] for c in diff_releases(ledger, 1, 2)} == {"microdata change"}
+    assert {c["reason"] for c in diff_releases(ledger, 2, 3)} == {"re-key"}
+    from sdc.release.ledger import release_audit
+
+    assert release_audit(ledger, 2)["changed_records"] == {"raw.persons": 27}  # 12 revised (2 each), 3 joined

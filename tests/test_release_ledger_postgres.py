@@ -102,7 +102,11 @@ def sdc(p: ScratchProject, *args: str) -> int:
 
 
 def publish(p: ScratchProject, *more: str, database: str = READERS_DATABASE) -> int:
-    return sdc(p, "publish", "--publication-database", database, *more)
+    """sdc publish --target into ``database``, under the floor of 0.4: the two months below re-key and change the
+    ptable, so readers hold three noises of unchanged cells (each test that needs the default floor gives it); and
+    without a minimum of changed records (they move two persons on purpose)."""
+    return sdc(p, "publish", "--publication-database", database, "--min-standard-error", "0.4",
+               "--min-changed-records", "0", *more)
 
 
 def in_database(p: ScratchProject, database: str, sql: str, **login) -> list[tuple]:
@@ -199,6 +203,12 @@ def test_two_months_on_postgres_recorded_in_the_warehouse_with_a_refused_paramet
     assert ledger_rows(p) == ledger_before
     assert published(p) == second and released(p) == 2  # the readers keep the last release
     # accepted: recorded as such
+    build(p, "run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}",
+          "--target-path", str(p.root / "operation"))
+    # accepted, it hands readers a second noise of every unchanged cell, counted over the releases (red team R4-5):
+    # refused at the floor of 1 and withdrawn; published under a lower floor
+    assert publish(p, "--accept-parameter-change", "--min-standard-error", "1") == 2
+    assert "the releases in the ledger let a reader average the CKM noise: the cell " in capsys.readouterr().err
     build(p, "run-operation", "grant_published", "--args", f"{{roles: [{READER}]}}",
           "--target-path", str(p.root / "operation"))
     assert publish(p, "--accept-parameter-change") == 0
@@ -345,7 +355,7 @@ def test_the_reader_of_the_publication_database_reads_exactly_what_security_md_l
     # the monthly job without its --publication-database: the release is recorded, and a warning says that the
     # readers' database stays on the last release (new user D10)
     last = released(p)
-    assert sdc(p, "publish") == 0
+    assert sdc(p, "publish", "--min-standard-error", "0.4") == 0
     err = capsys.readouterr().err
     assert err.strip() == (f"warning: release {last} was published to {READERS_DATABASE}.{PUBLICATION}, this one to "
                            f"led_build.{PUBLICATION}: the readers of {READERS_DATABASE}.{PUBLICATION} still read release "
@@ -439,7 +449,7 @@ def test_a_publication_target_on_a_cluster_of_its_own_shows_its_readers_nothing_
         public = dataclasses.replace(other, dbname="led_elsewhere")
         profiles.write_text(before + "    pub:\n" + public.profile("led"))
         try:
-            assert sdc(p, "publish", "--publication-target", "pub") == 0
+            assert sdc(p, "publish", "--publication-target", "pub", "--min-standard-error", "0.4") == 0
             out = capsys.readouterr().out
             assert "the release audit to database led_elsewhere of target pub, schema led_publication" in out, out
             verified = pg_rows(p.postgres, f"select * from {PUBLICATION}.by_region order by 1, 2")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from sdc.conventions import LEDGER_PG_SCHEMA, MIN_STANDARD_ERROR, RELEASE_AUDIT_TABLE
+from sdc.release.differencing import MIN_CHANGED_RECORDS
 from sdc.errors import SdcError
 
 from sdc.cli._common import add_publication_schema_option
@@ -51,6 +52,10 @@ def _add_release_options(pub) -> None:
     pub.add_argument("--ledger", metavar="FILE",
                      help="the ledger of releases (a DuckDB file of sdc's own; default sdc_ledger.duckdb beside the "
                      "warehouse): this release is checked against the last one there and recorded")
+    pub.add_argument("--min-changed-records", type=int, default=MIN_CHANGED_RECORDS, metavar="N",
+                     help="refuse a release after which some but fewer than N records of a loaded table changed "
+                     "since the last release (the cells that change would show their codes; default %(default)s; "
+                     "0: no minimum)")
     pub.add_argument("--accept-parameter-change", action="store_true",
                      help="publish cells whose records did not change with other values than the last release "
                      "because their tables' ptable or parameters changed (refused by default; the ledger records it)")
@@ -87,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     report: dict = {}
     tables = publish(args.db, args.out, args.parquet, project_dir=args.project_dir, manifest=args.manifest,
                      report=report, min_standard_error=args.min_standard_error, audit_json=args.audit_json,
-                     ledger=args.ledger, accept_parameter_change=args.accept_parameter_change)
+                     ledger=args.ledger, accept_parameter_change=args.accept_parameter_change,
+                     min_changed_records=args.min_changed_records)
     print(f"published {len(tables)} relations to {args.out}" + (f" and {args.parquet}" if args.parquet else ""))
     _print_release_audit(report)
     print(f"recorded as release {report['release']} in the ledger {report['ledger']}")
@@ -117,7 +123,7 @@ def _run_target(args: argparse.Namespace) -> int:
     done = publish_target(profiles_dir, profile, args.target, project_dir=args.project_dir, manifest=args.manifest,
                           report=report, min_standard_error=args.min_standard_error,
                           publication_schema=args.publication_schema, publication_database=args.publication_database,
-                          publication_target=args.publication_target,
+                          publication_target=args.publication_target, min_changed_records=args.min_changed_records,
                           accept_parameter_change=args.accept_parameter_change, audit_json=args.audit_json)
     print(f"audited the {len(done.names)} relations tagged sdc_publish in {done.target} ({', '.join(done.names)})"
           + (f", as grant_published published them in schema {done.schema}" if done.published else ""))

@@ -104,7 +104,10 @@ def _print_releases(releases: list[dict], ledger: str) -> None:
     for r in releases:
         print(f"release {r['release']}: {r['published_at']}, {r['tables']} tables, {r['cells']} cells, "
               f"{r['publication']}" + (f", {r['accepted_parameter_changes']} cells changed by accepted parameter "
-                                      "changes" if r["accepted_parameter_changes"] else ""))
+                                      "changes" if r["accepted_parameter_changes"] else "")
+              + (f"; noise epochs {r['noise_epochs']} (re-keys and parameter changes give readers another draw of "
+                 f"every unchanged cell: the floor allows {r['more_epochs_allowed']} more)"
+                 if r.get("more_epochs_allowed") is not None else ""))
     if not releases:
         print(f"no release in the ledger {ledger}")
 

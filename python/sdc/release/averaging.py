@@ -185,6 +185,7 @@ class Design:
     matrix: sp.csr_matrix  # rows: distinct record sets; columns: finest cells
     variances: np.ndarray
     names: list[list[tuple[str, str]]]  # per row: (table, cell as shown) that publish it
+    cell_rows: dict = field(default_factory=dict)  # (table, cell codes) -> row
 
 
 def population_design(dims: list[str], finest: list[tuple], records, tables: list[CountTable]) -> Design:
@@ -195,6 +196,7 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
     rows: dict[tuple, int] = {}
     variances: list[float] = []
     names: list[list[tuple[str, str]]] = []
+    cell_rows: dict[tuple, int] = {}
     for table in tables:
         where = [dims.index(d) for d in table.dims]
         members: list[list[int]] = [[] for _ in table.cells]
@@ -218,10 +220,22 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
             # the same records give the same cell key: one noise (the smaller variance if two ptables differ)
             variances[row] = min(variances[row], cell.variance)
             names[row].append((table.label, shown))
+            cell_rows[(table.label, cell.codes)] = row
     columns = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64)
     starts = np.cumsum([0] + [len(k) for k in rows])
     matrix = sp.csr_matrix((np.ones(len(columns)), columns, starts), shape=(len(rows), len(finest)))
-    return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names)
+    return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names, cell_rows)
+
+
+@dataclass
+class PopulationDesign:
+    """A population of the release as the averaging audit found it: its design, tables, verified items and BLUE."""
+
+    shown: str
+    design: Design
+    tables: list
+    items: list
+    found: BlueVariances
 
 
 # ------------------------------------------------------------------------------------------ the release
@@ -230,6 +244,7 @@ def audit_averaging(verifier, verified: list, floor: float = MIN_STANDARD_ERROR,
     """The standard errors of the reader's BLUE per population of the release's CKM count tables (the module's
     text); refuses the release where one with records is below ``floor``. Returns the figures for the audit."""
     check_floor(floor)
+    verifier.averaging_designs = []
     populations: dict[tuple, list] = {}
     for item in sorted({v.rel.key: v for v in verified}.values(), key=lambda v: v.rel.key):
         if item.kind == "ckm_count" and item.audit is not None:
@@ -242,6 +257,9 @@ def audit_averaging(verifier, verified: list, floor: float = MIN_STANDARD_ERROR,
         design = population_design(dims, finest, records, tables)
         found = blue_variances(design.matrix, design.variances, exact_limit)
         shown = _population_shown(verifier, items[0], fact)
+        # for the audit over the releases in the ledger (averaging_releases.py), once the ledger is read
+        verifier.averaging_designs = getattr(verifier, "averaging_designs", []) + [
+            PopulationDesign(shown, design, tables, items, found)]
         for r, published in enumerate(design.names):
             error, exact = math.sqrt(found.rows[r]), bool(found.rows_exact[r])
             for label, cell in published:

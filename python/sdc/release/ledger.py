@@ -55,6 +55,7 @@ class LedgerCell:
     published: str  # JSON of {measure: value}
     records: str | None  # md5; None for a relation without sdc's recomputation (a relation of one's own)
     parameters: str | None
+    original: float | None = None  # a CKM count's original, for the averaging audit over releases (the office's)
 
 
 def default_ledger(db: str | Path) -> Path:
@@ -77,10 +78,11 @@ def release_cells(verifier: Verifier, verified: list[Verified], published: dict[
         records = _records(verifier, item, dims) if item is not None else None
         parameters = _parameters(verifier, item) if item is not None else None
         shown = f"select {_json_sql(dims, 'p')} as cell, {_json_sql(measures, 'p')} as published from {content} as p"
-        query = (f"select cell, published, null from ({shown})" if records is None else
-                 f"select s.cell, s.published, r.digest from ({shown}) as s left join ({records}) as r using (cell)")
-        cells += [LedgerCell(label, cell, values, digest, parameters)
-                  for cell, values, digest in verifier.con.execute(query).fetchall()]
+        query = (f"select cell, published, null, null from ({shown})" if records is None else
+                 f"select s.cell, s.published, r.digest, r.original from ({shown}) as s left join ({records}) as r "
+                 "using (cell)")
+        cells += [LedgerCell(label, cell, values, digest, parameters, original)
+                  for cell, values, digest, original in verifier.con.execute(query).fetchall()]
     return cells
 
 
@@ -93,7 +95,9 @@ def _records(verifier: Verifier, item: Verified, dims: list[str]) -> str | None:
         return None
     kept = [c for c in columns if c.lower() in RECORD_COLUMNS or c.lower().startswith(RECORD_PREFIXES)
             or (item.kind == "suppression" and c.lower() == "value")]
-    return f"select {_json_sql(dims, 'a')} as cell, md5({_json_sql(kept, 'a')}) as digest from {item.audit} as a"
+    original = "cast(a.original as double)" if item.kind == "ckm_count" and "original" in columns else "null"
+    return (f"select {_json_sql(dims, 'a')} as cell, md5({_json_sql(kept, 'a')}) as digest, {original} as original "
+            f"from {item.audit} as a")
 
 
 def _json_sql(names: list[str], alias: str) -> str:
@@ -172,7 +176,9 @@ def create_ledger_tables(con) -> None:
     con.execute(f"create table if not exists {LEDGER_SCHEMA}.releases (release_id integer primary key, "
                 "published_at varchar, publication varchar, loads json, audit json, accepted varchar)")
     con.execute(f"create table if not exists {LEDGER_SCHEMA}.cells (release_id integer, relation varchar, "
-                "cell varchar, published varchar, records varchar, parameters varchar)")
+                "cell varchar, published varchar, records varchar, parameters varchar, original double)")
+    # a ledger of an sdc before the averaging audit over releases: its cells without originals
+    con.execute(f"alter table {LEDGER_SCHEMA}.cells add column if not exists original double")
 
 
 def withdrawn_relations(con, published: list[str]) -> list[str]:
@@ -278,14 +284,21 @@ def check_against_last(con, cells: list[LedgerCell], loads: dict, accept_paramet
 
 def _rekeyed(before: dict, now: dict) -> bool:
     """True when a load behind this release gave its records new keys since the last release."""
+    return bool(rekeyed_tables(before, now))
+
+
+def rekeyed_tables(before: dict, now: dict) -> set[str]:
+    """The loaded tables (as the load log names them) that a load between the load logs ``before`` and ``now``
+    gave new record keys: a re-key, or another key mode, modulus or secret."""
+    found = set()
     for table, load in now.items():
         old = before.get(table)
         if old is None or old.get("loaded_at") == load.get("loaded_at"):
             continue
         if str(load.get("rekeyed")).lower() == "true" or any(
                 old.get(k) != load.get(k) for k in ("key_mode", "modulus", "key_fingerprint") if k in old and k in load):
-            return True
-    return False
+            found.add(table)
+    return found
 
 
 def record_release(con, cells: list[LedgerCell], loads: dict, audit: dict, publication: str,
@@ -302,10 +315,11 @@ def record_release(con, cells: list[LedgerCell], loads: dict, audit: dict, publi
 
         frame = pd.DataFrame({"release_id": [release] * len(cells), "relation": [c.relation for c in cells],
                               "cell": [c.cell for c in cells], "published": [c.published for c in cells],
-                              "records": [c.records for c in cells], "parameters": [c.parameters for c in cells]})
+                              "records": [c.records for c in cells], "parameters": [c.parameters for c in cells],
+                              "original": pd.array([c.original for c in cells], dtype="Float64")})
         con.register("sdc_ledger_new_cells", frame)
         con.execute(f"insert into {LEDGER_SCHEMA}.cells select release_id, relation, cell, published, records, "
-                    "parameters from sdc_ledger_new_cells")
+                    "parameters, original from sdc_ledger_new_cells")
         con.unregister("sdc_ledger_new_cells")
         con.execute("commit")
     except BaseException:
@@ -371,11 +385,16 @@ def releases_in(con) -> list[dict]:
     """The releases of the ledger on the DuckDB connection ``con`` (a ledger file, or a copy of a ledger kept in
     a PostgreSQL warehouse: release/ledger_postgres.py)."""
     rows = con.execute(
-        f"select r.release_id, r.published_at, r.publication, r.accepted, count(c.cell), count(distinct c.relation) "
-        f"from {LEDGER_SCHEMA}.releases r left join {LEDGER_SCHEMA}.cells c using (release_id) "
-        "group by all order by 1").fetchall()
-    return [{"release": r[0], "published_at": r[1], "publication": r[2], "cells": r[4], "tables": r[5],
-             "accepted_parameter_changes": len(json.loads(r[3])) if r[3] else 0} for r in rows]
+        f"select r.release_id, r.published_at, r.publication, r.accepted, count(c.cell), count(distinct c.relation), "
+        f"any_value(r.audit) from {LEDGER_SCHEMA}.releases r left join {LEDGER_SCHEMA}.cells c using (release_id) "
+        "group by r.release_id, r.published_at, r.publication, r.accepted order by 1").fetchall()
+    found = []
+    for r in rows:
+        over = ((json.loads(r[6] or "{}").get("averaging") or {}).get("over_releases") or {})
+        found.append({"release": r[0], "published_at": r[1], "publication": r[2], "cells": r[4], "tables": r[5],
+                      "accepted_parameter_changes": len(json.loads(r[3])) if r[3] else 0,
+                      "noise_epochs": over.get("noise_epochs"), "more_epochs_allowed": over.get("more_epochs_allowed")})
+    return found
 
 
 def diff_releases(path: str | Path, a: int, b: int) -> list[dict]:

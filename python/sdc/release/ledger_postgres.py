@@ -28,12 +28,13 @@ from sdc.warehouse.database import duckdb_connect
 LEDGER_MARKER = "sdc ledger of releases: sdc publish --target records every release here; no reader role reads it"
 LEDGER_TABLES = ("cells", "releases")
 RELEASE_COLUMNS = ("release_id", "published_at", "publication", "loads", "audit", "accepted")
-CELL_COLUMNS = ("release_id", "relation", "cell", "published", "records", "parameters")
+CELL_COLUMNS = ("release_id", "relation", "cell", "published", "records", "parameters", "original")
 CREATE_TABLES = (
     "create table {schema}.releases (release_id integer primary key, published_at text, publication text, "
     "loads json, audit json, accepted json)",
     "create table {schema}.cells (release_id integer not null references {schema}.releases, relation text not null, "
-    "cell text not null, published text, records text, parameters text, primary key (release_id, relation, cell))",
+    "cell text not null, published text, records text, parameters text, original double precision, "
+    "primary key (release_id, relation, cell))",
 )
 
 
@@ -73,10 +74,7 @@ def read_ledger(pg, cells: str | tuple[int, ...] = "last") -> TargetLedger:
                 _insert(con, "releases", RELEASE_COLUMNS, cur.fetchall())
                 last = last_release(con)
                 wanted = [last] if cells == "last" else None if cells == "all" else list(cells)
-                cur.execute(f"select {', '.join(CELL_COLUMNS)} from {q(LEDGER_PG_SCHEMA)}.cells"
-                            + (" where release_id = any(%s)" if wanted is not None else ""),
-                            (wanted,) if wanted is not None else None)
-                _insert(con, "cells", CELL_COLUMNS, cur.fetchall())
+                _read_cells(cur, con, wanted)
         pg.rollback()
     except psycopg2.Error as exc:
         pg.rollback()
@@ -87,6 +85,30 @@ def read_ledger(pg, cells: str | tuple[int, ...] = "last") -> TargetLedger:
         con.close()
         raise
     return TargetLedger(con, database, exists, last_release(con))
+
+
+def _read_cells(cur, con, wanted: list[int] | None) -> None:
+    """The cells of the releases ``wanted`` (None: all) of the ledger read through ``cur`` into the DuckDB copy
+    ``con``; a ledger of an sdc before the averaging audit over releases has no originals."""
+    cur.execute("select count(*) from information_schema.columns where table_schema = %s and table_name = 'cells' "
+                "and column_name = 'original'", (LEDGER_PG_SCHEMA,))
+    (has_original,) = cur.fetchone()
+    columns = [c if c != "original" or has_original else "null" for c in CELL_COLUMNS]
+    cur.execute(f"select {', '.join(columns)} from {q(LEDGER_PG_SCHEMA)}.cells"
+                + (" where release_id = any(%s)" if wanted is not None else ""),
+                (wanted,) if wanted is not None else None)
+    _insert(con, "cells", CELL_COLUMNS, cur.fetchall())
+
+
+def read_cells(pg, ledger: TargetLedger, releases: list[int]) -> None:
+    """The cells of ``releases`` added to the ledger's DuckDB copy (those it holds already left out)."""
+    held = {r for (r,) in ledger.con.execute(f"select distinct release_id from {LEDGER_SCHEMA}.cells").fetchall()}
+    wanted = sorted(set(releases) - held)
+    if not wanted:
+        return
+    with pg.cursor() as cur:
+        _read_cells(cur, ledger.con, wanted)
+    pg.rollback()
 
 
 def write_release(cur, ledger: TargetLedger, cells: list, loads: dict, audit: dict, publication: str,
@@ -103,6 +125,7 @@ def write_release(cur, ledger: TargetLedger, cells: list, loads: dict, audit: di
         for statement in CREATE_TABLES:
             cur.execute(statement.format(schema=schema))
     _keep_private(cur)
+    cur.execute(f"alter table {schema}.cells add column if not exists original double precision")
     cur.execute(f"lock table {schema}.releases, {schema}.cells in exclusive mode")
     cur.execute(f"select max(release_id) from {schema}.releases")
     (now,) = cur.fetchone()

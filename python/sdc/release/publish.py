@@ -73,6 +73,8 @@ from sdc.files import check_not_an_input, check_output_file, disk_full, same_fil
 from sdc.quoting import quote_identifier, quote_literal
 from sdc.release.audit import audit_release
 from sdc.release.averaging import check_floor
+from sdc.release.averaging_releases import audit_over_releases
+from sdc.release.differencing import MIN_CHANGED_RECORDS, check_differencing, check_minimum
 from sdc.release.ledger import (
     check_against_last,
     check_ledger_path,
@@ -127,6 +129,7 @@ def publish(
     audit_json: str | Path | None = None,
     ledger: str | Path | None = None,
     accept_parameter_change: bool = False,
+    min_changed_records: int = MIN_CHANGED_RECORDS,
 ) -> list[str]:
     """Copy every relation the dbt manifest tags ``sdc_publish`` from ``db`` into ``out`` (schema main) and,
     with ``parquet_dir``, into one Parquet file each; returns the published names.
@@ -141,7 +144,8 @@ def publish(
     failed write leaves the earlier publication as it was. Each release is recorded in the ``ledger`` (default
     sdc_ledger.duckdb beside the warehouse) and checked against the last one there first (release/ledger.py): a
     cell whose records did not change is not published with another value, unless its table's parameters changed
-    and ``accept_parameter_change``.
+    and ``accept_parameter_change``; a release after which some but fewer than ``min_changed_records`` records of
+    a loaded table changed is refused (release/differencing.py: the changed cells would show their codes).
 
     Readers get sdc's protection steps and seeds only (a relation of one's own is refused: its SQL can carry numbers
     no step computed). A warehouse with one seed (its table compared with its file), published twice: the second
@@ -174,6 +178,7 @@ def publish(
     (2, ['protected.cells'], True)
     >>> shutil.rmtree(folder)
     """
+    check_minimum(min_changed_records)
     paths = _checked_paths(db, out, parquet_dir, project_dir, manifest, audit_json, ledger, min_standard_error)
     con = _open_warehouse(paths.db)
     staged = _Staged(paths.out)
@@ -183,7 +188,8 @@ def publish(
         copy_release(con, alias, release)
         _write_index(con, alias, paths.marked, release.kinds)
         audit = audit_checked_release(release, min_standard_error)
-        cells, loads, accepted = _check_ledger(con, release, alias, audit, paths, accept_parameter_change)
+        cells, loads, accepted = _check_ledger(con, release, alias, audit, paths, accept_parameter_change,
+                                               min_changed_records)
         _write_audit(con, alias, public_release_audit(audit))
         if report is not None:
             report.update(audit)
@@ -300,7 +306,8 @@ def _attach_publication(con, staged: _Staged, out: Path) -> tuple[str, Path]:
     return alias, new_db
 
 
-def _check_ledger(con, release, alias: str, audit: dict, paths: _PublishPaths, accept_parameter_change: bool):
+def _check_ledger(con, release, alias: str, audit: dict, paths: _PublishPaths, accept_parameter_change: bool,
+                  min_changed_records: int = MIN_CHANGED_RECORDS):
     """This release against the last one in the ledger, before anything is written (release/ledger.py), and the
     publication it replaces against the ledger (a release the ledger did not record is refused); fills the audit's
     published, withdrawn, release, ledger and ledger_id entries. Returns (cells, loads, accepted changes)."""
@@ -319,6 +326,8 @@ def _check_ledger(con, release, alias: str, audit: dict, paths: _PublishPaths, a
         try:
             check_publication_release(reading, held, f"the publication {paths.out}", f"the ledger {ledger_path}")
             accepted = check_against_last(reading, cells, loads, accept_parameter_change)
+            over = audit_over_releases(release.verifier, reading, loads, accepted, audit["averaging"]["min_standard_error"])
+            check_differencing(release.verifier, reading, last_release(reading), audit, min_changed_records)
             last = last_release(reading)
             audit["ledger_id"] = ledger_id(reading) or audit["ledger_id"]
             # what the last release published and this one does not: gone from the publication (new-user N2)
@@ -327,6 +336,9 @@ def _check_ledger(con, release, alias: str, audit: dict, paths: _PublishPaths, a
             reading.close()
     else:
         check_publication_release(None, held, f"the publication {paths.out}", f"the ledger {ledger_path}")
+        over = audit_over_releases(release.verifier, None, loads, [], audit["averaging"]["min_standard_error"])
+        check_differencing(release.verifier, None, None, audit, min_changed_records)
+    audit["averaging"]["over_releases"] = over
     audit["release"] = (last or 0) + 1
     audit["ledger"] = str(ledger_path)
     return cells, loads, accepted

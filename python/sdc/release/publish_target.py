@@ -80,7 +80,9 @@ from sdc.release.ledger import (
     release_loads,
     withdrawn_relations,
 )
-from sdc.release.ledger_postgres import TargetLedger, read_ledger, write_release
+from sdc.release.averaging_releases import audit_over_releases
+from sdc.release.differencing import MIN_CHANGED_RECORDS, check_differencing, check_minimum
+from sdc.release.ledger_postgres import TargetLedger, read_cells, read_ledger, write_release
 from sdc.release.public_audit import public_release_audit
 from sdc.release.publication_database import check_database_name, ensure_database, held_release, stage_publication
 from sdc.warehouse.database import duckdb_connect
@@ -144,7 +146,7 @@ class Mirrored:
 def publish_target(profiles_dir, profile: str, target: str | None, *, project_dir=None, manifest=None,
                    report: dict | None = None, min_standard_error: float = MIN_STANDARD_ERROR,
                    publication_schema: str | None = None, publication_database: str | None = None,
-                   publication_target: str | None = None,
+                   publication_target: str | None = None, min_changed_records: int = MIN_CHANGED_RECORDS,
                    accept_parameter_change: bool = False, audit_json: str | Path | None = None) -> TargetRelease:
     r"""Audit the release that grant_published published on the PostgreSQL ``target`` (see the module's text),
     check it against the last release in the ledger (release/ledger_postgres.py) and, both passed, write the
@@ -165,6 +167,7 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
     if audit_json:
         check_audit_json(audit_json, project_dir, manifest)
     check_floor(min_standard_error)
+    check_minimum(min_changed_records)
     output = read_target(profiles_dir, profile, target)
     shown = f"target {target}" if target else f"the default target of profile {profile}"
     _check_postgres(output, shown)
@@ -184,7 +187,8 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
         held = held_release(place.connect, database, schema) if place is not None else None
         try:
             checked = _checked_release(pg, manifest_data, manifest_path, marked, schema, marker, shown,
-                                       min_standard_error, accept_parameter_change, (database, held))
+                                       min_standard_error, accept_parameter_change, (database, held),
+                                       min_changed_records)
         except _NotAudited:
             raise
         except SdcError as exc:  # refused
@@ -306,7 +310,8 @@ class Checked:
 
 def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marked], schema: str, marker: str,
                      shown: str, min_standard_error: float, accept_parameter_change: bool,
-                     held: tuple[str | None, dict | None] = (None, None)) -> Checked:
+                     held: tuple[str | None, dict | None] = (None, None),
+                     min_changed_records: int = MIN_CHANGED_RECORDS) -> Checked:
     """The release read into the replica, audited and checked against the ledger's last release (and the release
     ``held`` by the publication database, (name, its public audit), against the ledger); refused, the publication
     schema is withdrawn and the message says so."""
@@ -317,9 +322,15 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
             publication = _read_release(pg, con, folder, manifest, marked, schema, marker, translated)
             if publication.marked:
                 ledger = _read_ledger(pg)
-            audit, cells, loads = _audit(con, adapted_manifest(manifest, translated), marked, publication,
-                                         f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
+            audit, cells, loads, verifier = _audit(con, adapted_manifest(manifest, translated), marked, publication,
+                                                   f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
             accepted = _check_ledger(ledger, audit, cells, loads, accept_parameter_change, held)
+            audit["averaging"]["over_releases"] = audit_over_releases(
+                verifier, ledger.con if ledger is not None else None, loads, accepted,
+                audit["averaging"]["min_standard_error"],
+                fetch=(lambda releases: read_cells(pg, ledger, releases)) if ledger is not None else None)
+            check_differencing(verifier, ledger.con if ledger is not None else None,
+                               ledger.last if ledger is not None else None, audit, min_changed_records)
         except BaseException as exc:
             if ledger is not None:
                 ledger.close()
@@ -788,7 +799,7 @@ def adapted_manifest(manifest: dict, translated: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------ the audit
 def _audit(con, manifest: dict, marked: list[Marked], publication: Publication, where: str, manifest_path: Path,
-           min_standard_error: float) -> tuple[dict, list, dict]:
+           min_standard_error: float) -> tuple[dict, list, dict, object]:
     """sdc publish's checks, verification and release audit on the replica; the publication schema (one that
     grant_published made) must hold exactly what they passed. Returns the audit's figures, and the release's
     cells and loads for the ledger (as sdc publish --db records them)."""
@@ -807,7 +818,7 @@ def _audit(con, manifest: dict, marked: list[Marked], publication: Publication, 
     cells = release_cells(release.verifier, list(release.verifier.verified.values()), published)
     audit["published"] = sorted(published)
     audit["withdrawn"] = []
-    return audit, cells, release_loads(con)
+    return audit, cells, release_loads(con), release.verifier
 
 
 def _check_publication(con, alias: str, marked: list[Marked], publication: Publication) -> None:

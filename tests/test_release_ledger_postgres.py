@@ -465,3 +465,61 @@ def test_a_publication_target_on_a_cluster_of_its_own_shows_its_readers_nothing_
             assert pg_rows(public, "select count(*) from pg_database where datname = 'led_build'", **reader) == [(0,)]
         finally:
             profiles.write_text(before)
+
+
+def test_three_months_on_postgres_with_a_reader_cluster_run_with_the_documented_commands(postgres, tmp_path_factory,
+                                                                                          monkeypatch):
+    """The issue's monthly job on PostgreSQL, the readers on a cluster of their own, with the commands the guides give
+    and nothing else, each exit 0: sdc load --target, dbt build, sdc publish --target --publication-target, the
+    office's and the public report; month 2 a revision (twelve incomes corrected, three persons joined), month 3 a
+    new secret (sdc load --rekey). The readers' cluster holds each release and nothing of the build."""
+    import dataclasses
+
+    from postgres_server import throwaway_postgres
+    from test_release_ledger import month_persons
+
+    server = own_database(postgres, "three_build")
+    admin(server, "select 1")
+    p = ScratchProject(tmp_path_factory.mktemp("three"), postgres=server, schema="three")
+    (p.root / "dbt_project.yml").write_text(project_yaml() + PROJECT_EXTRA.replace(READER, "three_reader"))
+    seed = p.root / "seeds" / "sdc_ptable.csv"
+    seed.unlink()
+    assert main(["ptable", "--D", "5", "--V", "4", "--js", "2", "--out", str(seed)]) == 0  # the guide's step 5
+    p.sources(["persons"])
+    (p.root / "models" / "audit").mkdir()
+    (p.root / "models" / "protected").mkdir()
+    (p.root / "models" / "audit" / "ckm_persons.sql").write_text(
+        "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region']) }}")
+    (p.root / "models" / "protected" / "persons.sql").write_text("{{ sdc.ckm_published(ref('ckm_persons')) }}")
+    admin(server, "create role three_reader login password 'three'")
+    with throwaway_postgres() as other:
+        admin(other, "create role three_reader login password 'three'", f"create database three_public owner "
+              f"{other.user}", database="postgres")
+        public = dataclasses.replace(other, dbname="three_public")
+        (p.root / "profiles.yml").write_text((p.root / "profiles.yml").read_text() + "    pub:\n"
+                                             + public.profile("three"))
+        where = ["--target", "pg", "--profiles-dir", str(p.root), "--project-dir", str(p.root)]
+        micro = p.root / "persons.csv"
+
+        def run_month(text: str, secret: str, *load_options: str) -> None:
+            micro.write_text(text)
+            monkeypatch.setenv("SDC_KEY_SECRET", secret)
+            assert main(["load", *where, "--input", str(micro), "--table", "persons", "--id", "id",
+                         "--key-mode", "keyed", *load_options]) == 0
+            result = p.dbt("build")
+            assert result.returncode == 0, result.stdout[-3000:]
+            assert main(["publish", *where, "--publication-target", "pub"]) == 0
+            assert main(["report", *where, "--out", str(p.root / "office.html")]) == 0
+            assert main(["report", *where, "--public", "--out", str(p.root / "public.html")]) == 0
+
+        run_month(month_persons(), "the office's first secret")
+        run_month(month_persons(revised=12, joined=3), "the office's first secret")
+        run_month(month_persons(revised=12, joined=3), "a second secret, month three", "--rekey")
+        reader = dict(user="three_reader", password="three")
+        (report,) = pg_rows(public, f"select report from {PUBLICATION}.release_audit", **reader)[0]
+        report = json.loads(report) if isinstance(report, str) else report
+        assert report["release"] == 3 and report["checks"]["averaging"] == "passed"
+        assert pg_rows(public, f"select * from {PUBLICATION}.persons order by 1, 2", **reader) == \
+            pg_rows(server, f"select * from {PUBLICATION}.persons order by 1, 2")
+        assert pg_rows(public, "select count(*) from pg_stat_database where datname = 'three_build'", **reader) == [(0,)]
+    assert pg_rows(server, "select count(*) from sdc_ledger.releases") == [(3,)]

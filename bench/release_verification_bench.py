@@ -204,15 +204,16 @@ def _write_microdata(path: Path, records: int, seed: int = 20240633) -> None:
 # ------------------------------------------------------------------------------------------ timing
 def side_by_side(warehouse: dict, rounds: int, compare: Path | None) -> None:
     """Rounds of dbt build, then sdc publish (and the sdc publish of the checkout ``compare``) over its tables."""
-    def publish(out: str) -> list[str]:
+    def publish(out: str, ledger: str) -> list[str]:  # each checkout with a ledger of its own (their formats differ)
         return ["publish", "--db", str(warehouse["db"]), "--manifest", str(warehouse["manifest"]),
-                "--out", str(warehouse["folder"] / out), "--min-standard-error", str(MIN_STANDARD_ERROR[0])]
+                "--out", str(warehouse["folder"] / out), "--min-standard-error", str(MIN_STANDARD_ERROR[0]),
+                "--ledger", str(warehouse["folder"] / ledger)]
 
     commands = {"dbt build": (warehouse["build"], warehouse["env"]),
-                "sdc publish": ([str(BIN / "sdc")] + publish("publication.duckdb"), warehouse["env"])}
+                "sdc publish": ([str(BIN / "sdc")] + publish("publication.duckdb", "ledger.duckdb"), warehouse["env"])}
     if compare is not None:  # the same command from the other checkout's python/ (and its macros)
         commands["compared"] = ([sys.executable, "-c", "import sys; from sdc.cli import main; sys.exit(main())"]
-                                + publish("publication_compared.duckdb"),
+                                + publish("publication_compared.duckdb", "ledger_compared.duckdb"),
                                 dict(warehouse["env"], PYTHONPATH=str(compare / "python")))
     times: dict[str, list[float]] = {name: [] for name in commands}
     for r in range(rounds):

@@ -419,9 +419,14 @@ def test_verify_published_refuses_a_step_a_hook_rewrote_on_spark(built):
         assert result.returncode == 0, result.stdout[-3000:]
         assert "verify_published: 1 relation(s) hold what sdc computes from the microdata" in result.stdout
         assert "copied into the publication database sdc_publication" in result.stdout
-        # the catalog's readers read the verified copy, made by sdc; the staging database is gone
+        # the catalog's readers read the verified copy, made by sdc; the staging database is gone. What a reader of
+        # the publication database can read, enumerated (SECURITY.md, "What a reader can read"): the tagged steps'
+        # copies, no view, no function of the project's
         assert spark_tables(p, "sdc_publication") == ["verify_ok"]
         assert "sdc_publication__staging" not in spark_tables(p, None)
+        code = ("import json\nprint(json.dumps([[r[0] for r in spark.sql('show views in sdc_publication').collect()], "
+                "[r[0] for r in spark.sql('show user functions in sdc_publication').collect()]]))")
+        assert json.loads(pyspark(p, code)) == [[], []]
     finally:
         ok.unlink(missing_ok=True)
         bad.unlink(missing_ok=True)

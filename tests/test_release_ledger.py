@@ -499,3 +499,14 @@ def test_three_months_with_a_revision_and_a_re_key_run_with_the_documented_comma
     from sdc.release.ledger import release_audit
 
     assert release_audit(ledger, 2)["changed_records"] == {"raw.persons": 27}  # 12 revised (2 each), 3 joined
+    # the office report of an earlier release, from the ledger (new user D13: only the last one could be had)
+    earlier = tmp_path / "release1.html"
+    assert main(["report", "--publication", str(out), "--ledger", str(ledger), "--release", "1",
+                 "--out", str(earlier)]) == 0
+    assert capsys.readouterr().out.startswith("wrote the office report (internal: never give it to readers) of "
+                                              "release 1, 2 tables")
+    text = earlier.read_text()
+    assert ", release 1, published " in text and "The first release in the ledger." in text
+    assert main(["report", "--publication", str(out), "--ledger", str(ledger), "--release", "9",
+                 "--out", str(earlier)]) == 2
+    assert "has no release 9 (releases: 1, 2, 3)" in capsys.readouterr().err

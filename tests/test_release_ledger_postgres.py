@@ -522,4 +522,7 @@ def test_three_months_on_postgres_with_a_reader_cluster_run_with_the_documented_
         assert pg_rows(public, f"select * from {PUBLICATION}.persons order by 1, 2", **reader) == \
             pg_rows(server, f"select * from {PUBLICATION}.persons order by 1, 2")
         assert pg_rows(public, "select count(*) from pg_stat_database where datname = 'three_build'", **reader) == [(0,)]
+        # the office report of release 2, from the ledger in the build database (new user D13)
+        assert main(["report", *where, "--release", "2", "--out", str(p.root / "release2.html")]) == 0
+        assert "Release 1 &rarr; 2: " in (p.root / "release2.html").read_text()
     assert pg_rows(server, "select count(*) from sdc_ledger.releases") == [(3,)]

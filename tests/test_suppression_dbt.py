@@ -91,3 +91,32 @@ def test_published_relation_hides_suppressed_values(built):
     shown = dict(((f, g), (v, t)) for f, g, v, t in rows(p, "select fach, geschlecht, freq, published_text from published"))
     assert shown[("Medizin", "w")] == (None, ".") and shown[("Bauingenieurwesen", "m")] == (None, ".")
     assert shown[("Informatik", "w")] == (12, "12") and shown[("Total", "Total")] == (53, "53")
+
+
+def test_the_quickstart_s_first_suppression_step_builds_on_a_fresh_project(tmp_path):
+    """New user F1: docs/quickstart/postgresql.md's first suppression step selected the primary and relations
+    models alone, which fail on a fresh project where a cell table lies in front of them (as
+    docs/concepts/suppression.md builds it). The step as the page gives it (its model names made this project's)
+    builds them with what they read."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "quickstart" / "postgresql.md").read_text(encoding="utf-8")
+    (line,) = [l for l in page.splitlines() if l.startswith("dbt build --select") and "supp_persons_primary" in l]
+    command = shlex.split(line.split("#")[0])[1:]
+    command = [re.sub(r"supp_persons_primary", "primary_cells", re.sub(r"supp_persons_relations", "relations", a))
+               for a in command]
+    p = ScratchProject(tmp_path / "project")
+    con = duckdb.connect(str(p.db))
+    con.execute("create schema raw")
+    con.execute("create table raw.students (fach varchar, geschlecht varchar)")
+    con.executemany("insert into raw.students values (?, ?)", [(f, g) for (f, g), n in STUDENTS.items() for _ in range(n)])
+    con.close()
+    p.sources(["students"])
+    p.model("cells", f"{{{{ sdc.suppression_cells(source('raw', 'students'), dims={DIMS}) }}}}")
+    p.model("primary_cells", "{{ sdc.suppression_primary(ref('cells'), ['freq:3']) }}")
+    p.model("relations", f"{{{{ sdc.suppression_constraints(ref('cells'), {DIMS}) }}}}")
+    result = p.dbt(*command)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert rows(p, "select count(*) from main.primary_cells")[0][0] > 0

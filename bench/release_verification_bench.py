@@ -293,8 +293,10 @@ def by_part(warehouse: dict) -> None:
     print(f"    {'the rest (gate, copies)':<26} {rest:7.2f} s  {rest / total:5.0%}", flush=True)
     # the release report of that publication, as `sdc report` writes it (a whole process)
     report = warehouse["folder"] / "release_report.html"
-    seconds = run([str(BIN / "sdc"), "report", "--publication", str(out), "--out", str(report)], warehouse["cwd"],
-                  warehouse["env"])
+    from sdc.release.ledger import default_ledger
+
+    seconds = run([str(BIN / "sdc"), "report", "--publication", str(out), "--ledger", str(default_ledger(warehouse["db"])),
+                   "--out", str(report)], warehouse["cwd"], warehouse["env"])
     print(f"  sdc report of that publication: {seconds:.2f} s, {report.stat().st_size / 1e6:.1f} MB", flush=True)
 
 

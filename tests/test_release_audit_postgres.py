@@ -391,10 +391,11 @@ def test_a_publication_schema_that_grant_published_did_not_make_is_never_dropped
         assert (f"the schema {PUBLICATION} was not made by grant_published (its comment is not grant_published's "
                 "marker): it is left as it is") in err, err
         assert catalog(release) == before
-        assert publish_target(release) == 0
-        out = capsys.readouterr().out
-        assert (f"the release audit is not written to the database: the schema {PUBLICATION} was not made by "
-                "grant_published (its comment is not grant_published's marker)") in out, out
+        # nothing written: an error, so that a scheduled job does not take it for a release
+        assert publish_target(release) == 2
+        err = capsys.readouterr().err
+        assert (f"sdc publish: error: the release audit passed, but nothing was published or recorded: the schema "
+                f"{PUBLICATION} was not made by grant_published (its comment is not grant_published's marker)") in err, err
         assert catalog(release) == before
     finally:
         con = release.postgres.connect()

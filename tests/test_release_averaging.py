@@ -313,12 +313,27 @@ def test_a_re_key_gives_every_unchanged_count_a_second_noise_counted_over_the_re
 
     dbt(built, "build")
     with pytest.raises(SdcError, match=r"estimated from this release and the earlier independent noises of 18 "
-                                       r"unchanged count\(s\) of raw.persons \(releases 1, each the last before a re-key "
-                                       r"or an accepted parameter change\) with a standard error of 0.913, below the "
+                                       r"unchanged count\(s\) of raw.persons \(releases 1, each the last under other "
+                                       r"record keys or parameters\) with a standard error of 0.913, below the "
                                        r"floor of 1"):
         publish(built.db, out, manifest=built.manifest)
-    assert publish(built.db, out, manifest=built.manifest, min_standard_error=0.9) == ["persons"]
+    capsys.readouterr()
+    assert main(["publish", "--db", str(built.db), "--project-dir", str(built.project), "--out", str(out),
+                 "--min-standard-error", "0.9"]) == 0
+    printed = capsys.readouterr().out
     over = office_audit(built.db)["averaging"]["over_releases"]
     assert over["noise_epochs"] == 2 and over["earlier_releases"] == [1]
     assert over["smallest_standard_error"] == pytest.approx(np.sqrt(V * 2 / 3 * 5 / 6 / 2), abs=1e-4)
     assert over["more_epochs_allowed"] == 0
+    # the office sees the figures over the releases in the command's summary and in its report
+    assert ("\n  over the releases in the ledger (2 noise epochs, earlier releases 1): 0.913 (exact), the cell ("
+            in printed), printed
+    assert "\n  the floor allows 0 more re-key(s) or accepted parameter change(s) of these tables\n" in printed
+    report = tmp_path / "office.html"
+    assert main(["report", "--publication", str(out), "--ledger", str(built.db.parent / "sdc_ledger.duckdb"),
+                 "--out", str(report)]) == 0
+    text = report.read_text()
+    assert ("Over the releases in the ledger: 2 independent noise(s) of every unchanged count (this release and "
+            "releases 1, each the last under other record keys or parameters); the smallest standard error of a "
+            f"count averaged over them is {over['smallest_standard_error']} (exact)") in text
+    assert "The floor allows 0 more re-key(s) or accepted parameter change(s) of these tables" in text

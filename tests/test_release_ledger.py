@@ -109,8 +109,8 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
     # standard error falls below the floor (red team R4-5), refused; under a lower floor recorded
     with pytest.raises(SdcError, match=r"^the releases in the ledger let a reader average the CKM noise: the cell .* is "
                                        r"estimated from this release and the earlier independent noises of \d+ "
-                                       r"unchanged count\(s\) of raw.persons \(releases 2, each the last before a re-key "
-                                       r"or an accepted parameter change\) with a standard error of 0.\d+, below the "
+                                       r"unchanged count\(s\) of raw.persons \(releases 2, each the last under other "
+                                       r"record keys or parameters\) with a standard error of 0.\d+, below the "
                                        r"floor of 1"):
         month(built, tmp_path, 3, accept_parameter_change=True)
     assert [r["release"] for r in list_releases(ledger)] == [1, 2]
@@ -124,7 +124,7 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
     reload(built, tmp_path, persons(moved=2), key_mode="random", secret=None, rekey=True)
     # a third draw of every unchanged cell (new user D4: a re-key was accepted silently)
     with pytest.raises(SdcError, match=r"earlier independent noises of \d+ unchanged count\(s\) of raw.persons "
-                                       r"\(releases 2, 3, each the last before a re-key"):
+                                       r"\(releases 2, 3, each the last under other record keys"):
         month(built, tmp_path, 4)
     fourth = month(built, tmp_path, 4, min_standard_error=0.4)
     assert fourth["release"] == 4 and fourth["averaging"]["over_releases"]["noise_epochs"] == 3
@@ -169,6 +169,32 @@ def test_two_months_of_releases_with_a_reload_a_new_ptable_and_a_re_key(office, 
     assert out.splitlines()[-1].startswith("release 1 -> 2: ") and "changed (microdata change)" in out
     assert main(["release", "diff", "1", "9", "--ledger", str(ledger)]) == 2
     assert "has no release 9 (releases: 1, 2, 3, 4, 5)" in capsys.readouterr().err
+
+
+def test_going_back_to_an_earlier_secret_goes_back_to_its_noise_and_is_no_further_draw(office, tmp_path):
+    """A keyed secret's keys are one series of noise: release 1 under the office's secret, release 2 under
+    another (a re-key: a second draw of every unchanged cell), release 3 under the first secret again publishes
+    release 1's noise, so readers hold two draws, not three, and release 3's earlier epoch is release 2 alone
+    (counting each release before a re-key made it three and refused a return to the old keys)."""
+    built = office
+    first = month(built, tmp_path, 1)
+    reload(built, tmp_path, persons(), secret=b"another office secret", rekey=True)
+    second = month(built, tmp_path, 2, min_standard_error=0.5)
+    assert second["averaging"]["over_releases"]["noise_epochs"] == 2
+    assert second["averaging"]["over_releases"]["earlier_releases"] == [1]
+    reload(built, tmp_path, persons(), rekey=True)
+    third = month(built, tmp_path, 3, min_standard_error=0.5)
+    over = third["averaging"]["over_releases"]
+    assert over["noise_epochs"] == 2 and over["earlier_releases"] == [2]
+    assert over["smallest_standard_error"] == second["averaging"]["over_releases"]["smallest_standard_error"]
+    # release 3 publishes release 1's cells, value for value
+    ledger = open_ledger(built.db.parent / "sdc_ledger.duckdb", create=False, read_only=True)
+    try:
+        one, three = (sorted(ledger.execute(f"select relation, cell, published from cells where release_id = {r}")
+                             .fetchall()) for r in (1, 3))
+    finally:
+        ledger.close()
+    assert one == three and first["release"] == 1
 
 
 def test_a_cell_whose_records_and_parameters_did_not_change_may_not_change(tmp_path):

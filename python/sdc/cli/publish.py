@@ -128,17 +128,16 @@ def _run_target(args: argparse.Namespace) -> int:
     print(f"audited the {len(done.names)} relations tagged sdc_publish in {done.target} ({', '.join(done.names)})"
           + (f", as grant_published published them in schema {done.schema}" if done.published else ""))
     _print_release_audit(report)
-    if done.written:
-        _print_written(done, report)
-        if done.elsewhere:
-            import sys
+    if not done.written:  # a scheduled job must not take this for a release (a new user's trial, issue 48)
+        raise SdcError(f"the release audit passed, but nothing was published or recorded: {done.why_not}")
+    _print_written(done, report)
+    if done.elsewhere:
+        import sys
 
-            print(f"warning: release {done.release - 1} was published to {done.elsewhere}, this one to "
-                  f"{done.published_to}: the readers of {done.elsewhere} still read "
-                  f"release {done.release - 1}; give --publication-database (or var sdc_publication_database) to "
-                  "publish there", file=sys.stderr)
-    else:
-        print(f"the release audit is not written to the database: {done.why_not}")
+        print(f"warning: release {done.release - 1} was published to {done.elsewhere}, this one to "
+              f"{done.published_to}: the readers of {done.elsewhere} still read "
+              f"release {done.release - 1}; give --publication-database (or var sdc_publication_database) to "
+              "publish there", file=sys.stderr)
     if args.audit_json:  # written by publish_target() after the release
         print(f"wrote the release audit to {args.audit_json}")
     return 0
@@ -172,3 +171,11 @@ def _print_release_audit(report: dict) -> None:
         print(f"averaging CKM noise: the smallest standard error of a count with records is "
               f"{averaging['smallest_standard_error']:.3g} ({averaging['method']}), {averaging['cell']}; floor "
               f"{averaging['min_standard_error']:g}")
+    over = averaging.get("over_releases") or {}
+    if over.get("smallest_standard_error") is not None:
+        print(f"  over the releases in the ledger ({over['noise_epochs']} noise epochs, earlier releases "
+              f"{', '.join(map(str, over['earlier_releases']))}): {over['smallest_standard_error']:.3g} "
+              f"({over['method']}), {over['cell']}")
+    if over.get("more_epochs_allowed") is not None:
+        print(f"  the floor allows {over['more_epochs_allowed']} more re-key(s) or accepted parameter change(s) of "
+              "these tables")

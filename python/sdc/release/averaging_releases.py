@@ -7,8 +7,10 @@ of its table's parameters (`sdc publish --accept-parameter-change`: another ptab
 averages two draws of one count. The floor under the standard error (averaging.py) is held over every release in
 the ledger, not per release:
 
-* a **noise epoch** of a published table is a run of releases without such a change for it; each earlier epoch is
-  represented by its last release (within an epoch an unchanged cell has one noise);
+* a **noise epoch** of a published table is its series of record keys (a keyed secret's fingerprint, or the run of
+  loads between two re-keys) with its parameters; each other epoch in the ledger is represented by its last
+  release (within an epoch an unchanged cell has one noise; going back to an earlier secret and ptable goes back
+  to that epoch's noise);
 * every count cell of such a release that this release publishes again, with the same codes in the same table and
   the same original count, is one more row of this release's design: the same finest cells, an independent noise
   with the smallest variance any count ptable of that release gives its count (the reader is assumed to know them);
@@ -35,29 +37,55 @@ from sdc.release.averaging import EXACT, LOWER_BOUND, _least, _rounded, blue_var
 from sdc.release.ledger import LEDGER_SCHEMA, rekeyed_tables
 
 
-def earlier_epochs(con, loads: dict, accepted: list[dict], roots: dict[str, set]) -> dict[str, list[int]]:
+def earlier_epochs(con, loads: dict, parameters: dict[str, str | None], roots: dict[str, set]) -> dict[str, list[int]]:
     """Per published relation of this release (``roots``: relation -> the loaded tables behind it, as the load
-    log names them), the last release of each earlier noise epoch in the ledger on ``con``; ``loads`` and
-    ``accepted`` are this release's (its load log, its accepted parameter changes)."""
-    releases = [(r, json.loads(l or "{}"), {c["relation"] for c in json.loads(a or "[]")}) for r, l, a in con.execute(
-        f"select release_id, loads, accepted from {LEDGER_SCHEMA}.releases order by 1").fetchall()]
-    following = releases[1:] + [(None, loads, {c["relation"] for c in accepted})]
+    log names them; ``parameters``: relation -> its parameters digest now), the last release in the ledger on
+    ``con`` of each other noise epoch: releases that published the relation under another series of record keys
+    of a table behind it, or with other parameters. A series is a keyed secret's fingerprint (going back to the
+    earlier secret goes back to its keys and noise), or for random and existing keys the run of loads between two
+    re-keys; ``loads`` is this release's load log."""
+    releases = [(r, json.loads(l or "{}")) for r, l in con.execute(
+        f"select release_id, loads from {LEDGER_SCHEMA}.releases order by 1").fetchall()]
+    published = {(r, relation): digest for r, relation, digest in con.execute(
+        f"select release_id, relation, any_value(parameters) from {LEDGER_SCHEMA}.cells group by 1, 2").fetchall()}
+    series: list[dict] = []
+    counters: dict[str, int] = {}
+    previous: dict = {}
+    for _, load_log in [*releases, (None, loads)]:
+        rekeyed = rekeyed_tables(previous, load_log)
+        found = {}
+        for table, load in load_log.items():
+            if load.get("key_mode") == "keyed" and load.get("key_fingerprint"):
+                found[table] = ("keyed", load.get("modulus"), load.get("key_fingerprint"))
+            else:
+                counters[table] = counters.get(table, 0) + (table in rekeyed)
+                found[table] = (load.get("key_mode"), load.get("modulus"), counters[table])
+        series.append(found)
+        previous = load_log
+    now = series[-1]
     found = {}
     for relation, tables in roots.items():
-        # an epoch ends with a release after which the relation's parameters changed or a load behind it re-keyed
-        found[relation] = [release for (release, before, _), (_, after, changed) in zip(releases, following)
-                           if relation in changed or rekeyed_tables(before, after) & tables]
+        current = (tuple(now.get(t) for t in sorted(tables)), parameters.get(relation))
+        last: dict = {}
+        for (release, _), keys in zip(releases, series):
+            if (release, relation) in published:
+                epoch = (tuple(keys.get(t) for t in sorted(tables)), published[(release, relation)])
+                if epoch != current:
+                    last[epoch] = release
+        found[relation] = sorted(last.values())
     return found
 
 
-def audit_over_releases(verifier, con, loads: dict, accepted: list[dict], floor: float, fetch=None) -> dict:
+def audit_over_releases(verifier, con, loads: dict, cells: list, floor: float, fetch=None) -> dict:
     """The averaging audit over the releases in the ledger on ``con`` (the module's text), on the designs this
-    release's audit made (verifier.averaging_designs); ``fetch(releases)`` loads the cells of those releases into
-    ``con`` where it holds only some (a PostgreSQL ledger's copy). Refuses below ``floor``; returns the figures."""
+    release's audit made (verifier.averaging_designs); ``cells``: this release's (ledger.release_cells);
+    ``fetch(releases)`` loads the cells of those releases into ``con`` where it holds only some (a PostgreSQL
+    ledger's copy). Refuses below ``floor``; returns the figures."""
     designs = getattr(verifier, "averaging_designs", [])
     roots = {table.label: {r.split(".", 1)[-1] for r in item.roots}
              for population in designs for table, item in zip(population.tables, population.items)}
-    epochs = earlier_epochs(con, loads, accepted, roots) if roots and con is not None else {}
+    parameters = {c.relation: c.parameters for c in cells}
+    epochs = earlier_epochs(con, loads, parameters, roots) if roots and con is not None else {}
     wanted = sorted({r for found in epochs.values() for r in found})
     figures = {"noise_epochs": 1 + max((len(found) for found in epochs.values()), default=0),
                "earlier_releases": wanted, "smallest_standard_error": None, "method": None, "cell": None}
@@ -88,7 +116,7 @@ def audit_over_releases(verifier, con, loads: dict, accepted: list[dict], floor:
             raise SdcError(
                 f"the releases in the ledger let a reader average the CKM noise: {what} is estimated from this "
                 f"release and the earlier independent noises of {draws} unchanged count(s) of {shown} (releases "
-                f"{', '.join(map(str, wanted))}, each the last before a re-key or an accepted parameter change) with a "
+                f"{', '.join(map(str, wanted))}, each the last under other record keys or parameters) with a "
                 f"standard error of {error:.3g}, below the floor of {floor:g} (sdc publish --min-standard-error). Every re-key "
                 "and parameter change hands readers another draw of every unchanged cell: publish under the earlier "
                 "keys and parameters, or fewer tables of this population")

@@ -326,7 +326,7 @@ def _check_ledger(con, release, alias: str, audit: dict, paths: _PublishPaths, a
         try:
             check_publication_release(reading, held, f"the publication {paths.out}", f"the ledger {ledger_path}")
             accepted = check_against_last(reading, cells, loads, accept_parameter_change)
-            over = audit_over_releases(release.verifier, reading, loads, accepted, audit["averaging"]["min_standard_error"])
+            over = audit_over_releases(release.verifier, reading, loads, cells, audit["averaging"]["min_standard_error"])
             check_differencing(release.verifier, reading, last_release(reading), audit, min_changed_records)
             last = last_release(reading)
             audit["ledger_id"] = ledger_id(reading) or audit["ledger_id"]
@@ -336,7 +336,7 @@ def _check_ledger(con, release, alias: str, audit: dict, paths: _PublishPaths, a
             reading.close()
     else:
         check_publication_release(None, held, f"the publication {paths.out}", f"the ledger {ledger_path}")
-        over = audit_over_releases(release.verifier, None, loads, [], audit["averaging"]["min_standard_error"])
+        over = audit_over_releases(release.verifier, None, loads, cells, audit["averaging"]["min_standard_error"])
         check_differencing(release.verifier, None, None, audit, min_changed_records)
     audit["averaging"]["over_releases"] = over
     audit["release"] = (last or 0) + 1

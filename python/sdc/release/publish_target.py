@@ -326,7 +326,7 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
                                                    f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
             accepted = _check_ledger(ledger, audit, cells, loads, accept_parameter_change, held)
             audit["averaging"]["over_releases"] = audit_over_releases(
-                verifier, ledger.con if ledger is not None else None, loads, accepted,
+                verifier, ledger.con if ledger is not None else None, loads, cells,
                 audit["averaging"]["min_standard_error"],
                 fetch=(lambda releases: read_cells(pg, ledger, releases)) if ledger is not None else None)
             check_differencing(verifier, ledger.con if ledger is not None else None,

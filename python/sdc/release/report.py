@@ -190,10 +190,16 @@ def write_target_report(pg, schema: str, out: str | Path, *, release: int | None
     the tables of its publication schema ``schema``; the office report (default) with the audit and the changes
     from the ledger there (``release``: another release of it), ``public`` the readers' from the schema alone."""
     from sdc.files import check_output_file, write_text_atomically
+    from sdc.release.ledger import audit_in, diff_in
     from sdc.release.ledger_postgres import read_existing_ledger
 
     check_output_file(out, REPORT_COMMAND)
-    held = read_target_publication(pg, schema)
+    try:
+        held = read_target_publication(pg, schema)
+    except SdcError:
+        if release is None or public:
+            raise
+        held = None  # an earlier release: the ledger alone holds it (the schema may hold a build not yet audited)
     if public:
         if release is not None:
             raise SdcError("--public makes the readers' report from the publication alone: --release belongs to the "
@@ -202,7 +208,12 @@ def write_target_report(pg, schema: str, out: str | Path, *, release: int | None
     else:
         ledger = read_existing_ledger(pg, "all")
         try:
-            report = office_release(ledger.con, held, release, ledger.where, f"the publication schema {schema}")
+            if held is None:
+                report = {"tables": ledger_tables(ledger.con, release), "audit": audit_in(ledger.con, release, ledger.where),
+                          "file": f"schema {schema}, as recorded in {ledger.where}", "office": True,
+                          "changes": diff_in(ledger.con, release - 1, release, ledger.where) if release > 1 else None}
+            else:
+                report = office_release(ledger.con, held, release, ledger.where, f"the publication schema {schema}")
         finally:
             ledger.close()
     write_text_atomically(Path(out), render(report), command=REPORT_COMMAND)
@@ -325,7 +336,26 @@ def _risk(audit: dict) -> str:
             "estimate of a count with records, from all CKM count tables of its population"
             + (f" (floor {_e(floor)})" if floor is not None else "") + ":</p>\n"
             "<table><tr><th>table</th><th>smallest standard error</th><th>cell</th><th>method</th></tr>"
-            f"{per_table}</table></section>\n")
+            f"{per_table}</table>{_over_releases(averaging.get('over_releases') or {})}</section>\n")
+
+
+def _over_releases(over: dict) -> str:
+    """The averaging audit over the releases in the ledger (release/averaging_releases.py), in words."""
+    if not over:
+        return ""
+    epochs = over.get("noise_epochs") or 1
+    earlier = over.get("earlier_releases") or []
+    text = (f"<p>Over the releases in the ledger: {_e(epochs)} independent noise(s) of every unchanged count"
+            + (f" (this release and releases {_e(', '.join(map(str, earlier)))}, each the last under other record "
+               "keys or parameters)" if earlier else " (no re-key or parameter change so far)"))
+    if over.get("smallest_standard_error") is not None:
+        text += (f"; the smallest standard error of a count averaged over them is "
+                 f"{_e(over['smallest_standard_error'])} ({_e(over.get('method'))}), {_e(over.get('cell'))}")
+    allowed = over.get("more_epochs_allowed")
+    if allowed is not None:
+        text += (f". The floor allows {_e(allowed)} more re-key(s) or accepted parameter change(s) of these tables "
+                 "before it refuses a release")
+    return text + ".</p>\n"
 
 
 def _changes(audit: dict, changes: list[dict] | None) -> str:

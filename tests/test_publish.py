@@ -107,6 +107,8 @@ def make_project(root: Path, models: dict[str, str]) -> Built:
     (project / "profiles.yml").write_text(PROFILES_YML)
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
     shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", project / "seeds" / "sdc_ptable.csv")
+    # reference data: the regions' names (a seed the office may publish)
+    (project / "seeds" / "regions.csv").write_text("region,name\n" + "".join(f"R{k},Region {k}\n" for k in range(5)))
     for name, text in models.items():
         (project / "models" / name).parent.mkdir(parents=True, exist_ok=True)
         (project / "models" / name).write_text(text)
@@ -299,10 +301,11 @@ def test_cli_reads_the_manifest_of_the_working_directory(built, tmp_path, monkey
 
 
 def test_a_tagged_seed_is_published_and_a_snapshot_refused(built, tmp_path):
-    manifest = edited_manifest(built, tmp_path, tag=("sdc_ptable",))
-    assert publish(built.db, tmp_path / "pub.duckdb", manifest=manifest) == PUBLISHED + ["sdc_ptable"]
-    assert rows(tmp_path / "pub.duckdb", "select * from sdc_ptable order by all") == \
-        rows(built.db, "select * from main.sdc_ptable order by all")
+    manifest = edited_manifest(built, tmp_path, tag=("regions",))
+    assert publish(built.db, tmp_path / "pub.duckdb", manifest=manifest) == sorted(PUBLISHED + ["regions"])
+    assert rows(tmp_path / "pub.duckdb", "select * from regions order by all") == \
+        rows(built.db, "select * from main.regions order by all")
+    assert {"table": "main.regions", "method": "reference data (a seed)"} in public_audit(tmp_path / "pub.duckdb")["tables"]
     # a snapshot keeps what its SQL gave at each run, which sdc cannot compute again: a relation of one's own
     db, _ = hand_made(tmp_path, {"persons_snapshot": "select 'm' as sex, 3 as count"}, schema="snapshots")
     snap = write_manifest(tmp_path / "snap.json", {"snapshot.p.persons_snapshot": node(
@@ -617,7 +620,7 @@ def test_out_that_is_no_publication_is_not_overwritten(built, tmp_path, content)
 
 def test_a_previous_publication_is_replaced(built, tmp_path):
     out = tmp_path / "pub.duckdb"
-    publish(built.db, out, manifest=edited_manifest(built, tmp_path, tag=("sdc_ptable",)))
+    publish(built.db, out, manifest=edited_manifest(built, tmp_path, tag=("regions",)))
     assert publish(built.db, out, project_dir=built.project) == PUBLISHED
     assert [t for (t,) in rows(out, "select table_name from duckdb_tables() where schema_name = 'main' order by 1")] \
         == PUBLISHED

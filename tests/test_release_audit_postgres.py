@@ -59,7 +59,7 @@ AGES = "id,sex,region,age,income\n" + "".join(
 # eight regions of one person each: a count of 1 is published as 0 or 3 and more (js = 2), as
 # tests/test_release_verification.py LONE
 LONE = "id,sex,region,age,income\n" + "".join(
-    f"{i},{'mw'[i % 2]},{f'L{i}' if i < 8 else f'R{i % 5}'},A{i % 3},{1000 + (i * 7919) % 5000}.25\n"
+    f"{i},{'mw'[i % 2]},{f'L{i // 3}' if i < 24 else f'R{i % 5}'},A{i % 3},{1000 + (i * 7919) % 5000}.25\n"
     for i in range(400))
 SECRET = b"release audit on postgres"
 

@@ -412,8 +412,8 @@ def test_the_roles_recipe_of_the_quickstart_leaves_the_dbt_role_able_to_build(of
         sql = line.split("--")[0].strip().rstrip(";")
         if sql:
             statements.append(re.sub("|".join(map(re.escape, names)), lambda m: names[m.group(0)], sql))
-    assert len(statements) == 6 and any(s.startswith("revoke connect on database d1_census") for s in statements)
-    admin(office.postgres, "create database d1_census")  # the build database, the administrator's
+    assert len(statements) == 7 and any(s.startswith("revoke connect on database d1_census") for s in statements)
+    assert "create database d1_census" in statements  # the build database, the administrator's
     admin(office.postgres, *statements)
     build_database = dataclasses.replace(office.postgres, dbname="d1_census")
     conn = build_database.connect(user="d1_dbt", password="d1 pw")

@@ -78,7 +78,7 @@ CASES = {
 }
 # three regions of one or two persons: the freq:3 rule has primary cells
 PERSONS = "id,sex,region,income\n" + "".join(
-    f"{i},{'mw'[i % 2]},R{9 if i in (0, 3, 200) else 8 if i == 7 else i % 5},{1000 + (i * 7919) % 5000}\n"
+    f"{i},{'mw'[i % 2]},R{9 if i in (0, 3, 200) else 8 if i in (7, 10, 12) else i % 5},{1000 + (i * 7919) % 5000}\n"
     for i in range(400))
 
 
@@ -203,9 +203,10 @@ ZEROS = {
     "audit/ckm_income.sql": "{{ sdc.ckm_sum(source('raw', 'persons'), dims=['sex', 'region'], value='income') }}\n",
     "protected/income.sql": "{{ sdc.ckm_published(ref('ckm_income')) }}\n",
 }
-# eight regions of one person each: a count of 1 is published as 0 or 3 and more (js = 2), so some are false zeros
+# eight regions of three persons each, of both sexes: a count of 1 or 2 is published as 0 or 3 and more (js = 2),
+# so some are false zeros (a region of fewer than three persons is refused: its code tells what js hides)
 LONE = "id,sex,region,income\n" + "".join(
-    f"{i},{'mw'[i % 2]},{f'L{i}' if i < 8 else f'R{i % 5}'},{1000 + (i * 7919) % 5000}.25\n" for i in range(400))
+    f"{i},{'mw'[i % 2]},{f'L{i // 3}' if i < 24 else f'R{i % 5}'},{1000 + (i * 7919) % 5000}.25\n" for i in range(400))
 
 
 def magnitude_project(root, models, persons):
@@ -243,6 +244,28 @@ def test_a_magnitude_beside_a_count_published_as_zero_is_refused(tmp_path, capsy
     assert office_audit(built.db)["checks"]["zeros"] == "passed"
 
 
+def view_and_table(name: str, view: str, step: str, arguments: str) -> dict[str, str]:
+    """A view of the microdata (persons_<name>) and a published table of it: main_protected.<name>."""
+    models = {f"audit/persons_{name}.sql": "{{ config(materialized='view') }}\n" + view + "\n"}
+    if step != "suppression":
+        return {**models, f"audit/ckm_{name}.sql": f"{{{{ sdc.{step}(ref('persons_{name}'), {arguments}) }}}}\n",
+                f"protected/{name}.sql": f"{{{{ sdc.ckm_published(ref('ckm_{name}')) }}}}\n"}
+    return {**models,
+            f"audit/supp_{name}_cells.sql": f"{{{{ sdc.suppression_cells(ref('persons_{name}'), {arguments}) }}}}\n",
+            f"audit/supp_{name}_primary.sql": f"{{{{ sdc.suppression_primary(ref('supp_{name}_cells'), "
+                                               "['freq:3', 'p:10']) }}\n",
+            f"audit/supp_{name}_relations.sql": f"{{{{ sdc.suppression_constraints(ref('supp_{name}_cells'), "
+                                                 "['sex', 'region']) }}\n",
+            f"audit/supp_{name}_pattern.py": (
+                "def model(dbt, session):\n"
+                "    from sdc.suppression.warehouse import suppression_pattern\n\n"
+                f"    return suppression_pattern(session, dbt.ref('supp_{name}_primary'), "
+                f"dbt.ref('supp_{name}_relations'),\n"
+                "                               dims=['sex', 'region'], magnitude=True, method='heuristic')\n"),
+            f"protected/{name}.sql": f"{{{{ sdc.suppression_published(ref('supp_{name}_pattern'), ['sex', 'region'], "
+                                     "value='value') }}\n"}
+
+
 # the same records under other names, some of them, hidden counts, listed cells and a count in disguise (round 4)
 BY_RECORDS = {
     **ZEROS,
@@ -267,6 +290,32 @@ BY_RECORDS = {
     "audit/persons_one.sql": "{{ config(materialized='view') }}\nselect *, 1 as one from {{ source('raw', 'persons') }}\n",
     "audit/ckm_ones.sql": "{{ sdc.ckm_sum(ref('persons_one'), dims=['sex', 'region'], value='one') }}\n",
     "protected/ones.sql": "{{ sdc.ckm_published(ref('ckm_ones')) }}\n",
+    # issue 48's red team: a constant under the loaded column's name (the check read raw.persons' income), and
+    # ones but for one record
+    **view_and_table("flat", "select id, sex, region, rk, 1 as income from {{ source('raw', 'persons') }}",
+                     "ckm_sum", "dims=['sex', 'region'], value='income'"),
+    **view_and_table("nearly", "select *, case when id = 7 then 2 else 1 end as one from {{ source('raw', 'persons') }}",
+                     "ckm_sum", "dims=['sex', 'region'], value='one'"),
+    # a staging model of the dbt style: CTEs, a derived value, a filter (sdc publish stopped with a traceback)
+    **view_and_table("staged", "with source as (select * from {{ source('raw', 'persons') }}), staged as (select rk, "
+                               "sex, region, income / 1000.0 as income_k from source where income is not null) "
+                               "select * from staged", "ckm_sum", "dims=['sex', 'region'], value='income_k'"),
+    # the incomes under another column name, published by cell suppression beside the CKM's incomes
+    **view_and_table("einkommen", "select rk, sex, region, income as einkommen from {{ source('raw', 'persons') }}",
+                     "suppression", "dims=['sex', 'region'], value='einkommen'"),
+    # microdata of one's own that is not record-wise, or computes the record keys (the red team's F1, F2)
+    **view_and_table("shifted", "select * replace ((rk + 104729) % 100000000 as rk) from {{ source('raw', 'persons') }}",
+                     "ckm_count", "dims=['sex', 'region']"),
+    **view_and_table("rehashed", "select id, sex, region, income, hash(id) % 100000000 as rk "
+                                 "from {{ source('raw', 'persons') }}", "ckm_count", "dims=['sex', 'region']"),
+    **view_and_table("counted", "select rk, sex, region || ' n=' || cast(count(*) over (partition by region, sex) "
+                                "as varchar) as cellcode from {{ source('raw', 'persons') }}",
+                     "ckm_count", "dims=['sex', 'cellcode']"),
+    **view_and_table("joined", "select p.rk, p.sex, q.region from {{ source('raw', 'persons') }} as p join "
+                               "{{ source('raw', 'persons') }} as q on q.id = p.id + 1", "ckm_count",
+                     "dims=['sex', 'region']"),
+    **view_and_table("coded", "select rk, 'id' || id || ' income=' || income as cellcode "
+                              "from {{ source('raw', 'persons') }}", "ckm_count", "dims=['cellcode'], totals='none'"),
 }
 BY_RECORDS_PUBLISHED = [Path(name).stem for name in BY_RECORDS if name.startswith("protected/")]
 
@@ -300,7 +349,18 @@ def only(built, tmp_path, *names):
     (("incomplete",), r"main_protected.incomplete lists only cells with records \(ckm_count\(complete=false\)\) and "
                       r"publishes the count 0 for the cell \(sex='\w+', region='L\d'\)"),
     # R4-8: a ckm_sum of a constant is a count in disguise
-    (("ones",), r"^main_protected.ones is a ckm_sum of one, which is 1 for every record of its microdata"),
+    (("ones",), r"^main_protected.ones is a ckm_sum of one, which is 1 \(or 0\) in every record of its microdata: "
+                r"its sums are counts"),
+    # ... read in the view's own microdata, not in the loaded table whose column has the name (issue 48)
+    (("flat",), r"^main_protected.flat is a ckm_sum of income, which is 1 \(or 0\) in every record"),
+    (("nearly",), r"^main_protected.nearly is a ckm_sum of one, which is 1 and 2 \(or 0\) in every record"),
+    # a staging model's derived value is read in that model (no traceback), its table read by its records
+    (("persons", "staged"), r"main_protected.persons publishes the count 0 for the cell \(sex='\w+', region='L\d'\), "
+                            r"and main_protected.staged publishes [\d.]+ for the same cell \(sex='\w+', region='L\d'\) "
+                            r"of the same records"),
+    # the incomes under another column name: one variable, by the loaded column it reads
+    (("income", "einkommen"), r"^main_protected.income \(Cell Key Method\) and main_protected.einkommen \(cell "
+                              r"suppression\) both publish the cell"),
 ])
 def test_tables_are_compared_by_their_records_not_by_relation_or_column_names(by_records, tmp_path, tables, message):
     """Red team round 4: each pair (or table) passed the release audit on 74b75de, because the zeros check matched
@@ -311,8 +371,33 @@ def test_tables_are_compared_by_their_records_not_by_relation_or_column_names(by
         publish(by_records.db, out, manifest=only(by_records, tmp_path, *tables))
     assert not out.exists()
     for alone in tables:
-        if alone not in ("incomplete", "ones"):
+        if alone not in ("incomplete", "ones", "flat", "nearly"):
             assert publish(by_records.db, out, manifest=only(by_records, tmp_path, alone)) == [alone]
+
+
+@pytest.mark.parametrize("table, message", [
+    # F1: a key computed from the loaded one: the same records, another noise in every cell (averaging 30 such
+    # tables gave 14 of 15 originals)
+    ("shifted", r"main_audit.persons_shifted is microdata of one's own that a step reads, and it computes its column "
+                r"rk from rk, the loaded record keys"),
+    ("rehashed", r"main_audit.persons_rehashed is microdata of one's own that a step reads, and it has a column rk "
+                 r"that is not the loaded table's rk"),
+    # F2: every cell's original count written into a dimension's code
+    ("counted", r"main_audit.persons_counted is microdata of one's own that a step reads, and it computes "
+                r"COUNT\(\*?\) OVER \(PARTITION BY region, sex\), which reads other records"),
+    # the next person's region: a row that is no one record
+    ("joined", r"main_audit.persons_joined is microdata of one's own that a step reads, and it has a join"),
+    # F2: a code per record, its id and income: each code held by one record
+    ("coded", r"^main_protected.coded lists codes of its dimension cellcode that fewer than 3 records of its "
+              r"microdata hold: 'id0 income=\d+.25' \(1 record\)"),
+])
+def test_microdata_of_ones_own_is_record_wise_with_the_loaded_keys(by_records, tmp_path, table, message):
+    """The red team of issue 48: each of these views published on 7f6fe9a (the codes of a table by region and sex
+    carried every original count; the ids and incomes of all 400 persons were published as codes)."""
+    out = tmp_path / "pub.duckdb"
+    with pytest.raises(SdcError, match=message):
+        publish(by_records.db, out, manifest=only(by_records, tmp_path, table))
+    assert not out.exists()
 
 
 def test_a_view_that_renames_a_dimension_is_read_as_the_loaded_table(by_records, tmp_path):
@@ -677,3 +762,45 @@ def test_magnitude_parameters_that_cannot_keep_their_p_rule_are_warned_about_at_
         warnings.simplefilter("error", SdcWarning)
         sdc.ckm.sum_table(df, ["g"], value="v", record_key="rk", modulus=100, check_keys=False, params=demo,
                           ptable=REPO / "demo" / "seeds" / "sdc_nums_ptable.csv")
+
+
+def test_a_published_seed_is_reference_data_the_office_committed(tmp_path):
+    """The red team of issue 48 (F3): an on-run-start hook wrote the raw counts by region and sex into a seed's
+    file, the next build loaded it, and sdc published it (its table is its file). Where the project lies in git, a
+    published seed's file must be committed and unchanged since; outside git sdc warns that it cannot tell. The
+    ptable seed is internal: refused (its D, V and js are in the release audit)."""
+    import subprocess
+
+    from sdc.errors import SdcWarning
+    from test_publication_gate import dbt
+
+    regions = tmp_path / "regions.csv"
+    regions.write_text("region,name\n" + "".join(f"R{k},Region {'ABCDE'[k]}\n" for k in range(5)))
+    built = make(tmp_path, BASE, seeds={"regions.csv": regions})
+    out = tmp_path / "pub.duckdb"
+    with pytest.raises(SdcError, match=r"^main.sdc_ptable is the perturbation table of main_protected.persons "
+                                       r"\(ptable=\) and is tagged sdc_publish: its rows are internal"):
+        publish(built.db, out, manifest=edited_manifest(built, tmp_path, tag=("sdc_ptable",)))
+    tagged = edited_manifest(built, tmp_path, tag=("regions",))
+    with pytest.warns(SdcWarning, match=r"regions.csv lies in no git repository: sdc cannot tell whether it is the "
+                                        r"reference data the office reviewed"):
+        assert publish(built.db, out, manifest=tagged) == ["persons", "regions"]
+
+    def git(*arguments):
+        subprocess.run(["git", "-c", "user.name=office", "-c", "user.email=office@example.org", "-C",
+                        str(built.project), *arguments], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "the office's project")
+    assert publish(built.db, out, manifest=tagged, min_changed_records=0) == ["persons", "regions"]
+    # what the hook wrote: the counts by region and sex, as a seed of the same name
+    seed = built.project / "seeds" / "regions.csv"
+    seed.write_text("region,name\n" + "".join(f"{r},{s} {n}\n" for r, s, n in rows(
+        built.db, "select region, sex, count(*) from raw.persons group by all order by all")))
+    dbt(built, "seed")
+    published = out.read_bytes()
+    with pytest.raises(SdcError, match=r"main.regions \(seed.pubtest.regions\) is a seed whose file \S+regions.csv is "
+                                       r"changed since the last commit in the project's git repository"):
+        publish(built.db, out, manifest=edited_manifest(built, tmp_path, tag=("regions",)), min_changed_records=0)
+    assert out.read_bytes() == published

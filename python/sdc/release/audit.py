@@ -19,7 +19,10 @@ population are one cell. Refused:
   original the CKM perturbs, or the CKM a value for a cell suppression hides. Populations that differ by a few
   records (one record left out, a rounded variable) are caught, where the release gate's old check asked for
   equal grand totals (it is gone; macros/grant_published.sql keeps it for PostgreSQL);
-* **a count in disguise** (R4-8): a ckm_sum of a column that is one number for every record;
+* **a count in disguise** (R4-8): a ckm_sum of a column with at most two values other than 0 (a constant, an
+  indicator, a constant but for some records);
+* **codes that records reveal**: a code of a flat dimension that fewer records hold than the count ptable ever
+  publishes (1..js; in a magnitude table one record too): the frame lists it because records hold it;
 * **linked suppression tables** (linked_suppression.py): suppression tables of one population that share cells,
   audited over the union of their equations;
 * **averaging CKM noise** (averaging.py): a count with records that the reader's best linear unbiased estimate
@@ -39,11 +42,13 @@ from sdc.quoting import quote_identifier as q
 from sdc.release.averaging import audit_averaging
 from sdc.release.linked_suppression import audit_linked_suppression
 from sdc.release.populations import Populations, population_of, read_by_records
-from sdc.release.verified import Verified
+from sdc.release.verified import Verified, variable_name
 from sdc.release.verify import Verifier
 
 # a magnitude published by CKM and by suppression is "the same" within this relative difference of the originals
 MAGNITUDE_NEAR: float = 0.01
+# a ckm_sum of a column with at most this many values other than 0 sums counts (_check_counts_in_disguise)
+COUNT_VALUES: int = 2
 
 
 @dataclass(frozen=True)
@@ -64,9 +69,11 @@ def audit_release(verifier: Verifier, verified: list[Verified],
                   min_standard_error: float = MIN_STANDARD_ERROR) -> dict:
     """Refuses a release that leaks between its tables (see the module's text); returns the audit's figures."""
     # tables read by their records: a population of the same records as another read as that one (populations.py)
+    _check_published_seeds(verifier, verified)
+    _check_counts_in_disguise(verifier, verified)  # in each table's own microdata, before it is read as another's
+    _check_codes(verifier, verified)
     populations = read_by_records(verifier, verified)
     verified = populations.items
-    _check_constant_sums(verifier, verified)
     cells: list[Cell] = []
     weighted: list[Cell] = []  # ckm_count's weighted counts: compared across methods only
     tables = []
@@ -78,7 +85,7 @@ def audit_release(verifier: Verifier, verified: list[Verified],
         weighted += _weighted_counts(verifier, item)
         tables.append({"table": item.rel.label, "method": _method(item), "cells": len(found),
                        "published_zeros": sum(c.published == 0 for c in found),
-                       "suppressed": sum(c.published is None for c in found)})
+                       "suppressed": sum(c.published is None for c in found), "roots": sorted(item.roots)})
     # two methods first: for a CKM table beside a suppression table of its population the remedy is one table,
     # which also ends the zeros the suppression marks would tell
     near = _check_two_methods(cells + weighted, verifier)
@@ -103,8 +110,8 @@ def _cells(verifier: Verifier, item: Verified) -> list[Cell] | None:
         return _ckm_cells(verifier, item, "count", "count", "original", "count")
     if item.kind == "ckm_sum":
         measure = "value" if item.call.get("value") else "weighted_count"
-        return _ckm_cells(verifier, item, "magnitude", str(item.call.get("value") or item.call.get("weight")),
-                          f"original_{measure}", measure)
+        variable = variable_name(item, item.call.get("value") or item.call.get("weight"))
+        return _ckm_cells(verifier, item, "magnitude", variable, f"original_{measure}", measure)
     dims = item.call["cells"]["dims"]
     value = item.call["value"]
     original = "freq" if value == "freq" else "value"
@@ -112,8 +119,9 @@ def _cells(verifier: Verifier, item: Verified) -> list[Cell] | None:
     rows = verifier.con.execute(
         f"select {', '.join(f'cast(c.{q(d)} as varchar)' for d in dims)}, c.{q(original)}, p.{q(value)} "
         f"from {item.audit} as c join {item.content} as p on {on}").fetchall()
-    variable = "count" if value == "freq" else item.call["cells"].get("value") or "count"
-    return _as_cells(verifier, item, dims, rows, "suppression", (item.source, None), variable,
+    column = item.call["cells"].get("value")
+    variable = "count" if value == "freq" or not column else variable_name(item, column)
+    return _as_cells(verifier, item, dims, rows, "suppression", population_of(item), variable,
                      item.call["cells"].get("settings") or {}, item.call["cells"].get("hierarchy"))
 
 
@@ -124,7 +132,8 @@ def _weighted_counts(verifier: Verifier, item: Verified) -> list[Cell]:
     weight = (item.call or {}).get("weight") if item.kind == "ckm_count" and item.audit is not None else None
     if not weight:
         return []
-    return _ckm_cells(verifier, item, "magnitude", str(weight), "original_weighted_count", "weighted_count")
+    return _ckm_cells(verifier, item, "magnitude", variable_name(item, weight), "original_weighted_count",
+                      "weighted_count")
 
 
 def _ckm_cells(verifier: Verifier, item: Verified, kind: str, variable: str, original: str, published: str) -> list[Cell]:
@@ -217,9 +226,30 @@ def _check_zeros(cells: list[Cell], populations: Populations) -> None:
                 "of a cell whose count is 0 as 0 (or leave one of the tables out of the release)")
 
 
-def _check_constant_sums(verifier: Verifier, verified: list[Verified]) -> None:
-    """A ckm_sum of a column that is one number over all its records is a count in disguise, perturbed by the
-    magnitude method beside the count tables' noise (red team R4-8): refused."""
+def _check_published_seeds(verifier: Verifier, verified: list[Verified]) -> None:
+    """A perturbation table is internal (SECURITY.md: readers get D, V and js from the release audit): a seed that a
+    CKM step of the release uses as its ptable is not published (red team, issue 48)."""
+    seeds = {v.rel.key: v for v in verified if v.kind == "seed"}
+    if not seeds:
+        return
+    for item in verified:
+        for argument in ("ptable", "nums_ptable"):
+            name = (item.call or {}).get(argument) if item.kind in ("ckm_count", "ckm_sum") else None
+            if not name:
+                continue
+            rel = verifier._named(name, [item.rel.label], argument)
+            if rel.key in seeds:
+                raise SdcError(f"{rel.label} is the perturbation table of {item.rel.label} ({argument}=) and is tagged "
+                               "sdc_publish: its rows are internal (readers get its D, V and js in the release audit); "
+                               "take it out of the tag")
+
+
+def _check_counts_in_disguise(verifier: Verifier, verified: list[Verified]) -> None:
+    """A ckm_sum of a column with at most two values other than 0 over its records (a constant, an indicator,
+    a constant but for a few records) sums counts: the magnitude method's noise, scaled to the cell's largest
+    contribution, is a second and smaller noise of counts the count tables perturb, or of counts no ptable
+    hides (red team R4-8, and a column of ones set to 2 in one record): refused. Read in the table's own
+    microdata, whatever population it is read as."""
     for item in verified:
         if item.kind != "ckm_sum" or item.audit is None:
             continue
@@ -227,14 +257,79 @@ def _check_constant_sums(verifier: Verifier, verified: list[Verified]) -> None:
         if not column:
             continue
         fact = item.call.get("fact")
-        low, high, records = verifier.con.execute(
-            f"select min({q(column)}), max({q(column)}), count(*) from {item.source}"
-            + (f" where {q(fact)} <> 0" if fact else "")).fetchone()
-        if records > 1 and low is not None and low == high and low != 0:
+        values = [v for (v,) in verifier.con.execute(
+            f"select distinct cast({q(column)} as double) as v from {item.source} where {q(column)} <> 0"
+            + (f" and {q(fact)} <> 0" if fact else "") + f" order by 1 limit {COUNT_VALUES + 1}").fetchall()]
+        if values and len(values) <= COUNT_VALUES:
+            shown = " and ".join(f"{v:g}" for v in values)
             raise SdcError(
-                f"{item.rel.label} is a ckm_sum of {column}, which is {low:g} for every record of its microdata: "
-                "its sums are counts times a constant, perturbed by the magnitude method beside the count tables' "
-                "noise (a second noise of every count). Publish counts with ckm_count (weight= for weighted counts)")
+                f"{item.rel.label} is a ckm_sum of {column}, which is {shown} (or 0) in every record of its "
+                "microdata: its sums are counts (times those values), perturbed by the magnitude method's noise, "
+                "which is scaled to the cell's largest contribution: smaller than a count's, and beside the count "
+                "tables' noise a second one. Publish counts with ckm_count (fact= for an indicator, weight= for "
+                "weighted counts)")
+
+
+def _check_codes(verifier: Verifier, verified: list[Verified]) -> None:
+    """A CKM table's frame holds the codes of a flat dimension that its records hold (ckm_count: the values
+    observed in the data), so a code tells that records hold it. A code that 1 to js records hold tells what the
+    count ptable never publishes (counts 1..js), and a code computed per record (an id with an income) publishes
+    the record (red team, issue 48): refused in count tables, and in magnitude tables a code of one record too.
+    A dimension with a hierarchy takes its codes from the hierarchy's leaves, whatever records hold them."""
+    hidden = _hidden_counts(verifier)
+    for item in verified:
+        if item.kind not in ("ckm_count", "ckm_sum") or item.audit is None:
+            continue
+        least = hidden + 1 if item.kind == "ckm_count" else max(hidden + 1, 2)
+        if least <= 1:
+            continue
+        hierarchical = _hierarchy_dimensions(verifier, item.call.get("hierarchy"))
+        for dim in (str(d) for d in item.call["dims"] if str(d).lower() not in hierarchical):
+            rare = [(code, n) for code, n in _code_counts(verifier, item.source, dim) if n < least][:3]
+            if rare:
+                shown = ", ".join(f"{code!r} ({n} record{'s' if n > 1 else ''})" for code, n in rare)
+                raise SdcError(
+                    f"{item.rel.label} lists codes of its dimension {dim} that fewer than {least} records of its "
+                    f"microdata hold: {shown}. The table's frame holds a flat dimension's codes because records hold "
+                    f"them, so such a code tells what the count ptable never publishes (counts 1 to {least - 1}), and "
+                    "a code made per record publishes the record. Group rare codes together, or give the dimension "
+                    "a code list (hierarchy=, whose leaves are the frame whatever records hold them); nothing was "
+                    "published")
+
+
+def _code_counts(verifier: Verifier, source: str, dim: str) -> list[tuple]:
+    """(code, records) of the rarest codes of ``dim`` in ``source``, fewest first (once per microdata and
+    dimension: the tables of one source share them)."""
+    cache = verifier.__dict__.setdefault("_code_counts", {})
+    if (source, dim.lower()) not in cache:
+        cache[(source, dim.lower())] = verifier.con.execute(
+            f"select cast({q(dim)} as varchar), count(*) from {source} group by 1 order by 2, 1 limit 3").fetchall()
+    return cache[(source, dim.lower())]
+
+
+def _hidden_counts(verifier: Verifier) -> int:
+    """js of the release's count ptables: the largest count that none of them publishes as such (1..js)."""
+    return max((int(least or 1) - 1 for least in _over_count_ptables(
+        verifier, "select min(i + v) from {} where i + v > 0 and p_int_ub > p_int_lb")), default=0)
+
+
+def _over_count_ptables(verifier: Verifier, sql: str) -> list:
+    """``sql`` (its ``{}`` the ptable) over each count ptable the release's CKM tables were recomputed with."""
+    found = []
+    for item in verifier.verified.values():
+        ptable = (item.call or {}).get("ptable") if item.kind == "ckm_count" else None
+        if ptable:
+            rel = verifier._named(ptable, ["ptable"], "ptable")
+            found.append(verifier.con.execute(sql.format(verifier.wh_name(rel))).fetchone()[0])
+    return found
+
+
+def _hierarchy_dimensions(verifier: Verifier, hierarchy) -> set[str]:
+    if not hierarchy:
+        return set()
+    rel = verifier._named(hierarchy, ["hierarchy"], "hierarchy")
+    return {str(d).lower() for (d,) in verifier.con.execute(
+        f"select distinct dimension from {verifier.wh_name(rel)}").fetchall()}
 
 
 def _check_two_methods(cells: list[Cell], verifier: Verifier) -> int:
@@ -278,11 +373,5 @@ def _check_two_methods(cells: list[Cell], verifier: Verifier) -> int:
 
 def _largest_count_noise(verifier: Verifier) -> float:
     """The largest |noise| of the count ptables the release's CKM tables were recomputed with (D)."""
-    largest = 0.0
-    for item in verifier.verified.values():
-        ptable = (item.call or {}).get("ptable") if item.kind == "ckm_count" else None
-        if ptable:
-            rel = verifier._named(ptable, ["ptable"], "ptable")
-            found = verifier.con.execute(f"select max(abs(v)) from {verifier.wh_name(rel)}").fetchone()[0]
-            largest = max(largest, float(found or 0))
-    return largest
+    return max((float(found or 0) for found in _over_count_ptables(verifier, "select max(abs(v)) from {}")),
+               default=0.0)

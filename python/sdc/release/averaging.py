@@ -52,6 +52,7 @@ from sdc.conventions import AVERAGING_EXACT_CELLS, MIN_STANDARD_ERROR, TOTAL_LAB
 from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
+from sdc.release.populations import population_of
 
 EXACT, LOWER_BOUND = "exact", "lower bound"
 # the pivoted Cholesky factor of F stops where the remaining information is below this share of the largest
@@ -248,7 +249,7 @@ def audit_averaging(verifier, verified: list, floor: float = MIN_STANDARD_ERROR,
     populations: dict[tuple, list] = {}
     for item in sorted({v.rel.key: v for v in verified}.values(), key=lambda v: v.rel.key):
         if item.kind == "ckm_count" and item.audit is not None:
-            populations.setdefault((item.source, item.call.get("fact")), []).append(item)
+            populations.setdefault(population_of(item), []).append(item)
     figures, table_figures, worst = [], {}, None
     for (source, fact), items in sorted(populations.items(), key=lambda p: (p[0][0], str(p[0][1]))):
         tables = [_count_table(verifier, item) for item in items]
@@ -366,7 +367,7 @@ def _finest_cells(verifier, source: str, fact, dims: list[str]) -> tuple[list[tu
 
 
 def _population_shown(verifier, item, fact) -> str:
-    relation = next((r for r in verifier.inputs.values() if str(r) == item.source), None)
+    relation = next((r for r in verifier.inputs.values() if str(r) == population_of(item)[0]), None)
     name = (f"{relation.schema}.{relation.identifier}" if relation is not None and relation.database != "temp"
             else "the microdata of " + ", ".join(sorted(item.roots)))
     return name + (f" (fact {fact})" if fact is not None else "")

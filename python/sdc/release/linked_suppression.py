@@ -30,7 +30,8 @@ import numpy as np
 
 from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
-from sdc.release.verified import RELATIVE_TOLERANCE, Verified
+from sdc.release.populations import population_of
+from sdc.release.verified import RELATIVE_TOLERANCE, Verified, variable_name
 from sdc.release.verify import Verifier
 from sdc.suppression.audit import (
     AUDIT_TOLERANCE,
@@ -51,16 +52,34 @@ def audit_linked_suppression(verifier: Verifier, verified: list[Verified]) -> di
                     key=lambda v: v.rel.key)
     groups: dict[tuple, list[Verified]] = {}
     for item in tables:
-        groups.setdefault((item.source, _variable(item)), []).append(item)
+        groups.setdefault((population_of(item)[0], _variable(item)), []).append(item)
+    for (_, variable), members in groups.items():
+        _check_one_expression(members, variable)
     figures = [_audit_group(verifier, members, variable)
                for (_, variable), members in sorted(groups.items()) if len(members) > 1]
     return {"groups": figures, "shared_cells": sum(g["shared_cells"] for g in figures), "passed": True}
 
 
 def _variable(item: Verified) -> str:
-    """What a suppression table's cells hold: 'count', or the summed column."""
+    """What a suppression table's cells hold: 'count', or the loaded columns its summed column reads."""
     column = item.call["cells"].get("value")
-    return "count" if item.call["value"] == "freq" or not column else str(column).lower()
+    return "count" if item.call["value"] == "freq" or not column else variable_name(item, column)
+
+
+def _check_one_expression(members: list[Verified], variable: str) -> None:
+    """Suppression tables of one population that sum the same loaded columns sum the same values: one table's
+    published sums would give another's suppressed ones (income beside 2 x income under another name)."""
+    if variable == "count":
+        return
+    found = {}
+    for item in members:
+        lineage = (item.lineage or {}).get(str(item.call["cells"]["value"]).lower())
+        found.setdefault(lineage.expression if lineage is not None else variable, []).append(item.rel.label)
+    if len(found) > 1:
+        shown = "; ".join(f"{expression} in {', '.join(labels)}" for expression, labels in found.items())
+        raise SdcError(f"suppression tables of one population sum {variable} in different forms ({shown}): the "
+                       "published sums of one give the suppressed sums of another, which their joint audit cannot "
+                       "follow. Publish one form of a variable per population")
 
 
 class _Table:

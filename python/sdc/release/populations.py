@@ -23,8 +23,10 @@ microdata, so it can compare the records themselves:
   (a modulus of 10^8), so this test can take a set for inside another only where every record outside shares its
   key with one inside: it then errs on the side of refusing.
 
-Not compared: populations over different loaded tables, and measure columns under other names (the variable of a
-magnitude or suppression table is its column's name).
+A table read as another population's keeps its own microdata for its measures (a derived or constant value column
+of the view is the view's, never the loaded table's column of that name). Its variable is named by the loaded
+columns it reads (record_wise.py), not by its column's name. Not compared: populations over different loaded
+tables.
 """
 
 from __future__ import annotations
@@ -86,7 +88,10 @@ class Populations:
 
 
 def population_of(item: Verified) -> tuple:
-    """The (source, fact) of a verified table: the microdata it read and the fact it counts."""
+    """The (source, fact) of a verified table: the microdata it read and the fact it counts, or the population of
+    the same records it is read as."""
+    if item.population is not None:
+        return item.population
     call = item.call or {}
     return (item.source, call.get("fact") if item.kind == "ckm_count" else None)
 
@@ -194,19 +199,23 @@ def _aliased(verifier, item: Verified, population: Population, reference: Popula
     else:
         new_call["dims"] = new_dims
     read_as = {column.lower(): (dim, {b: a for a, b in codes.items()}) for dim, (column, codes) in mapping.items()}
-    return dataclasses.replace(item, source=reference.source, call=new_call,
+    return dataclasses.replace(item, source=_recoded(verifier, item.source, mapping), call=new_call,
                                audit=_recoded(verifier, item.audit, mapping),
-                               content=_recoded(verifier, item.content, mapping), read_as=read_as)
+                               content=_recoded(verifier, item.content, mapping), read_as=read_as,
+                               population=(reference.source, population_of(item)[1]))
 
 
 def _recoded(verifier, relation: str, mapping: dict) -> str:
-    """A temp view of ``relation`` with each mapped dimension under its new name and codes."""
+    """A temp view of ``relation`` with each mapped dimension under its new name and codes (a column of its own
+    under such a name, no dimension of the table, left out)."""
     columns = verifier._columns(relation)
     by_lower = {d.lower(): (d, m) for d, m in mapping.items()}
+    taken = {new.lower() for new, _ in mapping.values()}
     select = []
     for column in columns:
         if column.lower() not in by_lower:
-            select.append(q(column))
+            if column.lower() not in taken:
+                select.append(q(column))
             continue
         _, (new, codes) = by_lower[column.lower()]
         cases = " ".join(f"when {quote_literal(a)} then {quote_literal(b)}" for a, b in codes.items() if a != b)

@@ -23,6 +23,8 @@ from __future__ import annotations
 # every key of the public audit: one list, for the writers, the report and the tests
 PUBLIC_AUDIT_KEYS: tuple[str, ...] = ("release", "ledger", "published_at", "published", "withdrawn", "checks",
                                       "tables", "parameters")
+# what a published relation is, in the public audit and the reports (the tables' own: audit.py's methods)
+PUBLISHED_KINDS: dict[str, str] = {"ckm_mean": "ckm means", "seed": "reference data (a seed)"}
 # the checks a release passes before anything is published (the reader learns that each passed, nothing more)
 PUBLIC_CHECKS: tuple[str, ...] = ("verification", "zeros", "two_methods", "linked_suppression", "averaging",
                                   "ledger")
@@ -31,7 +33,8 @@ PUBLIC_CHECKS: tuple[str, ...] = ("verification", "zeros", "two_methods", "linke
 def public_release_audit(audit: dict) -> dict:
     """The part of the release audit ``audit`` (audit_checked_release's, with release, ledger_id and published)
     that readers read; see the module's text."""
-    methods = {t["table"]: t["method"] for t in audit.get("tables") or []}
+    methods = {**{label: PUBLISHED_KINDS.get(kind, kind) for label, kind in (audit.get("kinds") or {}).items()},
+               **{t["table"]: t["method"] for t in audit.get("tables") or []}}
     public = {
         "release": audit.get("release"),
         "ledger": audit.get("ledger_id"),

@@ -429,6 +429,7 @@ def audit_checked_release(release: CheckedRelease, min_standard_error: float) ->
             verifier.verify(cube, [f"{cube.label} (the table builder's cube)"])
     audit = audit_release(verifier, list(verifier.verified.values()), min_standard_error)
     audit["verified"] = sorted(v.rel.label for v in verifier.verified.values())
+    audit["kinds"] = {release.rels[m].label: verifier.verified[release.rels[m].key].kind for m in release.marked}
     audit["described"] = {release.rels[m].label: described(verifier.manifest, m.node_id) for m in release.marked}
     audit["published_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the release's quality and its count ptables, for its record and report (release/quality.py)

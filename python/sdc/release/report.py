@@ -29,6 +29,7 @@ from sdc.warehouse.dimension_names import dimension_column
 from sdc.warehouse.database import connect, first_line
 from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
+from sdc.release.public_audit import PUBLISHED_KINDS
 
 REPORT_COMMAND = "sdc report"  # the mark of its files (sdc.files)
 # cells shown per table; the rest are in the publication (the report says how many)
@@ -391,7 +392,8 @@ def _ptables(audit: dict) -> str:
 
 def _table(table: dict, quality: dict | None, audit: dict) -> str:
     entry = next((t for t in audit.get("tables", []) if t["table"] == table["label"]), {})
-    method = (quality or {}).get("method") or entry.get("method") or "a relation of one's own"
+    kind = (audit.get("kinds") or {}).get(table["label"])
+    method = (quality or {}).get("method") or entry.get("method") or PUBLISHED_KINDS.get(kind, kind) or "a table"
     # the office's audit keeps them in "described", the public one in its table entries
     entry = {**entry, **{k: v for k, v in ((audit.get("described") or {}).get(table["label"]) or {}).items() if v}}
     title, unit = entry.get("title"), entry.get("unit")

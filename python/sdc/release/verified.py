@@ -13,6 +13,17 @@ from sdc.release.gate import Rel
 RELATIVE_TOLERANCE: float = 1e-9
 
 
+def variable_name(item: "Verified", column: str) -> str:
+    """A measure column of a table's microdata named by the loaded columns it reads (record_wise.py): the same
+    variable under another column name, or scaled, has one name; a constant is "a constant"."""
+    lineage = (item.lineage or {}).get(str(column).lower())
+    if lineage is None:
+        return str(column).lower()
+    if not lineage.roots:
+        return "a constant"
+    return " + ".join(sorted(f"{table}.{name}" for table, name in lineage.roots))
+
+
 @dataclass
 class Verified:
     """A relation whose content sdc has checked: ``content`` is SQL that gives it (a relation of the warehouse
@@ -31,6 +42,10 @@ class Verified:
     # a table read as one of another population of the same records (populations.py): per dimension (lower case)
     # of that population, the table's own dimension and its codes by that population's codes, for the messages
     read_as: dict | None = None
+    # the population (microdata, fact) such a table is read as; its ``source`` stays its own microdata, with the
+    # dimensions under that population's names and codes, so that its measures are its own
+    population: tuple | None = None
+    lineage: dict | None = None  # per column (lower case) of its microdata, what it reads (record_wise.Lineage)
 
 
 def refuse(path: list[str], why: str) -> SdcError:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,13 +51,16 @@ from sdc.conventions import (
     LOAD_LOG_TABLE,
     PUBLISHED_MEASURES,
     RAW_SCHEMA,
+    RECORD_KEY_COLUMN,
 )
 from sdc.warehouse.dimension_names import dimension_column
-from sdc.errors import SdcError
+from sdc.errors import SdcError, SdcWarning
 from sdc.warehouse.macro_renderer import Relation, RememberedQueries, render_macro, sql_errors
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
 from sdc.release.gate import Rel, Warehouse, resolve_reads
+from sdc.release.record_wise import Lineage, NotRecordWise, key_columns, loaded_lineage, record_wise_lineage
+from sdc.release.seed_files import seed_file_state
 from sdc.release.verified import RELATIVE_TOLERANCE, Verified, refuse
 
 # built-in functions that read state outside the query's relations: refused in SQL that sdc runs
@@ -78,6 +82,9 @@ class Verifier:
         self.loaded = self._loaded_tables()
         self.inputs: dict[tuple, Relation] = {}
         self.roots: dict[tuple, frozenset] = {}
+        # per microdata relation: each column's lineage (record_wise.py)
+        self.lineage: dict[tuple, dict[str, Lineage]] = {}
+        self.key_roots: set[tuple] = set()  # the loaded record keys, key facts and facts (record_wise.key_columns)
         # per microdata relation: the results of the rendering's queries that read it (the record key checks)
         self.microdata_queries: dict[str, RememberedQueries] = {}
         self.recomputed: dict[tuple, str] = {}  # CKM step (its audit relation) -> sdc's table for its call
@@ -143,7 +150,7 @@ class Verifier:
         self._compare(rel, self.with_dimension_columns(cells, call, call, path + [audit.label]), path,
                       f"{step} over {source.label} (recomputed from the microdata)", rounded=rounded)
         return Verified(rel, step, self.wh_name(rel), audit=table, source=str(self.inputs[source.key]), call=call,
-                        step_of=audit, roots=self.roots[source.key])
+                        step_of=audit, roots=self.roots[source.key], lineage=self.lineage.get(source.key))
 
     def _rounded(self, table: str, rounded: dict[str, int]) -> str:
         """A copy of the recomputed ``table`` with its measures rounded as ckm_published rounds them (its macro),
@@ -188,7 +195,8 @@ class Verifier:
         self._compare(rel, f"select {', '.join(dims)}, original, key_sum, {q('count')} from {table}", path,
                       f"ckm_finest_cells over {source.label} (recomputed from the microdata)")
         return Verified(rel, "ckm_count", self.wh_name(rel), audit=table, source=str(self.inputs[source.key]),
-                        call=count_call, step_of=rel, roots=self.roots[source.key])
+                        call=count_call, step_of=rel, roots=self.roots[source.key],
+                        lineage=self.lineage.get(source.key))
 
     def _own(self, rel: Rel, record: dict, path: list[str]) -> Verified:
         """A relation of one's own is never published (the gate refuses it first; this is the second guard)."""
@@ -219,12 +227,23 @@ class Verifier:
         if differs:
             raise refuse(path, f"is a seed whose table differs from its file {csv} in {differs} row(s): it was "
                                "changed after dbt seed; run dbt seed")
+        state = seed_file_state(csv)
+        if state is None:
+            warnings.warn(SdcWarning(f"{path[0]} is a seed whose file {csv} lies in no git repository: sdc cannot tell "
+                                     "whether it is the reference data the office reviewed, or a file written from the "
+                                     "microdata during the build"), stacklevel=2)
+        elif state != "committed":
+            raise refuse(path, f"is a seed whose file {csv} is {state} in the project's git repository: a published "
+                               "seed is reference data the office reviewed and committed, not a file written during "
+                               "the build (a hook or a model can write one from the microdata); review and commit it, "
+                               "or take the seed out of the sdc_publish tag")
         return Verified(rel, "seed", self.wh_name(rel))
 
     # ------------------------------------------------------------------------------------------ recomputing
     def _recompute(self, step: str, source: Rel, call: dict, path: list[str]) -> str:
         """sdc's own table for ``call`` over the microdata ``source``, with its audit columns, as a temp table."""
         microdata = self.microdata(source, path)
+        self.check_record_key(source, call, path)
         arguments = {k: v for k, v in call.items() if k not in ("dims", "settings")}
         for name in ("hierarchy", "ptable", "nums_ptable", "zero_with_counts"):
             if arguments.get(name) is not None:
@@ -356,6 +375,8 @@ class Verifier:
                                    f"{', '.join(sorted(self.loaded)) or 'none'})")
             found = self._relation(rel)
             self.roots[rel.key] = frozenset([rel.label.lower()])
+            self.lineage[rel.key] = loaded_lineage(rel.label, self.wh.columns(rel))
+            self.key_roots |= key_columns(self.lineage[rel.key])
         else:
             record = self.wh.record(rel) or {}
             if record.get("step"):
@@ -366,6 +387,7 @@ class Verifier:
                 self.microdata(parent, path + [parent.label])
                 roots |= self.roots[parent.key]
             self.roots[rel.key] = frozenset(roots)
+            self.lineage[rel.key] = self._record_wise(rel, sql, path)
             if self.wh.kind(rel) == "view":
                 found = self._relation(rel)
             else:  # a table of one's own: its SQL again, not what a hook may have written into it
@@ -375,6 +397,32 @@ class Verifier:
                 found = Relation("temp", "main", name)
         self.inputs[rel.key] = found
         return found
+
+    def _record_wise(self, rel: Rel, sql: str, path: list[str]) -> dict[str, Lineage]:
+        """The lineage of the columns of microdata of one's own, which must be record-wise (record_wise.py)."""
+        def resolve(table):
+            parent = self.wh.find(table.catalog or None, table.db or None, table.name, rel)
+            return self.lineage.get(parent.key) if parent is not None else None
+
+        try:
+            return record_wise_lineage(sql, resolve, self._scalar, self.key_roots)
+        except NotRecordWise as exc:
+            raise refuse(path, f"is microdata of one's own that a step reads, and it {exc}") from None
+
+    def _scalar(self, name: str) -> bool:
+        return bool(self.con.execute(
+            "select count(*) from duckdb_functions() where lower(function_name) = lower(?) and internal "
+            "and function_type in ('scalar', 'macro')", [name]).fetchone()[0])
+
+    def check_record_key(self, source: Rel, call: dict, path: list[str]) -> None:
+        """The record key column a CKM call reads is the loaded tables' record key, passed on unchanged."""
+        settings = call.get("settings") if isinstance(call.get("settings"), dict) else {}
+        column = str(settings.get("sdc_record_key_column") or RECORD_KEY_COLUMN).lower()
+        lineage = self.lineage.get(source.key, {}).get(column)
+        if lineage is None or not lineage.passed or lineage.root[1] != RECORD_KEY_COLUMN:
+            raise refuse(path, f"is read by a CKM step with the record key column {column}, which is not the "
+                               f"record key {RECORD_KEY_COLUMN} that sdc load gave its records: the cell keys would "
+                               "give its records another noise than every other table's")
 
     # ------------------------------------------------------------------------------------------ SQL of one's own
     def own_sql(self, rel: Rel, record: dict, path: list[str], tied: bool = True) -> str:

@@ -78,7 +78,7 @@ def verify_suppression_published(verifier, rel: Rel, record: dict, path: list[st
                       f"suppression_published of {', '.join(dims)} (its dimension columns computed by sdc)")
     return Verified(rel, "suppression", verifier.wh_name(rel), audit=recomputed, source=str(microdata),
                     call={"cells": cells_call, "rules": rules_call, "value": value}, step_of=primary,
-                    roots=verifier.roots[records.key])
+                    roots=verifier.roots[records.key], lineage=verifier.lineage.get(records.key))
 
 
 def _audit_published(rows: list[dict], dims: list[str], value: str, members, path: list[str]) -> None:

@@ -23,6 +23,7 @@ from sdc.release.ledger import (
     record_release,
 )
 from test_publication_gate import BASE, dbt, make
+from test_publish import edited_manifest
 
 MODELS = {
     **BASE,
@@ -206,8 +207,8 @@ def test_a_cell_whose_records_and_parameters_did_not_change_may_not_change(tmp_p
     record_release(con, before, {}, {"published_at": "then"}, "p.duckdb", [])
     now = [LedgerCell("protected.t", json.dumps({"region": "R1"}), json.dumps({"freq": None}), "r1", "p"),
            LedgerCell("protected.t", json.dumps({"region": "R2"}), json.dumps({"freq": 4}), "r2 new", "p")]
-    with pytest.raises(SdcError, match=r"1 cell\(s\) would be published with other values than in release 1 although "
-                                       r"their records did not change .*protected.t region=R1: freq=12 then, "
+    with pytest.raises(SdcError, match=r"1 cell\(s\) would be published with other values than in an earlier release although "
+                                       r"their records did not change .*protected.t region=R1: freq=12 in release 1, "
                                        r"freq=None now"):
         check_against_last(con, now, {}, accept_parameter_change=True)
     # the cell whose records changed may change
@@ -270,9 +271,9 @@ def test_two_months_of_a_suppression_table_keep_the_last_pattern_through_a_prior
 
     # month 2 without the last pattern: the heuristic publishes C/x and C/y, which release 1 hid: refused
     reload(built, tmp_path, kinds(leaving=3))
-    with pytest.raises(SdcError, match=r"would be published with other values than in release 1 although their "
-                                       r"records did not change .*region=C, sex=x: freq=None, published_text=x then, "
-                                       r"freq=11, published_text=11 now"):
+    with pytest.raises(SdcError, match=r"would be published with other values than in an earlier release although "
+                                       r"their records did not change .*region=C, sex=x: freq=None, published_text=x in "
+                                       r"release 1, freq=11, published_text=11 now"):
         month(built, tmp_path, 2)
 
     # the last release's cells as a seed of a-priori cells for the pattern
@@ -438,7 +439,7 @@ def test_a_release_that_changes_a_handful_of_records_is_refused_for_its_changed_
     joiner = "400,m,R3,4321\n"
     reload(built, tmp_path, persons() + joiner)
     with pytest.raises(SdcError, match=r"^1 record change\(s\) of raw.persons since release 1 \(a record added or "
-                                       r"removed counts 1, one revised 2\), fewer than 10 \(sdc publish "
+                                       r"removed counts 1, one revised 2, in the columns its tables read\), fewer than 10 \(sdc publish "
                                        r"--min-changed-records\): the cells that change between the two releases are "
                                        r"exactly those of these records"):
         publish(built.db, out, manifest=built.manifest)
@@ -466,6 +467,96 @@ def test_a_release_that_changes_a_handful_of_records_is_refused_for_its_changed_
     report = {}
     publish(built.db, tmp_path / "measured.duckdb", manifest=built.manifest, report=report)
     assert report["changed_records"] == {"raw.persons": 13} and report["release"] == 3
+
+
+def renamed(built, old: str, new: str) -> None:
+    """The published model ``old`` renamed ``new`` (its file moved), as a project might between two months."""
+    folder = built.project / "models" / "protected"
+    (folder / f"{old}.sql").rename(folder / f"{new}.sql")
+
+
+def test_a_renamed_table_is_compared_with_the_cells_it_published_under_its_old_name(office, tmp_path):
+    """The red team of issue 48 (F5): renaming the published tables before each publish let four re-keys through
+    the averaging floor over the releases, and a new ptable through without --accept-parameter-change: both
+    matched cells by relation name. Cells are now matched by the loaded tables and dimensions (averaging) and by
+    their records (the values of unchanged cells), whatever the relation is called."""
+    built = office
+    ledger = built.db.parent / "sdc_ledger.duckdb"
+    month(built, tmp_path, 1)
+    for old in ("persons", "by_region"):
+        renamed(built, old, f"{old}_r2")
+    reload(built, tmp_path, persons(), secret=b"a second office secret", rekey=True)
+    with pytest.raises(SdcError, match=r"^the releases in the ledger let a reader average the CKM noise: .* unchanged "
+                                       r"count\(s\) of raw.persons \(releases 1, each the last under other record keys "
+                                       r"or parameters\)"):
+        month(built, tmp_path, 2)
+    second = month(built, tmp_path, 2, min_standard_error=0.5)
+    assert second["published"] == ["main_protected.by_region_r2", "main_protected.persons_r2"]
+    assert second["averaging"]["over_releases"]["noise_epochs"] == 2
+    # back to the first secret under a third name, with a new ptable: release 1's cells under release 1's keys
+    for old in ("persons", "by_region"):
+        renamed(built, f"{old}_r2", f"{old}_r3")
+    seed = built.project / "seeds" / "sdc_ptable.csv"
+    seed.unlink()
+    assert main(["ptable", "--D", "4", "--V", "2.5", "--js", "2", "--out", str(seed)]) == 0
+    reload(built, tmp_path, persons(), rekey=True)
+    with pytest.raises(SdcError, match=r"cell\(s\) whose records did not change would be published with other values "
+                                       r"than in release 1, because the parameters of main_protected.by_region_r3, "
+                                       r"main_protected.persons_r3 changed"):
+        month(built, tmp_path, 3, min_standard_error=0.1)
+    assert [r["release"] for r in list_releases(ledger)] == [1, 2]
+
+
+def test_a_table_left_out_of_a_release_is_compared_with_the_release_that_last_published_it(office, tmp_path):
+    """F6: release 2 publishes the regions only; release 3 brings the table by sex and region back with a new
+    ptable. Its cells are compared with release 1, which published them (the last release has none of them): a
+    parameter change, refused without --accept-parameter-change, and with it a second noise epoch."""
+    built = office
+    month(built, tmp_path, 1)
+    out = tmp_path / "publication.duckdb"
+    publish(built.db, out, manifest=edited_manifest(built, tmp_path, untag=("persons",)), min_changed_records=0)
+    seed = built.project / "seeds" / "sdc_ptable.csv"
+    seed.unlink()
+    assert main(["ptable", "--D", "4", "--V", "2.5", "--js", "2", "--out", str(seed)]) == 0
+    dbt(built, "build")
+    with pytest.raises(SdcError, match=r"would be published with other values than in release 1, 2, because the "
+                                       r"parameters of main_protected.by_region, main_protected.persons changed"):
+        month(built, tmp_path, 3)
+    third = month(built, tmp_path, 3, accept_parameter_change=True, min_standard_error=0.4)
+    assert third["release"] == 3 and third["averaging"]["over_releases"]["noise_epochs"] == 2
+
+
+def test_changed_records_are_counted_against_every_earlier_release_in_the_columns_the_tables_read(office, tmp_path):
+    """F6, F7: twelve joiners (release 2), then eleven of them gone again: 11 changes against release 2, but one
+    against release 1, which a reader also holds: refused. And the count is of what the tables read (sex, region,
+    the record key): a revised income, which no published table reads, is no change; one joiner beside ten such
+    revisions is one change, refused; two such revisions alone are none, published (they were refused before)."""
+    built = office
+    ledger = built.db.parent / "sdc_ledger.duckdb"
+    out = tmp_path / "publication.duckdb"
+    publish(built.db, out, manifest=built.manifest)
+    joiners = [f"{400 + k},{'mw'[k % 2]},R{k % 5},{1000 + k}\n" for k in range(12)]
+    reload(built, tmp_path, persons() + "".join(joiners))
+    report: dict = {}
+    publish(built.db, out, manifest=built.manifest, report=report)
+    assert report["changed_records"] == {"raw.persons": 12}
+    reload(built, tmp_path, persons() + joiners[0])
+    with pytest.raises(SdcError, match=r"^1 record change\(s\) of raw.persons since release 1 \(a record added or "
+                                       r"removed counts 1, one revised 2, in the columns its tables read\), fewer than "
+                                       r"10"):
+        publish(built.db, out, manifest=built.manifest)
+    revised = persons().splitlines(keepends=True)
+    for k in range(1, 11):  # ten incomes revised
+        i, sex, region, income = revised[k].strip().split(",")
+        revised[k] = f"{i},{sex},{region},{int(income) + 100}\n"
+    reload(built, tmp_path, "".join(revised) + "".join(joiners) + "412,w,R2,2024\n")
+    with pytest.raises(SdcError, match=r"^1 record change\(s\) of raw.persons since release 2"):
+        publish(built.db, out, manifest=built.manifest)
+    reload(built, tmp_path, "".join(revised[:3]) + "".join(persons().splitlines(keepends=True)[3:]) + "".join(joiners))
+    report = {}
+    publish(built.db, out, manifest=built.manifest, report=report)
+    assert report["changed_records"] == {"raw.persons": 0} and report["release"] == 3
+    assert diff_releases(ledger, 2, 3) == []
 
 
 # ------------------------------------------------------------------------------------------ three months

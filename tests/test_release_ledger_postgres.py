@@ -471,8 +471,9 @@ def test_three_months_on_postgres_with_a_reader_cluster_run_with_the_documented_
                                                                                           monkeypatch):
     """The issue's monthly job on PostgreSQL, the readers on a cluster of their own, with the commands the guides give
     and nothing else, each exit 0: sdc load --target, dbt build, sdc publish --target --publication-target, the
-    office's and the public report; month 2 a revision (twelve incomes corrected, three persons joined), month 3 a
-    new secret (sdc load --rekey). The readers' cluster holds each release and nothing of the build."""
+    office's and the public report; month 2 a revision (twelve incomes corrected, which no published table reads,
+    and twelve persons joined: twelve changed records of what the counts read), month 3 a new secret (sdc load
+    --rekey). The readers' cluster holds each release and nothing of the build."""
     import dataclasses
 
     from postgres_server import throwaway_postgres
@@ -513,8 +514,8 @@ def test_three_months_on_postgres_with_a_reader_cluster_run_with_the_documented_
             assert main(["report", *where, "--public", "--out", str(p.root / "public.html")]) == 0
 
         run_month(month_persons(), "the office's first secret")
-        run_month(month_persons(revised=12, joined=3), "the office's first secret")
-        run_month(month_persons(revised=12, joined=3), "a second secret, month three", "--rekey")
+        run_month(month_persons(revised=12, joined=12), "the office's first secret")
+        run_month(month_persons(revised=12, joined=12), "a second secret, month three", "--rekey")
         reader = dict(user="three_reader", password="three")
         (report,) = pg_rows(public, f"select report from {PUBLICATION}.release_audit", **reader)[0]
         report = json.loads(report) if isinstance(report, str) else report

@@ -34,46 +34,61 @@ import scipy.sparse as sp
 from sdc.conventions import AVERAGING_EXACT_CELLS
 from sdc.errors import SdcError
 from sdc.release.averaging import EXACT, LOWER_BOUND, _least, _rounded, blue_variances
-from sdc.release.ledger import LEDGER_SCHEMA, rekeyed_tables
+from sdc.release.ledger import LEDGER_SCHEMA, key_series, same_noise
 
 
-def earlier_epochs(con, loads: dict, parameters: dict[str, str | None], roots: dict[str, set]) -> dict[str, list[int]]:
-    """Per published relation of this release (``roots``: relation -> the loaded tables behind it, as the load
-    log names them; ``parameters``: relation -> its parameters digest now), the last release in the ledger on
-    ``con`` of each other noise epoch: releases that published the relation under another series of record keys
-    of a table behind it, or with other parameters. A series is a keyed secret's fingerprint (going back to the
-    earlier secret goes back to its keys and noise), or for random and existing keys the run of loads between two
-    re-keys; ``loads`` is this release's load log."""
-    releases = [(r, json.loads(l or "{}")) for r, l in con.execute(
-        f"select release_id, loads from {LEDGER_SCHEMA}.releases order by 1").fetchall()]
-    published = {(r, relation): digest for r, relation, digest in con.execute(
-        f"select release_id, relation, any_value(parameters) from {LEDGER_SCHEMA}.cells group by 1, 2").fetchall()}
-    series: list[dict] = []
-    counters: dict[str, int] = {}
-    previous: dict = {}
-    for _, load_log in [*releases, (None, loads)]:
-        rekeyed = rekeyed_tables(previous, load_log)
-        found = {}
-        for table, load in load_log.items():
-            if load.get("key_mode") == "keyed" and load.get("key_fingerprint"):
-                found[table] = ("keyed", load.get("modulus"), load.get("key_fingerprint"))
-            else:
-                counters[table] = counters.get(table, 0) + (table in rekeyed)
-                found[table] = (load.get("key_mode"), load.get("modulus"), counters[table])
-        series.append(found)
-        previous = load_log
-    now = series[-1]
-    found = {}
-    for relation, tables in roots.items():
-        current = (tuple(now.get(t) for t in sorted(tables)), parameters.get(relation))
-        last: dict = {}
-        for (release, _), keys in zip(releases, series):
-            if (release, relation) in published:
-                epoch = (tuple(keys.get(t) for t in sorted(tables)), published[(release, relation)])
-                if epoch != current:
-                    last[epoch] = release
-        found[relation] = sorted(last.values())
+def earlier_epochs(con, loads: dict, cells: list, designs: list) -> dict[str, dict[tuple, tuple[int, set]]]:
+    """Per count table of this release's designs (averaging.py): {epoch: (its last release, the relations there)}
+    of the other noise epochs in the ledger on ``con`` that published a count table of the same loaded tables and
+    dimensions, under any relation name (a renamed table publishes the same cells). An epoch is the series of
+    record keys of those tables (ledger.key_series) with the noise part of its parameters digest (ptables and
+    magnitude parameters: ledger.same_noise); ``loads`` and ``cells`` are
+    this release's (its load log, ledger.release_cells)."""
+    series, now = key_series(con, loads)
+    parameters = {c.relation: c.parameters for c in cells}
+    roots_of = _relation_roots(con)
+    earlier: dict[tuple, tuple] = {}  # (release, relation) -> (parameters, dims)
+    for release, relation, digest, cell in con.execute(
+            f"select release_id, relation, any_value(parameters), any_value(cell) from {LEDGER_SCHEMA}.cells "
+            "where original is not null group by 1, 2").fetchall():
+        earlier[(release, relation)] = (digest, frozenset(k.lower() for k in json.loads(cell)))
+    found: dict[str, dict[tuple, tuple[int, set]]] = {}
+    for population in designs:
+        for table, item in zip(population.tables, population.items):
+            tables = sorted(r.split(".", 1)[-1] for r in item.roots)
+            dims = frozenset(_own_names(table, item).values())
+            current = (tuple(now.get(t) for t in tables), parameters.get(table.label))
+            by_epoch: dict[tuple, dict[int, set]] = {}
+            for (release, relation), (digest, cell_dims) in earlier.items():
+                behind = roots_of.get((release, relation), tables if relation == table.label else None)
+                if behind is None or sorted(behind) != tables or cell_dims != dims:
+                    continue
+                keys = tuple(series.get(release, {}).get(t) for t in tables)
+                noise = "now" if same_noise(digest, current[1]) else (digest or "").split(":")[-1]
+                if (keys, noise) != (current[0], "now"):
+                    by_epoch.setdefault((keys, noise), {}).setdefault(release, set()).add(relation)
+            found[table.label] = {epoch: (max(releases), releases[max(releases)])
+                                  for epoch, releases in by_epoch.items()}
     return found
+
+
+def _relation_roots(con) -> dict[tuple, list[str]]:
+    """(release, relation) -> the loaded tables behind it (load-log names), from each release's audit (an sdc
+    before issue 48 did not keep them: its relations are matched by name)."""
+    found = {}
+    for release, audit in con.execute(f"select release_id, audit from {LEDGER_SCHEMA}.releases").fetchall():
+        for table in json.loads(audit or "{}").get("tables") or []:
+            if table.get("roots") is not None:
+                found[(release, table["table"])] = [r.split(".", 1)[-1] for r in table["roots"]]
+    return found
+
+
+def _own_names(table, item) -> dict[str, str]:
+    """The table's dimensions (as the design names them) -> its own names (a table read as another population's)."""
+    own = {d.lower(): d.lower() for d in table.dims}
+    for dim, (name, _) in (item.read_as or {}).items():
+        own[dim] = name.lower()
+    return own
 
 
 def audit_over_releases(verifier, con, loads: dict, cells: list, floor: float, fetch=None) -> dict:
@@ -82,17 +97,14 @@ def audit_over_releases(verifier, con, loads: dict, cells: list, floor: float, f
     ``fetch(releases)`` loads the cells of those releases into ``con`` where it holds only some (a PostgreSQL
     ledger's copy). Refuses below ``floor``; returns the figures."""
     designs = getattr(verifier, "averaging_designs", [])
-    roots = {table.label: {r.split(".", 1)[-1] for r in item.roots}
-             for population in designs for table, item in zip(population.tables, population.items)}
-    parameters = {c.relation: c.parameters for c in cells}
-    epochs = earlier_epochs(con, loads, parameters, roots) if roots and con is not None else {}
-    wanted = sorted({r for found in epochs.values() for r in found})
+    if fetch is not None and con is not None:  # the cells of every release: a table may have been renamed
+        fetch([r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases").fetchall()])
+    epochs = earlier_epochs(con, loads, cells, designs) if designs and con is not None else {}
+    wanted = sorted({last for found in epochs.values() for last, _ in found.values()})
     figures = {"noise_epochs": 1 + max((len(found) for found in epochs.values()), default=0),
                "earlier_releases": wanted, "smallest_standard_error": None, "method": None, "cell": None}
     if not wanted:
         return _allowed(figures, designs, floor)
-    if fetch is not None:
-        fetch(wanted)
     smallest_variances = _smallest_variances(con, wanted)
     worst = None
     for population in designs:
@@ -153,34 +165,30 @@ def _smallest_variances(con, releases: list[int]) -> dict[int, dict[int, float]]
     return found
 
 
-def _earlier_rows(con, population, epochs: dict[str, list[int]], variances: dict) -> list[tuple[int, float]]:
-    """(row of this release's design, variance) for every earlier draw of one of its cells."""
-    extra = []
+def _earlier_rows(con, population, epochs: dict, variances: dict) -> list[tuple[int, float]]:
+    """(row of this release's design, variance) for every earlier draw of one of its cells: one per epoch and
+    record set (within an epoch, cells of the same records carry one noise, in whichever table)."""
+    drawn: dict[tuple, float] = {}
     for table, item in zip(population.tables, population.items):
-        releases = epochs.get(table.label) or []
-        if not releases:
-            continue
-        own = {d.lower(): d.lower() for d in table.dims}
-        back = {}  # the table's own names and codes, where it is read as another population's (populations.py)
-        for dim, (name, codes) in (item.read_as or {}).items():
-            own[dim] = name.lower()
-            back[dim] = {b: a for a, b in codes.items()}
-        for release, cell, original in con.execute(
-                f"select release_id, cell, original from {LEDGER_SCHEMA}.cells where relation = ? and original is "
-                f"not null and release_id in ({', '.join('?' * len(releases))})", [table.label, *releases]).fetchall():
-            codes = {k.lower(): str(v) for k, v in json.loads(cell).items()}
-            try:
-                key = tuple((back.get(d) or {}).get(codes[own[d]], codes[own[d]]) for d in table.dims)
-            except KeyError:
-                continue
-            row = population.design.cell_rows.get((table.label, key))
-            k = table.index.get(key)
-            if row is None or k is None or table.cells[k].original != int(original):
-                continue
+        own = _own_names(table, item)
+        back = {dim: {b: a for a, b in codes.items()} for dim, (_, codes) in (item.read_as or {}).items()}
+        for epoch, (release, relations) in (epochs.get(table.label) or {}).items():
             ptable = variances.get(release) or {}
-            i = min(int(original), max(ptable)) if ptable else None
-            variance = min(population.design.variances[row], ptable.get(i, math.inf)) if i is not None else \
-                population.design.variances[row]
-            if variance > 0:
-                extra.append((row, variance))
-    return extra
+            for cell, original in con.execute(
+                    f"select cell, original from {LEDGER_SCHEMA}.cells where release_id = ? and original is not null "
+                    f"and relation in ({', '.join('?' * len(relations))})", [release, *sorted(relations)]).fetchall():
+                codes = {k.lower(): str(v) for k, v in json.loads(cell).items()}
+                try:
+                    key = tuple((back.get(d) or {}).get(codes[own[d]], codes[own[d]]) for d in table.dims)
+                except KeyError:
+                    continue
+                row = population.design.cell_rows.get((table.label, key))
+                k = table.index.get(key)
+                if row is None or k is None or table.cells[k].original != int(original):
+                    continue
+                i = min(int(original), max(ptable)) if ptable else None
+                variance = min(population.design.variances[row], ptable.get(i, math.inf)) if i is not None else \
+                    population.design.variances[row]
+                if variance > 0:
+                    drawn[(epoch, row)] = min(variance, drawn.get((epoch, row), math.inf))
+    return [(row, variance) for (_, row), variance in drawn.items()]

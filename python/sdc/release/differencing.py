@@ -1,46 +1,115 @@
-"""Differencing two releases that differ by a handful of records (red team R4-4).
+"""Differencing releases that differ by a handful of records (red team R4-4).
 
 With stable record keys a cell whose records did not change keeps its published value, so the cells that change
 between two releases are exactly those of the records added, removed or revised: when one person joined, the
 changed cells of every table intersect in that person's combination of codes, and the changes of a magnitude
-table estimate their values. The measure is the number of records that changed since the last release, and the
-protection a minimum of them: where fewer than ``minimum`` records of a loaded table changed (but some did), a
-release that publishes cells of it is refused, so that the changed cells are those of at least ``minimum`` records
-(a reader who knows one of them cannot tell its cells from the others'). What remains is said in SECURITY.md: with
-few but enough records, their cells can still be told apart where they lie in different parts of the tables.
+table estimate their values. The measure is the number of records that changed, and the protection a minimum of
+them: a release is refused where, against an earlier release, some but fewer than ``minimum`` records changed, so
+that the changed cells are those of at least ``minimum`` records (a reader who knows one of them cannot tell its
+cells from the others'). What remains is said in SECURITY.md: with few but enough records, their cells can still
+be told apart where they lie in different parts of the tables.
 
-Counting changed records needs the last release's records, which the ledger does not keep. It keeps a sketch of
-them instead, an invertible Bloom lookup table: every record of a loaded table is an element x (60 bits of the md5
-of its row, every column by name, so a revised value or a new key makes another element) put into 3 of
-3 x SKETCH_CELLS cells (one per part, by 20-bit slices of x), each cell holding the number of its elements, their
-sum and the sum of a checksum of each. The difference of two sketches holds exactly the elements of the two
-releases' symmetric difference; peeling its cells that hold one element decodes it whenever it is small (here:
-up to about 80 elements, a revision counting twice), and a difference it cannot decode has more elements than
-that: many records changed. A few hundred numbers per table and release, in the office's audit.
+What is counted is what a reader can difference (red team, issue 48):
+
+* **the populations the release publishes**: the rows of each microdata relation its tables read (a loaded table,
+  or a staging view of some of its records), not the whole loaded table: a revision of a record no published
+  table covers changes nothing a reader sees;
+* **over the columns its tables read**: their dimensions, measures, facts and the record key, each named by the
+  loaded columns it is computed from (record_wise.py), not every column of the load: a revised note that no table
+  publishes is no change a reader sees, and a joiner beside ten such revisions is still one joiner;
+* **against every earlier release in the ledger**, not the last one only: each population is compared with the
+  closest population of the same loaded table, over the same columns, that each earlier release published (a
+  release that skipped a table, or a second change that undoes most of the first, is compared with the release
+  a reader holds beside it). Populations are matched by their records, not by names, so a renamed table or view
+  is the same population.
+
+Counting changed records needs an earlier release's records, which the ledger does not keep. It keeps a sketch of
+them instead, an invertible Bloom lookup table: every record is an element x (60 bits of the md5 of its row over
+the counted columns, so a revised value or a new key makes another element) put into 3 of 3 x SKETCH_CELLS cells
+(one per part, by 20-bit slices of x), each cell holding the number of its elements, their sum and the sum of a
+checksum of each. The difference of two sketches holds exactly the elements of the two releases' symmetric
+difference; peeling its cells that hold one element (or several copies of one: records alike in every counted
+column) decodes it whenever it is small (here: up to about 80 elements, a revision counting twice), and a
+difference it cannot decode has more elements than that: many records changed. A few hundred numbers per
+population and release, in the office's audit.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+
+from sdc.conventions import KEY_FACT_PREFIX, RECORD_KEY_COLUMN
+from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
 
 SKETCH_CELLS = 64  # cells per part; 3 parts
 PRIME = (1 << 61) - 1  # the checksum's modulus
 CHECK = 0x5DEECE66D  # the checksum's multiplier: f(x) = (x mod PRIME) * CHECK mod PRIME
 MIN_CHANGED_RECORDS = 10  # sdc publish --min-changed-records
+SKETCHED_KINDS: tuple[str, ...] = ("ckm_count", "ckm_sum", "suppression")
 
 
 def check_minimum(minimum) -> None:
     if isinstance(minimum, bool) or not isinstance(minimum, int) or minimum < 0:
-        from sdc.errors import SdcError
-
         raise SdcError(f"the minimum of changed records (--min-changed-records) must be a whole number of at least 0, "
                        f"got {minimum!r}")
 
 
-def record_sketch(con, relation: str) -> list[list[int]]:
-    """The sketch of the rows of ``relation`` (SQL): [cell, count, sum of x, sum of f(x)] for each cell in use."""
-    columns = sorted(c for (c,) in con.execute(f"select column_name from (describe select * from {relation})").fetchall())
-    row = "struct_pack(" + ", ".join(f"{q(c)} := r.{q(c)}" for c in columns) + ")"
+@dataclass
+class Population:
+    """One population the release publishes: the SQL of its microdata, its loaded table, and the columns its tables
+    read, by the loaded columns each is computed from (lineage expression -> column of the microdata)."""
+
+    source: str
+    root: str
+    columns: dict[str, str] = field(default_factory=dict)
+    shown: str = ""
+
+
+def release_populations(verifier) -> list[Population]:
+    """The populations of the verified tables (verifier.verified), each with the columns its tables read."""
+    found: dict[str, Population] = {}
+    for item in sorted(verifier.verified.values(), key=lambda v: v.rel.key):
+        if item.kind not in SKETCHED_KINDS or not item.source or len(item.roots) != 1:
+            continue
+        population = found.setdefault(item.source, Population(item.source, next(iter(item.roots)),
+                                                              shown=_shown(verifier, item)))
+        available = {c.lower(): c for c in verifier._columns(item.source)}
+        for column in _read_columns(item):
+            name = available.get(column.lower())
+            if name is not None:
+                lineage = (item.lineage or {}).get(name.lower())
+                population.columns[lineage.expression if lineage is not None else name.lower()] = name
+    return list(found.values())
+
+
+def _read_columns(item) -> list[str]:
+    """The columns of its microdata that a verified table reads: dimensions, measure, weight, fact, record keys."""
+    call = item.call or {}
+    cells = call.get("cells") if item.kind == "suppression" else call
+    columns = [str(d) for d in cells.get("dims") or []]
+    columns += [str(c) for c in (cells.get("value"), cells.get("weight"), cells.get("fact")) if c]
+    if cells.get("fact"):
+        columns.append(KEY_FACT_PREFIX + str(cells["fact"]))
+    return columns + [RECORD_KEY_COLUMN]
+
+
+def _shown(verifier, item) -> str:
+    relation = next((r for r in verifier.inputs.values() if str(r) == item.source), None)
+    name = f"{relation.schema}.{relation.identifier}" if relation is not None and relation.database != "temp" else None
+    root = next(iter(item.roots))
+    return root if name is None or name.lower() == root.lower() else f"{root} (as {name} reads it)"
+
+
+def record_sketch(con, relation: str, columns: list[str] | None = None) -> list[list[int]]:
+    """The sketch of the rows of ``relation`` (SQL) over ``columns`` (in this order; None: every column by name):
+    [cell, count, sum of x, sum of f(x)] for each cell in use."""
+    if columns is None:  # the sketch of an sdc before issue 48: the whole loaded table
+        names = sorted(c for (c,) in con.execute(f"select column_name from (describe select * from {relation})").fetchall())
+        row = "struct_pack(" + ", ".join(f"{q(c)} := r.{q(c)}" for c in names) + ")"
+    else:
+        row = "row(" + ", ".join(f"r.{q(c)}" for c in columns) + ")"
     x = f"cast(cast('0x' || substr(md5(cast({row} as varchar)), 1, 15) as ubigint) as hugeint)"
     parts = " union all ".join(
         f"select {part} * {SKETCH_CELLS} + cast((x >> {20 * part}) % {SKETCH_CELLS} as integer) as cell, x from elements"
@@ -67,48 +136,100 @@ def changed_records(before: list[list[int]], now: list[list[int]]) -> int | None
     while progress and decoded <= bound:
         progress = False
         for cell, (count, total, check) in list(cells.items()):
-            if count not in (1, -1):
+            if count == 0 or total % count:
                 continue
-            x = total * count
+            x = total // count  # one element, or ``count`` copies of one (records alike in every column)
             places = [part * SKETCH_CELLS + (x >> (20 * part)) % SKETCH_CELLS for part in range(3)]
-            if not 0 <= x < 1 << 60 or (x % PRIME) * CHECK % PRIME != check * count or cell not in places:
+            if not 0 <= x < 1 << 60 or (x % PRIME) * CHECK % PRIME * count != check or cell not in places:
                 continue  # more than one element, which the others' removal may yet leave alone
             for place in places:
                 other = cells.setdefault(place, [0, 0, 0])
                 other[0] -= count
                 other[1] -= count * x
                 other[2] -= count * ((x % PRIME) * CHECK % PRIME)
-            decoded += 1
+            decoded += abs(count)
             progress = True
     return decoded if all(c == [0, 0, 0] for c in cells.values()) else None
 
 
 def check_differencing(verifier, con, last: int | None, audit: dict, minimum: int = MIN_CHANGED_RECORDS) -> dict:
-    """The sketches of this release's loaded tables into ``audit`` (record_sketches), and per table the records
-    changed since the last release in the ledger on ``con`` (``last``; None: the first); refuses where some but
-    fewer than ``minimum`` changed (the module's text). Returns {table: changed elements, or None for many}."""
-    from sdc.errors import SdcError
+    """The sketches of this release's populations into ``audit`` (record_sketches), and per population the records
+    changed since the last release in the ledger on ``con`` that published one of its loaded table (``last``;
+    None: the first release); refuses where, against any earlier release, some but fewer than ``minimum`` changed
+    (the module's text). Returns {population: changed elements, or None for many}."""
+    populations = release_populations(verifier)
+    entries = []
+    for population in populations:
+        columns = sorted(population.columns)
+        entries.append({"root": population.root, "columns": columns,
+                        "sketch": record_sketch(verifier.con, population.source,
+                                                [population.columns[c] for c in columns])})
+    audit["record_sketches"] = entries
+    earlier = _earlier_sketches(con) if con is not None and last is not None else []
+    changed: dict[str, int | None] = {}
+    for population, entry in zip(populations, entries):
+        sketches: dict[tuple | None, list] = {tuple(entry["columns"]): entry["sketch"]}
+        for release, held in earlier:  # the newest first
+            closest, compared = None, False
+            for old in held:
+                if old["root"] != population.root:
+                    continue
+                now = _sketch_over(verifier, population, old.get("columns"), sketches)
+                if now is None:
+                    continue
+                n = changed_records(old["sketch"], now)
+                compared = True
+                if n is not None and (closest is None or n < closest):
+                    closest = n
+            if not compared:
+                continue
+            changed.setdefault(population.shown, closest)
+            if closest is not None and 0 < closest < minimum:
+                raise SdcError(
+                    f"{closest} record change(s) of {population.shown} since release {release} (a record added or "
+                    f"removed counts 1, one revised 2, in the columns its tables read), fewer than {minimum} (sdc "
+                    "publish --min-changed-records): the cells that change between the two releases are exactly "
+                    "those of these records, so a reader who knows that one of them changed learns its codes from "
+                    "which cells changed, and its values from how much (red team R4-4). Publish when more have "
+                    "changed, or publish the last release's load again; nothing was published")
+    audit["changed_records"] = {shown: ("many" if n is None else n) for shown, n in changed.items()}
+    return changed
+
+
+def _sketch_over(verifier, population: Population, columns: list[str] | None, sketches: dict) -> list | None:
+    """This release's sketch of ``population`` over an earlier sketch's columns (lineage expressions; None: the
+    loaded table's every column, as an sdc before issue 48 kept it), or None where it lacks one of them."""
+    key = None if columns is None else tuple(columns)
+    if key not in sketches:
+        if columns is None:
+            loaded = {f"{k[1]}.{k[2]}": relation for k, relation in verifier.inputs.items() if k[1] == "raw"}
+            relation = loaded.get(population.root)
+            sketches[key] = record_sketch(verifier.con, str(relation)) if relation is not None else None
+        else:
+            available = _available(verifier, population)
+            sketches[key] = record_sketch(verifier.con, population.source, [available[c] for c in columns]) \
+                if all(c in available for c in columns) else None
+    return sketches[key]
+
+
+def _available(verifier, population: Population) -> dict[str, str]:
+    """Every column of the population's microdata by its lineage expression."""
+    lineage = next((found for k, found in verifier.lineage.items() if str(verifier.inputs.get(k)) == population.source),
+                   {})
+    return {(lineage.get(c.lower()).expression if lineage.get(c.lower()) is not None else c.lower()): c
+            for c in verifier._columns(population.source)}
+
+
+def _earlier_sketches(con) -> list[tuple[int, list[dict]]]:
+    """(release, its population sketches) of every release in the ledger on ``con``, the newest first; a release of
+    an sdc before issue 48 kept one sketch per loaded table over all its columns (columns None)."""
     from sdc.release.ledger import LEDGER_SCHEMA
 
-    import json
-
-    loaded = {f"{key[1]}.{key[2]}": relation for key, relation in verifier.inputs.items() if key[1] == "raw"}
-    roots = sorted({r for item in verifier.verified.values() for r in item.roots if r in loaded})
-    sketches = {root: record_sketch(verifier.con, str(loaded[root])) for root in roots}
-    audit["record_sketches"] = sketches
-    before = {}
-    if con is not None and last is not None:
-        row = con.execute(f"select audit from {LEDGER_SCHEMA}.releases where release_id = ?", [last]).fetchone()
-        before = json.loads((row or [None])[0] or "{}").get("record_sketches") or {}
-    changed = {root: changed_records(before[root], sketches[root]) for root in roots if root in before}
-    audit["changed_records"] = {root: ("many" if n is None else n) for root, n in changed.items()}
-    few = {root: n for root, n in changed.items() if n is not None and 0 < n < minimum}
-    if few:
-        root, n = sorted(few.items())[0]
-        raise SdcError(
-            f"{n} record change(s) of {root} since release {last} (a record added or removed counts 1, one revised "
-            f"2), fewer than {minimum} (sdc publish --min-changed-records): the cells that change between the two "
-            "releases are exactly those of these records, so a reader who knows that one of them changed learns its "
-            "codes from which cells changed, and its values from how much (red team R4-4). Publish when more have "
-            "changed, or publish the last release's load again; nothing was published")
-    return changed
+    found = []
+    for release, audit in con.execute(f"select release_id, audit from {LEDGER_SCHEMA}.releases "
+                                      "order by release_id desc").fetchall():
+        held = json.loads(audit or "{}").get("record_sketches") or []
+        if isinstance(held, dict):
+            held = [{"root": root, "columns": None, "sketch": sketch} for root, sketch in held.items()]
+        found.append((release, held))
+    return found

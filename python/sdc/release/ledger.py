@@ -109,10 +109,25 @@ def _json_sql(names: list[str], alias: str) -> str:
 
 
 def _parameters(verifier: Verifier, item: Verified) -> str | None:
+    """``<md5 of the call, ptables and parameters>:<md5 of the ptables and parameters>``: the table's parameters,
+    and the part that decides its noise (same_call, same_noise)."""
     if item.kind not in ("ckm_count", "ckm_sum", "suppression"):
         return None
     record = (verifier.wh.record(item.step_of) or {}) if item.step_of is not None else {}
-    return _md5(_json({"call": item.call, "ptables": record.get("ptables"), "params": record.get("params_md5")}))
+    noise = {"ptables": record.get("ptables"), "params": record.get("params_md5")}
+    return f"{_md5(_json({'call': item.call, **noise}))}:{_md5(_json(noise))}"
+
+
+def same_call(a: str | None, b: str | None) -> bool:
+    """Two parameters digests of the same call, ptables and parameters."""
+    return (a or "").split(":")[0] == (b or "").split(":")[0]
+
+
+def same_noise(a: str | None, b: str | None) -> bool:
+    """Two parameters digests whose ptables and parameters are the same (the same noise for the same records); a
+    digest of an sdc before issue 48 holds no such part: then the whole digests are compared."""
+    x, y = (a or "").split(":"), (b or "").split(":")
+    return x[1] == y[1] if len(x) > 1 and len(y) > 1 else x[0] == y[0]
 
 
 def release_loads(con) -> dict:
@@ -239,34 +254,52 @@ def _ranges(numbers: list[int]) -> str:
     return f"{numbers[0]} to {numbers[-1]}" if len(numbers) > 1 else str(numbers[0])
 
 
-def check_against_last(con, cells: list[LedgerCell], loads: dict, accept_parameter_change: bool) -> list[dict]:
-    """Refuses a release with a cell whose records are those of the last release but whose published values are
-    not (see the module's text); returns the changes it accepts (parameter changes, re-keys) for the record."""
+def check_against_last(con, cells: list[LedgerCell], loads: dict, accept_parameter_change: bool,
+                       roots: dict[str, set] | None = None, fetch=None) -> list[dict]:
+    """Refuses a release with a cell whose records are those of a cell an earlier release published, but whose
+    published values are not (see the module's text); returns the changes it accepts (parameter changes) for the
+    record. Each cell is compared with the newest release that published it: under its relation and codes, or,
+    where none did, under any name with the same records (a renamed table publishes the same cells); and only
+    where no load behind it (``roots``: relation -> the loaded tables behind it; None: every load) was given new
+    keys since. ``fetch(releases)`` loads the cells of those releases into ``con`` where it holds only some (a
+    PostgreSQL ledger's copy)."""
     last = last_release(con)
     if last is None:
         return []
-    before = {(r, c): (p, rec, par) for r, c, p, rec, par in con.execute(
-        f"select relation, cell, published, records, parameters from {LEDGER_SCHEMA}.cells where release_id = ?",
-        [last]).fetchall()}
-    (old_loads,) = con.execute(f"select loads from {LEDGER_SCHEMA}.releases where release_id = ?", [last]).fetchone()
-    rekeyed = _rekeyed(json.loads(old_loads or "{}"), loads)
+    if fetch is not None:
+        fetch([r for (r,) in con.execute(f"select release_id from {LEDGER_SCHEMA}.releases").fetchall()])
+    newest = f"select release_id, relation, cell, published, records, parameters from {LEDGER_SCHEMA}.cells " \
+             "where records is not null qualify row_number() over (partition by {} order by release_id desc) = 1"
+    by_cell = {(r[1], r[2]): r for r in con.execute(newest.format("relation, cell")).fetchall()}
+    by_records = {r[4]: r for r in con.execute(newest.format("records")).fetchall()}
+    series, now_series = key_series(con, loads)
     unexplained, parameter_changes = [], []
     for cell in cells:
-        old = before.get((cell.relation, cell.cell))
-        if old is None or cell.records is None or old[1] != cell.records or old[0] == cell.published:
+        if cell.records is None:
             continue
-        if rekeyed:
-            continue  # a new series of keys on purpose: every cell's noise changes
-        if old[2] != cell.parameters:
-            parameter_changes.append({"relation": cell.relation, "cell": cell.cell, "before": old[0], "now": cell.published})
-        else:
-            unexplained.append((cell, old[0]))
+        old = by_cell.get((cell.relation, cell.cell))
+        if old is None or old[4] != cell.records:
+            old = by_records.get(cell.records)
+            # the same records under another name: the same call must publish the same values, other ptables
+            # another noise; another call with the same noise (a threshold, other totals) is another table
+            if old is not None and not same_call(old[5], cell.parameters) and same_noise(old[5], cell.parameters):
+                continue
+        if old is None or old[3] == cell.published:
+            continue
+        release = old[0]
+        tables = (roots or {}).get(cell.relation) or set(now_series) | set(series.get(release, {}))
+        if any(series.get(release, {}).get(t) != now_series.get(t) for t in tables):
+            continue  # a new series of keys on purpose (sdc load --rekey): every cell's noise changes
+        change = {"relation": cell.relation, "cell": cell.cell, "before": old[3], "now": cell.published,
+                  "release": release, "as": old[1]}
+        (unexplained if same_call(old[5], cell.parameters) else parameter_changes).append(change)
     if unexplained:
         raise SdcError(
-            f"{len(unexplained)} cell(s) would be published with other values than in release {last} although "
+            f"{len(unexplained)} cell(s) would be published with other values than in an earlier release although "
             "their records did not change and neither did their tables' parameters: "
-            + "; ".join(f"{c.relation} {_shown(c.cell)}: {_shown(old)} then, {_shown(c.published)} now"
-                        for c, old in unexplained[:SHOWN_CELLS])
+            + "; ".join(f"{c['relation']} {_shown(c['cell'])}: {_shown(c['before'])} in release {c['release']}"
+                        + (f" (as {c['as']})" if c["as"] != c["relation"] else "") + f", {_shown(c['now'])} now"
+                        for c in unexplained[:SHOWN_CELLS])
             + ("; ..." if len(unexplained) > SHOWN_CELLS else "")
             + ". A reader of both releases learns from the difference (a suppressed cell published, two noises of "
             "one cell). For a suppression table, feed the last release's pattern to the suppression (sdc release "
@@ -274,12 +307,42 @@ def check_against_last(con, cells: list[LedgerCell], loads: dict, accept_paramet
             "cells keep it; else find what changed the table; nothing was published")
     if parameter_changes and not accept_parameter_change:
         tables = sorted({c["relation"] for c in parameter_changes})
+        releases = sorted({c["release"] for c in parameter_changes})
         raise SdcError(
             f"{len(parameter_changes)} cell(s) whose records did not change would be published with other values than "
-            f"in release {last}, because the parameters of {', '.join(tables)} changed (ptable, magnitude parameters "
-            "or the step's call): a reader of both releases sees two noises of one cell. If the change is meant, "
-            "publish with --accept-parameter-change (the ledger records it); nothing was published")
-    return parameter_changes
+            f"in release {', '.join(map(str, releases))}, because the parameters of {', '.join(tables)} changed "
+            "(ptable, magnitude parameters or the step's call): a reader of both releases sees two noises of one "
+            "cell. If the change is meant, publish with --accept-parameter-change (the ledger records it); nothing "
+            "was published")
+    return [{k: c[k] for k in ("relation", "cell", "before", "now")} for c in parameter_changes]
+
+
+def loaded_roots(verifier: Verifier) -> dict[str, set]:
+    """Per verified relation, the loaded tables behind it, as the load log names them (check_against_last)."""
+    return {v.rel.label: {r.split(".", 1)[-1] for r in v.roots} for v in verifier.verified.values()}
+
+
+def key_series(con, loads: dict) -> tuple[dict[int, dict], dict]:
+    """Per release in the ledger on ``con``, and for this release's load log ``loads``: per loaded table the series
+    of record keys it was published under: a keyed secret's fingerprint (going back to an earlier secret goes back
+    to its keys), or for random and existing keys the run of loads between two re-keys."""
+    releases = [(r, json.loads(log or "{}")) for r, log in con.execute(
+        f"select release_id, loads from {LEDGER_SCHEMA}.releases order by 1").fetchall()]
+    found: dict = {}
+    counters: dict[str, int] = {}
+    previous: dict = {}
+    for release, log in [*releases, (None, loads)]:
+        rekeyed = rekeyed_tables(previous, log)
+        series = {}
+        for table, load in log.items():
+            if load.get("key_mode") == "keyed" and load.get("key_fingerprint"):
+                series[table] = ("keyed", load.get("modulus"), load.get("key_fingerprint"))
+            else:
+                counters[table] = counters.get(table, 0) + (table in rekeyed)
+                series[table] = (load.get("key_mode"), load.get("modulus"), counters[table])
+        found[release] = series
+        previous = log
+    return {r: s for r, s in found.items() if r is not None}, found[None]
 
 
 def _rekeyed(before: dict, now: dict) -> bool:
@@ -464,7 +527,7 @@ def diff_in(con, a: int, b: int, where: str) -> list[dict]:
             reason = "re-key"
         elif change != "changed" or rec_a != rec_b:
             reason = "microdata change"
-        elif par_a != par_b:
+        elif not same_call(par_a, par_b):
             reason = "parameter change"
         else:
             reason = "unexplained"

@@ -82,6 +82,7 @@ from sdc.release.ledger import (
     default_ledger,
     last_release,
     ledger_id,
+    loaded_roots,
     new_ledger_id,
     open_ledger,
     record_release,
@@ -325,7 +326,8 @@ def _check_ledger(con, release, alias: str, audit: dict, paths: _PublishPaths, a
         reading = open_ledger(ledger_path, create=False, read_only=True)
         try:
             check_publication_release(reading, held, f"the publication {paths.out}", f"the ledger {ledger_path}")
-            accepted = check_against_last(reading, cells, loads, accept_parameter_change)
+            accepted = check_against_last(reading, cells, loads, accept_parameter_change,
+                                          loaded_roots(release.verifier))
             over = audit_over_releases(release.verifier, reading, loads, cells, audit["averaging"]["min_standard_error"])
             check_differencing(release.verifier, reading, last_release(reading), audit, min_changed_records)
             last = last_release(reading)

@@ -75,6 +75,7 @@ from sdc.release.ledger import (
     check_against_last,
     check_publication_release,
     ledger_id,
+    loaded_roots,
     new_ledger_id,
     release_cells,
     release_loads,
@@ -324,7 +325,8 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
                 ledger = _read_ledger(pg)
             audit, cells, loads, verifier = _audit(con, adapted_manifest(manifest, translated), marked, publication,
                                                    f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
-            accepted = _check_ledger(ledger, audit, cells, loads, accept_parameter_change, held)
+            accepted = _check_ledger(pg, ledger, audit, cells, loads, accept_parameter_change, held,
+                                     loaded_roots(verifier))
             audit["averaging"]["over_releases"] = audit_over_releases(
                 verifier, ledger.con if ledger is not None else None, loads, cells,
                 audit["averaging"]["min_standard_error"],
@@ -351,8 +353,9 @@ def _read_ledger(pg) -> TargetLedger:
         raise _NotAudited(str(exc)) from None
 
 
-def _check_ledger(ledger: TargetLedger | None, audit: dict, cells: list, loads: dict,
-                  accept_parameter_change: bool, held: tuple[str | None, dict | None] = (None, None)) -> list:
+def _check_ledger(pg, ledger: TargetLedger | None, audit: dict, cells: list, loads: dict,
+                  accept_parameter_change: bool, held: tuple[str | None, dict | None] = (None, None),
+                  roots: dict | None = None) -> list:
     """This release against the ledger's last one (ledger.check_against_last), and the release the publication
     database holds against the ledger (check_publication_release); its number, the ledger's identity, and the
     relations the last release published that this one does not, into the audit."""
@@ -360,7 +363,8 @@ def _check_ledger(ledger: TargetLedger | None, audit: dict, cells: list, loads: 
         return []
     database, release = held
     check_publication_release(ledger.con, release, f"the publication database {database}", ledger.where)
-    accepted = check_against_last(ledger.con, cells, loads, accept_parameter_change)
+    accepted = check_against_last(ledger.con, cells, loads, accept_parameter_change, roots,
+                                  fetch=lambda releases: read_cells(pg, ledger, releases))
     audit["ledger_id"] = ledger_id(ledger.con) or new_ledger_id()
     audit["withdrawn"] = withdrawn_relations(ledger.con, audit["published"])
     audit["release"] = (ledger.last or 0) + 1

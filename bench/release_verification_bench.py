@@ -37,6 +37,7 @@ import statistics as stats
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -117,12 +118,40 @@ def machine() -> str:
 
 
 def run(command: list[str], cwd: Path, env: dict) -> float:
+    """The wall seconds of ``command`` as a process of its own; its CPU seconds and peak memory in LAST_RUN (the
+    peak sampled from /proc every 0.1 s: a child's ru_maxrss starts at the parent's size at the fork)."""
     start = time.perf_counter()
-    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    with tempfile.TemporaryFile("w+") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+        peak = [0]
+        sampler = threading.Thread(target=_sample_peak, args=(process.pid, peak), daemon=True)
+        sampler.start()
+        _, status, usage = os.wait4(process.pid, 0)  # the child's own CPU (dbt and sdc run in one process)
+        sampler.join()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.perf_counter() - start
+        LAST_RUN.update(cpu=usage.ru_utime + usage.ru_stime, peak_mb=peak[0] / 1024)
+        if process.returncode != 0:
+            out.seek(0)
+            sys.exit(f"{' '.join(command)} failed:\n{out.read()[-6000:]}")
     return elapsed
+
+
+def _sample_peak(pid: int, peak: list[int]) -> None:
+    """The largest VmHWM (kB) of process ``pid`` until it ends (the last sample before its end)."""
+    status = Path(f"/proc/{pid}/status")
+    while True:
+        try:
+            line = next((x for x in status.read_text().splitlines() if x.startswith("VmHWM:")), None)
+        except OSError:
+            return
+        if line is None:  # a zombie: it has ended
+            return
+        peak[0] = max(peak[0], int(line.split()[1]))
+        time.sleep(0.1)
+
+
+LAST_RUN: dict[str, float] = {}
 
 
 # ------------------------------------------------------------------------------------------ the warehouses
@@ -216,18 +245,27 @@ def side_by_side(warehouse: dict, rounds: int, compare: Path | None) -> None:
                                 + publish("publication_compared.duckdb", "ledger_compared.duckdb"),
                                 dict(warehouse["env"], PYTHONPATH=str(compare / "python")))
     times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    peak: dict[str, list[float]] = {name: [] for name in commands}
     for r in range(rounds):
         for name, (command, env) in commands.items():
             times[name].append(run(command, warehouse["cwd"], env))
-        print(f"  round {r + 1}: " + ", ".join(f"{name} {values[-1]:.2f} s" for name, values in times.items()), flush=True)
-    build = times.pop("dbt build")
-    print(f"  {'dbt build':<12} median {stats.median(build):7.2f} s   best {min(build):7.2f} s")
+            cpu[name].append(LAST_RUN["cpu"])
+            peak[name].append(LAST_RUN["peak_mb"])
+        print(f"  round {r + 1}: " + ", ".join(f"{name} {times[name][-1]:.2f} s ({cpu[name][-1]:.2f} CPU s, "
+                                               f"{peak[name][-1]:.0f} MB)" for name in commands), flush=True)
+    build, build_cpu = times.pop("dbt build"), cpu.pop("dbt build")
+    print(f"  {'dbt build':<12} median {stats.median(build):7.2f} s   best {min(build):7.2f} s   CPU median "
+          f"{stats.median(build_cpu):7.2f} s   peak {max(peak['dbt build']):.0f} MB")
     for name, values in times.items():
-        print(f"  {name:<12} median {stats.median(values):7.2f} s   best {min(values):7.2f} s   / dbt build: "
-              f"{stats.median(values) / stats.median(build):.2f} (medians; pairwise "
+        print(f"  {name:<12} median {stats.median(values):7.2f} s   best {min(values):7.2f} s   CPU median "
+              f"{stats.median(cpu[name]):7.2f} s   peak {max(peak[name]):.0f} MB   / dbt build: "
+              f"{stats.median(values) / stats.median(build):.2f} wall, "
+              f"{stats.median(cpu[name]) / stats.median(build_cpu):.2f} CPU (medians; pairwise wall "
               f"{', '.join(f'{p / b:.2f}' for p, b in zip(values, build))})", flush=True)
     if compare is not None:
-        print(f"  sdc publish / compared (medians): {stats.median(times['sdc publish']) / stats.median(times['compared']):.2f}")
+        print(f"  sdc publish / compared (medians): {stats.median(times['sdc publish']) / stats.median(times['compared']):.2f}"
+              f" wall, {stats.median(cpu['sdc publish']) / stats.median(cpu['compared']):.2f} CPU")
 
 
 def by_part(warehouse: dict) -> None:

@@ -110,14 +110,24 @@ def record_sketch(con, relation: str, columns: list[str] | None = None) -> list[
         row = "struct_pack(" + ", ".join(f"{q(c)} := r.{q(c)}" for c in names) + ")"
     else:
         row = "row(" + ", ".join(f"r.{q(c)}" for c in columns) + ")"
-    x = f"cast(cast('0x' || substr(md5(cast({row} as varchar)), 1, 15) as ubigint) as hugeint)"
-    parts = " union all ".join(
-        f"select {part} * {SKETCH_CELLS} + cast((x >> {20 * part}) % {SKETCH_CELLS} as integer) as cell, x from elements"
-        for part in range(3))
+    x = f"cast('0x' || substr(md5(cast({row} as varchar)), 1, 15) as bigint)"  # below 2^60
+    # each element into its 3 cells in one pass over the rows (unnest), its checksum once per row
+    cells = ", ".join(f"{part * SKETCH_CELLS} + cast((x >> {20 * part}) % {SKETCH_CELLS} as integer)" for part in range(3))
     return [[int(v) for v in found] for found in con.execute(
-        f"with elements as (select {x} as x from {relation} as r), placed as ({parts}) "
-        f"select cell, count(*), sum(x), sum(((x % {PRIME}) * {CHECK}) % {PRIME}) from placed group by 1 order by 1"
-    ).fetchall()]
+        f"with elements as (select x, {_checksum_sql('x')} as f from (select {x} as x from {relation} as r)), "
+        f"placed as (select unnest([{cells}]) as cell, x, f from elements) "
+        "select cell, count(*), sum(x), sum(f) from placed group by 1 order by 1").fetchall()]
+
+
+def _checksum_sql(x: str) -> str:
+    """f(x) = (x mod PRIME) * CHECK mod PRIME for 0 <= x < 2^60 in bigint arithmetic (a hugeint product costs twice
+    the whole sketch): x in three 20-bit parts, each part times CHECK below 2^55, times 2^(20 i) mod the Mersenne
+    prime 2^61 - 1 a rotation of 61 bits."""
+    def rotated(y: str, k: int) -> str:  # y * 2^k mod PRIME for 0 <= y < 2^61, as a sum below 2^62
+        return y if k == 0 else f"((({y}) & {(1 << (61 - k)) - 1}) << {k}) + (({y}) >> {61 - k})"
+
+    terms = [rotated(f"(({x} >> {20 * part}) & {(1 << 20) - 1}) * {CHECK}", 20 * part) for part in range(3)]
+    return "((" + " + ".join(f"(({term}) % {PRIME})" for term in terms) + f") % {PRIME})"
 
 
 def changed_records(before: list[list[int]], now: list[list[int]]) -> int | None:

@@ -13,13 +13,15 @@ COLUMNS = ["id", "sex", "region", "income", "tags", "address", "f_first", "rk", 
 LOADED = loaded_lineage("raw.persons", COLUMNS)
 KEYS = key_columns(LOADED)
 SCALAR = {"upper", "strftime", "list_transform", "concat", "hash"}  # what DuckDB's catalog would call scalar
+UNSTABLE = {"random", "now", "current_date", "nextval", "setseed", "uuid"}  # ... and volatile or per query
 
 
 def lineage(sql: str) -> dict[str, Lineage]:
     def resolve(table):
         return LOADED if (table.db.lower(), table.name.lower()) == ("raw", "persons") else None
 
-    return record_wise_lineage(sql, resolve, lambda name: name.lower() in SCALAR, KEYS)
+    return record_wise_lineage(sql, resolve, lambda name: name.lower() in SCALAR, KEYS,
+                               lambda name: name.lower() in UNSTABLE)
 
 
 def root(column: str) -> frozenset:
@@ -89,7 +91,37 @@ def test_star_modifiers_and_subqueries_in_from_are_followed():
     ("select rk, region as rk_f_first from raw.persons", "has a column rk_f_first that is not the loaded"),
     ("select q.rk from raw.persons as p", "whose table it does not read"),
     ("select nothing from raw.persons", "reads the column 'nothing', which its relation does not have"),
+    # the second red team of issue 48: columns renamed by position, read by position, parameter or pattern
+    ("with c as (select id, rk, hash(id, 1) % 100000000 as k from raw.persons) select * from c as c(id, k, rk)",
+     "renames columns by their position (c(id, k, rk))"),
+    ("select * from raw.persons as p(id, sex, region, income, tags, address, f_first, k, rk)",
+     "renames columns by their position"),
+    ("select * from (select id, rk, hash(id) as k from raw.persons) as s(id, k, rk)", "renames columns by their position"),
+    ("with c(id, k, rk) as (select id, rk, hash(id) from raw.persons) select * from c", "renames columns by their"),
+    ("select * from raw.persons where #8 < 1000000", "reads #8, a column sdc cannot follow by its name"),
+    ("select id, (#8 * 10)::int as grp from raw.persons", "reads #8"),
+    ("select hash(id) % 100000000 as rk, rk from raw.persons", "has two columns named rk"),
+    ("select *, $1 as x from raw.persons", "a column sdc cannot follow by its name (a position, a parameter"),
+    ("select columns('rk.*') + 1 as x from raw.persons", "reads COLUMNS('rk.*')"),
+    # results that change from one run to the next: sdc's recomputation would not be the table's
+    ("select *, random() as draw from raw.persons", "calls RANDOM(), whose result changes"),
+    ("select *, date_diff('year', current_date, current_date) as age from raw.persons", "calls CURRENT_DATE"),
+    ("select *, now() as at from raw.persons", "calls now, which is no scalar function of DuckDB that gives"),
+    ("select *, nextval('s') as n from raw.persons", "calls nextval, which is no scalar function"),
 ])
 def test_what_writes_other_records_into_a_row_or_computes_with_the_keys_is_refused(sql, message):
     with pytest.raises(NotRecordWise, match=message.replace("(", r"\(").replace(")", r"\)")):
         lineage(sql)
+
+
+def test_a_later_column_reads_an_earlier_alias_as_duckdb_does():
+    """DuckDB lets a column read an alias defined before it in the same SELECT (and the relation's column of that
+    name first); a filter may read one too. Refused before (the second red team of issue 48: a false refusal)."""
+    found = lineage("select rk, sex, income / 1000 as income_k, case when income_k > 3 then 'high' else 'low' end "
+                    "as band, upper(band) as loud from raw.persons where income_k > 1")
+    assert found["band"].roots == root("income") and not found["band"].passed
+    assert found["loud"].roots == root("income")
+    assert found["sex"].root == ("raw.persons", "sex")
+    assert lineage("select rk, region as sex, sex as g from raw.persons")["g"].root == ("raw.persons", "sex")
+    with pytest.raises(NotRecordWise, match="computes its column k7 from rk"):
+        lineage("select rk, rk % 7 as k7, k7 + 1 as band from raw.persons")

@@ -356,10 +356,11 @@ def test_the_reader_of_the_publication_database_reads_exactly_what_security_md_l
     # readers' database stays on the last release (new user D10)
     last = released(p)
     assert sdc(p, "publish", "--min-standard-error", "0.4") == 0
-    err = capsys.readouterr().err
-    assert err.strip() == (f"warning: release {last} was published to {READERS_DATABASE}.{PUBLICATION}, this one to "
+    err = capsys.readouterr().err  # (and that the project's seeds lie in no git repository: a test's project)
+    assert [line for line in err.strip().splitlines() if "lies in no git repository" not in line] == [
+        f"warning: release {last} was published to {READERS_DATABASE}.{PUBLICATION}, this one to "
                            f"led_build.{PUBLICATION}: the readers of {READERS_DATABASE}.{PUBLICATION} still read release "
-                           f"{last}; give --publication-database (or var sdc_publication_database) to publish there")
+        f"{last}; give --publication-database (or var sdc_publication_database) to publish there"]
     assert released(p) == last
 
 

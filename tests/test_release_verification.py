@@ -209,11 +209,11 @@ LONE = "id,sex,region,income\n" + "".join(
     f"{i},{'mw'[i % 2]},{f'L{i // 3}' if i < 24 else f'R{i % 5}'},{1000 + (i * 7919) % 5000}.25\n" for i in range(400))
 
 
-def magnitude_project(root, models, persons):
+def magnitude_project(root, models, persons, seeds=None):
     from test_publication_gate import MAGNITUDE_VARS, NUMS_SEED_TYPES, REPO, dbt
 
     built = make(root, models, persons=persons, build=False,
-                 seeds={"sdc_nums_ptable.csv": REPO / "demo" / "seeds" / "sdc_nums_ptable.csv"})
+                 seeds={"sdc_nums_ptable.csv": REPO / "demo" / "seeds" / "sdc_nums_ptable.csv", **(seeds or {})})
     project_file = built.project / "dbt_project.yml"
     project_file.write_text(project_file.read_text().replace("seeds:\n  pubtest:\n", "seeds:\n  pubtest:\n" + NUMS_SEED_TYPES)
                             + MAGNITUDE_VARS)
@@ -316,13 +316,46 @@ BY_RECORDS = {
                      "dims=['sex', 'region']"),
     **view_and_table("coded", "select rk, 'id' || id || ' income=' || income as cellcode "
                               "from {{ source('raw', 'persons') }}", "ckm_count", "dims=['cellcode'], totals='none'"),
+    # the second red team of issue 48: a column list that renames by position (the hashed k becomes rk), a filter
+    # by a column's position (#4 is rk), ones plus a billionth of the id, a hierarchy and a ptable that are
+    # models, and a ptable seed whose noise is +1000 on average
+    **view_and_table("aliased", "with c as (select id, sex, region, rk, hash(id, 1) % 100000000 as k "
+                                "from {{ source('raw', 'persons') }}) select * from c as c(id, sex, region, k, rk)",
+                     "ckm_count", "dims=['sex', 'region']"),
+    **view_and_table("positional", "select id, sex, region, rk from {{ source('raw', 'persons') }} where #4 < 1000000",
+                     "ckm_count", "dims=['sex', 'region']"),
+    **view_and_table("nearones", "select *, 1 + id * 1e-9 as one from {{ source('raw', 'persons') }}",
+                     "ckm_sum", "dims=['sex', 'region'], value='one'"),
+    "audit/hier_leak.sql": "{{ config(materialized='table') }}\n"
+                           "select 'region' as dimension, 'Total' as code, cast(null as varchar) as parent union all "
+                           "select distinct 'region', region, 'Total' from {{ source('raw', 'persons') }} union all "
+                           "select 'region', region || ' has ' || count(*), 'Total' from {{ source('raw', 'persons') }} "
+                           "group by region\n",
+    "audit/ckm_hleak.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['region'], hierarchy=ref('hier_leak')) }}\n",
+    "protected/hleak.sql": "{{ sdc.ckm_published(ref('ckm_hleak')) }}\n",
+    "audit/pt_copy.sql": "{{ config(materialized='table') }}\nselect * from {{ ref('sdc_ptable') }}\n",
+    "audit/ckm_ptcopy.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex'], ptable=ref('pt_copy')) }}\n",
+    "protected/ptcopy.sql": "{{ sdc.ckm_published(ref('ckm_ptcopy')) }}\n",
+    "audit/ckm_ptbiased.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex'], ptable=ref('pt_biased')) }}\n",
+    "protected/ptbiased.sql": "{{ sdc.ckm_published(ref('ckm_ptbiased')) }}\n",
 }
 BY_RECORDS_PUBLISHED = [Path(name).stem for name in BY_RECORDS if name.startswith("protected/")]
 
 
 @pytest.fixture(scope="module")
 def by_records(tmp_path_factory):
-    return magnitude_project(tmp_path_factory.mktemp("records"), BY_RECORDS, LONE)
+    from test_publication_gate import REPO
+
+    root = tmp_path_factory.mktemp("records")
+    lines = (REPO / "demo" / "seeds" / "sdc_ptable.csv").read_text(encoding="utf-8").splitlines()
+    biased = [lines[0]]  # every count i >= 1 moved by 1000 more: j = i + v stays, the intervals too
+    for line in lines[1:]:
+        i, j, p, v, low, high = line.split(",")
+        if int(i) >= 1:
+            j, v = str(int(j) + 1000), str(int(v) + 1000)
+        biased.append(",".join([i, j, p, v, low, high]))
+    (root / "pt_biased.csv").write_text("\n".join(biased) + "\n", encoding="utf-8")
+    return magnitude_project(root / "project", BY_RECORDS, LONE, seeds={"pt_biased.csv": root / "pt_biased.csv"})
 
 
 def only(built, tmp_path, *names):
@@ -390,6 +423,21 @@ def test_tables_are_compared_by_their_records_not_by_relation_or_column_names(by
     # F2: a code per record, its id and income: each code held by one record
     ("coded", r"^main_protected.coded lists codes of its dimension cellcode that fewer than 3 records of its "
               r"microdata hold: 'id0 income=\d+.25' \(1 record\)"),
+    # the second red team: hash(id, 1) under the name rk by a column list (16 such tables gave every original)
+    ("aliased", r"main_audit.persons_aliased is microdata of one's own that a step reads, and it renames columns by "
+                r"their position \(c\(id, sex, region, k, rk\)\)"),
+    # records chosen by their keys (#4 is rk): cell keys below 0.03, a known noise
+    ("positional", r"main_audit.persons_positional is microdata of one's own that a step reads, and it reads #4, a "
+                   r"column sdc cannot follow by its name"),
+    # a second, independent noise of every count: ones plus a billionth of the id
+    ("nearones", r"^main_protected.nearones is a ckm_sum of one, which is between 1 and 1.000000399 \(or 0\) in "
+                 r"every record, within a factor 2, of its microdata: its sums are counts"),
+    # codes a model wrote from the microdata ("R0 has 80 persons"), noise a model wrote
+    ("hleak", r"is computed with the hierarchy main_audit.hier_leak, which is no seed: a hierarchy is reference "
+              r"data the office committed"),
+    ("ptcopy", r"is computed with the ptable main_audit.pt_copy, which is no seed"),
+    # a committed ptable whose noise is +1000 on average: the published count mod 1000 is the original
+    ("ptbiased", r"is built with the ptable .*pt_biased.*, whose noise for i = 1 has the mean 1000, not 0"),
 ])
 def test_microdata_of_ones_own_is_record_wise_with_the_loaded_keys(by_records, tmp_path, table, message):
     """The red team of issue 48: each of these views published on 7f6fe9a (the codes of a table by region and sex
@@ -397,6 +445,29 @@ def test_microdata_of_ones_own_is_record_wise_with_the_loaded_keys(by_records, t
     out = tmp_path / "pub.duckdb"
     with pytest.raises(SdcError, match=message):
         publish(by_records.db, out, manifest=only(by_records, tmp_path, table))
+    assert not out.exists()
+
+
+def test_the_record_keys_a_view_passes_on_are_checked_in_duckdb_too(by_records, tmp_path, monkeypatch):
+    """Behind the reading of the SQL, DuckDB's own result: a view whose rk the reading takes for the loaded one (here
+    the reading is made blind to the column list, as it was to it before the second red team of issue 48) holds
+    keys that no loaded record has, and is refused for them."""
+    import sdc.release.verify as verify_module
+    from sdc.release.record_wise import Lineage
+
+    real = verify_module.record_wise_lineage
+
+    def blind(sql, resolve, scalar, keys, unstable):
+        if "hash(id, 1)" not in sql.lower():
+            return real(sql, resolve, scalar, keys, unstable)
+        return {name: Lineage(frozenset([("raw.persons", name)]), True, f"raw.persons.{name}")
+                for name in ("id", "sex", "region", "k", "rk")}
+
+    monkeypatch.setattr(verify_module, "record_wise_lineage", blind)
+    out = tmp_path / "pub.duckdb"
+    with pytest.raises(SdcError, match=r"main_audit.persons_aliased is microdata of one's own whose columns rk hold, "
+                                       r"in \d{3} row\(s\), values that no record of raw.persons has"):
+        publish(by_records.db, out, manifest=only(by_records, tmp_path, "aliased"))
     assert not out.exists()
 
 
@@ -768,7 +839,8 @@ def test_a_published_seed_is_reference_data_the_office_committed(tmp_path):
     """The red team of issue 48 (F3): an on-run-start hook wrote the raw counts by region and sex into a seed's
     file, the next build loaded it, and sdc published it (its table is its file). Where the project lies in git, a
     published seed's file must be committed and unchanged since; outside git sdc warns that it cannot tell. The
-    ptable seed is internal: refused (its D, V and js are in the release audit)."""
+    ptable seed is internal: refused (its D, V and js are in the release audit), and as reference data of a step
+    checked as a published seed is (the second red team of issue 48)."""
     import subprocess
 
     from sdc.errors import SdcWarning
@@ -803,4 +875,13 @@ def test_a_published_seed_is_reference_data_the_office_committed(tmp_path):
     with pytest.raises(SdcError, match=r"main.regions \(seed.pubtest.regions\) is a seed whose file \S+regions.csv is "
                                        r"changed since the last commit in the project's git repository"):
         publish(built.db, out, manifest=edited_manifest(built, tmp_path, tag=("regions",)), min_changed_records=0)
+    assert out.read_bytes() == published
+    # a seed a step computes with (its ptable) is reference data too: its file changed after the commit is refused
+    git("checkout", "--", "seeds/regions.csv")
+    dbt(built, "seed")
+    ptable = built.project / "seeds" / "sdc_ptable.csv"
+    ptable.write_text(ptable.read_text() + "\n")  # the same rows: only git tells
+    with pytest.raises(SdcError, match=r"main.sdc_ptable \(its ptable\) is a seed whose file \S+sdc_ptable.csv is "
+                                       r"changed since the last commit in the project's git repository"):
+        publish(built.db, out, manifest=tagged, min_changed_records=0)
     assert out.read_bytes() == published

@@ -20,7 +20,7 @@ population are one cell. Refused:
   records (one record left out, a rounded variable) are caught, where the release gate's old check asked for
   equal grand totals (it is gone; macros/grant_published.sql keeps it for PostgreSQL);
 * **a count in disguise** (R4-8): a ckm_sum of a column with at most two values other than 0 (a constant, an
-  indicator, a constant but for some records);
+  indicator, a constant but for some records), or whose values other than 0 lie within a factor 1 + 1/(js + 1);
 * **codes that records reveal**: a code of a flat dimension that fewer records hold than the count ptable ever
   publishes (1..js; in a magnitude table one record too): the frame lists it because records hold it;
 * **linked suppression tables** (linked_suppression.py): suppression tables of one population that share cells,
@@ -246,10 +246,12 @@ def _check_published_seeds(verifier: Verifier, verified: list[Verified]) -> None
 
 def _check_counts_in_disguise(verifier: Verifier, verified: list[Verified]) -> None:
     """A ckm_sum of a column with at most two values other than 0 over its records (a constant, an indicator,
-    a constant but for a few records) sums counts: the magnitude method's noise, scaled to the cell's largest
-    contribution, is a second and smaller noise of counts the count tables perturb, or of counts no ptable
-    hides (red team R4-8, and a column of ones set to 2 in one record): refused. Read in the table's own
-    microdata, whatever population it is read as."""
+    a constant but for a few records), or whose values other than 0 are all within a factor 1 + 1/(js + 1) of
+    each other (ones plus a millionth of the id), sums counts: a cell's sum tells how many records it holds, at
+    least up to js + 1, and the magnitude method's noise, scaled to the cell's largest contribution, is a second
+    noise of counts the count tables perturb (red team R4-8, and its variants of issue 48): refused. Read in the
+    table's own microdata, whatever population it is read as."""
+    spread = 1 + 1 / (_hidden_counts(verifier) + 1)
     for item in verified:
         if item.kind != "ckm_sum" or item.audit is None:
             continue
@@ -257,17 +259,23 @@ def _check_counts_in_disguise(verifier: Verifier, verified: list[Verified]) -> N
         if not column:
             continue
         fact = item.call.get("fact")
+        nonzero = f"from {item.source} where {q(column)} <> 0" + (f" and {q(fact)} <> 0" if fact else "")
         values = [v for (v,) in verifier.con.execute(
-            f"select distinct cast({q(column)} as double) as v from {item.source} where {q(column)} <> 0"
-            + (f" and {q(fact)} <> 0" if fact else "") + f" order by 1 limit {COUNT_VALUES + 1}").fetchall()]
+            f"select distinct cast({q(column)} as double) as v {nonzero} order by 1 limit {COUNT_VALUES + 1}"
+        ).fetchall()]
+        low, high = verifier.con.execute(
+            f"select min(abs(cast({q(column)} as double))), max(abs(cast({q(column)} as double))) {nonzero}").fetchone()
         if values and len(values) <= COUNT_VALUES:
-            shown = " and ".join(f"{v:g}" for v in values)
-            raise SdcError(
-                f"{item.rel.label} is a ckm_sum of {column}, which is {shown} (or 0) in every record of its "
-                "microdata: its sums are counts (times those values), perturbed by the magnitude method's noise, "
-                "which is scaled to the cell's largest contribution: smaller than a count's, and beside the count "
-                "tables' noise a second one. Publish counts with ckm_count (fact= for an indicator, weight= for "
-                "weighted counts)")
+            shown = f"{' and '.join(f'{v:g}' for v in values)} (or 0) in every record"
+        elif low and high < spread * low:
+            shown = f"between {low:.10g} and {high:.10g} (or 0) in every record, within a factor {spread:.3g},"
+        else:
+            continue
+        raise SdcError(
+            f"{item.rel.label} is a ckm_sum of {column}, which is {shown} of its microdata: its sums are counts "
+            "(times those values), perturbed by the magnitude method's noise, which is scaled to the cell's largest "
+            "contribution: beside the count tables' noise a second one. Publish counts with ckm_count (fact= for an "
+            "indicator, weight= for weighted counts)")
 
 
 def _check_codes(verifier: Verifier, verified: list[Verified]) -> None:

@@ -9,7 +9,12 @@ renamed columns). Its SQL decides what the step counts, so it is held to what th
   aggregate or window function, no subquery in an expression, no GROUP BY, HAVING, QUALIFY, DISTINCT, LIMIT,
   sample, set operation or unnest: each of those writes into a record's row what other records hold (a count over
   a partition put into a dimension's code publishes every original count as a code), or makes rows that are no
-  record. A function that DuckDB does not list as a scalar function is refused too.
+  record. A function that DuckDB does not list as a scalar function giving the same result every run is refused
+  too (random, now, nextval: sdc's recomputation would not be the table's).
+* **columns by name**: a column list on an alias (``as c(id, k, rk)`` renames by position, and put a hashed key
+  under the name rk), a column by position (``#4``), a parameter (``$1``), a pattern (``COLUMNS(...)``) and two
+  columns of one name are refused, since this reading follows names. A later column may read an earlier alias
+  of the same SELECT, as in DuckDB (the relation's column of that name first).
 * **the record keys as loaded**: the record key column (``rk``) and the key facts (``rk_<fact>``) and facts of the
   loaded table may only be passed on unchanged under their own names, never computed with: a key computed from the
   loaded one (``(rk + 104729) % M``) gives the same records another, independent noise in every cell (averaging
@@ -23,6 +28,7 @@ scaled, is the same variable; a constant reads no column).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -79,11 +85,14 @@ class NotRecordWise(SdcError):
 
 
 def record_wise_lineage(sql: str, resolve: Callable[[exp.Table], dict[str, Lineage] | None],
-                        scalar: Callable[[str], bool], keys: set[tuple]) -> dict[str, Lineage]:
+                        scalar: Callable[[str], bool], keys: set[tuple],
+                        unstable: Callable[[str], bool] = lambda name: False) -> dict[str, Lineage]:
     """The lineage of every column (lower case) of the relation whose SQL is ``sql`` (DuckDB; a view's ``create
     view ... as`` included). ``resolve(table)`` gives the lineage of a relation its FROM names (None: no relation
-    of the warehouse); ``scalar(name)`` tells whether DuckDB knows a function as scalar; ``keys`` are the loaded
-    key and fact columns (key_columns). Raises NotRecordWise naming what breaks the rule (the module's text)."""
+    of the warehouse); ``scalar(name)`` tells whether DuckDB knows a function as scalar and giving the same result
+    for the same arguments, ``unstable(name)`` whether it knows one that does not (random, now, nextval);
+    ``keys`` are the loaded key and fact columns (key_columns). Raises NotRecordWise naming what breaks the rule
+    (the module's text)."""
     try:
         trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
     except (sqlglot.errors.SqlglotError, ValueError, RecursionError) as exc:
@@ -93,12 +102,12 @@ def record_wise_lineage(sql: str, resolve: Callable[[exp.Table], dict[str, Linea
     tree = trees[0]
     if isinstance(tree, exp.Create):
         tree = tree.expression
-    return _Reader(resolve, scalar, keys).query(tree, {})
+    return _Reader(resolve, scalar, keys, unstable).query(tree, {})
 
 
 class _Reader:
-    def __init__(self, resolve, scalar, keys: set[tuple]):
-        self.resolve, self.scalar, self.keys = resolve, scalar, keys
+    def __init__(self, resolve, scalar, keys: set[tuple], unstable):
+        self.resolve, self.scalar, self.keys, self.unstable = resolve, scalar, keys, unstable
 
     def query(self, node, ctes: dict) -> dict[str, Lineage]:
         while isinstance(node, (exp.Subquery, exp.Paren)):
@@ -110,6 +119,7 @@ class _Reader:
             raise NotRecordWise(f"is no SELECT ({_shown(node)})")
         ctes = dict(ctes)
         for cte in (node.args.get("with_") or node.args.get("with") or exp.With()).expressions:
+            _no_column_list(cte)
             ctes[cte.alias_or_name.lower()] = self.query(cte.this, ctes)
         for arg, what in _NOT_RECORD_WISE.items():
             if node.args.get(arg):
@@ -124,6 +134,7 @@ class _Reader:
                 if relation.args.get(arg):
                     raise NotRecordWise(f"has {what} on {relation.sql(dialect='duckdb')}: a row of microdata that a "
                                         "step reads must be one record of one loaded table")
+            _no_column_list(relation)
             if not isinstance(relation.this, exp.Identifier):
                 raise NotRecordWise(f"reads the table function {relation.this.sql(dialect='duckdb')[:80]!r}")
             parent = ctes.get(relation.name.lower()) if not relation.db and not relation.catalog else None
@@ -133,25 +144,28 @@ class _Reader:
                 raise NotRecordWise(f"reads {relation.sql(dialect='duckdb')}, which is no microdata sdc can follow")
             names = {relation.alias_or_name.lower(), relation.name.lower()}
         elif isinstance(relation, exp.Subquery):
+            _no_column_list(relation)
             parent = self.query(relation.this, ctes)
             names = {relation.alias_or_name.lower()}
         else:
             raise NotRecordWise(f"reads {_shown(relation)}: a row of microdata that a step reads must be one record "
                                 "of one loaded table")
+        out: dict[str, Lineage] = {}
+        for item in node.expressions:  # in order: DuckDB lets a later column read an earlier one's alias
+            for name, lineage in self.projection(item, parent, names, out):
+                if name in out:  # DuckDB would name the second one name_1 (a computed rk beside the loaded one)
+                    raise NotRecordWise(f"has two columns named {name}: name each column once")
+                out[name] = lineage
         where = node.args.get("where")
         if where is not None:  # a filter keeps or drops whole records; by their keys it would choose their noise
-            keys = sorted(c for t, c in self.expression(where.this, parent, names).roots if _is_key(c))
+            keys = sorted(c for t, c in self.expression(where.this, parent, names, out).roots if _is_key(c))
             if keys:
                 raise NotRecordWise(f"filters records by {', '.join(keys)}, the loaded record keys: records chosen by "
                                     "their keys make cell keys that are not uniform")
-        out: dict[str, Lineage] = {}
-        for item in node.expressions:
-            for name, lineage in self.projection(item, parent, names):
-                out[name] = lineage
         self.check_keys(out)
         return out
 
-    def projection(self, item, parent: dict, names: set) -> list[tuple[str, Lineage]]:
+    def projection(self, item, parent: dict, names: set, earlier: dict) -> list[tuple[str, Lineage]]:
         star = item.this if isinstance(item, exp.Column) and isinstance(item.this, exp.Star) else item
         if isinstance(star, exp.Star):
             if isinstance(item, exp.Column) and item.table and item.table.lower() not in names:
@@ -166,16 +180,18 @@ class _Reader:
                 if name in excluded:
                     continue
                 if name in replaced:
-                    lineage = self.expression(replaced[name], parent, names)
+                    lineage = self.expression(replaced[name], parent, names, {})
                 found.append((renamed.get(name, name), lineage))
             return found
         name = item.alias_or_name.lower()
         if not name:
             raise NotRecordWise(f"has a column without a name ({_shown(item)})")
-        return [(name, self.expression(item.this if isinstance(item, exp.Alias) else item, parent, names))]
+        return [(name, self.expression(item.this if isinstance(item, exp.Alias) else item, parent, names, earlier))]
 
-    def expression(self, node, parent: dict, names: set) -> Lineage:
+    def expression(self, node, parent: dict, names: set, earlier: dict) -> Lineage:
+        """The lineage of ``node`` over ``parent``'s columns, or an alias of ``earlier`` in the same SELECT."""
         roots: set = set()
+        scope = {**earlier, **parent}  # a column of the relation before an alias of the same name (DuckDB's order)
         for part in node.walk():
             if isinstance(part, (exp.AggFunc, exp.Window)):
                 raise NotRecordWise(f"computes {_shown(part)}, which reads other records: a row of microdata that a "
@@ -185,14 +201,23 @@ class _Reader:
                                     "that a step reads must be one record's")
             if isinstance(part, (exp.Unnest, exp.Explode)):
                 raise NotRecordWise(f"unnests ({_shown(part)}): one record would become several rows")
+            if isinstance(part, _UNFOLLOWED):
+                raise NotRecordWise(f"reads {_shown(part)}, a column sdc cannot follow by its name (a position, a "
+                                    "parameter or a pattern): name the columns")
             if isinstance(part, exp.Anonymous) and not self.scalar(part.name):
-                raise NotRecordWise(f"calls {part.name}, which is no scalar function of DuckDB")
+                raise NotRecordWise(f"calls {part.name}, which is no scalar function of DuckDB that gives the same "
+                                    "result for the same arguments")
+            if isinstance(part, _UNSTABLE) or (isinstance(part, exp.Func) and not isinstance(part, exp.Anonymous)
+                                               and self.unstable(_function_name(part))):
+                raise NotRecordWise(f"calls {_shown(part)}, whose result changes from one run to the next (random, "
+                                    "the time, a sequence): sdc's recomputation would not be the table's; load such "
+                                    "a value as a column, or write the date as a literal")
             if isinstance(part, exp.Column) and not isinstance(part.this, exp.Star):
-                column = self.column(part, parent, names)
-                roots |= parent[column].roots
+                column = self.column(part, scope, names)
+                roots |= scope[column].roots
         if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-            return parent[self.column(node, parent, names)]
-        shown = node.transform(lambda n: exp.column(parent[self.column(n, parent, names)].expression, quoted=True)
+            return scope[self.column(node, scope, names)]
+        shown = node.transform(lambda n: exp.column(scope[self.column(n, scope, names)].expression, quoted=True)
                                if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star) else n)
         return Lineage(frozenset(roots), False, shown.sql(dialect="duckdb"))
 
@@ -223,6 +248,29 @@ class _Reader:
             if name in names and not (lineage.passed and lineage.root[1] == name and lineage.root in self.keys):
                 raise NotRecordWise(f"has a column {name} that is not the loaded table's {name}: the record keys and "
                                     "facts are the loader's, passed on unchanged")
+
+
+# what names no column sdc can follow: a position (#5), a parameter ($1, ?), a pattern (COLUMNS('inc.*'))
+_UNFOLLOWED = tuple(getattr(exp, name) for name in ("PositionalColumn", "Placeholder", "Parameter", "Columns")
+                    if hasattr(exp, name))
+# functions whose result changes from run to run, as sqlglot reads them (DuckDB's own names: ``unstable``)
+_UNSTABLE = tuple(getattr(exp, name) for name in ("Rand", "Randn", "Uuid", "CurrentDate", "CurrentTime",
+                                                   "CurrentTimestamp", "CurrentDatetime", "CurrentUser",
+                                                   "CurrentSchema") if hasattr(exp, name))
+
+
+def _no_column_list(node) -> None:
+    """A column list on an alias (``t(a, b)``, ``with c(a, b)``) renames columns by position, which a reading by
+    name would follow wrongly (a computed column named as the record key)."""
+    alias = node.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        raise NotRecordWise(f"renames columns by their position ({_shown(alias)}): name each column in its SELECT")
+
+
+def _function_name(node: exp.Func) -> str:
+    """The name DuckDB gives the function ``node`` (its SQL's first word)."""
+    found = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\(|$)", node.sql(dialect="duckdb"))
+    return found.group(1).lower() if found else ""  # no call (AND, a comparison): no name
 
 
 def _is_key(column: str) -> bool:

@@ -63,6 +63,10 @@ from sdc.release.record_wise import Lineage, NotRecordWise, key_columns, loaded_
 from sdc.release.seed_files import seed_file_state
 from sdc.release.verified import RELATIVE_TOLERANCE, Verified, refuse
 
+# the largest mean noise of a count ptable's row, relative to its largest |v| (its p are rounded to 8 decimals)
+PTABLE_BIAS: float = 1e-6
+# the arguments of a step's call that name reference data (seeds only: reference())
+REFERENCE_ARGUMENTS: tuple[str, ...] = ("hierarchy", "ptable", "nums_ptable", "zero_with_counts")
 # built-in functions that read state outside the query's relations: refused in SQL that sdc runs
 STATE_FUNCTIONS: tuple[str, ...] = ("getvariable", "current_setting", "getenv")
 CKM_STEPS: tuple[str, ...] = ("ckm_count", "ckm_sum")
@@ -77,6 +81,7 @@ class Verifier:
     def __init__(self, con, warehouse: Warehouse, manifest: dict):
         self.con, self.wh, self.manifest = con, warehouse, manifest
         self.verified: dict[tuple, Verified] = {}
+        self.references: dict[tuple, Verified] = {}  # the seeds that steps' calls name (reference())
         self.user_functions = {name.lower() for (name,) in con.execute(
             "select distinct function_name from duckdb_functions() where not internal").fetchall()}
         self.loaded = self._loaded_tables()
@@ -84,6 +89,7 @@ class Verifier:
         self.roots: dict[tuple, frozenset] = {}
         # per microdata relation: each column's lineage (record_wise.py)
         self.lineage: dict[tuple, dict[str, Lineage]] = {}
+        self.loaded_relations: dict[str, Relation] = {}  # the loaded tables read so far, by their label (lower)
         self.key_roots: set[tuple] = set()  # the loaded record keys, key facts and facts (record_wise.key_columns)
         # per microdata relation: the results of the rendering's queries that read it (the record key checks)
         self.microdata_queries: dict[str, RememberedQueries] = {}
@@ -229,14 +235,15 @@ class Verifier:
                                "changed after dbt seed; run dbt seed")
         state = seed_file_state(csv)
         if state is None:
-            warnings.warn(SdcWarning(f"{path[0]} is a seed whose file {csv} lies in no git repository: sdc cannot tell "
-                                     "whether it is the reference data the office reviewed, or a file written from the "
-                                     "microdata during the build"), stacklevel=2)
+            read_by = f" (read by {path[0]})" if not path[0].startswith(rel.label) else ""
+            warnings.warn(SdcWarning(f"{rel.label}{read_by} is a seed whose file {csv} lies in no git repository: sdc "
+                                     "cannot tell whether it is the reference data the office reviewed, or a file "
+                                     "written from the microdata during the build"), stacklevel=2)
         elif state != "committed":
-            raise refuse(path, f"is a seed whose file {csv} is {state} in the project's git repository: a published "
-                               "seed is reference data the office reviewed and committed, not a file written during "
-                               "the build (a hook or a model can write one from the microdata); review and commit it, "
-                               "or take the seed out of the sdc_publish tag")
+            raise refuse(path, f"is a seed whose file {csv} is {state} in the project's git repository: a seed that sdc "
+                               "publishes or computes with is reference data the office reviewed and committed, not a "
+                               "file written during the build (a hook or a model can write one from the microdata); "
+                               "review and commit it (or take a published seed out of the sdc_publish tag)")
         return Verified(rel, "seed", self.wh_name(rel))
 
     # ------------------------------------------------------------------------------------------ recomputing
@@ -245,9 +252,9 @@ class Verifier:
         microdata = self.microdata(source, path)
         self.check_record_key(source, call, path)
         arguments = {k: v for k, v in call.items() if k not in ("dims", "settings")}
-        for name in ("hierarchy", "ptable", "nums_ptable", "zero_with_counts"):
+        for name in REFERENCE_ARGUMENTS:
             if arguments.get(name) is not None:
-                arguments[name] = self._relation(self._named(arguments[name], path, name))
+                arguments[name] = self._relation(self.reference(arguments[name], path, name))
         if arguments.get("ptable") is not None and step == "ckm_count":
             self._check_count_ptable(arguments["ptable"], path)
         settings = call.get("settings") if isinstance(call.get("settings"), dict) else {}
@@ -283,7 +290,7 @@ class Verifier:
         with sql_errors():
             ctes = render_macro(
                 self.con, "published_dimension_columns", "published_cells", list(dims_call.get("dims") or []),
-                self._relation(self._named(hierarchy, path, "hierarchy")) if hierarchy is not None else None,
+                self._relation(self.reference(hierarchy, path, "hierarchy")) if hierarchy is not None else None,
                 settings.get("sdc_total_label"), vars=settings, database=self.wh.database)
         return f"with published_cells as (\n{cells_sql}\n),\n{ctes}\nselect * from dimension_columns"
 
@@ -374,6 +381,7 @@ class Verifier:
                 raise refuse(path, "is in the raw schema but is no table that sdc load loaded (its load log lists "
                                    f"{', '.join(sorted(self.loaded)) or 'none'})")
             found = self._relation(rel)
+            self.loaded_relations[rel.label.lower()] = found
             self.roots[rel.key] = frozenset([rel.label.lower()])
             self.lineage[rel.key] = loaded_lineage(rel.label, self.wh.columns(rel))
             self.key_roots |= key_columns(self.lineage[rel.key])
@@ -395,8 +403,29 @@ class Verifier:
                 with sql_errors():
                     self.con.execute(f"create temp table {name} as select * from (\n{sql}\n) as own")
                 found = Relation("temp", "main", name)
+            self._check_passed_keys(rel, found, path)
         self.inputs[rel.key] = found
         return found
+
+    def _check_passed_keys(self, rel: Rel, found: Relation, path: list[str]) -> None:
+        """What the SQL's reading says of the record keys, checked against DuckDB's own result: every row's keys,
+        key facts and facts are a row's of the loaded table (a column that the reading took for the loaded rk
+        but that DuckDB computes, by a construct the reading misses, is refused)."""
+        passed = sorted(name for name, lineage in self.lineage[rel.key].items()
+                        if lineage.passed and lineage.root in self.key_roots)
+        tables = {self.lineage[rel.key][name].root[0] for name in passed}
+        loaded = {label: relation for label, relation in self.loaded_relations.items() if label in tables}
+        if not passed or len(loaded) != 1:
+            return
+        (source,) = loaded.values()
+        columns = ", ".join(q(name) for name in passed)
+        with sql_errors():
+            stray = self.con.execute(f"select count(*) from (select {columns} from {found} except all "
+                                     f"select {columns} from {source})").fetchone()[0]
+        if stray:
+            raise refuse(path, f"is microdata of one's own whose columns {', '.join(passed)} hold, in {stray} row(s), "
+                               f"values that no record of {next(iter(loaded))} has: they are not its record keys "
+                               "and facts passed on unchanged")
 
     def _record_wise(self, rel: Rel, sql: str, path: list[str]) -> dict[str, Lineage]:
         """The lineage of the columns of microdata of one's own, which must be record-wise (record_wise.py)."""
@@ -405,14 +434,24 @@ class Verifier:
             return self.lineage.get(parent.key) if parent is not None else None
 
         try:
-            return record_wise_lineage(sql, resolve, self._scalar, self.key_roots)
+            return record_wise_lineage(sql, resolve, self._scalar, self.key_roots, self._unstable)
         except NotRecordWise as exc:
             raise refuse(path, f"is microdata of one's own that a step reads, and it {exc}") from None
 
     def _scalar(self, name: str) -> bool:
+        """DuckDB knows ``name`` as a built-in scalar function (or macro) whose every form gives the same result for
+        the same arguments."""
         return bool(self.con.execute(
-            "select count(*) from duckdb_functions() where lower(function_name) = lower(?) and internal "
-            "and function_type in ('scalar', 'macro')", [name]).fetchone()[0])
+            "select count(*) > 0 and bool_and(coalesce(stability, 'CONSISTENT') = 'CONSISTENT') "
+            "from duckdb_functions() where lower(function_name) = lower(?) and internal "
+            "and function_type in ('scalar', 'macro')",
+            [name]).fetchone()[0])
+
+    def _unstable(self, name: str) -> bool:
+        """DuckDB knows a function ``name`` whose result changes from one call or query to the next."""
+        return bool(self.con.execute(
+            "select count(*) from duckdb_functions() where lower(function_name) = lower(?) "
+            "and stability <> 'CONSISTENT'", [name]).fetchone()[0])
 
     def check_record_key(self, source: Rel, call: dict, path: list[str]) -> None:
         """The record key column a CKM call reads is the loaded tables' record key, passed on unchanged."""
@@ -523,6 +562,21 @@ class Verifier:
             raise refuse(path, f"has a build record that names {len(found)} input(s) for its step, not {expected}")
         return found
 
+    def reference(self, item, path: list[str], what: str) -> Rel:
+        """The relation a step's call names as its ``what`` (a hierarchy, a ptable): a seed, checked as a published
+        seed is (its table is its committed file). A model would write into a step's codes or noise what its SQL
+        reads: a hierarchy whose codes are "R0 has 80 persons", a ptable that adds 1000 to every count (red team
+        of issue 48). Checked once per relation; it is not published by that."""
+        rel = self._named(item, path, what)
+        if rel.key not in self.references:
+            node = self.wh.node(rel)
+            if node is None or node.get("resource_type") != "seed":
+                raise refuse(path, f"is computed with the {what} {rel.label}, which is no seed: a {what} is reference "
+                                   "data the office committed (a seed of the dbt project), since a model's codes or "
+                                   "numbers can carry what its SQL reads from the microdata; make it a seed")
+            self.references[rel.key] = self._seed(rel, node, path + [f"{rel.label} (its {what})"])
+        return rel
+
     def _named(self, item, path: list[str], what: str) -> Rel:
         if isinstance(item, str):
             parts = [p.strip().strip('"') for p in item.split(".")]
@@ -538,15 +592,26 @@ class Verifier:
         return Relation(rel.database, rel.schema, rel.name)
 
     def _check_count_ptable(self, ptable: Relation, path: list[str]) -> None:
-        """A ptable row that keeps every count of its size unchanged publishes those counts as they are."""
+        """A ptable row that keeps every count of its size unchanged publishes those counts as they are; a row whose
+        noise is biased shifts every count of its size by a known amount (v = +1000 or +2000: the original is the
+        published count mod 1000)."""
         with sql_errors():
             rows = self.con.execute(
                 f"select i from {ptable} where i >= 1 group by i "
                 f"having coalesce(sum(case when v <> 0 then p_int_ub - p_int_lb end), 0) <= 0 order by i limit 3"
             ).fetchall()
+            biased = self.con.execute(
+                f"select i, sum((p_int_ub - p_int_lb) * v) from {ptable} group by i "
+                f"having abs(sum((p_int_ub - p_int_lb) * v)) > {PTABLE_BIAS} * greatest(1, max(abs(v))) "
+                "order by i limit 3").fetchall()
         if rows:
             raise refuse(path, f"is built with the ptable {ptable}, whose row i = {rows[0][0]} never changes a "
                                "count: such counts would be published as they are")
+        if biased:
+            i, mean = biased[0]
+            raise refuse(path, f"is built with the ptable {ptable}, whose noise for i = {i} has the mean {mean:g}, not "
+                               "0: a biased noise moves every count of that size by a known amount (sdc ptable makes "
+                               "unbiased ones)")
 
     def _loaded_tables(self) -> set[str]:
         present = self.con.execute(

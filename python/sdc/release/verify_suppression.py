@@ -47,7 +47,7 @@ def verify_suppression_published(verifier, rel: Rel, record: dict, path: list[st
     (records,) = verifier._reads(cells, cells_record, here, 1)
     microdata = verifier.microdata(records, here + [records.label])
     hierarchy = cells_call.get("hierarchy")
-    hierarchy = verifier._relation(verifier._named(hierarchy, here, "hierarchy")) if hierarchy else None
+    hierarchy = verifier._relation(verifier.reference(hierarchy, here, "hierarchy")) if hierarchy else None
     rules_call = primary_record.get("call") or {}
     con = verifier.con
     with sql_errors():

@@ -433,9 +433,9 @@ def test_tables_are_compared_by_their_records_not_by_relation_or_column_names(by
     ("nearones", r"^main_protected.nearones is a ckm_sum of one, which is between 1 and 1.000000399 \(or 0\) in "
                  r"every record, within a factor 2, of its microdata: its sums are counts"),
     # codes a model wrote from the microdata ("R0 has 80 persons"), noise a model wrote
-    ("hleak", r"is computed with the hierarchy main_audit.hier_leak, which is no seed: a hierarchy is reference "
-              r"data the office committed"),
-    ("ptcopy", r"is computed with the ptable main_audit.pt_copy, which is no seed"),
+    ("hleak", r"^raw.persons is read by a step computed with the hierarchy main_audit.hier_leak, which is no seed: a "
+              r"hierarchy is reference data the office committed"),
+    ("ptcopy", r"^raw.persons is read by a step computed with the ptable main_audit.pt_copy, which is no seed"),
     # a committed ptable whose noise is +1000 on average: the published count mod 1000 is the original
     ("ptbiased", r"is built with the ptable .*pt_biased.*, whose noise for i = 1 has the mean 1000, not 0"),
 ])

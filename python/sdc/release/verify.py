@@ -571,9 +571,10 @@ class Verifier:
         if rel.key not in self.references:
             node = self.wh.node(rel)
             if node is None or node.get("resource_type") != "seed":
-                raise refuse(path, f"is computed with the {what} {rel.label}, which is no seed: a {what} is reference "
-                                   "data the office committed (a seed of the dbt project), since a model's codes or "
-                                   "numbers can carry what its SQL reads from the microdata; make it a seed")
+                raise refuse(path, f"is read by a step computed with the {what} {rel.label}, which is no seed: a "
+                                   f"{what} is reference data the office committed (a seed of the dbt project), since "
+                                   "a model's codes or numbers can carry what its SQL reads from the microdata; make "
+                                   "it a seed")
             self.references[rel.key] = self._seed(rel, node, path + [f"{rel.label} (its {what})"])
         return rel
 

@@ -15,9 +15,9 @@ def python_model(p: ScratchProject, name: str, body: str) -> None:
     (p.root / "models" / f"{name}.py").write_text(f"def model(dbt, session):\n{body}")
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    p = ScratchProject(tmp_path_factory.mktemp("suppression_dbt") / "project")
+def students_project(root):
+    """A project over raw.students with the suppression steps before the pattern: cells, primary_cells, relations."""
+    p = ScratchProject(root)
     con = duckdb.connect(str(p.db))
     con.execute("create schema raw")
     con.execute("create table raw.students (fach varchar, geschlecht varchar)")
@@ -27,6 +27,12 @@ def built(tmp_path_factory):
     p.model("cells", f"{{{{ sdc.suppression_cells(source('raw', 'students'), dims={DIMS}) }}}}")
     p.model("primary_cells", "{{ sdc.suppression_primary(ref('cells'), ['freq:3']) }}")
     p.model("relations", f"{{{{ sdc.suppression_constraints(ref('cells'), {DIMS}) }}}}")
+    return p
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    p = students_project(tmp_path_factory.mktemp("suppression_dbt") / "project")
     python_model(p, "pattern", "    from sdc.suppression.warehouse import suppression_pattern\n"
                  "    return suppression_pattern(session, dbt.ref('primary_cells'), dbt.ref('relations'),\n"
                  f"                                 dims={DIMS}, cost='freq', mark='.')\n")
@@ -107,16 +113,7 @@ def test_the_quickstart_s_first_suppression_step_builds_on_a_fresh_project(tmp_p
     command = shlex.split(line.split("#")[0])[1:]
     command = [re.sub(r"supp_persons_primary", "primary_cells", re.sub(r"supp_persons_relations", "relations", a))
                for a in command]
-    p = ScratchProject(tmp_path / "project")
-    con = duckdb.connect(str(p.db))
-    con.execute("create schema raw")
-    con.execute("create table raw.students (fach varchar, geschlecht varchar)")
-    con.executemany("insert into raw.students values (?, ?)", [(f, g) for (f, g), n in STUDENTS.items() for _ in range(n)])
-    con.close()
-    p.sources(["students"])
-    p.model("cells", f"{{{{ sdc.suppression_cells(source('raw', 'students'), dims={DIMS}) }}}}")
-    p.model("primary_cells", "{{ sdc.suppression_primary(ref('cells'), ['freq:3']) }}")
-    p.model("relations", f"{{{{ sdc.suppression_constraints(ref('cells'), {DIMS}) }}}}")
+    p = students_project(tmp_path / "project")
     result = p.dbt(*command)
     assert result.returncode == 0, result.stdout[-3000:]
     assert rows(p, "select count(*) from main.primary_cells")[0][0] > 0

@@ -70,8 +70,10 @@ def audit_release(verifier: Verifier, verified: list[Verified],
     """Refuses a release that leaks between its tables (see the module's text); returns the audit's figures."""
     # tables read by their records: a population of the same records as another read as that one (populations.py)
     _check_published_seeds(verifier, verified)
-    _check_counts_in_disguise(verifier, verified)  # in each table's own microdata, before it is read as another's
-    _check_codes(verifier, verified)
+    hidden = _hidden_counts(verifier)  # js of the release's count ptables
+    # in each table's own microdata, before it is read as another's
+    _check_counts_in_disguise(verifier, verified, hidden)
+    _check_codes(verifier, verified, hidden)
     populations = read_by_records(verifier, verified)
     verified = populations.items
     cells: list[Cell] = []
@@ -244,14 +246,14 @@ def _check_published_seeds(verifier: Verifier, verified: list[Verified]) -> None
                                "take it out of the tag")
 
 
-def _check_counts_in_disguise(verifier: Verifier, verified: list[Verified]) -> None:
+def _check_counts_in_disguise(verifier: Verifier, verified: list[Verified], hidden: int) -> None:
     """A ckm_sum of a column with at most two values other than 0 over its records (a constant, an indicator,
     a constant but for a few records), or whose values other than 0 are all within a factor 1 + 1/(js + 1) of
     each other (ones plus a millionth of the id), sums counts: a cell's sum tells how many records it holds, at
     least up to js + 1, and the magnitude method's noise, scaled to the cell's largest contribution, is a second
     noise of counts the count tables perturb (red team R4-8, and its variants of issue 48): refused. Read in the
     table's own microdata, whatever population it is read as."""
-    spread = 1 + 1 / (_hidden_counts(verifier) + 1)
+    spread = 1 + 1 / (hidden + 1)
     for item in verified:
         if item.kind != "ckm_sum" or item.audit is None:
             continue
@@ -278,13 +280,13 @@ def _check_counts_in_disguise(verifier: Verifier, verified: list[Verified]) -> N
             "indicator, weight= for weighted counts)")
 
 
-def _check_codes(verifier: Verifier, verified: list[Verified]) -> None:
+def _check_codes(verifier: Verifier, verified: list[Verified], hidden: int) -> None:
     """A CKM table's frame holds the codes of a flat dimension that its records hold (ckm_count: the values
     observed in the data), so a code tells that records hold it. A code that 1 to js records hold tells what the
     count ptable never publishes (counts 1..js), and a code computed per record (an id with an income) publishes
     the record (red team, issue 48): refused in count tables, and in magnitude tables a code of one record too.
-    A dimension with a hierarchy takes its codes from the hierarchy's leaves, whatever records hold them."""
-    hidden = _hidden_counts(verifier)
+    A dimension with a hierarchy takes its codes from the hierarchy's leaves, whatever records hold them. ``hidden``:
+    js of the release's count ptables (_hidden_counts)."""
     for item in verified:
         if item.kind not in ("ckm_count", "ckm_sum") or item.audit is None:
             continue

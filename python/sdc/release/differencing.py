@@ -112,11 +112,17 @@ def record_sketch(con, relation: str, columns: list[str] | None = None) -> list[
         row = "row(" + ", ".join(f"r.{q(c)}" for c in columns) + ")"
     x = f"cast('0x' || substr(md5(cast({row} as varchar)), 1, 15) as bigint)"  # below 2^60
     # each element into its 3 cells in one pass over the rows (unnest), its checksum once per row
-    cells = ", ".join(f"{part * SKETCH_CELLS} + cast((x >> {20 * part}) % {SKETCH_CELLS} as integer)" for part in range(3))
+    cells = ", ".join(f"{part * SKETCH_CELLS} + cast((x >> {20 * part}) % {SKETCH_CELLS} as integer)"
+                      for part in range(3))
     return [[int(v) for v in found] for found in con.execute(
         f"with elements as (select x, {_checksum_sql('x')} as f from (select {x} as x from {relation} as r)), "
         f"placed as (select unnest([{cells}]) as cell, x, f from elements) "
         "select cell, count(*), sum(x), sum(f) from placed group by 1 order by 1").fetchall()]
+
+
+def _checksum(x: int) -> int:
+    """f(x), as _checksum_sql computes it in the sketch."""
+    return (x % PRIME) * CHECK % PRIME
 
 
 def _checksum_sql(x: str) -> str:
@@ -150,13 +156,13 @@ def changed_records(before: list[list[int]], now: list[list[int]]) -> int | None
                 continue
             x = total // count  # one element, or ``count`` copies of one (records alike in every column)
             places = [part * SKETCH_CELLS + (x >> (20 * part)) % SKETCH_CELLS for part in range(3)]
-            if not 0 <= x < 1 << 60 or (x % PRIME) * CHECK % PRIME * count != check or cell not in places:
+            if not 0 <= x < 1 << 60 or _checksum(x) * count != check or cell not in places:
                 continue  # more than one element, which the others' removal may yet leave alone
             for place in places:
                 other = cells.setdefault(place, [0, 0, 0])
                 other[0] -= count
                 other[1] -= count * x
-                other[2] -= count * ((x % PRIME) * CHECK % PRIME)
+                other[2] -= count * _checksum(x)
             decoded += abs(count)
             progress = True
     return decoded if all(c == [0, 0, 0] for c in cells.values()) else None

@@ -345,11 +345,6 @@ def key_series(con, loads: dict) -> tuple[dict[int, dict], dict]:
     return {r: s for r, s in found.items() if r is not None}, found[None]
 
 
-def _rekeyed(before: dict, now: dict) -> bool:
-    """True when a load behind this release gave its records new keys since the last release."""
-    return bool(rekeyed_tables(before, now))
-
-
 def rekeyed_tables(before: dict, now: dict) -> set[str]:
     """The loaded tables (as the load log names them) that a load between the load logs ``before`` and ``now``
     gave new record keys: a re-key, or another key mode, modulus or secret."""
@@ -513,7 +508,7 @@ def diff_in(con, a: int, b: int, where: str) -> list[dict]:
         f"full join (select * from {LEDGER_SCHEMA}.cells where release_id = ?) y "
         "on x.relation = y.relation and x.cell = y.cell "
         "where x.published is distinct from y.published order by 1, 2", [a, b]).fetchall()
-    rekeyed = _rekeyed(loads[a], loads[b])
+    rekeyed = bool(rekeyed_tables(loads[a], loads[b]))
     tables = {r: {t for (t,) in con.execute(f"select distinct relation from {LEDGER_SCHEMA}.cells where release_id = ?",
                                            [r]).fetchall()} for r in (a, b)}
     found = []

@@ -124,11 +124,12 @@ def test_the_lower_bound_is_never_above_the_exact_variance(seed):
     a, variances = random_design(seed)
     exact = blue_variances(a, variances)
     bound = blue_variances(a, variances, exact_limit=0)
-    assert not bound.finest_exact.any() and not bound.rows_exact.any()
+    covered = a.sum(axis=0) > 0  # a finest cell under no row is exactly not identified
+    assert not bound.finest_exact[covered].any() and not bound.rows_exact.any()
+    assert np.isinf(bound.finest[~covered]).all()
     assert (bound.finest <= exact.finest * (1 + 1e-9)).all() and (bound.rows <= exact.rows * (1 + 1e-9)).all()
     assert (bound.rows > 0).all()
     # the finest cell's bound is its variance were every other finest cell known: 1 / Σ_i a_ij / V_i
-    covered = a.sum(axis=0) > 0
     assert np.allclose(bound.finest[covered], 1 / (a[:, covered] / variances[:, None]).sum(axis=0))
 
 
@@ -337,3 +338,125 @@ def test_a_re_key_gives_every_unchanged_count_a_second_noise_counted_over_the_re
             "releases 1, each the last under other record keys or parameters); the smallest standard error of a "
             f"count averaged over them is {over['smallest_standard_error']} (exact)") in text
     assert "The floor allows 0 more re-key(s) or accepted parameter change(s) of these tables" in text
+
+
+def naive_design(dims, finest, records, tables):
+    """The design by its definition, one finest cell, table and code combination at a time: (record sets in the
+    order they first appear, each with its variance and the (table, codes) that publish it)."""
+    sets: dict[tuple, list] = {}
+    for table in tables:
+        where = [dims.index(d) for d in table.dims]
+        for cell in table.cells:
+            covered = tuple(j for j, codes in enumerate(finest)
+                            if cell.codes in set(itertools.product(*(table.over(d, codes[p])
+                                                                     for d, p in zip(table.dims, where)))))
+            assert sum(records[j] for j in covered) == cell.original
+            if cell.variance is None or not covered:
+                continue
+            entry = sets.setdefault(covered, [cell.variance, []])
+            entry[0] = min(entry[0], cell.variance)
+            entry[1].append((table.label, cell.codes))
+    return sets
+
+
+def random_population(seed: int):
+    """Up to four dimensions, one of them under an unbalanced hierarchy (leaves at depths 1 to 3), tables over one
+    to three of them with every total, records in about half the finest cells, cells of no records and withheld
+    cells (no variance) among them."""
+    rng = np.random.default_rng(seed)
+    dims = ["a", "b", "c", "region"][:rng.integers(2, 5)]
+    codes = {d: [f"{d}{k}" for k in range(rng.integers(2, 5))] for d in dims if d != "region"}
+    parents = {"Total": None, "N": "Total", "S": "Total", "N1": "N", "N2": "N", "N1a": "N1", "N1b": "N1",
+               "N2a": "N2", "S1": "S", "E": "Total"}  # leaves N1a, N1b, N2a, S1 (depth 3), E (depth 1)
+    if "region" in dims:
+        codes["region"] = ["N1a", "N1b", "N2a", "S1", "E"]
+    finest = [cell for cell in itertools.product(*(codes[d] for d in dims)) if rng.random() < 0.5]
+    records = [int(rng.integers(1, 6)) for _ in finest]
+    tables = []
+    for t in range(rng.integers(1, 5)):
+        used = sorted(rng.choice(dims, size=rng.integers(1, min(3, len(dims)) + 1), replace=False).tolist(),
+                      key=dims.index)
+        hierarchy = {"region": parents} if "region" in used and rng.random() < 0.7 else {}
+        table = CountTable(f"t{t}", used, {d: "Total" for d in used}, hierarchy, [])
+        options = [list(parents) if d in hierarchy else codes[d] + ["Total"] for d in used]
+        for combination in itertools.product(*options):
+            original = sum(n for cell, n in zip(finest, records)
+                           if all(c in table.over(d, cell[dims.index(d)]) for d, c in zip(used, combination)))
+            withheld = original and rng.random() < 0.1
+            table.cells.append(CountCell(combination, original, None if withheld or not original
+                                         else float(rng.choice([1.0, 2.0, 3.0]))))
+        table.__post_init__()
+        tables.append(table)
+    return dims, finest, records, tables
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_design_is_the_record_sets_its_definition_gives(seed):
+    """The vectorised design against the definition, cell by cell: the same record sets in the same order, the
+    smallest variance of the cells that publish each, and every cell's row."""
+    dims, finest, records, tables = random_population(seed)
+    design = population_design(dims, finest, records, tables)
+    expected = naive_design(dims, finest, records, tables)
+    got = [tuple(np.flatnonzero(row)) for row in design.matrix.toarray()]
+    assert got == list(expected)
+    assert design.variances.tolist() == [v for v, _ in expected.values()]
+    for row, (_, cells) in enumerate(expected.values()):
+        assert [design.cell_rows[cell] for cell in cells] == [row] * len(cells)
+        assert [label for label, _ in design.names[row]] == [label for label, _ in cells]
+
+
+# ------------------------------------------------------------------------------------------ record sets' space
+@pytest.mark.parametrize("seed", range(40))
+def test_the_record_sets_computation_agrees_with_the_finest_cells_one(seed):
+    """Both exact computations on the random designs, called directly: the rows' variances, which finest cells
+    are identified and their variances, to 1e-9."""
+    import scipy.sparse as sparse
+    from sdc.release.averaging import _exact, _exact_by_record_sets
+    a, variances = random_design(seed)
+    by_finest = _exact(sparse.csr_matrix(a), variances)
+    by_sets = _exact_by_record_sets(sparse.csr_matrix(a), variances)
+    assert np.allclose(by_sets[1], by_finest[1], rtol=1e-9, atol=0)
+    assert (np.isinf(by_sets[0]) == np.isinf(by_finest[0])).all()
+    finite = np.isfinite(by_finest[0])
+    assert np.allclose(by_sets[0][finite], by_finest[0][finite], rtol=1e-9, atol=0)
+
+
+def six_two_way_tables(records: int = 3000, seed: int = 7):
+    """Six two-way count tables with every total over five dimensions drawn independently (sizes 12, 10, 8, 6, 5,
+    log-normal code weights): about 2,000 finest cells with records, a few hundred record sets."""
+    rng = np.random.default_rng(seed)
+    sizes = {"a": 12, "b": 10, "c": 8, "d": 6, "e": 5}
+    dims = sorted(sizes)
+    drawn = np.stack([rng.choice(n, records, p=(w := rng.lognormal(0, 1, n)) / w.sum()) for n in sizes.values()], 1)
+    cells, counts = np.unique(drawn, axis=0, return_counts=True)
+    finest = [tuple(f"{d}{c}" for d, c in zip(dims, cell)) for cell in cells]
+    codes = {d: [f"{d}{k}" for k in range(n)] for d, n in sizes.items()}
+    tables = []
+    for pair in [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d"), ("d", "e"), ("a", "e")]:
+        made = []
+        for combination in itertools.product(*(codes[d] + ["Total"] for d in pair)):
+            original = int(sum(n for cell, n in zip(finest, counts)
+                               if all(c == "Total" or cell[dims.index(d)] == c for d, c in zip(pair, combination))))
+            made.append(CountCell(combination, original, V if original else None))
+        tables.append(CountTable("x".join(pair), list(pair), {d: "Total" for d in pair}, {}, made))
+    return dims, finest, counts.tolist(), tables
+
+
+def test_a_part_with_many_finest_cells_and_few_record_sets_is_exact():
+    """Six two-way tables over about 2,000 finest cells (beyond the finest cells' limit set here): computed on
+    the record sets, exact, and equal to the computation on the finest cells to 1e-9; the identified finest
+    cells are the same."""
+    dims, finest, records, tables = six_two_way_tables()
+    design = population_design(dims, finest, records, tables)
+    n_sets, n_finest = design.matrix.shape
+    assert n_finest > 1500 and n_sets < 600
+    on_sets = blue_variances(design.matrix, design.variances, exact_limit=n_sets)
+    on_finest = blue_variances(design.matrix, design.variances, exact_limit=n_finest)
+    assert on_sets.rows_exact.all() and on_sets.finest_exact.all()
+    assert np.allclose(on_sets.rows, on_finest.rows, rtol=1e-9, atol=0)
+    assert (np.isinf(on_sets.finest) == np.isinf(on_finest.finest)).all()
+    finite = np.isfinite(on_finest.finest)
+    assert np.allclose(on_sets.finest[finite], on_finest.finest[finite], rtol=1e-9, atol=0)
+    # the bound the part had before (every other finest cell known) is far below it
+    bound = blue_variances(design.matrix, design.variances, exact_limit=0)
+    assert np.sqrt(bound.rows.min()) < 0.6 < 1.0 < np.sqrt(on_sets.rows.min())

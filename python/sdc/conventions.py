@@ -186,9 +186,10 @@ LEDGER_PG_SCHEMA: str = "sdc_ledger"
 # gives V · Π n_k / (n_k + 1), 1.15 for 2 × 2 codes (1.22 for the table builder's test cube), and several tables
 # of one population or three binary dimensions go below it.
 MIN_STANDARD_ERROR: float = 1.0
-# Exact (a pivoted Cholesky factor of the information matrix) for a connected set of at most this many finest
-# cells (about a second at 2,000); beyond it a proven lower bound (the variance if every other finest cell were known)
-AVERAGING_EXACT_CELLS: int = 2000
+# Exact for a connected part whose finest cells or whose published record sets number at most this (a pivoted
+# Cholesky factor of the information matrix, or of the record sets' Gram matrix: about 13 s and 1.2 GB at 6,000 of
+# full rank on 2 cores); beyond it a proven lower bound (the variance if every other finest cell were known)
+AVERAGING_EXACT_CELLS: int = 6000
 # In a Parquet publication folder: the file that lists the files sdc publish wrote there (only those are replaced).
 PARQUET_MARKER_FILE: str = "_sdc_publication.json"
 # Storage format of the publication file: DuckDB 1.0.0 and every later client read it (DuckDB 2.0's default

@@ -24,8 +24,10 @@ Not modelled: estimates that are not linear (the ptable's shape: a count never p
 of the noise, a perturbed count never below 0), and relations between populations (a fact that is the sum of
 two others, a view that filters the records of a loaded table: audited as separate populations).
 
-Exact where a connected set of finest cells (cells linked through the published cells that cover them) holds
-at most AVERAGING_EXACT_CELLS cells: the pseudo-inverse from a pivoted Cholesky factor of F. Beyond it a lower
+Exact where a connected part (finest cells and record sets linked through the published cells that cover them)
+has at most AVERAGING_EXACT_CELLS finest cells or at most that many record sets: the pseudo-inverse from a pivoted
+Cholesky factor of F (n × n, n finest cells) or of the record sets' Gram matrix W^½ A Aᵀ W^½ (m × m, m record
+sets), whichever is smaller (``_exact``, ``_exact_by_record_sets``). Beyond both a lower
 bound, proven by Cauchy-Schwarz (for a combination a in the range of F = Aᵀ W A,
 (aᵀ F⁺ a)(aᵀ F a) >= (aᵀ a)²):
 
@@ -59,6 +61,10 @@ EXACT, LOWER_BOUND = "exact", "lower bound"
 RANK_TOLERANCE = 1e-10
 # a finest cell whose unit vector keeps this much of its squared length off the range of F is not identified
 NOT_IDENTIFIED = 1e-8
+# the record-set computation's candidates for identified finest cells: an identified cell's component off the row
+# space is 0 up to rounding, far below this; a cell keeping a share d off it falls below this for two normal
+# vectors with probability about (8e-5 / √d)², and every candidate is checked exactly
+CANDIDATE_OFF_ROW_SPACE = 1e-4
 # rows of A multiplied at once (bounds the dense blocks to a few million numbers)
 BLOCK_NUMBERS = 4_000_000
 
@@ -95,33 +101,72 @@ def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_C
     for part in range(parts):
         i = order_rows[row_starts[part]:row_starts[part + 1]]
         j = order_cells[cell_starts[part]:cell_starts[part + 1]]
-        if not len(j):  # a row without finest cells: its count is 0, known
+        if not len(j) or not len(i):  # a row without finest cells (its count is 0, known), a cell under no row
             continue
         block = a[i][:, j]
-        if len(j) <= exact_limit:
+        if len(j) <= min(len(i), exact_limit):
             finest[j], rows[i] = _exact(block, v[i])
+        elif len(i) <= exact_limit:
+            finest[j], rows[i] = _exact_by_record_sets(block, v[i])
         else:
             finest[j], rows[i] = _lower_bounds(block, v[i])
             finest_exact[j] = rows_exact[i] = False
     return BlueVariances(finest, rows, finest_exact, rows_exact)
 
 
+def _pseudo_inverse_factor(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(S, R) for a positive semi-definite matrix G: a pivoted Cholesky factor G = R Rᵀ (R of full column rank: a
+    direction whose remaining weight is below RANK_TOLERANCE of the largest is none) and S = R (Rᵀ R)⁻¹, so that
+    G⁺ = S Sᵀ and the projection onto the range of G is S Rᵀ (diagonal: the row sums of S * R)."""
+    tolerance = RANK_TOLERANCE * gram.diagonal().max()
+    factor, pivots, rank, _ = lapack.dpstrf(gram, lower=1, tol=tolerance, overwrite_a=1)
+    del gram  # overwritten by the factor: only its lower triangle's first ``rank`` columns are read
+    r = np.zeros((len(factor), rank))
+    r[pivots - 1] = np.tril(factor[:, :rank])
+    del factor
+    return cho_solve(cho_factor(r.T @ r, overwrite_a=True), r.T).T, r
+
+
 def _exact(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(F⁺)_jj for the identified finest cells (else inf) and a_iᵀ F⁺ a_i for the rows, F = Aᵀ W A. A pivoted
-    Cholesky factor F = R Rᵀ (R of full column rank: a direction whose remaining information is below
-    RANK_TOLERANCE of the largest is none) gives F⁺ = S Sᵀ with S = R (Rᵀ R)⁻¹, and the projection onto the
-    range of F, R (Rᵀ R)⁻¹ Rᵀ, whose diagonal is 1 where a finest cell is identified."""
-    information = (a.T @ sp.diags(1.0 / v) @ a).toarray()
-    factor, pivots, rank, _ = lapack.dpstrf(information, lower=1, tol=RANK_TOLERANCE * information.diagonal().max())
-    r = np.zeros((len(information), rank))
-    r[pivots - 1] = np.tril(factor)[:, :rank]
-    s = cho_solve(cho_factor(r.T @ r), r.T).T
+    """(F⁺)_jj for the identified finest cells (else inf) and a_iᵀ F⁺ a_i for the rows, F = Aᵀ W A, computed on
+    F (the finest cells' space): F⁺ = S Sᵀ, and a finest cell is identified where the projection onto the range
+    of F keeps its unit vector (its diagonal is 1)."""
+    s, r = _pseudo_inverse_factor((a.T @ sp.diags(1.0 / v) @ a).toarray())
     finest = (s ** 2).sum(axis=1)
     finest[1 - (s * r).sum(axis=1) > NOT_IDENTIFIED] = np.inf
     rows = np.empty(a.shape[0])
-    step = max(1, BLOCK_NUMBERS // max(1, rank))
+    step = max(1, BLOCK_NUMBERS // max(1, s.shape[1]))
     for start in range(0, a.shape[0], step):
         rows[start:start + step] = ((a[start:start + step] @ s) ** 2).sum(axis=1)
+    return finest, rows
+
+
+def _exact_by_record_sets(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same figures as ``_exact``, computed on the published record sets' space, for a part with fewer record
+    sets than finest cells. With B = W^½ A and G = B Bᵀ (one row and column per record set):
+
+    * a row's BLUE is its observation projected (in the metric W) onto the counts some x gives, range(A), so its
+      variance is V_i P_ii with P = G G⁺ the projection onto range(B);
+    * F⁺ = (Bᵀ B)⁺ = Bᵀ (G⁺)² B, so a finest cell's variance is |G⁺ b_j|², b_j = B e_j its column; it is
+      identified where e_j lies in the row space of B: b_jᵀ G⁺ b_j = 1.
+
+    Which finest cells to compute: the component of a random vector ω off the row space of B, ω - Bᵀ G⁺ B ω, is
+    0 at every identified cell and, at a cell whose unit vector keeps a share d off the row space, normal with
+    variance d; cells where it is near 0 for two such vectors are the candidates, each then checked and computed
+    exactly as above (a cell that is no candidate keeps a share off the row space: not identified)."""
+    b = (sp.diags(1.0 / np.sqrt(v)) @ a).tocsc()
+    s, r = _pseudo_inverse_factor((b @ b.T).toarray())
+    rows = v * (s * r).sum(axis=1)
+    omega = np.random.default_rng(0x5DC).standard_normal((b.shape[1], 2))
+    off = omega - b.T @ (s @ (s.T @ (b @ omega)))
+    candidates = np.flatnonzero(np.all(np.abs(off) <= CANDIDATE_OFF_ROW_SPACE, axis=1))
+    finest = np.full(b.shape[1], np.inf)
+    step = max(1, BLOCK_NUMBERS // max(1, s.shape[1]))
+    for start in range(0, len(candidates), step):
+        j = candidates[start:start + step]
+        weights = (b[:, j].T @ s)  # (Sᵀ b_j)ᵀ per candidate
+        identified = 1 - (weights ** 2).sum(axis=1) <= NOT_IDENTIFIED
+        finest[j[identified]] = ((weights[identified] @ s.T) ** 2).sum(axis=1)
     return finest, rows
 
 
@@ -191,41 +236,90 @@ class Design:
 
 def population_design(dims: list[str], finest: list[tuple], records, tables: list[CountTable]) -> Design:
     """The design of one population: every published cell with records as the set of finest cells it covers,
-    cells with the same set (the same records, so the same noise) once. Each cell's finest cells must add up to
-    its original count (a check of the mapping against sdc's recomputation)."""
+    cells with the same set (the same records, so the same noise) once, in the order they first appear. Each
+    cell's finest cells must add up to its original count (a check of the mapping against sdc's recomputation).
+    Vectorised: per table, one pass over the finest cells for each choice of level per dimension (a code or its
+    total; in a hierarchy the code or one of its ancestors)."""
     records = np.asarray(records, dtype=np.int64)
-    rows: dict[tuple, int] = {}
+    n = len(finest)
+    columns = [np.asarray([cell[p] for cell in finest], dtype=object) for p in range(len(dims))]
+    rows: list[np.ndarray] = []  # per distinct record set: its finest cells
     variances: list[float] = []
     names: list[list[tuple[str, str]]] = []
     cell_rows: dict[tuple, int] = {}
+    by_members: dict[tuple, list[int]] = {}  # (size, two 64-bit sums) -> candidate rows with that key
+    weights = np.random.default_rng(0x5DC).integers(0, 2 ** 63, size=(2, n), dtype=np.int64).view(np.uint64)
     for table in tables:
-        where = [dims.index(d) for d in table.dims]
-        members: list[list[int]] = [[] for _ in table.cells]
-        for j, codes in enumerate(finest):
-            for combination in itertools.product(*(table.over(d, codes[p]) for d, p in zip(table.dims, where))):
-                k = table.index.get(combination)
-                if k is not None:
-                    members[k].append(j)
-        for cell, covered in zip(table.cells, members):
-            shown = ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))
-            if int(records[covered].sum()) != cell.original:
+        cell_of, members = _members(table, dims, columns, n)
+        held = np.bincount(cell_of, weights=records[members], minlength=len(table.cells)).astype(np.int64)
+        order = np.argsort(cell_of, kind="stable")
+        starts = np.searchsorted(cell_of[order], np.arange(len(table.cells) + 1))
+        for k, cell in enumerate(table.cells):
+            if int(held[k]) != cell.original:
+                shown = ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))
                 raise SdcError(f"the averaging audit cannot place the cell ({shown}) of {table.label} among the "
-                               f"finest cells of its population: they hold {int(records[covered].sum())} records, "
+                               f"finest cells of its population: they hold {int(held[k])} records, "
                                f"the cell {cell.original}; refusing to publish")
-            if cell.variance is None or not covered:
+        for k, cell in enumerate(table.cells):
+            covered = np.sort(members[order[starts[k]:starts[k + 1]]])
+            if cell.variance is None or not len(covered):
                 continue
-            row = rows.setdefault(tuple(covered), len(rows))
-            if row == len(variances):
+            key = (len(covered), int(weights[0, covered].sum()), int(weights[1, covered].sum()))
+            row = next((r for r in by_members.get(key, ()) if np.array_equal(rows[r], covered)), None)
+            if row is None:
+                row = len(rows)
+                rows.append(covered)
                 variances.append(cell.variance)
                 names.append([])
+                by_members.setdefault(key, []).append(row)
             # the same records give the same cell key: one noise (the smaller variance if two ptables differ)
             variances[row] = min(variances[row], cell.variance)
+            shown = ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))
             names[row].append((table.label, shown))
             cell_rows[(table.label, cell.codes)] = row
-    columns = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64)
-    starts = np.cumsum([0] + [len(k) for k in rows])
-    matrix = sp.csr_matrix((np.ones(len(columns)), columns, starts), shape=(len(rows), len(finest)))
+    starts = np.cumsum([0] + [len(r) for r in rows])
+    matrix = sp.csr_matrix((np.ones(int(starts[-1])), np.concatenate(rows) if rows else np.zeros(0, np.int64),
+                            starts), shape=(len(rows), n))
     return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names, cell_rows)
+
+
+def _members(table: CountTable, dims: list[str], columns: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cell index, finest cell index) for every finest cell under every cell of ``table``: per dimension of the
+    table, the codes over each finest cell's code at each level (``CountTable.over``), and per choice of levels
+    the table's cells looked up by their codes."""
+    if not table.cells:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    positions = [dims.index(d) for d in table.dims]
+    ids: list[dict] = []  # per table dimension: code -> integer
+    levels: list[np.ndarray] = []  # per table dimension: finest cell x level -> code id (-1 past the top)
+    for d, p in zip(table.dims, positions):
+        leaves, inverse = np.unique(columns[p].astype(str), return_inverse=True)
+        chains = [table.over(d, str(leaf)) for leaf in leaves]
+        codes = {c: i for i, c in enumerate(sorted({c for chain in chains for c in chain} |
+                                                   {str(cell.codes[len(ids)]) for cell in table.cells}))}
+        depth = max(len(chain) for chain in chains) if chains else 1
+        padded = np.full((len(leaves), depth), -1, dtype=np.int64)
+        for row, chain in enumerate(chains):
+            padded[row, :len(chain)] = [codes[c] for c in chain]
+        ids.append(codes)
+        levels.append(padded[inverse.reshape(-1)] if n else np.zeros((0, depth), np.int64))
+    sizes = [len(codes) for codes in ids]
+    cell_keys = np.ravel_multi_index(
+        tuple(np.array([codes[str(cell.codes[k])] for cell in table.cells]) for k, codes in enumerate(ids)), sizes)
+    order = np.argsort(cell_keys)
+    sorted_keys = cell_keys[order]
+    found_cells, found_finest = [], []
+    for choice in itertools.product(*(range(level.shape[1]) for level in levels)):
+        picked = [level[:, c] for level, c in zip(levels, choice)]
+        valid = np.logical_and.reduce([p >= 0 for p in picked]) if picked else np.ones(n, bool)
+        finest = np.flatnonzero(valid)
+        keys = np.ravel_multi_index(tuple(p[finest] for p in picked), sizes) if picked else np.zeros(len(finest),
+                                                                                                    np.int64)
+        at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+        hit = sorted_keys[at] == keys
+        found_cells.append(order[at[hit]])
+        found_finest.append(finest[hit])
+    return np.concatenate(found_cells), np.concatenate(found_finest)
 
 
 @dataclass

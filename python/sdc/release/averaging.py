@@ -179,8 +179,9 @@ def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
     length = np.asarray(a.multiply(a).sum(axis=1)).ravel()
     rows = np.empty(a.shape[0])
     step = max(1, BLOCK_NUMBERS // max(1, a.shape[0]))
+    transposed = a.T.tocsr()  # once: a CSR block times a CSC matrix converts the whole matrix each time
     for start in range(0, a.shape[0], step):
-        overlaps = (a[start:start + step] @ a.T).tocsr()
+        overlaps = a[start:start + step] @ transposed
         rows[start:start + step] = length[start:start + step] ** 2 / (overlaps.multiply(overlaps) @ weights)
     return finest, rows
 
@@ -242,48 +243,80 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
     total; in a hierarchy the code or one of its ancestors)."""
     records = np.asarray(records, dtype=np.int64)
     n = len(finest)
-    columns = [np.asarray([cell[p] for cell in finest], dtype=object) for p in range(len(dims))]
-    rows: list[np.ndarray] = []  # per distinct record set: its finest cells
-    variances: list[float] = []
-    names: list[list[tuple[str, str]]] = []
-    cell_rows: dict[tuple, int] = {}
-    by_members: dict[tuple, list[int]] = {}  # (size, two 64-bit sums) -> candidate rows with that key
-    weights = np.random.default_rng(0x5DC).integers(0, 2 ** 63, size=(2, n), dtype=np.int64).view(np.uint64)
+    # per dimension: its codes among the finest cells and, per finest cell, which one
+    columns = [np.unique(np.asarray([str(cell[p]) for cell in finest], dtype=str), return_inverse=True)
+               for p in range(len(dims))]
+    # every published cell with records and a noise, in table and cell order: its finest cells (sorted)
+    published: list[tuple[CountTable, int]] = []
+    pieces: list[np.ndarray] = []
     for table in tables:
         cell_of, members = _members(table, dims, columns, n)
         held = np.bincount(cell_of, weights=records[members], minlength=len(table.cells)).astype(np.int64)
-        order = np.argsort(cell_of, kind="stable")
-        starts = np.searchsorted(cell_of[order], np.arange(len(table.cells) + 1))
-        for k, cell in enumerate(table.cells):
-            if int(held[k]) != cell.original:
-                shown = ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))
-                raise SdcError(f"the averaging audit cannot place the cell ({shown}) of {table.label} among the "
-                               f"finest cells of its population: they hold {int(held[k])} records, "
-                               f"the cell {cell.original}; refusing to publish")
-        for k, cell in enumerate(table.cells):
-            covered = np.sort(members[order[starts[k]:starts[k + 1]]])
-            if cell.variance is None or not len(covered):
-                continue
-            key = (len(covered), int(weights[0, covered].sum()), int(weights[1, covered].sum()))
-            row = next((r for r in by_members.get(key, ()) if np.array_equal(rows[r], covered)), None)
-            if row is None:
-                row = len(rows)
-                rows.append(covered)
-                variances.append(cell.variance)
-                names.append([])
-                by_members.setdefault(key, []).append(row)
-            # the same records give the same cell key: one noise (the smaller variance if two ptables differ)
-            variances[row] = min(variances[row], cell.variance)
+        wrong = np.flatnonzero(held != np.array([cell.original for cell in table.cells], dtype=np.int64))
+        if len(wrong):
+            cell = table.cells[wrong[0]]
             shown = ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))
-            names[row].append((table.label, shown))
-            cell_rows[(table.label, cell.codes)] = row
-    starts = np.cumsum([0] + [len(r) for r in rows])
-    matrix = sp.csr_matrix((np.ones(int(starts[-1])), np.concatenate(rows) if rows else np.zeros(0, np.int64),
-                            starts), shape=(len(rows), n))
+            raise SdcError(f"the averaging audit cannot place the cell ({shown}) of {table.label} among the "
+                           f"finest cells of its population: they hold {int(held[wrong[0]])} records, "
+                           f"the cell {cell.original}; refusing to publish")
+        kept = np.array([cell.variance is not None for cell in table.cells], dtype=bool) & (held > 0)
+        index = np.full(len(table.cells), -1, dtype=np.int64)
+        index[kept] = np.arange(len(published), len(published) + int(kept.sum()))
+        published += [(table, int(k)) for k in np.flatnonzero(kept)]
+        pieces.append(np.stack([index[cell_of], members]) if len(cell_of) else np.zeros((2, 0), np.int64))
+    pairs = np.concatenate(pieces, axis=1) if pieces else np.zeros((2, 0), np.int64)
+    pairs = pairs[:, pairs[0] >= 0]
+    ordered = np.sort(pairs[0] * max(n, 1) + pairs[1])  # by cell, then finest cell
+    pairs = np.stack([ordered // max(n, 1), ordered % max(n, 1)])
+    starts = np.searchsorted(pairs[0], np.arange(len(published) + 1))
+    sizes = np.diff(starts)
+    # cells with the same finest cells (the same records: one cell key, one noise) are one row: found by their
+    # size and two random 64-bit sums over their finest cells, then compared cell by cell
+    weights = np.random.default_rng(0x5DC).integers(0, 2 ** 63, size=(2, n), dtype=np.int64).view(np.uint64)
+    sums = [np.add.reduceat(w[pairs[1]], starts[:-1]) if len(pairs[1]) else np.zeros(0, np.uint64)
+            for w in weights] if len(published) else [np.zeros(0, np.uint64)] * 2
+    order = np.lexsort((sums[1], sums[0], sizes))  # stable: within equal keys in the order cells appear
+    boundary = np.ones(len(order), dtype=bool)
+    if len(order) > 1:
+        boundary[1:] = ((np.diff(sizes[order]) != 0) | (np.diff(sums[0][order].view(np.int64)) != 0)
+                        | (np.diff(sums[1][order].view(np.int64)) != 0))
+    group = np.cumsum(boundary) - 1
+    same = np.empty(len(order), dtype=np.int64)
+    same[order] = group  # per cell: its key's number
+    first = order[boundary]  # per key: the cell that has it first
+    rows: list[int] = []  # per row: the cell that first publishes it
+    variances: list[float] = []
+    names: list[list[tuple[str, str]]] = []
+    cell_rows: dict[tuple, int] = {}
+    by_key: dict[int, list[int]] = {}  # unique key -> rows with it (more than one only after a collision)
+    for c, (table, k) in enumerate(published):
+        cell = table.cells[k]
+        covered = pairs[1, starts[c]:starts[c + 1]]
+        key = int(same[c])
+        row = None
+        if first[key] != c:  # a cell with the same key came first: the same records, unless the sums collide
+            row = next((r for r in by_key.get(key, ())
+                        if np.array_equal(pairs[1, starts[rows[r]]:starts[rows[r] + 1]], covered)), None)
+        if row is None:
+            row = len(rows)
+            rows.append(c)
+            variances.append(cell.variance)
+            names.append([])
+            by_key.setdefault(key, []).append(row)
+        # the same records give the same cell key: one noise (the smaller variance if two ptables differ)
+        variances[row] = min(variances[row], cell.variance)
+        names[row].append((table.label, ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))))
+        cell_rows[(table.label, cell.codes)] = row
+    first_cells = np.asarray(rows, dtype=np.int64)
+    counts = sizes[first_cells] if len(first_cells) else np.zeros(0, np.int64)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    indices = (np.concatenate([pairs[1, starts[c]:starts[c + 1]] for c in first_cells]) if len(first_cells)
+               else np.zeros(0, np.int64))
+    matrix = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(rows), n))
     return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names, cell_rows)
 
 
-def _members(table: CountTable, dims: list[str], columns: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+def _members(table: CountTable, dims: list[str], columns: list[tuple], n: int) -> tuple[np.ndarray, np.ndarray]:
     """(cell index, finest cell index) for every finest cell under every cell of ``table``: per dimension of the
     table, the codes over each finest cell's code at each level (``CountTable.over``), and per choice of levels
     the table's cells looked up by their codes."""
@@ -293,7 +326,7 @@ def _members(table: CountTable, dims: list[str], columns: list[np.ndarray], n: i
     ids: list[dict] = []  # per table dimension: code -> integer
     levels: list[np.ndarray] = []  # per table dimension: finest cell x level -> code id (-1 past the top)
     for d, p in zip(table.dims, positions):
-        leaves, inverse = np.unique(columns[p].astype(str), return_inverse=True)
+        leaves, inverse = columns[p]
         chains = [table.over(d, str(leaf)) for leaf in leaves]
         codes = {c: i for i, c in enumerate(sorted({c for chain in chains for c in chain} |
                                                    {str(cell.codes[len(ids)]) for cell in table.cells}))}

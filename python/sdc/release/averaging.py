@@ -92,9 +92,7 @@ def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_C
     finest, rows = np.full(n, np.inf), np.zeros(n_rows)
     finest_exact, rows_exact = np.ones(n, dtype=bool), np.ones(n_rows, dtype=bool)
     # connected parts: rows and finest cells linked by the coefficients; F is block diagonal over them
-    graph = sp.bmat([[None, a], [a.T, None]], format="csr") if n_rows and n else None
-    parts, labels = connected_components(graph, directed=False) if graph is not None else (0, np.zeros(0, int))
-    row_part, cell_part = labels[:n_rows], labels[n_rows:]
+    row_part, cell_part, parts = _connected_parts(a)
     order_rows, order_cells = np.argsort(row_part, kind="stable"), np.argsort(cell_part, kind="stable")
     row_starts = np.searchsorted(row_part[order_rows], np.arange(parts + 1))
     cell_starts = np.searchsorted(cell_part[order_cells], np.arange(parts + 1))
@@ -103,7 +101,8 @@ def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_C
         j = order_cells[cell_starts[part]:cell_starts[part + 1]]
         if not len(j) or not len(i):  # a row without finest cells (its count is 0, known), a cell under no row
             continue
-        block = a[i][:, j]
+        whole = len(i) == n_rows and len(j) == n and (np.diff(i) > 0).all() and (np.diff(j) > 0).all()
+        block = a if whole else a[i][:, j]  # one part, the usual case: no copy of the design
         if len(j) <= min(len(i), exact_limit):
             finest[j], rows[i] = _exact(block, v[i])
         elif len(i) <= exact_limit:
@@ -112,6 +111,25 @@ def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_C
             finest[j], rows[i] = _lower_bounds(block, v[i])
             finest_exact[j] = rows_exact[i] = False
     return BlueVariances(finest, rows, finest_exact, rows_exact)
+
+
+def _connected_parts(a: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, int]:
+    """The connected part of each row and finest cell (a finest cell under no row: a part of its own), and how
+    many: the rows linked through the finest cells they share (each finest cell's rows joined to its first), a
+    graph of as many edges as coefficients, not the (rows + cells)² bipartite one."""
+    n_rows, n = a.shape
+    columns = a.tocsc()
+    columns.sort_indices()
+    rows = columns.indices.astype(np.int64)
+    first = np.repeat(rows[columns.indptr[:-1][np.diff(columns.indptr) > 0]], np.diff(columns.indptr)[
+        np.diff(columns.indptr) > 0])
+    graph = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (first, rows)), shape=(n_rows, n_rows))
+    parts, row_part = connected_components(graph, directed=False) if n_rows else (0, np.zeros(0, np.int64))
+    cell_part = np.empty(n, dtype=np.int64)
+    covered = np.diff(columns.indptr) > 0
+    cell_part[covered] = row_part[rows[columns.indptr[:-1][covered]]]
+    cell_part[~covered] = parts + np.arange(int((~covered).sum()))
+    return row_part, cell_part, parts + int((~covered).sum())
 
 
 def _pseudo_inverse_factor(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -263,17 +281,21 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
         index = np.full(len(table.cells), -1, dtype=np.int64)
         index[kept] = np.arange(len(published), len(published) + int(kept.sum()))
         published += [(table, int(k)) for k in np.flatnonzero(kept)]
-        pieces.append(np.stack([index[cell_of], members]) if len(cell_of) else np.zeros((2, 0), np.int64))
-    pairs = np.concatenate(pieces, axis=1) if pieces else np.zeros((2, 0), np.int64)
-    pairs = pairs[:, pairs[0] >= 0]
-    ordered = np.sort(pairs[0] * max(n, 1) + pairs[1])  # by cell, then finest cell
-    pairs = np.stack([ordered // max(n, 1), ordered % max(n, 1)])
-    starts = np.searchsorted(pairs[0], np.arange(len(published) + 1))
+        cells = index[cell_of]
+        pieces.append(cells[cells >= 0] * max(n, 1) + members[cells >= 0])  # (cell, finest cell) as one number
+        del cell_of, members, cells
+    ordered = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+    del pieces
+    ordered.sort()  # by cell, then finest cell
+    # one array of the finest cells of every published cell, in that order, and where each cell's part starts
+    finest_of = (ordered % max(n, 1)).astype(np.int32 if n < 2 ** 31 else np.int64)
+    starts = np.searchsorted(ordered, np.arange(len(published) + 1, dtype=np.int64) * max(n, 1))
+    del ordered
     sizes = np.diff(starts)
     # cells with the same finest cells (the same records: one cell key, one noise) are one row: found by their
     # size and two random 64-bit sums over their finest cells, then compared cell by cell
     weights = np.random.default_rng(0x5DC).integers(0, 2 ** 63, size=(2, n), dtype=np.int64).view(np.uint64)
-    sums = [np.add.reduceat(w[pairs[1]], starts[:-1]) if len(pairs[1]) else np.zeros(0, np.uint64)
+    sums = [np.add.reduceat(w[finest_of], starts[:-1]) if len(finest_of) else np.zeros(0, np.uint64)
             for w in weights] if len(published) else [np.zeros(0, np.uint64)] * 2
     order = np.lexsort((sums[1], sums[0], sizes))  # stable: within equal keys in the order cells appear
     boundary = np.ones(len(order), dtype=bool)
@@ -291,12 +313,12 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
     by_key: dict[int, list[int]] = {}  # unique key -> rows with it (more than one only after a collision)
     for c, (table, k) in enumerate(published):
         cell = table.cells[k]
-        covered = pairs[1, starts[c]:starts[c + 1]]
+        covered = finest_of[starts[c]:starts[c + 1]]
         key = int(same[c])
         row = None
         if first[key] != c:  # a cell with the same key came first: the same records, unless the sums collide
             row = next((r for r in by_key.get(key, ())
-                        if np.array_equal(pairs[1, starts[rows[r]]:starts[rows[r] + 1]], covered)), None)
+                        if np.array_equal(finest_of[starts[rows[r]]:starts[rows[r] + 1]], covered)), None)
         if row is None:
             row = len(rows)
             rows.append(c)
@@ -310,7 +332,7 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
     first_cells = np.asarray(rows, dtype=np.int64)
     counts = sizes[first_cells] if len(first_cells) else np.zeros(0, np.int64)
     indptr = np.concatenate([[0], np.cumsum(counts)])
-    indices = (np.concatenate([pairs[1, starts[c]:starts[c + 1]] for c in first_cells]) if len(first_cells)
+    indices = (np.concatenate([finest_of[starts[c]:starts[c + 1]] for c in first_cells]) if len(first_cells)
                else np.zeros(0, np.int64))
     matrix = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(rows), n))
     return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names, cell_rows)

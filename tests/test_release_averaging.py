@@ -460,3 +460,76 @@ def test_a_part_with_many_finest_cells_and_few_record_sets_is_exact():
     # the bound the part had before (every other finest cell known) is far below it
     bound = blue_variances(design.matrix, design.variances, exact_limit=0)
     assert np.sqrt(bound.rows.min()) < 0.6 < 1.0 < np.sqrt(on_sets.rows.min())
+
+
+# six two-way tables over five dimensions drawn independently (20,000 persons): more finest cells than the exact
+# computation on finest cells takes, a few hundred record sets
+SIX_DIMS = {"a": 12, "b": 10, "c": 8, "d": 6, "e": 5}
+SIX_PAIRS = [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d"), ("d", "e"), ("a", "e")]
+
+
+def six_persons(records: int = 20000, seed: int = 11) -> str:
+    rng = np.random.default_rng(seed)
+    drawn = {d: rng.choice(n, records, p=(w := rng.lognormal(0, 0.5, n)) / w.sum()) for d, n in SIX_DIMS.items()}
+    return "id,sex,region,income," + ",".join(SIX_DIMS) + "\n" + "".join(
+        f"{i},{'mw'[i % 2]},R{i % 5},{1000 + i % 700}," + ",".join(f"{d}{drawn[d][i]}" for d in SIX_DIMS) + "\n"
+        for i in range(records))
+
+
+@pytest.fixture(scope="module")
+def six_tables(tmp_path_factory):
+    models = {"sources.yml": BASE["sources.yml"]}
+    for pair in SIX_PAIRS:
+        name = "".join(pair)
+        models[f"audit/ckm_{name}.sql"] = (f"{{{{ sdc.ckm_count(source('raw', 'persons'), dims={list(pair)!r}) }}}}"
+                                           "\n")
+        models[f"protected/{name}.sql"] = f"{{{{ sdc.ckm_published(ref('ckm_{name}')) }}}}\n"
+    return make(tmp_path_factory.mktemp("six_tables"), models, persons=six_persons())
+
+
+def test_a_release_with_many_finest_cells_passes_the_floor_its_exact_error_keeps_and_no_more(six_tables, tmp_path):
+    """Issue 49: six two-way tables over more finest cells with records than the exact computation on finest
+    cells takes (AVERAGING_EXACT_CELLS) and a few hundred record sets. The audit computes on the record sets: the
+    smallest standard error is exact (the bound it gave before, every other finest cell known, is below 1 and
+    refused at the default floor), the release passes a floor just below it and is refused just above, naming
+    the same figure."""
+    from sdc.conventions import AVERAGING_EXACT_CELLS
+
+    out = tmp_path / "pub.duckdb"
+    assert sorted(publish(six_tables.db, out, manifest=six_tables.manifest, min_standard_error=1.0)) == \
+        sorted("".join(p) for p in SIX_PAIRS)
+    report = audit_report(six_tables)
+    (population,) = report["populations"]
+    assert population["finest_cells_with_records"] > AVERAGING_EXACT_CELLS and population["record_sets"] < 700
+    assert population["method"] == "exact" and report["method"] == "exact"
+    exact = report["smallest_standard_error"]
+    assert 1.1 < exact < 1.4
+    # the same figure from the design alone, through the finest cells' computation (no limit)
+    design = verifier_design(six_tables)
+    found = blue_variances(design.matrix, design.variances, exact_limit=design.matrix.shape[1])
+    assert np.sqrt(min(found.rows.min(), found.finest.min())) == pytest.approx(exact, abs=1e-4)
+    assert np.sqrt(blue_variances(design.matrix, design.variances, exact_limit=0).rows.min()) < 1.0
+    assert publish(six_tables.db, out, manifest=six_tables.manifest, min_standard_error=exact - 0.001)
+    with pytest.raises(SdcError, match=rf"with a standard error of {exact:.3g}, below the floor of {exact + 0.001:g} "
+                                       r"\(sdc publish --min-standard-error\)"):
+        publish(six_tables.db, out, manifest=six_tables.manifest, min_standard_error=exact + 0.001)
+
+
+def verifier_design(built):
+    """The design the audit made of the built project's one population (captured from a publish to a scratch
+    file)."""
+    import sdc.release.averaging as averaging
+
+    captured = []
+    original = averaging.population_design
+
+    def capture(*args):
+        captured.append(original(*args))
+        return captured[-1]
+
+    averaging.population_design = capture
+    try:
+        publish(built.db, built.db.parent / "scratch_pub.duckdb", manifest=built.manifest, min_standard_error=0.0)
+    finally:
+        averaging.population_design = original
+    return captured[-1]

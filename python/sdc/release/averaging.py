@@ -118,6 +118,8 @@ def _connected_parts(a: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, int]:
     many: the rows linked through the finest cells they share (each finest cell's rows joined to its first), a
     graph of as many edges as coefficients, not the (rows + cells)² bipartite one."""
     n_rows, n = a.shape
+    if n and (np.diff(a.indptr) == n).any():  # a row over every finest cell (a grand total): one part
+        return np.zeros(n_rows, dtype=np.int64), np.zeros(n, dtype=np.int64), 1
     columns = a.tocsc()
     columns.sort_indices()
     rows = columns.indices.astype(np.int64)
@@ -191,10 +193,12 @@ def _exact_by_record_sets(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, 
 def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """1 / Σ_i a_ij² / V_i per finest cell and (aᵀa)² / Σ_i (a_iᵀ a)² / V_i per row (the module's text)."""
     weights = 1.0 / v
-    diagonal = np.asarray(a.multiply(a).T @ weights).ravel()
+    squares = a if (a.data == 1).all() else a.multiply(a)  # a design's coefficients are 1: no copy
+    diagonal = np.asarray(squares.T @ weights).ravel()
     with np.errstate(divide="ignore"):
         finest = np.where(diagonal > 0, 1.0 / np.where(diagonal > 0, diagonal, 1.0), np.inf)
-    length = np.asarray(a.multiply(a).sum(axis=1)).ravel()
+    length = np.asarray(squares.sum(axis=1)).ravel()
+    del squares
     rows = np.empty(a.shape[0])
     step = max(1, BLOCK_NUMBERS // max(1, a.shape[0]))
     transposed = a.T.tocsr()  # once: a CSR block times a CSC matrix converts the whole matrix each time
@@ -264,8 +268,12 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
     # per dimension: its codes among the finest cells and, per finest cell, which one
     columns = [np.unique(np.asarray([str(cell[p]) for cell in finest], dtype=str), return_inverse=True)
                for p in range(len(dims))]
-    # every published cell with records and a noise, in table and cell order: its finest cells (sorted)
-    published: list[tuple[CountTable, int]] = []
+    # every cell with records once per set of finest codes it covers (a total of one table and the same total of
+    # another, a code and its only child: one set), expanded to its finest cells; every published cell (records
+    # and a noise, in table and cell order) with the expanded cell of its codes
+    covers: dict[tuple, int] = {}
+    interned: list[dict] = [{} for _ in dims]
+    published: list[tuple[CountTable, int, int]] = []
     pieces: list[np.ndarray] = []
     for table in tables:
         cell_of, members = _members(table, dims, columns, n)
@@ -277,26 +285,31 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
             raise SdcError(f"the averaging audit cannot place the cell ({shown}) of {table.label} among the "
                            f"finest cells of its population: they hold {int(held[wrong[0]])} records, "
                            f"the cell {cell.original}; refusing to publish")
-        kept = np.array([cell.variance is not None for cell in table.cells], dtype=bool) & (held > 0)
-        index = np.full(len(table.cells), -1, dtype=np.int64)
-        index[kept] = np.arange(len(published), len(published) + int(kept.sum()))
-        published += [(table, int(k)) for k in np.flatnonzero(kept)]
-        cells = index[cell_of]
-        pieces.append(cells[cells >= 0] * max(n, 1) + members[cells >= 0])  # (cell, finest cell) as one number
-        del cell_of, members, cells
+        source = np.full(len(table.cells), -1, dtype=np.int64)  # the expanded cell a cell is the first of
+        for k, cover in enumerate(_covers(table, dims, columns, interned)):
+            if held[k] <= 0:
+                continue
+            e = covers.get(cover)
+            if e is None:
+                e = source[k] = covers[cover] = len(covers)
+            if table.cells[k].variance is not None:
+                published.append((table, k, e))
+        keep = source[cell_of] >= 0
+        pieces.append(source[cell_of][keep] * max(n, 1) + members[keep])  # (cell, finest cell) as one number
+        del cell_of, members, keep
     ordered = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
     del pieces
-    ordered.sort()  # by cell, then finest cell
-    # one array of the finest cells of every published cell, in that order, and where each cell's part starts
+    ordered.sort()  # by expanded cell, then finest cell
+    # one array of the finest cells of every expanded cell, in that order, and where each cell's part starts
     finest_of = (ordered % max(n, 1)).astype(np.int32 if n < 2 ** 31 else np.int64)
-    starts = np.searchsorted(ordered, np.arange(len(published) + 1, dtype=np.int64) * max(n, 1))
+    starts = np.searchsorted(ordered, np.arange(len(covers) + 1, dtype=np.int64) * max(n, 1))
     del ordered
     sizes = np.diff(starts)
     # cells with the same finest cells (the same records: one cell key, one noise) are one row: found by their
     # size and two random 64-bit sums over their finest cells, then compared cell by cell
     weights = np.random.default_rng(0x5DC).integers(0, 2 ** 63, size=(2, n), dtype=np.int64).view(np.uint64)
     sums = [np.add.reduceat(w[finest_of], starts[:-1]) if len(finest_of) else np.zeros(0, np.uint64)
-            for w in weights] if len(published) else [np.zeros(0, np.uint64)] * 2
+            for w in weights] if len(covers) else [np.zeros(0, np.uint64)] * 2
     order = np.lexsort((sums[1], sums[0], sizes))  # stable: within equal keys in the order cells appear
     boundary = np.ones(len(order), dtype=bool)
     if len(order) > 1:
@@ -304,24 +317,21 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
                         | (np.diff(sums[1][order].view(np.int64)) != 0))
     group = np.cumsum(boundary) - 1
     same = np.empty(len(order), dtype=np.int64)
-    same[order] = group  # per cell: its key's number
-    first = order[boundary]  # per key: the cell that has it first
-    rows: list[int] = []  # per row: the cell that first publishes it
+    same[order] = group  # per expanded cell: its key's number
+    rows: list[int] = []  # per row: its expanded cell
     variances: list[float] = []
     names: list[list[tuple[str, str]]] = []
     cell_rows: dict[tuple, int] = {}
-    by_key: dict[int, list[int]] = {}  # unique key -> rows with it (more than one only after a collision)
-    for c, (table, k) in enumerate(published):
+    by_key: dict[int, list[int]] = {}  # key -> rows with it (more than one only where the sums collide)
+    for table, k, e in published:
         cell = table.cells[k]
-        covered = finest_of[starts[c]:starts[c + 1]]
-        key = int(same[c])
-        row = None
-        if first[key] != c:  # a cell with the same key came first: the same records, unless the sums collide
-            row = next((r for r in by_key.get(key, ())
-                        if np.array_equal(finest_of[starts[rows[r]]:starts[rows[r] + 1]], covered)), None)
+        covered = finest_of[starts[e]:starts[e + 1]]
+        key = int(same[e])
+        row = next((r for r in by_key.get(key, ())
+                    if rows[r] == e or np.array_equal(finest_of[starts[rows[r]]:starts[rows[r] + 1]], covered)), None)
         if row is None:
             row = len(rows)
-            rows.append(c)
+            rows.append(e)
             variances.append(cell.variance)
             names.append([])
             by_key.setdefault(key, []).append(row)
@@ -336,6 +346,33 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
                else np.zeros(0, np.int64))
     matrix = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(rows), n))
     return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names, cell_rows)
+
+
+def _covers(table: CountTable, dims: list[str], columns: list[tuple], interned: list[dict]) -> list[tuple]:
+    """Per cell of ``table``: per dimension of the population, the finest codes its code covers (all of them for a
+    dimension the table does not use), each set as a number (``interned``, per dimension, shared by the tables):
+    cells of equal tuples cover the same finest cells."""
+    per_dim = []
+    for p, d in enumerate(dims):
+        leaves = columns[p][0]
+        if d not in table.dims:
+            per_dim.append(None)
+            continue
+        under: dict[str, list[int]] = {}
+        for index, leaf in enumerate(leaves):
+            for code in table.over(d, str(leaf)):
+                under.setdefault(code, []).append(index)
+        per_dim.append(under)
+    everything = [interned[p].setdefault(frozenset(range(len(columns[p][0]))), len(interned[p]))
+                  for p in range(len(dims))]
+    found = []
+    for cell in table.cells:
+        codes = dict(zip(table.dims, cell.codes))
+        found.append(tuple(
+            everything[p] if under is None else
+            interned[p].setdefault(frozenset(under.get(str(codes[d]), ())), len(interned[p]))
+            for p, (d, under) in enumerate(zip(dims, per_dim))))
+    return found
 
 
 def _members(table: CountTable, dims: list[str], columns: list[tuple], n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -26,9 +26,13 @@
   {%- do run_query('drop table if exists pg_temp.' ~ name ~ '; create temporary table ' ~ name ~ ' as select * from ' ~ relation) -%}
   {%- do copies.update({relation | string: api.Relation.create(schema='pg_temp', identifier=name, type='table')}) -%}
 {%- endfor -%}
+{#- grant_published (copy=true, PostgreSQL): the ckm_count tables of one source from one pass over it per largest set
+    of their dimensions -#}
+{%- set shared = sdc.gate_shared_leaf_cells(behind.get('steps', []), checker) if copy else {'leaf_cells': {}, 'tables': []} -%}
 {%- for relation, record, step, reads, path in behind.get('steps', []) -%}
-  {%- do sdc.gate_verify_step(relation, record, step, reads, path, checker, content=copies.get(relation | string)) -%}
+  {%- do sdc.gate_verify_step(relation, record, step, reads, path, checker, content=copies.get(relation | string), shared=shared['leaf_cells']) -%}
 {%- endfor -%}
+{%- for table in shared['tables'] -%}{%- do run_query('drop table if exists pg_temp.' ~ table) -%}{%- endfor -%}
 {{ return({'relations': relations, 'schemas': schemas, 'loads': loads, 'behind': behind, 'copies': copies}) }}
 {% endmacro %}
 

@@ -50,7 +50,7 @@
 
 {#- stop unless the protection step `relation` holds what sdc computes for its record; `content`: the relation
     whose cells are compared, a copy of `relation` that is published (default `relation` itself) -#}
-{% macro gate_verify_step(relation, record, step, reads, path, checker, content=none) %}
+{% macro gate_verify_step(relation, record, step, reads, path, checker, content=none, shared=none) %}
 {%- if step == 'ckm_published' -%}
   {%- set audit = reads[0] -%}
   {%- set audit_record = sdc.build_record_of_relation(audit.database, audit.schema, audit.identifier) or {} -%}
@@ -63,7 +63,13 @@
   {%- do sdc.gate_check_ptables_unchanged(audit, audit_record, arguments, checker, path) -%}
   {%- if audit_record['step'] == 'ckm_count' -%}
     {%- do sdc.gate_check_count_ptable(arguments.get('ptable'), relation, checker, path) -%}
-    {%- set recomputed = sdc.ckm_count(source, call['dims'], check_keys=true, check_cell_keys=true, **arguments) -%}
+    {#- its leaf cells summed from the source's shared ones where grant_published made them (gate_shared_leaf_cells) -#}
+    {%- set leaf_cells = (shared or {}).get((source | string) ~ ' ' ~ (call | tojson)) -%}
+    {%- if leaf_cells is not none -%}
+      {%- set recomputed = sdc.ckm_count(source, call['dims'], check_keys=true, check_cell_keys=true, leaf_cells=leaf_cells, **arguments) -%}
+    {%- else -%}
+      {%- set recomputed = sdc.ckm_count(source, call['dims'], check_keys=true, check_cell_keys=true, **arguments) -%}
+    {%- endif -%}
   {%- else -%}
     {%- set recomputed = sdc.ckm_sum(source, call['dims'], check_keys=true, audit=true, **arguments) -%}
   {%- endif -%}
@@ -324,3 +330,96 @@ join pg_catalog.pg_class as v on v.oid = r.ev_class join pg_catalog.pg_namespace
 where vn.nspname = {{ sdc.sql_string(relation.schema) }} and v.relname = {{ sdc.sql_string(relation.identifier) }}
     and {{ condition }}
 {%- endmacro %}
+
+
+{#- grant_published's recomputation of the ckm_count tables of one source from one pass over it per largest set of
+    their dimensions (python/sdc/release/verify.py _shared_cells, the same rules): each call's count and key sum per
+    cell of those dimensions, as ckm_count_counted and ckm_key_sum compute them, in a table of the session; a call
+    sums its own cells from them (ckm_count's leaf_cells: counts and key sums are sums over records, the same in any
+    grouping), its record key checks still reading the source. Only a plan: a call left out (weight, a column the
+    source lacks) is recomputed from the microdata alone, and every relation is still compared with its
+    recomputation. {source and call: its leaf cells} -#}
+{% macro gate_shared_leaf_cells(steps, checker) %}
+{%- set planned = {} -%}
+{%- for relation, record, step, reads, path in steps if step == 'ckm_published' -%}
+  {%- set audit = reads[0] -%}
+  {%- set audit_record = sdc.build_record_of_relation(audit.database, audit.schema, audit.identifier) or {} -%}
+  {%- set call = audit_record.get('call') -%}
+  {%- if audit_record.get('step') == 'ckm_count' and sdc.gate_shareable(call) and (audit_record.get('reads') or []) | length == 1 -%}
+    {%- set source = sdc.gate_named_relation(audit_record['reads'][0], audit, 'microdata relation', checker, path) -%}
+    {%- set entry = planned.setdefault(source | string, {'source': source, 'calls': {}}) -%}
+    {%- do entry['calls'].update({call | tojson: call}) -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set found = {} -%}
+{%- set made = [] -%}
+{%- for name, entry in planned.items() -%}
+  {%- set columns = adapter.get_columns_in_relation(entry['source']) | map(attribute='name') | list -%}
+  {%- set sums = {} -%}
+  {%- for key, call in entry['calls'].items() -%}
+    {%- set counting = sdc.ckm_count_counted(call.get('fact')) -%}
+    {%- set modulus = call.get('modulus') if call.get('modulus') is not none else sdc.setting('sdc_key_modulus') -%}
+    {%- set read = call['dims'] + [counting.key_column] + ([call['fact']] if call.get('fact') is not none else []) -%}
+    {%- if read | reject('in', columns) | list | length == 0 -%}
+      {%- do sums.update({key: [counting.original, sdc.ckm_key_sum(sdc.sql_identifier(counting.key_column), modulus)]}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {#- the largest sets of dimensions (a call's set, sorted, under no other call's set); each call under the first that
+      holds its dimensions -#}
+  {%- set sets = [] -%}
+  {%- for key in sums -%}
+    {%- set dims = entry['calls'][key]['dims'] | sort -%}
+    {%- if dims not in sets -%}{%- do sets.append(dims) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set largest = [] -%}
+  {%- for dims in sets | sort(attribute='__len__') -%}
+    {%- set covered = [] -%}
+    {%- for other in sets if other | length > dims | length and dims | reject('in', other) | list | length == 0 -%}{%- do covered.append(other) -%}{%- endfor -%}
+    {%- if not covered -%}{%- do largest.append(dims) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- for dims in largest -%}
+    {%- set keys = [] -%}
+    {%- for key in sums -%}
+      {%- set first = [] -%}
+      {%- for candidate in largest if not first and entry['calls'][key]['dims'] | reject('in', candidate) | list | length == 0 -%}{%- do first.append(candidate) -%}{%- endfor -%}
+      {%- if first and first[0] == dims -%}{%- do keys.append(key) -%}{%- endif -%}
+    {%- endfor -%}
+    {%- if keys -%}
+      {%- set table = 'sdc_gate_leaf_cells_' ~ (made | length + 1) -%}
+      {%- set measures = [] -%}
+      {%- for key in keys if sums[key] not in measures -%}{%- do measures.append(sums[key]) -%}{%- endfor -%}
+      {%- set listed = [] -%}
+      {%- for dim in dims -%}{%- do listed.append(sdc.sql_identifier(dim)) -%}{%- endfor -%}
+      {%- set selected = [] -%}
+      {%- for measure in measures -%}
+        {%- do selected.append(measure[0] ~ ' as sdc_original_' ~ loop.index ~ ', ' ~ measure[1] ~ ' as sdc_key_sum_' ~ loop.index) -%}
+      {%- endfor -%}
+      {%- do run_query('drop table if exists pg_temp.' ~ table ~ '; create temporary table ' ~ table ~ ' as select '
+                       ~ listed | join(', ') ~ ', ' ~ selected | join(', ') ~ ' from ' ~ entry['source'] ~ ' group by '
+                       ~ listed | join(', ')) -%}
+      {%- do made.append(table) -%}
+      {%- for key in keys -%}
+        {%- set own = [] -%}
+        {%- for dim in entry['calls'][key]['dims'] -%}{%- do own.append(sdc.sql_identifier(dim)) -%}{%- endfor -%}
+        {%- set k = measures.index(sums[key]) + 1 -%}
+        {%- do found.update({name ~ ' ' ~ key: '(select ' ~ own | join(', ') ~ ', sdc_original_' ~ k ~ ' as original, sdc_key_sum_'
+                                                ~ k ~ ' as key_sum from pg_temp.' ~ table ~ ')'}) -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+{%- endfor -%}
+{{ return({'leaf_cells': found, 'tables': made}) }}
+{% endmacro %}
+
+{#- a recorded ckm_count call whose leaf cells can be summed with others' (python/sdc/release/verify.py shareable) -#}
+{% macro gate_shareable(call) %}
+{%- if call is not mapping or 'leaf_cells' in call or call.get('weight') is not none -%}{{ return(false) }}{%- endif -%}
+{%- set dims = call.get('dims') -%}
+{%- if dims is string or dims is not iterable or dims | length == 0 -%}{{ return(false) }}{%- endif -%}
+{%- set lowered = [] -%}
+{%- for dim in dims -%}
+  {%- if dim is not string or (dim | lower).startswith('sdc_') or (dim | lower) in ['original', 'key_sum'] or (dim | lower) in lowered -%}{{ return(false) }}{%- endif -%}
+  {%- do lowered.append(dim | lower) -%}
+{%- endfor -%}
+{{ return(call.get('fact') is none or call.get('fact') is string) }}
+{% endmacro %}

@@ -32,7 +32,8 @@ bound, proven by Cauchy-Schwarz (for a combination a in the range of F = Aᵀ W 
 (aᵀ F⁺ a)(aᵀ F a) >= (aᵀ a)²):
 
 * a finest cell j:     Var >= 1 / Σ_i a_ij² / V_i  (its variance if every other finest cell were known);
-* a published cell a:  Var >= (aᵀ a)² / Σ_i (a_iᵀ a)² / V_i.
+* a published cell a:  Var >= (aᵀ a)² / Σ_i (a_iᵀ a)² / V_i, and >= the bound of each finest cell it covers
+  (x = e_j: Var >= 1 / F_jj), the larger of the two (the first only where the overlaps are affordable).
 
 The floor (sdc publish --min-standard-error, conventions.MIN_STANDARD_ERROR) is held by every finest cell with
 records that the release identifies and every published cell with records; a lower bound below the floor
@@ -65,6 +66,11 @@ NOT_IDENTIFIED = 1e-8
 # space is 0 up to rounding, far below this; a cell keeping a share d off it falls below this for two normal
 # vectors with probability about (8e-5 / √d)², and every candidate is checked exactly
 CANDIDATE_OFF_ROW_SPACE = 1e-4
+# a table whose code combinations are at most this many finds its cells by a dense array of them (else by sorting)
+DENSE_LOOKUP_KEYS = 20_000_000
+# the lower bound of a published cell from its overlaps with every other one where their products number at most
+# this (else from its finest cells' bounds alone)
+OVERLAP_PRODUCTS = 2e9
 # rows of A multiplied at once (bounds the dense blocks to a few million numbers)
 BLOCK_NUMBERS = 4_000_000
 
@@ -199,12 +205,21 @@ def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
         finest = np.where(diagonal > 0, 1.0 / np.where(diagonal > 0, diagonal, 1.0), np.inf)
     length = np.asarray(squares.sum(axis=1)).ravel()
     del squares
-    rows = np.empty(a.shape[0])
-    step = max(1, BLOCK_NUMBERS // max(1, a.shape[0]))
-    transposed = a.T.tocsr()  # once: a CSR block times a CSC matrix converts the whole matrix each time
-    for start in range(0, a.shape[0], step):
-        overlaps = a[start:start + step] @ transposed
-        rows[start:start + step] = length[start:start + step] ** 2 / (overlaps.multiply(overlaps) @ weights)
+    # a row: x = e_j for a finest cell j it covers gives Var >= 1 / F_jj, the largest of its cells' bounds
+    rows = np.zeros(a.shape[0])
+    filled = np.diff(a.indptr) > 0
+    rows[filled] = np.maximum.reduceat(finest[a.indices], a.indptr[:-1][filled])
+    # and x = its own coefficients: (aᵀa)² / Σ_i (a_iᵀ a)² / V_i, where the overlaps of every two rows are
+    # affordable (their products number Σ_j (rows over finest cell j)²)
+    per_cell = np.diff(a.tocsc().indptr).astype(np.float64)
+    if float(per_cell @ per_cell) <= OVERLAP_PRODUCTS:
+        step = max(1, BLOCK_NUMBERS // max(1, a.shape[0]))
+        transposed = a.T.tocsr()  # once: a CSR block times a CSC matrix converts the whole matrix each time
+        for start in range(0, a.shape[0], step):
+            overlaps = a[start:start + step] @ transposed
+            rows[start:start + step] = np.maximum(
+                rows[start:start + step],
+                length[start:start + step] ** 2 / (overlaps.multiply(overlaps) @ weights))
     return finest, rows
 
 
@@ -249,7 +264,7 @@ class Design:
     """A population's published record sets over its finest cells with records."""
 
     dims: list[str]
-    finest: list[tuple]  # codes of each finest cell with records
+    finest: "list[tuple] | FinestCells"  # codes of each finest cell with records
     records: np.ndarray
     matrix: sp.csr_matrix  # rows: distinct record sets; columns: finest cells
     variances: np.ndarray
@@ -257,7 +272,8 @@ class Design:
     cell_rows: dict = field(default_factory=dict)  # (table, cell codes) -> row
 
 
-def population_design(dims: list[str], finest: list[tuple], records, tables: list[CountTable]) -> Design:
+def population_design(dims: list[str], finest: "list[tuple] | FinestCells", records,
+                      tables: list[CountTable]) -> Design:
     """The design of one population: every published cell with records as the set of finest cells it covers,
     cells with the same set (the same records, so the same noise) once, in the order they first appear. Each
     cell's finest cells must add up to its original count (a check of the mapping against sdc's recomputation).
@@ -266,7 +282,8 @@ def population_design(dims: list[str], finest: list[tuple], records, tables: lis
     records = np.asarray(records, dtype=np.int64)
     n = len(finest)
     # per dimension: its codes among the finest cells and, per finest cell, which one
-    columns = [np.unique(np.asarray([str(cell[p]) for cell in finest], dtype=str), return_inverse=True)
+    columns = [np.unique(finest.columns[p] if isinstance(finest, FinestCells) else
+                         np.asarray([str(cell[p]) for cell in finest], dtype=str), return_inverse=True)
                for p in range(len(dims))]
     # every cell with records once per set of finest codes it covers (a total of one table and the same total of
     # another, a code and its only child: one set), expanded to its finest cells; every published cell (records
@@ -394,23 +411,36 @@ def _members(table: CountTable, dims: list[str], columns: list[tuple], n: int) -
         for row, chain in enumerate(chains):
             padded[row, :len(chain)] = [codes[c] for c in chain]
         ids.append(codes)
-        levels.append(padded[inverse.reshape(-1)] if n else np.zeros((0, depth), np.int64))
+        levels.append((padded, inverse.reshape(-1)))
     sizes = [len(codes) for codes in ids]
+    strides = np.cumprod([1] + sizes[:0:-1])[::-1]  # mixed radix over the table's dimensions (the last fastest)
     cell_keys = np.ravel_multi_index(
         tuple(np.array([codes[str(cell.codes[k])] for cell in table.cells]) for k, codes in enumerate(ids)), sizes)
-    order = np.argsort(cell_keys)
-    sorted_keys = cell_keys[order]
+    total = int(np.prod(sizes))
+    # the table's cells by key: a dense array where the codes' combinations are few (the usual case), else sorted
+    dense = total <= DENSE_LOOKUP_KEYS
+    if dense:
+        lookup = np.full(total, -1, dtype=np.int64)
+        lookup[cell_keys] = np.arange(len(cell_keys))
+    else:
+        order = np.argsort(cell_keys)
+        sorted_keys = cell_keys[order]
     found_cells, found_finest = [], []
-    for choice in itertools.product(*(range(level.shape[1]) for level in levels)):
-        picked = [level[:, c] for level, c in zip(levels, choice)]
-        valid = np.logical_and.reduce([p >= 0 for p in picked]) if picked else np.ones(n, bool)
-        finest = np.flatnonzero(valid)
-        keys = np.ravel_multi_index(tuple(p[finest] for p in picked), sizes) if picked else np.zeros(len(finest),
-                                                                                                    np.int64)
-        at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-        hit = sorted_keys[at] == keys
-        found_cells.append(order[at[hit]])
-        found_finest.append(finest[hit])
+    for choice in itertools.product(*(range(padded.shape[1]) for padded, _ in levels)):
+        # each finest cell's key at this choice of levels, negative where a dimension has no code at its level
+        keys = np.zeros(n, dtype=np.int64)
+        for (padded, inverse), c, stride in zip(levels, choice, strides):
+            part = padded[:, c]
+            keys += np.where(part >= 0, part * stride, -total - 1)[inverse]
+        if dense:
+            cells = lookup[np.maximum(keys, 0)]
+            hit = (keys >= 0) & (cells >= 0)
+            found_cells.append(cells[hit])
+        else:
+            at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+            hit = (keys >= 0) & (sorted_keys[at] == keys)
+            found_cells.append(order[at[hit]])
+        found_finest.append(np.flatnonzero(hit))
     return np.concatenate(found_cells), np.concatenate(found_finest)
 
 
@@ -543,13 +573,31 @@ def _count_table(verifier, item) -> CountTable:
                       parents, cells)
 
 
-def _finest_cells(verifier, source: str, fact, dims: list[str]) -> tuple[list[tuple], list[int]]:
-    """The finest cells with records of a population: the codes of every dimension its tables use, and counts."""
+def _finest_cells(verifier, source: str, fact, dims: list[str]) -> tuple["FinestCells", np.ndarray]:
+    """The finest cells with records of a population: the codes of every dimension its tables use, and counts
+    (read as columns, not as a tuple per cell)."""
     counted = "count(*)" if fact is None else f"sum({q(str(fact))})"
     found = verifier.con.execute(
-        f"select {', '.join(f'cast({q(d)} as varchar)' for d in dims)}, {counted} from {source} "
-        f"group by all having {counted} > 0 order by all").fetchall()
-    return [tuple(row[:-1]) for row in found], [int(row[-1]) for row in found]
+        f"select {', '.join(f'cast({q(d)} as varchar) as c{k}' for k, d in enumerate(dims))}, {counted} as n "
+        f"from {source} group by all having {counted} > 0 order by all").fetchnumpy()
+    return FinestCells([np.asarray(found[f"c{k}"], dtype=str) for k in range(len(dims))]), \
+        np.asarray(found["n"], dtype=np.int64)
+
+
+class FinestCells:
+    """Finest cells as one array of codes per dimension; a cell (``[j]``) as the tuple of its codes."""
+
+    def __init__(self, columns: list[np.ndarray]):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    def __getitem__(self, j: int) -> tuple:
+        return tuple(str(column[j]) for column in self.columns)
+
+    def __iter__(self):
+        return (self[j] for j in range(len(self)))
 
 
 def _population_shown(verifier, item, fact) -> str:

@@ -211,7 +211,7 @@ def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
     rows[filled] = np.maximum.reduceat(finest[a.indices], a.indptr[:-1][filled])
     # and x = its own coefficients: (aᵀa)² / Σ_i (a_iᵀ a)² / V_i, where the overlaps of every two rows are
     # affordable (their products number Σ_j (rows over finest cell j)²)
-    per_cell = np.diff(a.tocsc().indptr).astype(np.float64)
+    per_cell = np.bincount(a.indices, minlength=a.shape[1]).astype(np.float64)
     if float(per_cell @ per_cell) <= OVERLAP_PRODUCTS:
         step = max(1, BLOCK_NUMBERS // max(1, a.shape[0]))
         transposed = a.T.tocsr()  # once: a CSR block times a CSC matrix converts the whole matrix each time

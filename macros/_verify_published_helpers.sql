@@ -4,26 +4,34 @@
       publication  the database it copies the verified relations into (Spark: var sdc_publication_schema), or
                    none where it only verifies
       closing_note a line it logs after verifying, or none
-      steps_only   the start of its refusal of a tagged relation that is not a protection step -#}
+      steps_only   the start of its refusal of a tagged relation that is not a protection step
+      one_per_source  whether it refuses two tagged CKM relations of one microdata source: where nothing audits
+                   the release as a whole (published zeros beside magnitudes, averaging noise over margins, red
+                   team R4-6), one CKM table per source is what it can vouch for -#}
 {% macro verify_published_engine() %}
   {{ return(adapter.dispatch('verify_published_engine', 'sdc')()) }}
 {% endmacro %}
 {% macro default__verify_published_engine() %}
-{{ return({'publication': none, 'closing_note': none,
+{{ return({'publication': none, 'closing_note': none, 'one_per_source': true,
            'steps_only': "on this engine sdc verifies protection steps only; "}) }}
 {% endmacro %}
 {# DuckDB: sdc publish is the release's check there; this operation says so #}
 {% macro duckdb__verify_published_engine() %}
-{{ return({'publication': none,
+{{ return({'publication': none, 'one_per_source': false,
            'closing_note': "on DuckDB publish with sdc publish, which audits the release as a whole (published "
                            ~ "zeros, two methods over one population, linked suppression, averaging CKM noise); this operation does not",
            'steps_only': "readers get protection steps only (a relation of one's own publishes what its SQL says, red team R4-2); "}) }}
+{% endmacro %}
+{# PostgreSQL: grant_published publishes, and sdc publish --target audits that release as a whole #}
+{% macro postgres__verify_published_engine() %}
+{{ return({'publication': none, 'closing_note': none, 'one_per_source': false,
+           'steps_only': "on this engine sdc verifies protection steps only; "}) }}
 {% endmacro %}
 {# Spark: each tagged relation copied (read once) into a staging database, the copy verified, and the publication
    database made anew from the copies #}
 {% macro spark__verify_published_engine() %}
 {{ return({'publication': sdc.setting('sdc_publication_schema') | string, 'closing_note': none,
-           'steps_only': "on this engine sdc verifies protection steps only; "}) }}
+           'one_per_source': true, 'steps_only': "on this engine sdc verifies protection steps only; "}) }}
 {% endmacro %}
 
 
@@ -98,4 +106,45 @@
   {%- do run_query('create table ' ~ database ~ '.' ~ sdc.sql_identifier(relation.identifier) ~ ' as select * from ' ~ copies[relation | string]) -%}
 {%- endfor -%}
 {%- do run_query('drop database if exists ' ~ sdc.sql_identifier(publication ~ '__staging') ~ ' cascade') -%}
+{% endmacro %}
+
+
+{#- where nothing audits the release as a whole: two tagged relations whose CKM steps read one microdata source are
+    refused (a count beside a magnitude of the same cells tells which published zeros hold records; several
+    margins of one population average its noise: red team R4-6), before anything is verified or written -#}
+{% macro verify_published_one_per_source(tagged) %}
+{%- set by_source = {} -%}
+{%- for relation in tagged -%}
+  {%- for source in sdc.verify_published_sources(relation, 0) -%}
+    {%- do by_source.setdefault(source, []).append(relation | string) -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- for source, relations in by_source.items() if relations | length > 1 -%}
+  {{ exceptions.raise_compiler_error("verify_published: " ~ relations | join(' and ') ~ " are CKM tables of one microdata source, "
+      ~ source ~ "; on this engine sdc does not yet audit a release as a whole (published zeros beside magnitudes, averaging the "
+      ~ "noise of several tables of one population: red team R4-6), so it publishes one CKM table per source: publish the others "
+      ~ "in another release, or the release from DuckDB or PostgreSQL with sdc publish; nothing was copied") }}
+{%- endfor -%}
+{% endmacro %}
+
+{#- the microdata sources a tagged relation's CKM steps read (ckm_published: its ckm_count or ckm_sum's input;
+    ckm_mean: those of its two inputs); none for other steps -#}
+{% macro verify_published_sources(relation, depth) %}
+{%- set record = sdc.build_record_of_relation(relation.database, relation.schema, relation.identifier) or {} -%}
+{%- set step = record.get('step') -%}
+{%- set reads = record.get('reads') or [] -%}
+{%- set found = [] -%}
+{%- if step == 'ckm_published' and reads | length == 1 -%}
+  {%- set audit = sdc.gate_named_relation(reads[0], relation, 'input', 'verify_published', [relation | string]) -%}
+  {%- set audit_record = sdc.build_record_of_relation(audit.database, audit.schema, audit.identifier) or {} -%}
+  {%- if (audit_record.get('reads') or []) | length == 1 -%}
+    {%- do found.append(sdc.gate_named_relation(audit_record['reads'][0], audit, 'microdata relation', 'verify_published', [relation | string]) | string) -%}
+  {%- endif -%}
+{%- elif step == 'ckm_mean' and depth < 2 -%}
+  {%- for item in reads -%}
+    {%- set parent = sdc.gate_named_relation(item, relation, 'input', 'verify_published', [relation | string]) -%}
+    {%- for source in sdc.verify_published_sources(parent, depth + 1) if source not in found -%}{%- do found.append(source) -%}{%- endfor -%}
+  {%- endfor -%}
+{%- endif -%}
+{{ return(found) }}
 {% endmacro %}

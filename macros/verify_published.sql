@@ -23,6 +23,10 @@
   nodes it found no relation of (not built: nothing to verify). After a run in which a node failed it verifies
   nothing (old and new tables lie side by side) and says so.
 
+  On Spark (and any engine without `sdc publish`) nothing audits the release as a whole yet, so it refuses two
+  tagged relations whose CKM steps read one microdata source (red team R4-6: a count beside a magnitude of the
+  same cells told which published zeros hold records), before anything is verified or copied.
+
   On DuckDB it runs too, and says that it is not the release's check there: `sdc publish` audits the release as a
   whole (published zeros, two methods over one population, linked suppression tables, averaging CKM noise), which
   this operation does not.
@@ -42,6 +46,7 @@
 {#- Spark: each tagged relation copied (read once) into a staging database, the copy verified, and the publication
     database made anew from the copies: what the catalog grants is what sdc verified -#}
 {%- set engine = sdc.verify_published_engine() -%}
+{%- if engine.one_per_source -%}{%- do sdc.verify_published_one_per_source(tagged) -%}{%- endif -%}
 {%- set publication = engine.publication -%}
 {%- set copies = sdc.verify_published_copies(tagged, publication) if publication is not none else {} -%}
 {%- set verified = [] -%}

@@ -405,7 +405,9 @@ def test_verify_published_refuses_a_step_a_hook_rewrote_on_spark(built):
                    f"select sex, roof, urbrur, original, {described} from {{{{ ref('cube_audit') }}}}\") }}}}"
                    "{{ sdc.ckm_published(ref('cube_audit')) }}")
     try:
-        result = p.dbt("run", "--select", "verify_ok", "verify_rewritten")
+        # one at a time: two CKM tables of one source are refused on Spark before anything is verified (R4-6)
+        ok.unlink()
+        result = p.dbt("run", "--select", "verify_rewritten")
         assert result.returncode == 0, result.stdout[-3000:]
         result = p.dbt("run-operation", "verify_published")
         out = result.stdout.replace("\n  ", " ")
@@ -415,6 +417,9 @@ def test_verify_published_refuses_a_step_a_hook_rewrote_on_spark(built):
             out), out[-3000:]
         assert "verify_rewritten" not in spark_tables(p, "sdc_publication")  # nothing published
         bad.unlink()
+        ok.write_text("{{ config(materialized='table', tags=['sdc_publish']) }}{{ sdc.ckm_published(ref('cube_audit')) }}")
+        result = p.dbt("run", "--select", "verify_ok")
+        assert result.returncode == 0, result.stdout[-3000:]
         result = p.dbt("run-operation", "verify_published")
         assert result.returncode == 0, result.stdout[-3000:]
         assert "verify_published: 1 relation(s) hold what sdc computes from the microdata" in result.stdout
@@ -430,3 +435,33 @@ def test_verify_published_refuses_a_step_a_hook_rewrote_on_spark(built):
     finally:
         ok.unlink(missing_ok=True)
         bad.unlink(missing_ok=True)
+
+
+def test_verify_published_refuses_two_ckm_tables_of_one_source_on_spark(built):
+    """Red team R4-6: on Spark nothing audits the release as a whole, and a count beside a magnitude of the same
+    cells told which published zeros hold records (12 of 20). verify_published refuses two tagged relations whose
+    CKM steps read one microdata source, naming both and the source, before it copies anything; one of them alone
+    is published."""
+    _, p = built
+    counts, income = p.root / "models" / "r46_counts.sql", p.root / "models" / "r46_income.sql"
+    counts.write_text("{{ config(materialized='table', tags=['sdc_publish']) }}{{ sdc.ckm_published(ref('cube_audit')) }}")
+    income.write_text("{{ config(materialized='table', tags=['sdc_publish']) }}"
+                      "{{ sdc.ckm_published(ref('income_audit')) }}")
+    try:
+        result = p.dbt("run", "--select", "r46_counts", "r46_income")
+        assert result.returncode == 0, result.stdout[-3000:]
+        before = spark_tables(p, "sdc_publication")
+        result = p.dbt("run-operation", "verify_published")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0, out[-3000:]
+        assert "are CKM tables of one microdata source" in out and "r46_counts" in out and "r46_income" in out, out[-3000:]
+        assert "survey" in out.split("are CKM tables of one microdata source", 1)[1][:200], out[-3000:]
+        assert "red team R4-6" in out and "nothing was copied" in out
+        assert spark_tables(p, "sdc_publication") == before  # nothing copied, nothing withdrawn
+        income.unlink()
+        result = p.dbt("run-operation", "verify_published")
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert "r46_counts" in spark_tables(p, "sdc_publication")
+    finally:
+        counts.unlink(missing_ok=True)
+        income.unlink(missing_ok=True)

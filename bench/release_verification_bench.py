@@ -62,9 +62,8 @@ sys.path.insert(0, str(REPO / "tests"))
 from postgres_server import throwaway_postgres  # noqa: E402
 
 BIN = Path(sys.executable).parent
-# the averaging audit's floor for the timed publishes (--min-standard-error): 20 tables of one population with the
-# demo's ptable (V = 3) leave a count a standard error of 0.87, which the default floor of 1 refuses
-MIN_STANDARD_ERROR = [1.0]
+# the averaging audit's floor for the timed publishes (--min-standard-error, default 0: see main)
+MIN_STANDARD_ERROR = [0.0]
 SECRET = b"release verification bench secret, not for production"
 PG_READER = "bench_reader"
 ENV = dict(os.environ, DBT_SEND_ANONYMOUS_USAGE_STATS="False")
@@ -511,9 +510,10 @@ def main() -> None:
     parser.add_argument("--only", choices=["demo", "synthetic", "real", "postgres"])
     parser.add_argument("--work", type=Path)
     parser.add_argument("--compare", type=Path, help="another checkout of sdc whose sdc publish is timed too")
-    parser.add_argument("--min-standard-error", type=float, default=0.5,
-                        help="the averaging audit's floor for the timed publishes (default 0.5: the synthetic release "
-                        "of 20 tables of one population is refused at sdc's default of 1)")
+    parser.add_argument("--min-standard-error", type=float, default=0.0,
+                        help="the averaging audit's floor for the timed publishes (default 0: the synthetic and the real "
+                        "release have more record sets than the audit computes exactly, and its lower bound, 0.32 "
+                        "to 0.33, refuses them at sdc's default of 1; the figure is printed either way)")
     args = parser.parse_args()
     MIN_STANDARD_ERROR[0] = args.min_standard_error
     print(machine())

@@ -285,6 +285,42 @@ def population_design(dims: list[str], finest: "list[tuple] | FinestCells", reco
     columns = [np.unique(finest.columns[p] if isinstance(finest, FinestCells) else
                          np.asarray([str(cell[p]) for cell in finest], dtype=str), return_inverse=True)
                for p in range(len(dims))]
+    published, finest_of, starts = _expanded_cells(dims, columns, records, tables, n)
+    same = _same_records(finest_of, starts, n)
+    rows: list[int] = []  # per row: its expanded cell
+    variances: list[float] = []
+    names: list[list[tuple[str, str]]] = []
+    cell_rows: dict[tuple, int] = {}
+    by_key: dict[int, list[int]] = {}  # key -> rows with it (more than one only where the sums collide)
+    for table, k, e in published:
+        cell = table.cells[k]
+        covered = finest_of[starts[e]:starts[e + 1]]
+        key = int(same[e])
+        row = next((r for r in by_key.get(key, ())
+                    if rows[r] == e or np.array_equal(finest_of[starts[rows[r]]:starts[rows[r] + 1]], covered)), None)
+        if row is None:
+            row = len(rows)
+            rows.append(e)
+            variances.append(cell.variance)
+            names.append([])
+            by_key.setdefault(key, []).append(row)
+        # the same records give the same cell key: one noise (the smaller variance if two ptables differ)
+        variances[row] = min(variances[row], cell.variance)
+        names[row].append((table.label, ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))))
+        cell_rows[(table.label, cell.codes)] = row
+    first_cells = np.asarray(rows, dtype=np.int64)
+    counts = np.diff(starts)[first_cells] if len(first_cells) else np.zeros(0, np.int64)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    indices = (np.concatenate([finest_of[starts[c]:starts[c + 1]] for c in first_cells]) if len(first_cells)
+               else np.zeros(0, np.int64))
+    matrix = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(rows), n))
+    return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names, cell_rows)
+
+
+def _expanded_cells(dims: list[str], columns: list[tuple], records: np.ndarray, tables: list[CountTable],
+                    n: int) -> tuple[list[tuple[CountTable, int, int]], np.ndarray, np.ndarray]:
+    """(published cells as (table, cell index, expanded cell), the finest cells of every expanded cell in one array,
+    where each expanded cell's part starts); refuses a cell whose finest cells do not hold its original count."""
     # every cell with records once per set of finest codes it covers (a total of one table and the same total of
     # another, a code and its only child: one set), expanded to its finest cells; every published cell (records
     # and a noise, in table and cell order) with the expanded cell of its codes
@@ -321,12 +357,18 @@ def population_design(dims: list[str], finest: "list[tuple] | FinestCells", reco
     finest_of = (ordered % max(n, 1)).astype(np.int32 if n < 2 ** 31 else np.int64)
     starts = np.searchsorted(ordered, np.arange(len(covers) + 1, dtype=np.int64) * max(n, 1))
     del ordered
+    return published, finest_of, starts
+
+
+def _same_records(finest_of: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    """Per expanded cell, a number shared by the cells with the same finest cells (and, where two random sums
+    collide, by others too: the caller compares those cell by cell)."""
     sizes = np.diff(starts)
     # cells with the same finest cells (the same records: one cell key, one noise) are one row: found by their
     # size and two random 64-bit sums over their finest cells, then compared cell by cell
     weights = np.random.default_rng(0x5DC).integers(0, 2 ** 63, size=(2, n), dtype=np.int64).view(np.uint64)
     sums = [np.add.reduceat(w[finest_of], starts[:-1]) if len(finest_of) else np.zeros(0, np.uint64)
-            for w in weights] if len(covers) else [np.zeros(0, np.uint64)] * 2
+            for w in weights] if len(sizes) else [np.zeros(0, np.uint64)] * 2
     order = np.lexsort((sums[1], sums[0], sizes))  # stable: within equal keys in the order cells appear
     boundary = np.ones(len(order), dtype=bool)
     if len(order) > 1:
@@ -335,34 +377,7 @@ def population_design(dims: list[str], finest: "list[tuple] | FinestCells", reco
     group = np.cumsum(boundary) - 1
     same = np.empty(len(order), dtype=np.int64)
     same[order] = group  # per expanded cell: its key's number
-    rows: list[int] = []  # per row: its expanded cell
-    variances: list[float] = []
-    names: list[list[tuple[str, str]]] = []
-    cell_rows: dict[tuple, int] = {}
-    by_key: dict[int, list[int]] = {}  # key -> rows with it (more than one only where the sums collide)
-    for table, k, e in published:
-        cell = table.cells[k]
-        covered = finest_of[starts[e]:starts[e + 1]]
-        key = int(same[e])
-        row = next((r for r in by_key.get(key, ())
-                    if rows[r] == e or np.array_equal(finest_of[starts[rows[r]]:starts[rows[r] + 1]], covered)), None)
-        if row is None:
-            row = len(rows)
-            rows.append(e)
-            variances.append(cell.variance)
-            names.append([])
-            by_key.setdefault(key, []).append(row)
-        # the same records give the same cell key: one noise (the smaller variance if two ptables differ)
-        variances[row] = min(variances[row], cell.variance)
-        names[row].append((table.label, ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))))
-        cell_rows[(table.label, cell.codes)] = row
-    first_cells = np.asarray(rows, dtype=np.int64)
-    counts = sizes[first_cells] if len(first_cells) else np.zeros(0, np.int64)
-    indptr = np.concatenate([[0], np.cumsum(counts)])
-    indices = (np.concatenate([finest_of[starts[c]:starts[c + 1]] for c in first_cells]) if len(first_cells)
-               else np.zeros(0, np.int64))
-    matrix = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(rows), n))
-    return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names, cell_rows)
+    return same
 
 
 def _covers(table: CountTable, dims: list[str], columns: list[tuple], interned: list[dict]) -> list[tuple]:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import cho_factor, cho_solve, lapack
+from scipy.linalg import lapack, solve_triangular
 from scipy.sparse.csgraph import connected_components
 
 from sdc.conventions import AVERAGING_EXACT_CELLS, MIN_STANDARD_ERROR, TOTAL_LABEL
@@ -58,7 +58,8 @@ from sdc.quoting import quote_literal
 from sdc.release.populations import population_of
 
 EXACT, LOWER_BOUND = "exact", "lower bound"
-# the pivoted Cholesky factor of F stops where the remaining information is below this share of the largest
+# the pivoted Cholesky factor (of the matrix scaled to a unit diagonal) stops where a direction keeps less than this
+# share of its own squared length
 RANK_TOLERANCE = 1e-10
 # a finest cell whose unit vector keeps this much of its squared length off the range of F is not identified
 NOT_IDENTIFIED = 1e-8
@@ -124,8 +125,11 @@ def _connected_parts(a: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, int]:
     many: the rows linked through the finest cells they share (each finest cell's rows joined to its first), a
     graph of as many edges as coefficients, not the (rows + cells)² bipartite one."""
     n_rows, n = a.shape
-    if n and (np.diff(a.indptr) == n).any():  # a row over every finest cell (a grand total): one part
-        return np.zeros(n_rows, dtype=np.int64), np.zeros(n, dtype=np.int64), 1
+    sizes = np.diff(a.indptr)
+    if n and (sizes == n).any():  # a row over every finest cell (a grand total): one part, and each empty row
+        row_part = np.zeros(n_rows, dtype=np.int64)
+        row_part[sizes == 0] = 1 + np.arange(int((sizes == 0).sum()))
+        return row_part, np.zeros(n, dtype=np.int64), 1 + int((sizes == 0).sum())
     columns = a.tocsc()
     columns.sort_indices()
     rows = columns.indices.astype(np.int64)
@@ -141,16 +145,24 @@ def _connected_parts(a: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def _pseudo_inverse_factor(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(S, R) for a positive semi-definite matrix G: a pivoted Cholesky factor G = R Rᵀ (R of full column rank: a
-    direction whose remaining weight is below RANK_TOLERANCE of the largest is none) and S = R (Rᵀ R)⁻¹, so that
-    G⁺ = S Sᵀ and the projection onto the range of G is S Rᵀ (diagonal: the row sums of S * R)."""
-    tolerance = RANK_TOLERANCE * gram.diagonal().max()
-    factor, pivots, rank, _ = lapack.dpstrf(gram, lower=1, tol=tolerance, overwrite_a=1)
+    """(S, R) for a positive semi-definite matrix G with a positive diagonal: G = R Rᵀ with R of full column rank
+    and S = R (Rᵀ R)⁻¹, so that G⁺ = S Sᵀ and the projection onto the range of G is S Rᵀ (diagonal: the row sums
+    of S * R). The rank is decided on G scaled to a unit diagonal, C = D^-½ G D^-½ (D its diagonal): a pivoted
+    Cholesky factor C = L Lᵀ stops where a direction keeps less than RANK_TOLERANCE of its own length, whatever
+    the sizes and variances of the others (on G itself a total over many finest cells with a small variance made
+    a single cell's direction look negligible); R = D^½ L, and S from the QR factors of R (R = Q T: S = Q T⁻ᵀ)."""
+    scale = np.sqrt(gram.diagonal().copy())
+    scale[scale == 0] = 1.0  # an empty row and column: no direction, left out by the factor
+    gram /= scale[:, None]
+    gram /= scale[None, :]
+    factor, pivots, rank, _ = lapack.dpstrf(gram, lower=1, tol=RANK_TOLERANCE, overwrite_a=1)
     del gram  # overwritten by the factor: only its lower triangle's first ``rank`` columns are read
     r = np.zeros((len(factor), rank))
     r[pivots - 1] = np.tril(factor[:, :rank])
     del factor
-    return cho_solve(cho_factor(r.T @ r, overwrite_a=True), r.T).T, r
+    r *= scale[:, None]
+    q, t = np.linalg.qr(r)
+    return solve_triangular(t, q.T, lower=False).T, r
 
 
 def _exact(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -65,11 +65,8 @@
     {%- do sdc.gate_check_count_ptable(arguments.get('ptable'), relation, checker, path) -%}
     {#- its leaf cells summed from the source's shared ones where grant_published made them (gate_shared_leaf_cells) -#}
     {%- set leaf_cells = (shared or {}).get((source | string) ~ ' ' ~ (call | tojson)) -%}
-    {%- if leaf_cells is not none -%}
-      {%- set recomputed = sdc.ckm_count(source, call['dims'], check_keys=true, check_cell_keys=true, leaf_cells=leaf_cells, **arguments) -%}
-    {%- else -%}
-      {%- set recomputed = sdc.ckm_count(source, call['dims'], check_keys=true, check_cell_keys=true, **arguments) -%}
-    {%- endif -%}
+    {%- if leaf_cells is not none -%}{%- do arguments.update({'leaf_cells': leaf_cells}) -%}{%- endif -%}
+    {%- set recomputed = sdc.ckm_count(source, call['dims'], check_keys=true, check_cell_keys=true, **arguments) -%}
   {%- else -%}
     {%- set recomputed = sdc.ckm_sum(source, call['dims'], check_keys=true, audit=true, **arguments) -%}
   {%- endif -%}
@@ -364,15 +361,15 @@ where vn.nspname = {{ sdc.sql_string(relation.schema) }} and v.relname = {{ sdc.
       {%- do sums.update({key: [counting.original, sdc.ckm_key_sum(sdc.sql_identifier(counting.key_column), modulus)]}) -%}
     {%- endif -%}
   {%- endfor -%}
-  {#- the largest sets of dimensions (a call's set, sorted, under no other call's set); each call under the first that
-      holds its dimensions -#}
+  {#- the largest sets of dimensions (a call's set, sorted, under no other call's set: whatever their order); each
+      call under the first that holds its dimensions -#}
   {%- set sets = [] -%}
   {%- for key in sums -%}
     {%- set dims = entry['calls'][key]['dims'] | sort -%}
     {%- if dims not in sets -%}{%- do sets.append(dims) -%}{%- endif -%}
   {%- endfor -%}
   {%- set largest = [] -%}
-  {%- for dims in sets | sort(attribute='__len__') -%}
+  {%- for dims in sets -%}
     {%- set covered = [] -%}
     {%- for other in sets if other | length > dims | length and dims | reject('in', other) | list | length == 0 -%}{%- do covered.append(other) -%}{%- endfor -%}
     {%- if not covered -%}{%- do largest.append(dims) -%}{%- endif -%}

@@ -109,7 +109,7 @@
 {% endmacro %}
 
 
-{#- where nothing audits the release as a whole: two tagged relations whose CKM steps read one microdata source are
+{#- where the operation publishes (Spark: sdc publish --target audits the release as a whole): two tagged relations whose CKM steps read one microdata source are
     refused (a count beside a magnitude of the same cells tells which published zeros hold records; several
     margins of one population average its noise: red team R4-6), before anything is verified or written -#}
 {% macro verify_published_one_per_source(tagged) %}
@@ -121,9 +121,9 @@
 {%- endfor -%}
 {%- for source, relations in by_source.items() if relations | length > 1 -%}
   {{ exceptions.raise_compiler_error("verify_published: " ~ relations | join(' and ') ~ " are CKM tables of one microdata source, "
-      ~ source ~ "; on this engine sdc does not yet audit a release as a whole (published zeros beside magnitudes, averaging the "
+      ~ source ~ "; this operation checks each relation alone and does not audit a release as a whole (published zeros beside magnitudes, averaging the "
       ~ "noise of several tables of one population: red team R4-6), so it publishes one CKM table per source: publish the others "
-      ~ "in another release, or the release from DuckDB or PostgreSQL with sdc publish; nothing was copied") }}
+      ~ "in another release, or publish the release with sdc publish --target, which audits it as a whole; nothing was copied") }}
 {%- endfor -%}
 {% endmacro %}
 

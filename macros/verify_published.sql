@@ -23,9 +23,11 @@
   nodes it found no relation of (not built: nothing to verify). After a run in which a node failed it verifies
   nothing (old and new tables lie side by side) and says so.
 
-  On Spark (and any engine without `sdc publish`) nothing audits the release as a whole yet, so it refuses two
-  tagged relations whose CKM steps read one microdata source (red team R4-6: a count beside a magnitude of the
-  same cells told which published zeros hold records), before anything is verified or copied.
+  It checks each relation alone, so on Spark it refuses two tagged relations whose CKM steps read one microdata
+  source (red team R4-6: a count beside a magnitude of the same cells told which published zeros hold records),
+  before anything is verified or copied. `sdc publish --target` is the release on Spark: the release audit of
+  DuckDB and PostgreSQL, the ledger of releases, and the publication database made from the cells it audited
+  (python/sdc/release/publish_spark.py); this operation is for clusters that sdc's Python cannot reach.
 
   On DuckDB it runs too, and says that it is not the release's check there: `sdc publish` audits the release as a
   whole (published zeros, two methods over one population, linked suppression tables, averaging CKM noise), which

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dbt_project_helper import SPARK_SESSION, spark_parameters
-from engine_models import DERIVED, MODELS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
+from engine_models import DERIVED, MODELS, PARAMS, assert_same_cells, keyed_survey_on_duckdb, plain_cells, project
 from sdc.warehouse.build_record import build_record_of_comment
 from sdc.quoting import quote_spark_identifier
 from sdc.warehouse.spark_target import NO_SUBSTITUTION
@@ -465,3 +465,143 @@ def test_verify_published_refuses_two_ckm_tables_of_one_source_on_spark(built):
     finally:
         counts.unlink(missing_ok=True)
         income.unlink(missing_ok=True)
+
+
+# eight regions of three persons each (one or two per sex): a count of 1 or 2 is published as 0 or 3 and more (js = 2),
+# as tests/test_release_audit_postgres.py LONE
+R46_PERSONS = "id,sex,region,age,income\n" + "".join(
+    f"{i},{'mw'[i % 2]},{f'L{i // 3}' if i < 24 else f'R{i % 5}'},A{i % 3},{1000 + (i * 7919) % 5000}.25\n"
+    for i in range(400))
+R46_SECRET = "a secret of the R4-6 release on Spark, 32 bytes or more"
+
+
+def test_sdc_publish_target_audits_a_spark_release_records_it_and_refuses_r4_6(built, tmp_path):
+    """Red team R4-6 closed on Spark: `sdc publish --target` runs the release audit of DuckDB and PostgreSQL on a
+    replica of what the release reads, records the release in the ledger database sdc_ledger and only then makes the
+    publication database anew from the cells it audited. A count table beside a magnitude table of the same cells
+    (R3-3: which published zeros hold records) is refused, and the publication that verify_published had made
+    (verified table by table) is withdrawn; with the remedy (zero_with_counts) the release is published with its
+    public audit and recorded, a second run is release 2 of the same ledger, and a refused release after it leaves
+    the last one to the readers. On 7027dcb `sdc publish --target` refused every Spark target."""
+    _, p = built
+    models, sources = p.root / "models", p.root / "models" / "sources.yml"
+    saved = sources.read_text()
+    files = {name: models / f"{name}.sql" for name in ("r46_ckm_persons", "r46_ckm_income", "r46_persons_pub",
+                                                        "r46_income_pub")}
+    params = repr(PARAMS)
+
+    def income(remedy: str) -> None:
+        files["r46_ckm_income"].write_text(
+            "{{ config(materialized='table') }}{{ sdc.ckm_sum(source('raw', 'r46_persons'), dims=['sex', 'region'], "
+            f"value='income', {remedy}params={params}) }}}}")
+
+    def publish(*extra: str) -> subprocess.CompletedProcess:
+        return sdc_cli(p, "publish", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir", str(p.root),
+                       *extra)
+
+    try:
+        p.sources(["survey", "r46_persons"])
+        (tmp_path / "persons.csv").write_text(R46_PERSONS)
+        loaded = sdc_cli(p, "load", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir", str(p.root),
+                         "--input", str(tmp_path / "persons.csv"), "--table", "r46_persons", "--id", "id",
+                         "--key-mode", "keyed", SDC_KEY_SECRET=R46_SECRET)
+        assert loaded.returncode == 0, loaded.stderr[-3000:]
+        files["r46_ckm_persons"].write_text("{{ config(materialized='table') }}{{ sdc.ckm_count(source('raw', "
+                                            "'r46_persons'), dims=['sex', 'region']) }}")
+        files["r46_persons_pub"].write_text("{{ config(materialized='table', tags=['sdc_publish']) }}"
+                                            "{{ sdc.ckm_published(ref('r46_ckm_persons')) }}")
+        # the count table alone, published by verify_published: verified table by table, no release audit
+        result = p.dbt("run", "--select", "r46_ckm_persons", "r46_persons_pub")
+        assert result.returncode == 0, result.stdout[-3000:]
+        result = p.dbt("run-operation", "verify_published")
+        assert result.returncode == 0 and spark_tables(p, "sdc_publication") == ["r46_persons_pub"], result.stdout[-3000:]
+        # R3-3: the magnitudes of the same cells beside it
+        income("")
+        files["r46_income_pub"].write_text("{{ config(materialized='table', tags=['sdc_publish']) }}"
+                                           "{{ sdc.ckm_published(ref('r46_ckm_income')) }}")
+        result = p.dbt("run", "--select", "r46_ckm_income", "r46_income_pub")
+        assert result.returncode == 0, result.stdout[-3000:]
+        leak = read_spark(p, {"leak": "select count(*) from main.r46_ckm_persons as c join main.r46_income_pub as i "
+                                      "on c.sex = i.sex and c.region = i.region where c.`count` = 0 and c.original > 0 "
+                                      "and i.value <> 0"})["leak"][1][0][0]
+        assert leak > 0  # the leak is there to find
+        refused = publish()
+        err = refused.stderr.replace("\n", " ")
+        assert refused.returncode == 2, refused.stdout[-3000:] + refused.stderr[-3000:]
+        assert "sdc publish: error: the release tells a published zero from an empty cell: main.r46_persons_pub " \
+               "publishes the count 0 for the cell (sex=" in err, err[-3000:]
+        assert "the publication database sdc_publication that verify_published made (tables verified one by one, " \
+               "never audited as a release) is dropped" in err, err[-3000:]
+        databases = spark_tables(p, None)
+        assert "sdc_publication" not in databases and "sdc_ledger" not in databases  # withdrawn, nothing recorded
+        # the remedy: a magnitude of a cell whose count is 0 published as 0
+        income("zero_with_counts=ref('sdc_ptable'), ")
+        result = p.dbt("run", "--select", "r46_ckm_income", "r46_income_pub")
+        assert result.returncode == 0, result.stdout[-3000:]
+        audit_json = tmp_path / "audit.json"
+        first = publish("--audit-json", str(audit_json))
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        assert "recorded as release 1 in the ledger database sdc_ledger of target spark" in first.stdout
+        assert "published 2 relations and the release audit to database sdc_publication" in first.stdout
+        assert "as grant_published published" not in first.stdout
+        audit = json.loads(audit_json.read_text())
+        assert audit["published"] == ["main.r46_income_pub", "main.r46_persons_pub"] and audit["release"] == 1
+        assert audit["averaging"]["method"] == "exact" and audit["averaging"]["smallest_standard_error"] > 1
+        assert spark_tables(p, "sdc_publication") == ["r46_income_pub", "r46_persons_pub", "release_audit"]
+        assert spark_tables(p, "sdc_ledger") == ["cells", "releases"]
+        seen = read_spark(p, {
+            "report": "select report from sdc_publication.release_audit",
+            "releases": "select release_id, publication from sdc_ledger.releases",
+            "cells": "select relation, count(*) from sdc_ledger.cells group by relation",
+            "published": "select sex, region, `count` from sdc_publication.r46_persons_pub",
+            "built": "select sex, region, `count` from main.r46_persons_pub"})
+        from sdc.release.public_audit import public_release_audit
+
+        assert json.loads(seen["report"][1][0][0]) == public_release_audit(audit)  # the readers' part only
+        assert seen["releases"][1] == [(1, "sdc_publication of target spark")]
+        # every published cell recorded (2 x 8 + 2 x 5 codes and their totals, both tables)
+        assert sorted(seen["cells"][1]) == [("main.r46_income_pub", 42), ("main.r46_persons_pub", 42)]
+        assert sorted(seen["published"][1]) == sorted(seen["built"][1]) and len(seen["built"][1]) == 42
+        # a second run: release 2 of the same ledger
+        second = publish("--audit-json", str(audit_json))
+        assert second.returncode == 0 and "recorded as release 2 in the ledger database" in second.stdout, \
+            second.stderr[-3000:]
+        assert json.loads(audit_json.read_text())["ledger_id"] == audit["ledger_id"]
+        # the office reads its ledger on Spark as on the other engines
+        listed = sdc_cli(p, "release", "list", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir",
+                         str(p.root))
+        assert listed.returncode == 0, listed.stderr[-3000:]
+        assert [line.split(":")[0] for line in listed.stdout.splitlines()] == ["release 1", "release 2"]
+        assert "2 tables, 84 cells, sdc_publication of target spark" in listed.stdout
+        diff = sdc_cli(p, "release", "diff", "1", "2", "--target", "spark", "--profile", "sdc_scratch",
+                       "--profiles-dir", str(p.root))
+        assert diff.returncode == 0 and diff.stdout.strip() == "release 1 -> 2: no cell changed", diff.stderr[-3000:]
+        # and its release report: the office's from the ledger, the readers' from the publication database alone
+        for flags, kind in (((), "office report (internal: never give it to readers)"), (("--public",), "public report")):
+            out = tmp_path / f"{kind.split()[0]}.html"
+            written = sdc_cli(p, "report", "--target", "spark", "--profile", "sdc_scratch", "--profiles-dir",
+                              str(p.root), "--out", str(out), *flags)
+            assert written.returncode == 0, written.stderr[-3000:]
+            assert written.stdout.strip() == f"wrote the {kind} of release 2, 2 tables (84 cells), to {out}"
+            html = out.read_text()
+            assert html.startswith("<!-- INTERNAL") == (not flags) and "database sdc_publication of target spark" in html
+        # the leak again: refused, the readers keep release 2
+        income("")
+        result = p.dbt("run", "--select", "r46_ckm_income", "r46_income_pub")
+        assert result.returncode == 0, result.stdout[-3000:]
+        again = publish()
+        assert again.returncode == 2 and "nothing was written: the publication database sdc_publication keeps the " \
+            "last release that passed the release audit" in again.stderr.replace("\n", " "), again.stderr[-3000:]
+        kept = read_spark(p, {"report": "select report from sdc_publication.release_audit",
+                              "releases": "select max(release_id) from sdc_ledger.releases"})
+        assert json.loads(kept["report"][1][0][0])["release"] == 2 and kept["releases"][1] == [(2,)]
+        # a database of the publication's name that sdc did not make is never written
+        pyspark(p, "spark.sql('create database if not exists r46_own'); "
+                   "spark.sql('create table if not exists r46_own.mine as select 1 as x')\nprint('ok')")
+        foreign = publish("--publication-schema", "r46_own")
+        assert foreign.returncode == 2 and "the database r46_own exists and was not made by sdc" in foreign.stderr
+        assert spark_tables(p, "r46_own") == ["mine"]
+    finally:
+        sources.write_text(saved)
+        for path in files.values():
+            path.unlink(missing_ok=True)

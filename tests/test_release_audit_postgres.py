@@ -344,7 +344,7 @@ def test_a_target_that_does_not_exist_is_one_line_and_changes_nothing(release, t
                                            + f"    duck:\n      type: duckdb\n      path: {tmp_path / 'w.duckdb'}\n")
     assert main(["publish", "--target", "duck", "--profiles-dir", str(profiles), "--project-dir", str(release.root)]) == 2
     assert capsys.readouterr().err == (
-        "sdc publish: error: sdc publish --target audits a PostgreSQL warehouse, and target duck is of type duckdb: "
+        "sdc publish: error: sdc publish --target audits a PostgreSQL or Spark warehouse, and target duck is of type duckdb: "
         "publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>\n")
     assert not (tmp_path / "w.duckdb").exists()
     # --out belongs to the DuckDB publication file

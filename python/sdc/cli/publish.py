@@ -1,5 +1,6 @@
 """sdc publish: the relations tagged sdc_publish into a publication of their own, after the release audit
-(--db: a DuckDB warehouse; --target: the release grant_published published on PostgreSQL)."""
+(--db: a DuckDB warehouse; --target: the release grant_published published on PostgreSQL, or a Spark
+warehouse's release, which sdc publishes itself)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,16 @@ def add_parser(commands) -> None:
         "without sdc.ckm_count, sdc.ckm_published or sdc.suppression_published), record keys, audit columns and "
         "the values of suppressed cells. Replaces only what an earlier sdc publish wrote; a failed run changes nothing. "
         "With --target (PostgreSQL, where grant_published publishes) it runs the same verification and release audit "
-        "on the release grant_published published, and writes the audit there or withdraws the release.",
+        "on the release grant_published published, and writes the audit there or withdraws the release; on Spark "
+        "it audits the release, records it and makes the publication database from the cells it audited.",
     )
     warehouse = pub.add_mutually_exclusive_group(required=True)
     warehouse.add_argument("--db", help="warehouse DuckDB file (opened read-only)")
-    warehouse.add_argument("--target", help="or the PostgreSQL warehouse of this dbt target: audit the release that "
-                           "grant_published published there (run after dbt build); the audit is written into the "
-                           "publication schema, a refused release is withdrawn (that schema dropped)")
+    warehouse.add_argument("--target", help="or the PostgreSQL or Spark warehouse of this dbt target: on PostgreSQL "
+                           "audit the release that grant_published published there (run after dbt build), the audit "
+                           "written into the publication schema, a refused release withdrawn (that schema dropped); "
+                           "on Spark (method session) audit, record and publish the release into the publication "
+                           "database")
     pub.add_argument("--out", help="publication DuckDB file (with --db): new, or one sdc publish wrote (then replaced)")
     pub.add_argument("--parquet", metavar="DIR",
                      help="folder for one Parquet file per relation: new, empty, or one sdc publish wrote to "
@@ -115,7 +119,7 @@ def _run_target(args: argparse.Namespace) -> int:
                        "PostgreSQL grant_published publishes the release and --target audits it")
     if args.ledger is not None:
         raise SdcError(f"--ledger names the ledger file of sdc publish --db; on PostgreSQL the ledger of releases is "
-                       f"schema {LEDGER_PG_SCHEMA} of the build database")
+                       f"schema {LEDGER_PG_SCHEMA} of the build database, on Spark the database {LEDGER_PG_SCHEMA}")
     if args.audit_json:  # checked before the work: a file of its own, none that sdc publish reads
         check_audit_json(args.audit_json, args.project_dir, args.manifest)
     profiles_dir, profile = find_profile(args.profile, args.project_dir, args.profiles_dir)
@@ -126,7 +130,8 @@ def _run_target(args: argparse.Namespace) -> int:
                           publication_target=args.publication_target, min_changed_records=args.min_changed_records,
                           accept_parameter_change=args.accept_parameter_change, audit_json=args.audit_json)
     print(f"audited the {len(done.names)} relations tagged sdc_publish in {done.target} ({', '.join(done.names)})"
-          + (f", as grant_published published them in schema {done.schema}" if done.published else ""))
+          + (f", as grant_published published them in schema {done.schema}" if done.published and not done.spark
+             else ""))
     _print_release_audit(report)
     if not done.written:  # a scheduled job must not take this for a release (a new user's trial, issue 48)
         raise SdcError(f"the release audit passed, but nothing was published or recorded: {done.why_not}")
@@ -151,6 +156,9 @@ def _print_written(done, report: dict) -> None:
     if report.get("withdrawn"):
         print(f"withdrawn: {', '.join(report['withdrawn'])} (published in release {done.release - 1}, not in this "
               "one)")
+    if done.spark:  # sdc published the release itself
+        print(f"published {len(done.names)} relations and the release audit to database {done.schema} (grant the "
+              "catalog's readers that database only)")
     if done.database is not None:
         print(f"published {len(done.names)} relations and the release audit to database {done.database}, schema "
               f"{done.schema}{readers}" + (f"; dropped there: {', '.join(done.withdrawn)}" if done.withdrawn else ""))

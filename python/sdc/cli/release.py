@@ -8,7 +8,7 @@ import argparse
 from sdc.conventions import LEDGER_PG_SCHEMA
 from sdc.errors import SdcError
 
-from sdc.cli._common import postgres_target
+from sdc.cli._common import postgres_target, profile
 
 COMMANDS = (("list", "the releases in the ledger"), ("diff", "the cells release A and B differ in"),
             ("a-priori", "a suppression table's cells in a release, as a-priori cells for the next pattern"))
@@ -45,8 +45,8 @@ def _add_ledger_options(one) -> None:
     where = one.add_mutually_exclusive_group(required=True)
     where.add_argument("--ledger", help="the ledger file")
     where.add_argument("--db", help="or the warehouse DuckDB file, whose ledger lies beside it (sdc_ledger.duckdb)")
-    where.add_argument("--target", help="or the PostgreSQL warehouse of this dbt target, whose ledger is its "
-                       f"schema {LEDGER_PG_SCHEMA}")
+    where.add_argument("--target", help="or the PostgreSQL or Spark warehouse of this dbt target, whose ledger is its "
+                       f"schema (on Spark: database) {LEDGER_PG_SCHEMA}")
     one.add_argument("--profile", help="with --target: the dbt profile (default: profile: in dbt_project.yml)")
     one.add_argument("--profiles-dir", help="with --target: folder of profiles.yml (default as dbt)")
     one.add_argument("--project-dir", metavar="DIR", help="with --target: the dbt project (default: working "
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from sdc.release.ledger import default_ledger, diff_releases, list_releases
 
     if args.target is None and (args.profile or args.profiles_dir or args.project_dir):
-        raise SdcError("--profile, --profiles-dir and --project-dir belong to --target (a PostgreSQL warehouse)")
+        raise SdcError("--profile, --profiles-dir and --project-dir belong to --target (a PostgreSQL or Spark warehouse)")
     if args.target is not None:
         return _run_target(args)
     ledger = args.ledger or default_ledger(args.db)
@@ -73,13 +73,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_target(args: argparse.Namespace) -> int:
-    """sdc release ... --target: the ledger in the PostgreSQL warehouse (release/ledger_postgres.py)."""
+    """sdc release ... --target: the ledger in the PostgreSQL (release/ledger_postgres.py) or Spark warehouse."""
     from sdc.release.ledger_postgres import diff_target_releases, list_target_releases
 
     def refusal(kind: str) -> str:
-        return (f"sdc release --target reads the ledger of a PostgreSQL warehouse, and target {args.target} is of "
+        return (f"sdc release --target reads the ledger of a PostgreSQL or Spark warehouse, and target {args.target} is of "
                 f"type {kind}" + (": give --db <warehouse file> or --ledger <file>" if kind == "duckdb" else ""))
 
+    from sdc.warehouse.profiles import read_target
+
+    profiles_dir, name = profile(args)
+    output = read_target(profiles_dir, name, args.target)
+    if output["type"] == "spark":
+        return _run_spark(args, output)
     with postgres_target(args, refusal) as where:
         if args.release_command == "a-priori":
             from sdc.release.a_priori import target_a_priori_rows
@@ -89,6 +95,32 @@ def _run_target(args: argparse.Namespace) -> int:
             _print_releases(list_target_releases(where.connection), f"schema {LEDGER_PG_SCHEMA} of target {args.target}")
         else:
             _print_diff(args, diff_target_releases(where.connection, args.a, args.b))
+    return 0
+
+
+def _run_spark(args: argparse.Namespace, output: dict) -> int:
+    """sdc release list / diff --target on Spark: the ledger database sdc publish --target keeps there."""
+    from sdc.release.ledger import diff_in, releases_in
+    from sdc.release.publish_spark import read_spark_ledger
+    from sdc.warehouse.spark_target import SparkWarehouse
+
+    if args.release_command == "a-priori":
+        raise SdcError("sdc release a-priori reads the ledger of a DuckDB or PostgreSQL warehouse; on Spark cell "
+                       "suppression's a-priori cells are not available yet")
+    shown = f"target {args.target}"
+    wh = SparkWarehouse(output, shown)
+    try:
+        wanted = "all" if args.release_command == "list" else (args.a, args.b)
+        ledger = read_spark_ledger(wh, shown, wanted)
+        try:
+            if args.release_command == "list":
+                _print_releases(releases_in(ledger.con), ledger.where)
+            else:
+                _print_diff(args, diff_in(ledger.con, args.a, args.b, ledger.where))
+        finally:
+            ledger.close()
+    finally:
+        wh.close()
     return 0
 
 

@@ -6,7 +6,7 @@ import argparse
 
 from sdc.errors import SdcError
 
-from sdc.cli._common import add_profile_options, add_publication_schema_option, postgres_target
+from sdc.cli._common import add_profile_options, add_publication_schema_option, postgres_target, profile
 
 
 def add_parser(commands) -> None:
@@ -22,8 +22,9 @@ def add_parser(commands) -> None:
     )
     source = rep.add_mutually_exclusive_group(required=True)
     source.add_argument("--publication", help="publication DuckDB file (sdc publish --out)")
-    source.add_argument("--target", help="or the PostgreSQL warehouse of this dbt target: the release sdc publish "
-                        "--target audited there (its publication schema, release audit and ledger)")
+    source.add_argument("--target", help="or the PostgreSQL or Spark warehouse of this dbt target: the release sdc "
+                        "publish --target audited there (its publication schema or database, release audit and "
+                        "ledger)")
     rep.add_argument("--out", required=True, help="HTML file to write (new, or an earlier sdc report)")
     rep.add_argument("--ledger", metavar="FILE", help="with --publication: the ledger of releases of that publication "
                      "(sdc publish --ledger; default sdc_ledger.duckdb beside the warehouse), which the office report "
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
                                 ("--project-dir", args.project_dir), ("--publication-schema", args.publication_schema))
                  if v]
         if given:
-            raise SdcError(f"{', '.join(given)} belong to --target (a PostgreSQL warehouse)")
+            raise SdcError(f"{', '.join(given)} belong to --target (a PostgreSQL or Spark warehouse)")
         summary = write_report(args.publication, args.out, ledger=args.ledger, release=args.release,
                                public=args.public)
     else:
@@ -56,14 +57,38 @@ def run(args: argparse.Namespace) -> int:
                            "releases is a schema of the build database, which --target reads")
 
         def refusal(kind: str) -> str:
-            return (f"sdc report --target reads a PostgreSQL warehouse, and target {args.target} is of type {kind}: "
+            return (f"sdc report --target reads a PostgreSQL or Spark warehouse, and target {args.target} is of type {kind}: "
                     "give --publication <the file of sdc publish --out>")
 
+        from sdc.warehouse.profiles import read_target
+
+        profiles_dir, name = profile(args)
+        output = read_target(profiles_dir, name, args.target)
+        if output["type"] == "spark":
+            return _spark_report(args, output, publication_schema_of(args.publication_schema, args.project_dir))
         with postgres_target(args, refusal) as where:
             summary = write_target_report(where.connection, publication_schema_of(args.publication_schema,
                                                                                   args.project_dir), args.out,
                                           release=args.release, public=args.public)
+    _print_written(summary)
+    return 0
+
+
+def _spark_report(args: argparse.Namespace, output: dict, schema: str) -> int:
+    """sdc report --target on Spark: the publication database and the ledger that sdc publish --target keeps."""
+    from sdc.release.report import write_spark_report
+    from sdc.warehouse.spark_target import SparkWarehouse
+
+    shown = f"target {args.target}"
+    wh = SparkWarehouse(output, shown)
+    try:
+        _print_written(write_spark_report(wh, shown, schema, args.out, release=args.release, public=args.public))
+    finally:
+        wh.close()
+    return 0
+
+
+def _print_written(summary: dict) -> None:
     kind = "office report (internal: never give it to readers)" if summary["office"] else "public report"
     print(f"wrote the {kind} of release {summary['release']}, {summary['tables']} tables ({summary['cells']} cells), "
           f"to {summary['out']}")
-    return 0

@@ -35,7 +35,6 @@ The replica (raw microdata among it) lies in a private scratch folder (mode 0700
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import uuid
@@ -85,12 +84,18 @@ from sdc.release.averaging_releases import audit_over_releases
 from sdc.release.differencing import MIN_CHANGED_RECORDS, check_differencing, check_minimum
 from sdc.release.ledger_postgres import TargetLedger, read_cells, read_ledger, write_release
 from sdc.release.public_audit import public_release_audit
+from sdc.release.replica import (
+    adapted_manifest,
+    create_views,
+    lineage_parents,
+    record_names,
+    translated_sql,
+    view_sql,
+)
 from sdc.release.publication_database import check_database_name, ensure_database, held_release, stage_publication
 from sdc.warehouse.database import duckdb_connect
 from sdc.warehouse.macro_renderer import private_workspace
 
-# the arguments of a recorded call that name relations (as release/verify.py reads them)
-CALL_RELATIONS: tuple[str, ...] = ("hierarchy", "ptable", "nums_ptable", "zero_with_counts")
 # names DuckDB keeps for its own catalogs: a PostgreSQL database of such a name cannot be mirrored under it
 RESERVED_CATALOGS: tuple[str, ...] = ("memory", "temp", "system", "main")
 NOT_MARKED = "was not made by grant_published (its comment is not grant_published's marker)"
@@ -117,6 +122,7 @@ class TargetRelease:
     withdrawn: list[str] = field(default_factory=list)  # tables the publication database no longer holds
     elsewhere: str | None = None  # where the last release went, when this one went elsewhere
     published_to: str | None = None  # database.schema of this release
+    spark: bool = False  # on Spark sdc publishes the release itself (release/publish_spark.py)
 
 
 @dataclass
@@ -163,7 +169,7 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
     ...     publish_target(folder, "census", None)
     Traceback (most recent call last):
       ...
-    sdc.errors.SdcError: sdc publish --target audits a PostgreSQL warehouse, and the default target of profile census is of type duckdb: publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>
+    sdc.errors.SdcError: sdc publish --target audits a PostgreSQL or Spark warehouse, and the default target of profile census is of type duckdb: publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>
     """
     if audit_json:
         check_audit_json(audit_json, project_dir, manifest)
@@ -171,6 +177,10 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
     check_minimum(min_changed_records)
     output = read_target(profiles_dir, profile, target)
     shown = f"target {target}" if target else f"the default target of profile {profile}"
+    if output["type"] == "spark":
+        return _publish_on_spark(output, shown, project_dir, manifest, report, min_standard_error,
+                                 publication_schema, publication_database or publication_target, min_changed_records,
+                                 accept_parameter_change, audit_json)
     _check_postgres(output, shown)
     manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
     schema = publication_schema_of(publication_schema, project_dir)
@@ -203,21 +213,54 @@ def publish_target(profiles_dir, profile: str, target: str | None, *, project_di
         finally:
             if checked.ledger is not None:
                 checked.ledger.close()
+    _report(audit, report, audit_json)
+    return result
+
+
+def _report(audit: dict, report: dict | None, audit_json) -> None:
+    """The audit's figures into ``report``, and with ``audit_json`` into that file."""
     if report is not None:
         report.update(audit)
     if audit_json:
         write_text_atomically(Path(audit_json), json.dumps(audit, indent=2, sort_keys=True) + "\n",
                               command=AUDIT_JSON_WRITER)
-    return result
 
 
 def _check_postgres(output: dict, shown: str) -> None:
     if output["type"] != "postgres":
         hint = ("publish a DuckDB warehouse with sdc publish --db <its file> --out <publication file>"
-                if output["type"] == "duckdb" else
-                "on Spark, dbt run-operation verify_published checks the release's steps in dbt itself")
-        raise SdcError(f"sdc publish --target audits a PostgreSQL warehouse, and {shown} is of type "
+                if output["type"] == "duckdb" else "sdc publishes releases of DuckDB, PostgreSQL and Spark")
+        raise SdcError(f"sdc publish --target audits a PostgreSQL or Spark warehouse, and {shown} is of type "
                        f"{output['type']}: {hint}")
+
+
+def _publish_on_spark(output: dict, shown: str, project_dir, manifest, report: dict | None, min_standard_error: float,
+                      publication_schema: str | None, elsewhere: str | None, min_changed_records: int,
+                      accept_parameter_change: bool, audit_json) -> TargetRelease:
+    """The release of a Spark warehouse: audited, recorded and published by sdc itself (release/publish_spark.py)."""
+    from sdc.release.publish_spark import publish_spark
+    from sdc.warehouse.spark_target import SparkWarehouse
+
+    if elsewhere is not None:
+        raise SdcError("--publication-database and --publication-target name a PostgreSQL database; on Spark the "
+                       "release is published into the database var sdc_publication_schema (or --publication-schema) "
+                       "names")
+    manifest_path, manifest_data, marked = read_manifest(project_dir, manifest)
+    schema = publication_schema_of(publication_schema, project_dir)
+    _check_names(manifest_data, marked, schema)
+    result = TargetRelease(sorted(m.name for m in marked), schema, shown, spark=True)
+    wh = SparkWarehouse(output, shown)
+    try:
+        audit = publish_spark(wh, shown, manifest_data, manifest_path, marked, schema, publication_marker(),
+                              min_standard_error, accept_parameter_change, min_changed_records)
+    finally:
+        wh.close()
+    result.published = result.written = True
+    result.release, result.ledger = audit["release"], audit["ledger"]
+    result.published_to = schema
+    result.withdrawn = list(audit.get("withdrawn") or [])
+    _report(audit, report, audit_json)
+    return result
 
 
 @dataclass
@@ -529,54 +572,10 @@ def _relation(cur, schema: str, name: str) -> tuple | None:
     return tuple(rows[0]) if len(rows) == 1 else None
 
 
-def _named(item, database: str) -> tuple[str | None, str] | None:
-    """(schema, name) of a relation as a build record names it ({database, schema, name} or 'schema.name');
-    None for one of another database."""
-    if isinstance(item, str):
-        parts = [p.strip().strip('"') for p in item.split(".")]
-        item = {"database": parts[-3] if len(parts) > 2 else None, "schema": parts[-2] if len(parts) > 1 else None,
-                "name": parts[-1]}
-    if not isinstance(item, dict) or not item.get("name"):
-        return None
-    if item.get("database") and str(item["database"]).lower() != database.lower():
-        return None
-    return (str(item["schema"]) if item.get("schema") else None, str(item["name"]))
-
-
-def _record_names(record: dict, database: str) -> list:
-    """The relations a build record names: what its step read, the relations of its call (ptables, hierarchies)
-    and the cell table of a pattern sdc suppress --target wrote."""
-    items = list(record.get("reads") or [])
-    call = record.get("call") if isinstance(record.get("call"), dict) else {}
-    items += [call[name] for name in CALL_RELATIONS if call.get(name) is not None]
-    if isinstance(record.get("cells"), str):
-        items.append(record["cells"])
-    if isinstance(record.get("hierarchy"), dict):  # a publishing step's dimension columns
-        items.append(record["hierarchy"])
-    return [found for found in (_named(item, database) for item in items) if found is not None]
-
-
 def _closure(cur, manifest: dict, marked: list[Marked], database: str, publication: Publication) -> list[Mirrored]:
     """Every relation the tagged ones reach (the module's text), in the order found; the load log, and the
     tables of a publication schema that grant_published made."""
-    nodes, sources = manifest.get("nodes") or {}, manifest.get("sources") or {}
-    by_name = {}
-    for node in nodes.values():
-        if node.get("resource_type") in ("model", "seed", "snapshot"):
-            by_name[(str(node.get("schema", "")).lower(), str(node.get("alias") or node.get("name")).lower())] = node
-
-    def parents(schema: str, name: str) -> list:
-        found = []
-        node = by_name.get((schema.lower(), name.lower()))
-        for parent in ((node or {}).get("depends_on") or {}).get("nodes") or []:
-            if parent in sources:
-                source = sources[parent]
-                found.append((str(source.get("schema")), str(source.get("identifier") or source.get("name"))))
-            elif parent in nodes and nodes[parent].get("resource_type") in ("model", "seed", "snapshot"):
-                other = nodes[parent]
-                if (other.get("config") or {}).get("materialized") != "ephemeral":
-                    found.append((str(other.get("schema")), str(other.get("alias") or other.get("name"))))
-        return found
+    parents = lineage_parents(manifest)
 
     # the tagged relations, the table builder's cubes (part of the release audit), the load log
     wanted = [(m.schema, m.name) for m in marked] + [(s, n) for _, s, n in builder_cubes(manifest)]
@@ -597,7 +596,7 @@ def _closure(cur, manifest: dict, marked: list[Marked], database: str, publicati
         found[oid] = item
         if published:
             continue
-        reads = parents(schema, name) + [(s or schema, n) for s, n in _record_names(record, database)]
+        reads = parents(schema, name) + [(s or schema, n) for s, n in record_names(record, database)]
         if relkind == "v":
             live = _view_reads(cur, oid)
             if kind == "table":
@@ -633,7 +632,7 @@ def _check_step_view(cur, view: Mirrored, record: dict, live: list, database: st
     build (release_gate.py checks the same on DuckDB's SQL of the view)."""
     declared = set()
     # beside its input a publishing step reads the hierarchy of its dimension columns (d__level, ...)
-    for schema, name in _record_names({"reads": record.get("reads") or [], "hierarchy": record.get("hierarchy")},
+    for schema, name in record_names({"reads": record.get("reads") or [], "hierarchy": record.get("hierarchy")},
                                       database):
         row = _relation(cur, schema or view.schema, name)
         if row is not None:
@@ -734,8 +733,6 @@ def duckdb_type(pg_type: str) -> str:
 def _create_views(cur, con, catalog: str, views: list[Mirrored]) -> None:
     """The views of one's own, their SQL translated from PostgreSQL's to DuckDB's; a view over another view after
     it. A view that calls a function of the database's own is refused: what it reads cannot be told."""
-    import sqlglot
-
     pending = []
     for view in views:
         functions = _view_functions(cur, view.oid)
@@ -743,62 +740,15 @@ def _create_views(cur, con, catalog: str, views: list[Mirrored]) -> None:
             raise SdcError(f"{view.schema}.{view.name} is a view that calls {functions[0]}, a function of the "
                            "database's own: what it reads cannot be told; use PostgreSQL's built-in functions only")
         cur.execute("select pg_catalog.pg_get_viewdef(%s, true)", (view.oid,))
-        definition = cur.fetchone()[0]
-        try:
-            (sql,) = sqlglot.transpile(definition.strip().rstrip(";"), read="postgres", write="duckdb")
-        except (sqlglot.errors.SqlglotError, ValueError) as exc:
-            raise SdcError(f"{view.schema}.{view.name} is a view whose SQL sdc cannot read ({str(exc).splitlines()[0]})"
-                           ) from None
-        pending.append((view, sql))
-    while pending:
-        failed = []
-        for view, sql in pending:
-            try:
-                con.execute(f"create view {catalog}.{q(view.schema)}.{q(view.name)} as {sql}")
-            except duckdb.Error as exc:
-                failed.append((view, sql, str(exc).strip().splitlines()[0]))
-        if len(failed) == len(pending):
-            view, _, error = failed[0]
-            raise SdcError(f"{view.schema}.{view.name} is a view whose SQL sdc cannot run in its audit ({error}): "
-                           "publish views over protected relations in SQL that DuckDB reads too")
-        pending = [(view, sql) for view, sql, _ in failed]
+        label = f"{view.schema}.{view.name}"
+        pending.append((label, f"{catalog}.{q(view.schema)}.{q(view.name)}",
+                        view_sql(label, cur.fetchone()[0], "postgres")))
+    create_views(con, pending, "publish views over protected relations in SQL that DuckDB reads too")
 
 
 def _translate(manifest: dict, item: Mirrored) -> tuple[str, str] | None:
-    """For a table of one's own (no step in its record) whose model is SQL: (its SQL in the manifest, that SQL
-    translated from PostgreSQL's to DuckDB's), which sdc runs again on the replica where a step reads the table
-    as microdata; None where sqlglot cannot translate it (the SQL is then run as it is). A table of one's own with
-    a build record that ties it to its SQL (md5) no longer matches the translation and is refused, as
-    grant_published refuses a published table that is no protection step."""
-    import sqlglot
-
-    record = build_record_of_comment(item.comment) or {}
-    node = _node_of(manifest, item.schema, item.name)
-    code = (node or {}).get("compiled_code")
-    if item.kind != "table" or record.get("step") or not isinstance(code, str) or node.get("resource_type") != "model" \
-            or node.get("language", "sql") != "sql":
-        return None
-    try:
-        return code, ";\n".join(sqlglot.transpile(code, read="postgres", write="duckdb"))
-    except (sqlglot.errors.SqlglotError, ValueError):
-        return None
-
-
-def _node_of(manifest: dict, schema: str, name: str) -> dict | None:
-    for node in (manifest.get("nodes") or {}).values():
-        if str(node.get("schema", "")).lower() == schema.lower() and \
-                str(node.get("alias") or node.get("name")).lower() == name.lower():
-            return node
-    return None
-
-
-def adapted_manifest(manifest: dict, translated: dict) -> dict:
-    """The manifest as the replica needs it: the SQL of the tables of one's own translated (_translate); the
-    rest as dbt wrote it (the database of every node is the replica's catalog)."""
-    adapted = copy.deepcopy(manifest)
-    for (schema, name), (_, sql) in translated.items():
-        _node_of(adapted, schema, name)["compiled_code"] = sql
-    return adapted
+    """replica.translated_sql for a table (PostgreSQL's SQL)."""
+    return translated_sql(manifest, item.schema, item.name, item.comment, "postgres") if item.kind == "table" else None
 
 
 # ------------------------------------------------------------------------------------------ the audit

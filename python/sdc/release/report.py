@@ -190,13 +190,32 @@ def write_target_report(pg, schema: str, out: str | Path, *, release: int | None
     """The report of the release that sdc publish --target audited on the PostgreSQL database ``pg`` (psycopg2):
     the tables of its publication schema ``schema``; the office report (default) with the audit and the changes
     from the ledger there (``release``: another release of it), ``public`` the readers' from the schema alone."""
+    from sdc.release.ledger_postgres import read_existing_ledger
+
+    return _warehouse_report(lambda: read_target_publication(pg, schema), lambda: read_existing_ledger(pg, "all"),
+                             f"schema {schema}", out, release, public)
+
+
+def write_spark_report(wh, shown: str, schema: str, out: str | Path, *, release: int | None = None,
+                       public: bool = False) -> dict:
+    """write_target_report of a Spark warehouse ``wh`` (sdc.warehouse.spark_target.SparkWarehouse): its publication
+    database ``schema`` and the ledger database sdc publish --target keeps there."""
+    from sdc.release.publish_spark import read_spark_ledger
+
+    return _warehouse_report(lambda: read_spark_publication(wh, shown, schema),
+                             lambda: read_spark_ledger(wh, shown, "all"), f"database {schema}", out, release, public)
+
+
+def _warehouse_report(read_held, read_ledger, shown: str, out: str | Path, release: int | None,
+                      public: bool) -> dict:
+    """The report of a warehouse's release: ``read_held()`` its publication as read_publication gives a file's,
+    ``read_ledger()`` its ledger (con, where, close)."""
     from sdc.files import check_output_file, write_text_atomically
     from sdc.release.ledger import audit_in, diff_in
-    from sdc.release.ledger_postgres import read_existing_ledger
 
     check_output_file(out, REPORT_COMMAND)
     try:
-        held = read_target_publication(pg, schema)
+        held = read_held()
     except SdcError:
         if release is None or public:
             raise
@@ -207,19 +226,44 @@ def write_target_report(pg, schema: str, out: str | Path, *, release: int | None
                            "office report")
         report = {**held, "office": False}
     else:
-        ledger = read_existing_ledger(pg, "all")
+        ledger = read_ledger()
         try:
             if held is None:
                 report = {"tables": ledger_tables(ledger.con, release), "audit": audit_in(ledger.con, release, ledger.where),
-                          "file": f"schema {schema}, as recorded in {ledger.where}", "office": True,
+                          "file": f"{shown}, as recorded in {ledger.where}", "office": True,
                           "changes": diff_in(ledger.con, release - 1, release, ledger.where) if release > 1 else None}
             else:
-                report = office_release(ledger.con, held, release, ledger.where, f"the publication schema {schema}")
+                report = office_release(ledger.con, held, release, ledger.where, f"the publication {shown}")
         finally:
             ledger.close()
     write_text_atomically(Path(out), render(report), command=REPORT_COMMAND)
     return {"tables": len(report["tables"]), "cells": sum(len(t["rows"]) for t in report["tables"]),
             "out": str(out), "office": report["office"], "release": report["audit"].get("release")}
+
+
+def read_spark_publication(wh, shown: str, schema: str) -> dict:
+    """read_publication of a Spark publication database (sdc publish --target's): its tables and its public
+    release audit."""
+    from sdc.quoting import quote_spark_identifier as qs
+
+    session = wh.session
+    try:
+        (audit,) = session.sql(f"select report from {qs(schema)}.{qs(RELEASE_AUDIT_TABLE)}").collect()[0]
+        audit = json.loads(audit)
+        names = sorted(r.tableName for r in session.sql(f"show tables in {qs(schema)}").collect()
+                       if r.tableName != RELEASE_AUDIT_TABLE and not r.isTemporary)
+    except Exception as exc:  # Spark's errors: no such database or table, or no row
+        raise SdcError(f"database {schema} of {shown} holds no release that sdc publish --target audited "
+                       f"({first_line(exc)}): run sdc publish --target first") from None
+    labels = {label.rsplit(".", 1)[-1]: label for label in audit.get("published") or []}
+    tables = []
+    for name in names:
+        columns = list(session.table(f"{qs(schema)}.{qs(name)}").columns)
+        frame = session.sql(f"select * from {qs(schema)}.{qs(name)} order by "
+                            + ", ".join(str(k + 1) for k in range(len(columns))))
+        tables.append({"name": name, "label": labels.get(name, name), "columns": columns,
+                       "rows": [tuple(row) for row in frame.collect()]})
+    return {"tables": tables, "audit": audit, "file": f"database {schema} of {shown}"}
 
 
 def read_target_publication(pg, schema: str) -> dict:

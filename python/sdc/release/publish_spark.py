@@ -1,0 +1,455 @@
+"""`sdc publish --target` on Spark: the release audit, the ledger of releases and the publication of a Spark
+warehouse (dbt-spark, method session; red team R4-6).
+
+Spark has neither GRANT nor transactions, and no dbt hook audits a release there, so on Spark `sdc publish
+--target` is the release itself, by the same code as on DuckDB and PostgreSQL:
+
+* every relation the tagged relations reach (dbt's lineage, the build records: what each step read, the ptables
+  and hierarchies of its call; for a view, the relations its SQL names), the raw tables among them and the load
+  log are read through the session into a private DuckDB replica under the names of the manifest: a table's rows
+  (a protection step built as a view too: its rows are compared with sdc's recomputation anyway), a view of one's
+  own as its SQL translated from Spark's to DuckDB's by sqlglot, and so is the SQL of a table of one's own that a
+  step reads as microdata (the manifest's, which sdc runs again). Only what the replica needs leaves Spark for
+  the machine sdc runs on, into a scratch folder of mode 0700 that is removed at the end;
+* sdc publish's checks, verification and release audit run on the replica (publish.check_release, copy_release,
+  audit_checked_release), and the release is checked against the last one in the ledger of releases, the Spark
+  database sdc_ledger (conventions.LEDGER_PG_SCHEMA; the tables of release/ledger.py, read into DuckDB and judged
+  by ledger.py's rules);
+* both passed, what sdc audited (the replica's copies of the tagged relations, not Spark's tables read again) is
+  written to Spark: first into a staging database of sdc's own, then the release is recorded in the ledger, then
+  the publication database (var sdc_publication_schema, default sdc_publication) is made anew from the staging
+  copies with the audit's public part (public_audit.py) as table release_audit. Grant the catalog's readers that
+  database only.
+
+Refused, nothing is written, and a publication database that `dbt run-operation verify_published` made (its
+marker, without a release_audit table: verified table by table, never audited as a release) is dropped, so that
+its readers do not read a release the audit refused; one that an audited release made stays (the last release
+that passed). A database of the publication's or the ledger's name that sdc did not make is never written.
+
+Spark has no transactions: the ledger's last release is read again just before the release is recorded (another
+run recorded meanwhile: nothing is recorded), and a failure while the publication database is replaced, after the
+release was recorded, says so (run the command again: the cells are the recorded ones).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from sdc.conventions import LEDGER_PG_SCHEMA, LOAD_LOG_TABLE, RAW_SCHEMA, RELEASE_AUDIT_TABLE
+from sdc.errors import SdcError
+from sdc.quoting import quote_identifier as q
+from sdc.quoting import quote_spark_identifier as qs
+from sdc.quoting import quote_literal, quote_spark_literal
+from sdc.release.averaging_releases import audit_over_releases
+from sdc.release.differencing import check_differencing
+from sdc.release.ledger import (
+    check_publication_release,
+    LEDGER_SCHEMA,
+    check_against_last,
+    create_ledger_tables,
+    last_release,
+    ledger_id,
+    loaded_roots,
+    new_ledger_id,
+    record_release,
+    release_cells,
+    release_loads,
+    withdrawn_relations,
+)
+from sdc.release.ledger_postgres import CELL_COLUMNS, LEDGER_MARKER, RELEASE_COLUMNS
+from sdc.release.public_audit import public_release_audit
+from sdc.release.replica import adapted_manifest, create_views, lineage_parents, record_names, translated_sql, view_sql
+from sdc.release.publish import Marked, audit_checked_release, check_release, copy_release
+from sdc.warehouse.build_record import build_record_of_comment
+from sdc.warehouse.macro_renderer import private_workspace
+
+# the replica's catalog: Spark's own name of its session catalog (dbt-spark's nodes name no database)
+CATALOG = "spark_catalog"
+STAGING_SUFFIX = "__sdc_release"
+# the ledger's tables on Spark, in ledger.py's columns (JSON as text)
+LEDGER_DDL = {
+    "releases": "release_id int, published_at string, publication string, loads string, audit string, accepted string",
+    "cells": "release_id int, relation string, cell string, published string, records string, parameters string, "
+             "original double",
+}
+
+
+@dataclass
+class Found:
+    """A relation of the Spark warehouse for the replica: ``kind`` table (its rows copied) or view (its SQL)."""
+
+    schema: str
+    name: str
+    kind: str
+    comment: str | None
+    sql: str | None = None  # a view's SQL, as Spark keeps it
+    reads: list = field(default_factory=list)
+
+
+@dataclass
+class SparkLedger:
+    """The ledger database of Spark as read into DuckDB (``con``, the tables of ledger.py); ``last``: its last
+    release then."""
+
+    con: duckdb.DuckDBPyConnection
+    exists: bool
+    last: int | None
+    target: str
+
+    @property
+    def where(self) -> str:
+        return f"the ledger database {LEDGER_PG_SCHEMA} of {self.target}"
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def publish_spark(wh, shown: str, manifest: dict, manifest_path: Path, marked: list[Marked], schema: str,
+                  marker: str, min_standard_error: float, accept_parameter_change: bool,
+                  min_changed_records: int) -> dict:
+    """The release of the Spark warehouse ``wh`` (sdc.warehouse.spark_target.SparkWarehouse) audited, checked
+    against its ledger and published (the module's text); returns the audit."""
+    with private_workspace("publish") as (con, folder):
+        try:
+            _check_databases(wh, schema, marker)
+            translated = _read_release(wh, con, folder, manifest, marked)
+            ledger = _read_ledger(wh, shown)
+        except Exception as exc:  # Spark's own errors (a lost server, a right missing): nothing was changed
+            if isinstance(exc, SdcError):
+                raise
+            raise SdcError(f"cannot read the release from {shown}: {str(exc).strip().splitlines()[0]}; nothing was "
+                           "changed") from None
+        try:
+            try:
+                audit, cells, loads, alias, verifier = _audit(con, adapted_manifest(manifest, translated), marked,
+                                                              f"{shown} (Spark)", manifest_path, min_standard_error)
+                accepted = _check_ledger(wh, ledger, schema, audit, cells, loads, accept_parameter_change, verifier,
+                                         min_changed_records)
+            except SdcError as exc:  # refused
+                raise SdcError(f"{exc}; {_withdraw(wh, schema, marker)}") from None
+            _write(wh, con, alias, marked, schema, marker, ledger, audit, cells, loads, accepted)
+        finally:
+            ledger.close()
+    return audit
+
+
+# ------------------------------------------------------------------------------------------ the databases
+def _database_comment(wh, database: str) -> tuple[bool, str | None]:
+    """(whether the database exists, its comment)."""
+    if not wh.session.catalog.databaseExists(database):
+        return False, None
+    rows = {row[0]: row[1] for row in wh.session.sql(f"describe database extended {qs(database)}").collect()}
+    return True, rows.get("Comment") or rows.get("comment")
+
+
+def _check_databases(wh, schema: str, marker: str) -> None:
+    """The publication, its staging and the ledger database are sdc's own or missing: none that sdc did not make
+    is written or dropped."""
+    rename = "drop it, or set var sdc_publication_schema (or --publication-schema) to a name of sdc's own"
+    for database, mark, what, fix in (
+            (schema, marker, "the publication database", rename),
+            (schema + STAGING_SUFFIX, marker, "the staging database of the publication", rename),
+            (LEDGER_PG_SCHEMA, LEDGER_MARKER, "the ledger of releases", "rename it: sdc keeps its ledger there")):
+        exists, comment = _database_comment(wh, database)
+        if exists and comment != mark:
+            raise SdcError(f"the database {database} exists and was not made by sdc ({what} takes its name; its "
+                           f"comment is not sdc's marker): {fix}; nothing was written")
+
+
+# ------------------------------------------------------------------------------------------ the replica
+def _relation(wh, schema: str, name: str) -> Found | None:
+    found = wh.existing_relation(f"{schema}.{name}")
+    if found is None:
+        return None
+    _, kind, comment = found
+    sql = None
+    if kind == "view":
+        rows = {row[0]: row[1] for row in
+                wh.session.sql(f"describe table extended {qs(schema)}.{qs(name)}").collect()}
+        sql = rows.get("View Text")
+    return Found(schema, name, kind, comment, sql)
+
+
+def _view_reads(view: Found) -> list[tuple[str, str]]:
+    """The relations a view's SQL names (sqlglot, Spark's dialect); CTE names are not relations."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(view.sql or "", read="spark")
+    except (sqlglot.errors.SqlglotError, ValueError) as exc:
+        raise SdcError(f"{view.schema}.{view.name} is a view whose SQL sdc cannot read ({str(exc).splitlines()[0]})"
+                       ) from None
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    return [(table.db or view.schema, table.name) for table in tree.find_all(exp.Table)
+            if table.name and not (not table.db and table.name.lower() in ctes)]
+
+
+def _closure(wh, manifest: dict, marked: list[Marked]) -> list[Found]:
+    """Every relation the tagged ones reach, in the order found, and the load log."""
+    parents = lineage_parents(manifest)
+    from sdc.release.publish import builder_cubes
+
+    wanted = [(m.schema, m.name) for m in marked] + [(s, n) for _, s, n in builder_cubes(manifest)]
+    wanted.append((RAW_SCHEMA, LOAD_LOG_TABLE))
+    found: dict[tuple[str, str], Found] = {}
+    while wanted:
+        schema, name = wanted.pop(0)
+        if (schema.lower(), name.lower()) in found:
+            continue
+        item = _relation(wh, schema, name)
+        if item is None:
+            continue
+        found[(schema.lower(), name.lower())] = item
+        record = build_record_of_comment(item.comment) or {}
+        if item.kind == "view" and record.get("step"):
+            item.kind = "table"  # a protection step built as a view: its rows, compared with the recomputation
+        item.reads = parents(schema, name) + [(s or schema, n) for s, n in record_names(record, CATALOG)]
+        if item.kind == "view":
+            item.reads += _view_reads(item)
+        wanted += item.reads
+    return list(found.values())
+
+
+def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked]) -> dict:
+    """Everything the audit reads, copied into the replica (attached to ``con`` as CATALOG, then read-only);
+    returns the translated SQL of the tables of one's own (replica.translated_sql)."""
+    relations = _closure(wh, manifest, marked)
+    path = folder / "replica.duckdb"
+    con.execute(f"attach {quote_literal(str(path))} as {q(CATALOG)}")
+    con.execute(f"use {q(CATALOG)}")
+    for schema in sorted({r.schema for r in relations}):
+        con.execute(f"create schema if not exists {q(schema)}")
+    try:
+        for item in relations:
+            if item.kind == "table":
+                _copy_table(wh, con, item)
+        _create_views(con, [item for item in relations if item.kind == "view"])
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot copy the release into sdc's replica of the warehouse: "
+                       f"{str(exc).strip().splitlines()[0]}; nothing was changed") from None
+    translated = {}
+    for item in relations:
+        found = translated_sql(manifest, item.schema, item.name, item.comment, "spark") \
+            if item.kind == "table" else None
+        if found is not None:
+            translated[(item.schema.lower(), item.name.lower())] = found
+        if item.comment is not None:
+            con.execute(f"comment on {'view' if item.kind == 'view' else 'table'} {q(item.schema)}.{q(item.name)} "
+                        f"is {quote_literal(item.comment)}")
+    con.execute("use memory")
+    con.execute(f"detach {q(CATALOG)}")
+    con.execute(f"attach {quote_literal(str(path))} as {q(CATALOG)} (read_only)")
+    con.execute(f"use {q(CATALOG)}")
+    return translated
+
+
+def _copy_table(wh, con, item: Found) -> None:
+    """The rows of a Spark table through Arrow; the load log's times as Spark's text of them (as build_record
+    wrote them into the build records)."""
+    frame = wh.session.table(f"{qs(item.schema)}.{qs(item.name)}")
+    if item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE:
+        from pyspark.sql.functions import col
+
+        frame = frame.select(*[col(qs(c)).cast("string").alias(c) if t.startswith("timestamp") else col(qs(c))
+                               for c, t in frame.dtypes])
+    table = frame.toArrow()
+    con.register("sdc_spark_copy", table)
+    try:
+        con.execute(f"create table {q(item.schema)}.{q(item.name)} as select * from sdc_spark_copy")
+    finally:
+        con.unregister("sdc_spark_copy")
+
+
+def _create_views(con, views: list[Found]) -> None:
+    """The views of one's own, their SQL translated from Spark's to DuckDB's; a view over another after it."""
+    pending = []
+    for view in views:
+        label = f"{view.schema}.{view.name}"
+        pending.append((label, f"{q(view.schema)}.{q(view.name)}", view_sql(label, view.sql or "", "spark")))
+    create_views(con, pending, "write views that the release reads in SQL that DuckDB reads too")
+
+
+# ------------------------------------------------------------------------------------------ the audit
+def _audit(con, manifest: dict, marked: list[Marked], where: str, manifest_path: Path,
+           min_standard_error: float) -> tuple[dict, list, dict, str, object]:
+    """sdc publish's checks, verification and release audit on the replica; returns the audit, the release's cells
+    and loads for the ledger, the in-memory database that holds the audited copies of the tagged relations, and
+    the verifier."""
+    release = check_release(con, manifest, marked, where, manifest_path)
+    alias = f"sdc_release_{uuid.uuid4().hex}"
+    con.execute(f"attach ':memory:' as {q(alias)}")
+    copy_release(con, alias, release)
+    audit = audit_checked_release(release, min_standard_error)
+    published = {release.rels[m].label: f"{q(alias)}.main.{q(m.name)}" for m in release.marked}
+    cells = release_cells(release.verifier, list(release.verifier.verified.values()), published)
+    audit["published"] = sorted(published)
+    audit["withdrawn"] = []
+    return audit, cells, release_loads(con), alias, release.verifier
+
+
+# ------------------------------------------------------------------------------------------ the ledger
+def _read_ledger(wh, shown: str, cells: str | tuple[int, ...] = "last") -> SparkLedger:
+    """The ledger database's releases and the cells of ``cells`` ("last", "all", or those releases), into an
+    in-memory DuckDB ledger of ledger.py's tables."""
+    from sdc.warehouse.database import duckdb_connect
+
+    con = duckdb_connect()
+    try:
+        create_ledger_tables(con)
+        exists = wh.session.catalog.databaseExists(LEDGER_PG_SCHEMA)
+        if exists:
+            _read_rows(wh, con, "releases", RELEASE_COLUMNS, None)
+            last = last_release(con)
+            wanted = ([last] if last is not None else []) if cells == "last" else None if cells == "all" else list(cells)
+            if wanted is None or wanted:
+                _read_rows(wh, con, "cells", CELL_COLUMNS, wanted)
+    except BaseException:
+        con.close()
+        raise
+    return SparkLedger(con, exists, last_release(con), shown)
+
+
+def read_spark_ledger(wh, shown: str, cells: str | tuple[int, ...] = "all") -> SparkLedger:
+    """The ledger of the Spark warehouse ``wh`` for sdc release --target (as _read_ledger); an error where there is
+    none."""
+    ledger = _read_ledger(wh, shown, cells)
+    if not ledger.exists:
+        ledger.close()
+        raise SdcError(f"no ledger of releases in {shown} (database {LEDGER_PG_SCHEMA}): sdc publish --target writes "
+                       "it with the first release it records")
+    return ledger
+
+
+def _read_rows(wh, con, table: str, columns: tuple, releases: list[int] | None) -> None:
+    frame = wh.session.table(f"{qs(LEDGER_PG_SCHEMA)}.{qs(table)}").select(*[qs(c) for c in columns])
+    if releases is not None:
+        frame = frame.where(f"release_id in ({', '.join(str(int(r)) for r in releases)})")
+    rows = frame.toArrow()
+    with con.cursor() as cur:  # a cursor of its own: ``con`` may hold an unfinished result of ledger.py's
+        cur.register("sdc_ledger_rows", rows)
+        cur.execute(f"insert into {LEDGER_SCHEMA}.{table} ({', '.join(columns)}) select {', '.join(columns)} "
+                    "from sdc_ledger_rows")
+
+
+def _fetch_cells(wh, ledger: SparkLedger):
+    """ledger.py's fetch: the cells of earlier releases read when a check needs them."""
+    def fetch(releases: list[int]) -> None:
+        held = {r for (r,) in ledger.con.execute(f"select distinct release_id from {LEDGER_SCHEMA}.cells").fetchall()}
+        wanted = sorted(set(releases) - held)
+        if wanted and ledger.exists:
+            _read_rows(wh, ledger.con, "cells", CELL_COLUMNS, wanted)
+    return fetch
+
+
+def _held_release(wh, schema: str) -> dict | None:
+    """The public release audit that the publication database holds (None: none there)."""
+    if not wh.session.catalog.databaseExists(schema) or \
+            not wh.session.catalog.tableExists(f"{qs(schema)}.{qs(RELEASE_AUDIT_TABLE)}"):
+        return None
+    rows = wh.session.sql(f"select report from {qs(schema)}.{qs(RELEASE_AUDIT_TABLE)}").collect()
+    found = json.loads(rows[0][0]) if rows and rows[0][0] else None
+    return found if isinstance(found, dict) else None
+
+
+def _check_ledger(wh, ledger: SparkLedger, schema: str, audit: dict, cells: list, loads: dict,
+                  accept_parameter_change: bool, verifier, min_changed_records: int) -> list:
+    """This release against the ledger's last one (ledger.check_against_last), the release the publication
+    database holds against the ledger, the averaging audit over releases and the differencing check, as on the
+    other engines; the release's number and the ledger's identity into the audit. Returns the changes accepted."""
+    fetch = _fetch_cells(wh, ledger)
+    check_publication_release(ledger.con, _held_release(wh, schema), f"the publication database {schema}",
+                              ledger.where)
+    accepted = check_against_last(ledger.con, cells, loads, accept_parameter_change, loaded_roots(verifier),
+                                  fetch=fetch)
+    audit["ledger_id"] = ledger_id(ledger.con) or new_ledger_id()
+    audit["withdrawn"] = withdrawn_relations(ledger.con, audit["published"])
+    audit["release"] = (ledger.last or 0) + 1
+    audit["ledger"] = ledger.where
+    audit["averaging"]["over_releases"] = audit_over_releases(verifier, ledger.con, loads, cells,
+                                                              audit["averaging"]["min_standard_error"], fetch=fetch)
+    check_differencing(verifier, ledger.con, ledger.last, audit, min_changed_records)
+    return accepted
+
+
+# ------------------------------------------------------------------------------------------ writing Spark
+def _write(wh, con, alias: str, marked: list[Marked], schema: str, marker: str, ledger: SparkLedger, audit: dict,
+           cells: list, loads: dict, accepted: list) -> None:
+    """The audited copies and the public audit into the staging database, the release into the ledger, then the
+    publication database made anew from the staging copies."""
+    staging = schema + STAGING_SUFFIX
+    frames = {m.name: wh.session.createDataFrame(con.sql(f"select * from {q(alias)}.main.{q(m.name)}").to_arrow_table())
+              for m in marked}
+    frames[RELEASE_AUDIT_TABLE] = wh.session.createDataFrame(
+        [(json.dumps(public_release_audit(audit), sort_keys=True),)], schema="report string")
+    try:
+        wh.session.sql(f"drop database if exists {qs(staging)} cascade")
+        wh.session.sql(f"create database {qs(staging)} comment {quote_spark_literal(marker)}")
+        for name, frame in frames.items():
+            frame.write.saveAsTable(f"{qs(staging)}.{qs(name)}")
+        _record(wh, ledger, cells, loads, audit, f"{schema} of {ledger.target}", accepted)
+    except Exception as exc:
+        if isinstance(exc, SdcError):
+            raise
+        raise SdcError(f"the release audit passed but the release cannot be written to Spark "
+                       f"({str(exc).strip().splitlines()[0]}); the publication database and the ledger are as "
+                       "they were") from None
+    try:
+        wh.session.sql(f"drop database if exists {qs(schema)} cascade")
+        wh.session.sql(f"create database {qs(schema)} comment {quote_spark_literal(marker)}")
+        for name in frames:
+            wh.session.sql(f"create table {qs(schema)}.{qs(name)} as select * from {qs(staging)}.{qs(name)}")
+        wh.session.sql(f"drop database {qs(staging)} cascade")
+    except Exception as exc:
+        raise SdcError(f"release {audit['release']} is recorded in {ledger.where} with its audit, but the "
+                       f"publication database {schema} could not be replaced ({str(exc).strip().splitlines()[0]}): "
+                       "run sdc publish --target again") from None
+
+
+def _record(wh, ledger: SparkLedger, cells: list, loads: dict, audit: dict, publication: str,
+            accepted: list) -> None:
+    """The release appended to the ledger database (made where missing), if its last release is still the one
+    the check read."""
+    if not ledger.exists:
+        wh.session.sql(f"create database if not exists {qs(LEDGER_PG_SCHEMA)} "
+                       f"comment {quote_spark_literal(LEDGER_MARKER)}")
+        for table, ddl in LEDGER_DDL.items():
+            wh.session.sql(f"create table if not exists {qs(LEDGER_PG_SCHEMA)}.{qs(table)} ({ddl}) using parquet")
+    now = wh.session.sql(f"select max(release_id) from {qs(LEDGER_PG_SCHEMA)}.releases").collect()[0][0]
+    if now != ledger.last:
+        raise SdcError(f"release {now} was recorded in {ledger.where} while this one was audited (another sdc "
+                       "publish --target ran meanwhile); nothing was written: run sdc publish --target again")
+    release = record_release(ledger.con, cells, loads, audit, publication, accepted)
+    # cells first: a release row is what makes a release; a failure between the two leaves cells of no release
+    for table, columns in (("cells", CELL_COLUMNS), ("releases", RELEASE_COLUMNS)):
+        rows = ledger.con.sql(f"select {', '.join(columns)} from {LEDGER_SCHEMA}.{table} "
+                              f"where release_id = {int(release)}").to_arrow_table()
+        frame = wh.session.createDataFrame(rows)
+        types = dict(part.strip().split(" ", 1) for part in LEDGER_DDL[table].split(","))
+        frame = frame.select(*[frame[c].cast(types[c]).alias(c) for c in columns])
+        frame.write.insertInto(f"{qs(LEDGER_PG_SCHEMA)}.{qs(table)}")
+
+
+def _withdraw(wh, schema: str, marker: str) -> str:
+    """A publication database that verify_published made (its marker, no release audit) dropped: its tables were
+    verified one by one and the release as a whole is refused. Returns what was done, for the message."""
+    exists, comment = _database_comment(wh, schema)
+    if not exists:
+        return "nothing was written"
+    if comment != marker:
+        return f"nothing was written (the database {schema} is not sdc's and is left as it is)"
+    if _held_release(wh, schema) is not None:
+        return (f"nothing was written: the publication database {schema} keeps the last release that passed the "
+                "release audit")
+    try:
+        wh.session.sql(f"drop database {qs(schema)} cascade")
+    except Exception as exc:
+        return (f"the publication database {schema} that verify_published made could not be dropped "
+                f"({str(exc).strip().splitlines()[0]}): its readers still read tables of the refused release; drop it")
+    return (f"the publication database {schema} that verify_published made (tables verified one by one, never "
+            "audited as a release) is dropped; nothing else was written")

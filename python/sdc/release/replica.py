@@ -1,0 +1,133 @@
+"""What `sdc publish --target` needs from a warehouse it does not run in, engine by engine alike: the relations a
+release reaches (dbt's lineage and the build records), the SQL of the tables and views of one's own translated to
+DuckDB's, and the views created on the replica. The reading of each engine's catalog and rows is its own
+(release/publish_target.py: PostgreSQL, release/publish_spark.py: Spark); the audit on the replica is sdc
+publish's (release/publish.py)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+import duckdb
+
+from sdc.errors import SdcError
+from sdc.warehouse.build_record import build_record_of_comment
+
+# the arguments of a recorded call that name relations (as release/verify.py reads them)
+CALL_RELATIONS: tuple[str, ...] = ("hierarchy", "ptable", "nums_ptable", "zero_with_counts")
+
+
+def named(item, database: str) -> tuple[str | None, str] | None:
+    """(schema, name) of a relation as a build record names it ({database, schema, name} or 'schema.name');
+    None for one of another database (a record of dbt-spark names none)."""
+    if isinstance(item, str):
+        parts = [p.strip().strip('"').strip("`") for p in item.split(".")]
+        item = {"database": parts[-3] if len(parts) > 2 else None, "schema": parts[-2] if len(parts) > 1 else None,
+                "name": parts[-1]}
+    if not isinstance(item, dict) or not item.get("name"):
+        return None
+    if item.get("database") and str(item["database"]).lower() != database.lower():
+        return None
+    return (str(item["schema"]) if item.get("schema") else None, str(item["name"]))
+
+
+def record_names(record: dict, database: str) -> list:
+    """The relations a build record names: what its step read, the relations of its call (ptables, hierarchies),
+    the cell table of a pattern sdc suppress --target wrote, and a publishing step's dimension columns."""
+    items = list(record.get("reads") or [])
+    call = record.get("call") if isinstance(record.get("call"), dict) else {}
+    items += [call[name] for name in CALL_RELATIONS if call.get(name) is not None]
+    if isinstance(record.get("cells"), str):
+        items.append(record["cells"])
+    if isinstance(record.get("hierarchy"), dict):  # a publishing step's dimension columns
+        items.append(record["hierarchy"])
+    return [found for found in (named(item, database) for item in items) if found is not None]
+
+
+def lineage_parents(manifest: dict) -> Callable[[str, str], list]:
+    """(schema, name) -> the relations dbt's lineage says it reads: its sources and its parents that dbt builds
+    (not ephemeral ones, which have no relation)."""
+    nodes, sources = manifest.get("nodes") or {}, manifest.get("sources") or {}
+    by_name = {(str(n.get("schema", "")).lower(), str(n.get("alias") or n.get("name")).lower()): n
+               for n in nodes.values() if n.get("resource_type") in ("model", "seed", "snapshot")}
+
+    def parents(schema: str, name: str) -> list:
+        found = []
+        node = by_name.get((schema.lower(), name.lower()))
+        for parent in ((node or {}).get("depends_on") or {}).get("nodes") or []:
+            if parent in sources:
+                source = sources[parent]
+                found.append((str(source.get("schema")), str(source.get("identifier") or source.get("name"))))
+            elif parent in nodes and nodes[parent].get("resource_type") in ("model", "seed", "snapshot"):
+                other = nodes[parent]
+                if (other.get("config") or {}).get("materialized") != "ephemeral":
+                    found.append((str(other.get("schema")), str(other.get("alias") or other.get("name"))))
+        return found
+
+    return parents
+
+
+def node_of(manifest: dict, schema: str, name: str) -> dict | None:
+    for node in (manifest.get("nodes") or {}).values():
+        if str(node.get("schema", "")).lower() == schema.lower() and \
+                str(node.get("alias") or node.get("name")).lower() == name.lower():
+            return node
+    return None
+
+
+def translated_sql(manifest: dict, schema: str, name: str, comment: str | None, dialect: str) -> tuple[str, str] | None:
+    """For a table of one's own (no step in its build record) whose model is SQL: (its SQL in the manifest, that SQL
+    translated from ``dialect`` to DuckDB's), which sdc runs again on the replica where a step reads the table as
+    microdata; None where sqlglot cannot translate it (the SQL is then run as it is). A table of one's own with a
+    build record that ties it to its SQL (md5) no longer matches the translation and is refused, as the gates
+    refuse a published table that is no protection step."""
+    import sqlglot
+
+    record = build_record_of_comment(comment) or {}
+    node = node_of(manifest, schema, name)
+    code = (node or {}).get("compiled_code")
+    if record.get("step") or not isinstance(code, str) or node.get("resource_type") != "model" \
+            or node.get("language", "sql") != "sql":
+        return None
+    try:
+        return code, ";\n".join(sqlglot.transpile(code, read=dialect, write="duckdb"))
+    except (sqlglot.errors.SqlglotError, ValueError):
+        return None
+
+
+def adapted_manifest(manifest: dict, translated: dict) -> dict:
+    """The manifest as the replica needs it: the SQL of the tables of one's own translated (translated_sql); the
+    rest as dbt wrote it (the database of every node is the replica's catalog)."""
+    adapted = copy.deepcopy(manifest)
+    for (schema, name), (_, sql) in translated.items():
+        node_of(adapted, schema, name)["compiled_code"] = sql
+    return adapted
+
+
+def view_sql(label: str, definition: str, dialect: str) -> str:
+    """A view's SQL translated from ``dialect`` to DuckDB's; ``label`` names the view in the message."""
+    import sqlglot
+
+    try:
+        (sql,) = sqlglot.transpile(definition.strip().rstrip(";"), read=dialect, write="duckdb")
+    except (sqlglot.errors.SqlglotError, ValueError) as exc:
+        raise SdcError(f"{label} is a view whose SQL sdc cannot read ({str(exc).splitlines()[0]})") from None
+    return sql
+
+
+def create_views(con, views: list[tuple[str, str, str]], hint: str) -> None:
+    """The views (label, qualified name on ``con``, DuckDB SQL) created, a view over another after it; one that
+    never runs stops it, naming the view, with ``hint``."""
+    pending = list(views)
+    while pending:
+        failed = []
+        for label, where, sql in pending:
+            try:
+                con.execute(f"create view {where} as {sql}")
+            except duckdb.Error as exc:
+                failed.append((label, where, sql, str(exc).strip().splitlines()[0]))
+        if len(failed) == len(pending):
+            label, _, _, error = failed[0]
+            raise SdcError(f"{label} is a view whose SQL sdc cannot run in its audit ({error}): {hint}")
+        pending = [(label, where, sql) for label, where, sql, _ in failed]

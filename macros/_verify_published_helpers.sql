@@ -74,6 +74,12 @@
   {%- if comment != [sdc.gate_publication_marker()] -%}
     {{ exceptions.raise_compiler_error("verify_published: the database " ~ name ~ " exists and was not made by verify_published, which replaces its publication database each time: drop it, or set var sdc_publication_schema to the name of a database of sdc's own") }}
   {%- endif -%}
+  {#- a release that sdc publish --target audited as a whole (and recorded in its ledger) is not replaced by copies
+      checked one table at a time -#}
+  {%- set audited = sdc.setting('sdc_release_audit_table') | lower -%}
+  {%- if name == publication and audited in run_query('show tables in ' ~ sdc.sql_identifier(name)).columns[1].values() | map('lower') | list -%}
+    {{ exceptions.raise_compiler_error("verify_published: the publication database " ~ name ~ " holds a release that sdc publish --target audited as a whole and recorded in its ledger (table " ~ audited ~ "); verify_published checks each table alone and would replace it: publish with sdc publish --target, and drop verify_published from the project's hooks; nothing was copied") }}
+  {%- endif -%}
 {%- endfor -%}
 {%- set names = {} -%}
 {%- for relation in tagged -%}

@@ -25,6 +25,7 @@
     sdc_raw_schema          schema that `sdc load` writes microdata and its load log to     raw
     sdc_load_log            the load log (one row per loaded table: key mode, modulus)       sdc_loads
     sdc_publication_schema  PostgreSQL: the schema grant_published copies the release into   sdc_publication
+    sdc_release_audit_table the release audit's table in a publication (sdc publish)        release_audit
     sdc_ckm_own_columns     columns ckm_count adds: no dimension may be named so             count, ...
     sdc_ckm_sum_own_columns columns ckm_sum adds (likewise)                                  value, ...
     sdc_ckm_sum_own_patterns  ... and its column families (regular expressions, whole name)  x_value_[0-9]+, ...
@@ -61,6 +62,7 @@
     'sdc_raw_schema': 'raw',
     'sdc_load_log': 'sdc_loads',
     'sdc_publication_schema': 'sdc_publication',
+    'sdc_release_audit_table': 'release_audit',
     'sdc_ckm_own_columns': ['count', 'count_reason', 'max_key', 'weight_sum', 'weight_min', 'weight_max', 'weighted_count',
                             'spread_key_sum', 'spread_cell_key_int', 'spread_excess', 'spread_width', 'spread_ptable_row',
                             'spread_noise', 'original', 'key_sum', 'cell_key_int', 'cell_key', 'ptable_row', 'noise',

@@ -562,7 +562,10 @@ def test_sdc_publish_target_audits_a_spark_release_records_it_and_refuses_r4_6(b
         # every published cell recorded (2 x 8 + 2 x 5 codes and their totals, both tables)
         assert sorted(seen["cells"][1]) == [("main.r46_income_pub", 42), ("main.r46_persons_pub", 42)]
         assert sorted(seen["published"][1]) == sorted(seen["built"][1]) and len(seen["built"][1]) == 42
-        # a second run: release 2 of the same ledger
+        # a second run: release 2 of the same ledger. Cells that a failed run left for release 2 (written before
+        # its release row, which failed) are not release 2's
+        pyspark(p, "spark.sql(\"insert into sdc_ledger.cells values (2, 'main.r46_persons_pub', 'x', '1', null, null, "
+                   "null, 'a failed run')\")\nprint('ok')")
         second = publish("--audit-json", str(audit_json))
         assert second.returncode == 0 and "recorded as release 2 in the ledger database" in second.stdout, \
             second.stderr[-3000:]
@@ -572,7 +575,7 @@ def test_sdc_publish_target_audits_a_spark_release_records_it_and_refuses_r4_6(b
                          str(p.root))
         assert listed.returncode == 0, listed.stderr[-3000:]
         assert [line.split(":")[0] for line in listed.stdout.splitlines()] == ["release 1", "release 2"]
-        assert "2 tables, 84 cells, sdc_publication of target spark" in listed.stdout
+        assert listed.stdout.count("2 tables, 84 cells, sdc_publication of target spark") == 2
         diff = sdc_cli(p, "release", "diff", "1", "2", "--target", "spark", "--profile", "sdc_scratch",
                        "--profiles-dir", str(p.root))
         assert diff.returncode == 0 and diff.stdout.strip() == "release 1 -> 2: no cell changed", diff.stderr[-3000:]
@@ -595,12 +598,28 @@ def test_sdc_publish_target_audits_a_spark_release_records_it_and_refuses_r4_6(b
         kept = read_spark(p, {"report": "select report from sdc_publication.release_audit",
                               "releases": "select max(release_id) from sdc_ledger.releases"})
         assert json.loads(kept["report"][1][0][0])["release"] == 2 and kept["releases"][1] == [(2,)]
+        # one run at a time: a second one stops at the first one's lock
+        pyspark(p, "spark.sql('create database sdc_publication__sdc_lock')\nprint('ok')")
+        locked = publish()
+        assert locked.returncode == 2 and "the database sdc_publication__sdc_lock exists" in locked.stderr \
+            and "another sdc publish --target is writing a release of sdc_publication" in locked.stderr, \
+            locked.stderr[-3000:]
+        pyspark(p, "spark.sql('drop database sdc_publication__sdc_lock')\nprint('ok')")
+        assert "sdc_publication__sdc_lock" not in spark_tables(p, None)
         # a database of the publication's name that sdc did not make is never written
         pyspark(p, "spark.sql('create database if not exists r46_own'); "
                    "spark.sql('create table if not exists r46_own.mine as select 1 as x')\nprint('ok')")
         foreign = publish("--publication-schema", "r46_own")
         assert foreign.returncode == 2 and "the database r46_own exists and was not made by sdc" in foreign.stderr
         assert spark_tables(p, "r46_own") == ["mine"]
+        # last (its failed run stops sdc publish until the next dbt run): verify_published does not replace a
+        # release that sdc publish --target audited with tables it checks alone
+        files["r46_income_pub"].unlink()
+        result = p.dbt("run-operation", "verify_published")
+        out = result.stdout.replace("\n  ", " ")
+        assert result.returncode != 0 and "verify_published: the publication database sdc_publication holds a " \
+            "release that sdc publish --target audited as a whole" in out, out[-3000:]
+        assert spark_tables(p, "sdc_publication") == ["r46_income_pub", "r46_persons_pub", "release_audit"]
     finally:
         sources.write_text(saved)
         for path in files.values():

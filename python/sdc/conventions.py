@@ -282,6 +282,8 @@ DBT_SETTINGS: dict[str, object] = {
     "sdc_load_log": LOAD_LOG_TABLE,
     # on PostgreSQL, grant_published copies the verified relations into this schema, the only one reader roles read
     "sdc_publication_schema": PUBLICATION_SCHEMA,
+    # the release audit in a publication: on Spark, verify_published never replaces a release sdc publish audited
+    "sdc_release_audit_table": RELEASE_AUDIT_TABLE,
     "sdc_ckm_own_columns": list(CKM_OWN_COLUMNS),
     "sdc_ckm_sum_own_columns": list(CKM_SUM_OWN_COLUMNS),
     "sdc_ckm_sum_own_patterns": list(CKM_SUM_OWN_PATTERNS),

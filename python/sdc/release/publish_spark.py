@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,11 +73,16 @@ from sdc.warehouse.macro_renderer import private_workspace
 # the replica's catalog: Spark's own name of its session catalog (dbt-spark's nodes name no database)
 CATALOG = "spark_catalog"
 STAGING_SUFFIX = "__sdc_release"
-# the ledger's tables on Spark, in ledger.py's columns (JSON as text)
+# held while a run writes: a second run on the same publication stops instead of recording a release twice
+LOCK_SUFFIX = "__sdc_lock"
+LOCK_MARKER = "sdc publish --target is writing a release of this publication"
+# the ledger's tables on Spark, in ledger.py's columns (JSON as text), each row with the run that wrote it: a
+# release's cells are those of the run that recorded its row (cells a failed run left count for nothing)
 LEDGER_DDL = {
-    "releases": "release_id int, published_at string, publication string, loads string, audit string, accepted string",
+    "releases": "release_id int, published_at string, publication string, loads string, audit string, accepted string, "
+                "run string",
     "cells": "release_id int, relation string, cell string, published string, records string, parameters string, "
-             "original double",
+             "original double, run string",
 }
 
 
@@ -114,28 +121,64 @@ def publish_spark(wh, shown: str, manifest: dict, manifest_path: Path, marked: l
                   min_changed_records: int) -> dict:
     """The release of the Spark warehouse ``wh`` (sdc.warehouse.spark_target.SparkWarehouse) audited, checked
     against its ledger and published (the module's text); returns the audit."""
-    with private_workspace("publish") as (con, folder):
-        try:
-            _check_databases(wh, schema, marker)
-            translated = _read_release(wh, con, folder, manifest, marked)
-            ledger = _read_ledger(wh, shown)
-        except Exception as exc:  # Spark's own errors (a lost server, a right missing): nothing was changed
-            if isinstance(exc, SdcError):
-                raise
-            raise SdcError(f"cannot read the release from {shown}: {str(exc).strip().splitlines()[0]}; nothing was "
-                           "changed") from None
+    _check_pyspark()
+    with _lock(wh, schema, shown), private_workspace("publish") as (con, folder):
+        ledger = None
         try:
             try:
+                _check_databases(wh, schema, marker)
+                translated = _read_release(wh, con, folder, manifest, marked)
+                ledger = _read_ledger(wh, shown, folder=folder)
                 audit, cells, loads, alias, verifier = _audit(con, adapted_manifest(manifest, translated), marked,
                                                               f"{shown} (Spark)", manifest_path, min_standard_error)
                 accepted = _check_ledger(wh, ledger, schema, audit, cells, loads, accept_parameter_change, verifier,
                                          min_changed_records)
             except SdcError as exc:  # refused
                 raise SdcError(f"{exc}; {_withdraw(wh, schema, marker)}") from None
+            except Exception as exc:  # Spark's own errors (a lost server, a right missing)
+                raise SdcError(f"cannot audit the release of {shown}: {_first_line(exc)}; nothing was "
+                               "changed") from None
             _write(wh, con, alias, marked, schema, marker, ledger, audit, cells, loads, accepted)
         finally:
-            ledger.close()
+            if ledger is not None:
+                ledger.close()
     return audit
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _check_pyspark() -> None:
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        raise SdcError(f"sdc publish --target on Spark hands tables over as Arrow, which needs PySpark 4 or later; "
+                       f"this is PySpark {pyspark.__version__}: pip install 'pyspark>=4'")
+
+
+@contextmanager
+def _lock(wh, schema: str, shown: str):
+    """A database of sdc's own held while the release is audited and written (the metastore makes a database once:
+    a second run on the same publication stops here), dropped at the end."""
+    lock = schema + LOCK_SUFFIX
+    since = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    try:
+        wh.session.sql(f"create database {qs(lock)} comment {quote_spark_literal(f'{LOCK_MARKER} (since {since})')}")
+    except Exception as exc:
+        if wh.session.catalog.databaseExists(lock):
+            _, comment = _database_comment(wh, lock)
+            raise SdcError(f"the database {lock} exists ({comment or 'not made by sdc'}): another sdc publish "
+                           f"--target is writing a release of {schema}, or one was killed; when none runs, drop "
+                           "it and run again; nothing was written") from None
+        raise SdcError(f"cannot publish a release of {shown}: {_first_line(exc)}; nothing was written") from None
+    try:
+        yield
+    finally:
+        try:
+            wh.session.sql(f"drop database if exists {qs(lock)} cascade")
+        except Exception:  # the session is gone: the message says what happened; the lock says so to the next run
+            pass
 
 
 # ------------------------------------------------------------------------------------------ the databases
@@ -158,7 +201,7 @@ def _check_databases(wh, schema: str, marker: str) -> None:
         exists, comment = _database_comment(wh, database)
         if exists and comment != mark:
             raise SdcError(f"the database {database} exists and was not made by sdc ({what} takes its name; its "
-                           f"comment is not sdc's marker): {fix}; nothing was written")
+                           f"comment is not sdc's marker): {fix}")
 
 
 # ------------------------------------------------------------------------------------------ the replica
@@ -294,13 +337,15 @@ def _audit(con, manifest: dict, marked: list[Marked], where: str, manifest_path:
 
 
 # ------------------------------------------------------------------------------------------ the ledger
-def _read_ledger(wh, shown: str, cells: str | tuple[int, ...] = "last") -> SparkLedger:
+def _read_ledger(wh, shown: str, cells: str | tuple[int, ...] = "last", folder: Path | None = None) -> SparkLedger:
     """The ledger database's releases and the cells of ``cells`` ("last", "all", or those releases), into an
-    in-memory DuckDB ledger of ledger.py's tables."""
+    in-memory DuckDB ledger of ledger.py's tables (spilling, if at all, into ``folder``: it holds originals)."""
     from sdc.warehouse.database import duckdb_connect
 
     con = duckdb_connect()
     try:
+        if folder is not None:
+            con.execute(f"set temp_directory = {quote_literal(str(folder))}")
         create_ledger_tables(con)
         exists = wh.session.catalog.databaseExists(LEDGER_PG_SCHEMA)
         if exists:
@@ -316,9 +361,15 @@ def _read_ledger(wh, shown: str, cells: str | tuple[int, ...] = "last") -> Spark
 
 
 def read_spark_ledger(wh, shown: str, cells: str | tuple[int, ...] = "all") -> SparkLedger:
-    """The ledger of the Spark warehouse ``wh`` for sdc release --target (as _read_ledger); an error where there is
-    none."""
-    ledger = _read_ledger(wh, shown, cells)
+    """The ledger of the Spark warehouse ``wh`` for sdc release --target and sdc report --target (as _read_ledger);
+    an error where there is none."""
+    try:
+        ledger = _read_ledger(wh, shown, cells)
+    except Exception as exc:
+        if isinstance(exc, SdcError):
+            raise
+        raise SdcError(f"cannot read the ledger of releases of {shown} (database {LEDGER_PG_SCHEMA}): "
+                       f"{_first_line(exc)}") from None
     if not ledger.exists:
         ledger.close()
         raise SdcError(f"no ledger of releases in {shown} (database {LEDGER_PG_SCHEMA}): sdc publish --target writes "
@@ -327,10 +378,15 @@ def read_spark_ledger(wh, shown: str, cells: str | tuple[int, ...] = "all") -> S
 
 
 def _read_rows(wh, con, table: str, columns: tuple, releases: list[int] | None) -> None:
-    frame = wh.session.table(f"{qs(LEDGER_PG_SCHEMA)}.{qs(table)}").select(*[qs(c) for c in columns])
+    """Rows of a ledger table into ``con``: the releases, or the cells of ``releases`` (None: all) that the run
+    which recorded their release wrote."""
+    ledger = qs(LEDGER_PG_SCHEMA)
+    sql = f"select {', '.join('t.' + qs(c) for c in columns)} from {ledger}.{qs(table)} as t"
+    if table == "cells":
+        sql += f" left semi join {ledger}.releases as r on t.release_id = r.release_id and t.run = r.run"
     if releases is not None:
-        frame = frame.where(f"release_id in ({', '.join(str(int(r)) for r in releases)})")
-    rows = frame.toArrow()
+        sql += f" where t.release_id in ({', '.join(str(int(r)) for r in releases)})"
+    rows = wh.session.sql(sql).toArrow()
     with con.cursor() as cur:  # a cursor of its own: ``con`` may hold an unfinished result of ledger.py's
         cur.register("sdc_ledger_rows", rows)
         cur.execute(f"insert into {LEDGER_SCHEMA}.{table} ({', '.join(columns)}) select {', '.join(columns)} "
@@ -353,8 +409,14 @@ def _held_release(wh, schema: str) -> dict | None:
             not wh.session.catalog.tableExists(f"{qs(schema)}.{qs(RELEASE_AUDIT_TABLE)}"):
         return None
     rows = wh.session.sql(f"select report from {qs(schema)}.{qs(RELEASE_AUDIT_TABLE)}").collect()
-    found = json.loads(rows[0][0]) if rows and rows[0][0] else None
-    return found if isinstance(found, dict) else None
+    try:
+        found = json.loads(rows[0][0]) if rows and rows[0][0] else None
+    except (TypeError, ValueError):
+        found = None
+    if not isinstance(found, dict):
+        raise SdcError(f"the publication database {schema} holds a table {RELEASE_AUDIT_TABLE} that is no release "
+                       "audit of sdc publish --target: it was changed by hand; drop the database and publish again")
+    return found
 
 
 def _check_ledger(wh, ledger: SparkLedger, schema: str, audit: dict, cells: list, loads: dict,
@@ -383,73 +445,96 @@ def _write(wh, con, alias: str, marked: list[Marked], schema: str, marker: str, 
     """The audited copies and the public audit into the staging database, the release into the ledger, then the
     publication database made anew from the staging copies."""
     staging = schema + STAGING_SUFFIX
-    frames = {m.name: wh.session.createDataFrame(con.sql(f"select * from {q(alias)}.main.{q(m.name)}").to_arrow_table())
-              for m in marked}
-    frames[RELEASE_AUDIT_TABLE] = wh.session.createDataFrame(
-        [(json.dumps(public_release_audit(audit), sort_keys=True),)], schema="report string")
+    names = [m.name for m in marked] + [RELEASE_AUDIT_TABLE]
     try:
+        frames = {m.name: wh.session.createDataFrame(con.sql(f"select * from {q(alias)}.main.{q(m.name)}")
+                                                     .to_arrow_table()) for m in marked}
+        frames[RELEASE_AUDIT_TABLE] = wh.session.createDataFrame(
+            [(json.dumps(public_release_audit(audit), sort_keys=True),)], schema="report string")
         wh.session.sql(f"drop database if exists {qs(staging)} cascade")
         wh.session.sql(f"create database {qs(staging)} comment {quote_spark_literal(marker)}")
         for name, frame in frames.items():
-            frame.write.saveAsTable(f"{qs(staging)}.{qs(name)}")
+            frame.write.format("parquet").saveAsTable(f"{qs(staging)}.{qs(name)}")
+        _check_replaceable(wh, schema, marker)
         _record(wh, ledger, cells, loads, audit, f"{schema} of {ledger.target}", accepted)
     except Exception as exc:
         if isinstance(exc, SdcError):
-            raise
-        raise SdcError(f"the release audit passed but the release cannot be written to Spark "
-                       f"({str(exc).strip().splitlines()[0]}); the publication database and the ledger are as "
-                       "they were") from None
+            raise SdcError(f"{exc}; the publication database and the ledger are as they were") from None
+        raise SdcError(f"the release audit passed but the release cannot be written to Spark ({_first_line(exc)}); "
+                       "the publication database and the ledger are as they were") from None
     try:
         wh.session.sql(f"drop database if exists {qs(schema)} cascade")
         wh.session.sql(f"create database {qs(schema)} comment {quote_spark_literal(marker)}")
-        for name in frames:
-            wh.session.sql(f"create table {qs(schema)}.{qs(name)} as select * from {qs(staging)}.{qs(name)}")
+        for name in names:
+            wh.session.sql(f"create table {qs(schema)}.{qs(name)} using parquet as select * from "
+                           f"{qs(staging)}.{qs(name)}")
         wh.session.sql(f"drop database {qs(staging)} cascade")
     except Exception as exc:
         raise SdcError(f"release {audit['release']} is recorded in {ledger.where} with its audit, but the "
-                       f"publication database {schema} could not be replaced ({str(exc).strip().splitlines()[0]}): "
-                       "run sdc publish --target again") from None
+                       f"publication database {schema} could not be replaced ({_first_line(exc)}): its readers do "
+                       "not read it; run sdc publish --target again (it records the same cells as the next "
+                       "release)") from None
+
+
+def _check_replaceable(wh, schema: str, marker: str) -> None:
+    """The publication database is sdc's (its marker, read again just before it is replaced) and holds tables
+    only: a view or function in it is someone's own, which replacing the database would drop."""
+    exists, comment = _database_comment(wh, schema)
+    if not exists:
+        return
+    if comment != marker:
+        raise SdcError(f"the database {schema} was made by someone else while sdc audited the release (its comment "
+                       "is not sdc's marker): it is left as it is")
+    # (a session's temporary views and functions are listed in every database: not its own)
+    others = [r[1] for r in wh.session.sql(f"show views in {qs(schema)}").collect() if not r[2]]
+    others += [r[0] for r in wh.session.sql(f"show user functions in {qs(schema)}").collect()
+               if r[0].lower().split(".")[-2:-1] == [schema.lower()]]
+    if others:
+        raise SdcError(f"the publication database {schema} holds {', '.join(sorted(others))}, which sdc does not "
+                       "make: replacing the database would drop it; move it elsewhere")
 
 
 def _record(wh, ledger: SparkLedger, cells: list, loads: dict, audit: dict, publication: str,
             accepted: list) -> None:
     """The release appended to the ledger database (made where missing), if its last release is still the one
-    the check read."""
-    if not ledger.exists:
-        wh.session.sql(f"create database if not exists {qs(LEDGER_PG_SCHEMA)} "
-                       f"comment {quote_spark_literal(LEDGER_MARKER)}")
-        for table, ddl in LEDGER_DDL.items():
-            wh.session.sql(f"create table if not exists {qs(LEDGER_PG_SCHEMA)}.{qs(table)} ({ddl}) using parquet")
-    now = wh.session.sql(f"select max(release_id) from {qs(LEDGER_PG_SCHEMA)}.releases").collect()[0][0]
+    the check read; its rows tagged with this run."""
+    database = qs(LEDGER_PG_SCHEMA)
+    wh.session.sql(f"create database if not exists {database} comment {quote_spark_literal(LEDGER_MARKER)}")
+    for table, ddl in LEDGER_DDL.items():
+        wh.session.sql(f"create table if not exists {database}.{qs(table)} ({ddl}) using parquet")
+    now = wh.session.sql(f"select max(release_id) from {database}.releases").collect()[0][0]
     if now != ledger.last:
         raise SdcError(f"release {now} was recorded in {ledger.where} while this one was audited (another sdc "
-                       "publish --target ran meanwhile); nothing was written: run sdc publish --target again")
+                       "publish --target ran meanwhile)")
     release = record_release(ledger.con, cells, loads, audit, publication, accepted)
-    # cells first: a release row is what makes a release; a failure between the two leaves cells of no release
+    run = uuid.uuid4().hex
+    # cells first: the release's row, written last, is what makes them count
     for table, columns in (("cells", CELL_COLUMNS), ("releases", RELEASE_COLUMNS)):
-        rows = ledger.con.sql(f"select {', '.join(columns)} from {LEDGER_SCHEMA}.{table} "
+        rows = ledger.con.sql(f"select {', '.join(columns)}, {quote_literal(run)} as run from {LEDGER_SCHEMA}.{table} "
                               f"where release_id = {int(release)}").to_arrow_table()
         frame = wh.session.createDataFrame(rows)
         types = dict(part.strip().split(" ", 1) for part in LEDGER_DDL[table].split(","))
-        frame = frame.select(*[frame[c].cast(types[c]).alias(c) for c in columns])
-        frame.write.insertInto(f"{qs(LEDGER_PG_SCHEMA)}.{qs(table)}")
+        frame = frame.select(*[frame[c].cast(types[c]).alias(c) for c in (*columns, "run")])
+        frame.write.insertInto(f"{database}.{qs(table)}")
 
 
 def _withdraw(wh, schema: str, marker: str) -> str:
     """A publication database that verify_published made (its marker, no release audit) dropped: its tables were
     verified one by one and the release as a whole is refused. Returns what was done, for the message."""
-    exists, comment = _database_comment(wh, schema)
-    if not exists:
-        return "nothing was written"
-    if comment != marker:
-        return f"nothing was written (the database {schema} is not sdc's and is left as it is)"
-    if _held_release(wh, schema) is not None:
-        return (f"nothing was written: the publication database {schema} keeps the last release that passed the "
-                "release audit")
     try:
+        exists, comment = _database_comment(wh, schema)
+        if not exists:
+            return "nothing was written"
+        if comment != marker:
+            return f"nothing was written (the database {schema} is not sdc's and is left as it is)"
+        if wh.session.catalog.tableExists(f"{qs(schema)}.{qs(RELEASE_AUDIT_TABLE)}"):
+            return (f"nothing was written: the publication database {schema} keeps the last release that passed the "
+                    "release audit")
+        _check_replaceable(wh, schema, marker)
         wh.session.sql(f"drop database {qs(schema)} cascade")
     except Exception as exc:
-        return (f"the publication database {schema} that verify_published made could not be dropped "
-                f"({str(exc).strip().splitlines()[0]}): its readers still read tables of the refused release; drop it")
+        why = str(exc) if isinstance(exc, SdcError) else _first_line(exc)
+        return (f"nothing was written, and the publication database {schema} that verify_published made could not be "
+                f"withdrawn ({why}): its readers still read tables of a release the audit refuses; drop it")
     return (f"the publication database {schema} that verify_published made (tables verified one by one, never "
             "audited as a release) is dropped; nothing else was written")

@@ -147,6 +147,11 @@ def on_spark(inputs):
     with spark_connect_server(folder, demo_spark_server_profile(folder, inputs / "spark")) as remote:
         env = dict(base_env(inputs), DBT_PROFILES_DIR=str(folder), SPARK_LOCAL_IP="127.0.0.1", SPARK_REMOTE=remote)
         build_demo_on("spark", env, inputs)
+        # the release as an office publishes it on Spark (test_the_demo_release_on_spark_is_audited_as_on_duckdb)
+        released = runner(env)(str(BIN / "sdc"), "publish", "--target", "spark", "--manifest",
+                               str(inputs / "target_spark" / "manifest.json"), "--audit-json",
+                               str(inputs / "spark_release.json"), check=False)
+        (inputs / "spark_release.out").write_text(json.dumps([released.returncode, released.stdout, released.stderr]))
         # read through sdc's own connection to the target (one session for all tables)
         code = ("import json, decimal\nfrom sdc.warehouse.profiles import connect_target\n"
                 f"with connect_target({str(folder)!r}, 'sdc_demo', 'spark') as spark:\n"
@@ -192,3 +197,24 @@ def test_every_protected_relation_is_the_same_on_every_engine(on_duckdb, engine,
         assert their_columns == columns, name
         assert len(rows) > 0, name
         assert_same_cells(plain_cells(rows), plain_cells(their_rows), name)
+
+
+@pytest.mark.spark
+def test_the_demo_release_on_spark_is_audited_as_on_duckdb(on_duckdb, on_spark, inputs, tmp_path):
+    """`sdc publish --target spark` publishes the demo's release on Spark after the release audit that `sdc publish`
+    runs on DuckDB: the same tables verified, the same checks passed, the same averaging figure, release 1 of the
+    ledger database on Spark."""
+    code, out, err = json.loads((inputs / "spark_release.out").read_text())
+    assert code == 0, (out[-3000:], err[-3000:])
+    assert "recorded as release 1 in the ledger database sdc_ledger of target spark" in out
+    assert "published 6 relations and the release audit to database sdc_publication" in out
+    spark = json.loads((inputs / "spark_release.json").read_text())
+    env = dict(base_env(inputs), SDC_DUCKDB_PATH=str(inputs / "sdc.duckdb"))
+    runner(env)(str(BIN / "sdc"), "publish", "--db", str(inputs / "sdc.duckdb"), "--manifest",
+                str(inputs / "target" / "manifest.json"), "--out", str(tmp_path / "pub.duckdb"), "--ledger",
+                str(tmp_path / "ledger.duckdb"), "--audit-json", str(tmp_path / "duck.json"))
+    duck = json.loads((tmp_path / "duck.json").read_text())
+    assert spark["published"] == duck["published"] and spark["verified"] == duck["verified"]
+    assert spark["checks"] == duck["checks"] and spark["release"] == duck["release"] == 1
+    assert spark["averaging"]["smallest_standard_error"] == pytest.approx(duck["averaging"]["smallest_standard_error"])
+    assert spark["averaging"]["method"] == duck["averaging"]["method"]

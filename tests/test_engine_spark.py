@@ -612,6 +612,14 @@ def test_sdc_publish_target_audits_a_spark_release_records_it_and_refuses_r4_6(b
         foreign = publish("--publication-schema", "r46_own")
         assert foreign.returncode == 2 and "the database r46_own exists and was not made by sdc" in foreign.stderr
         assert spark_tables(p, "r46_own") == ["mine"]
+        # a hostile publication name is a name, quoted, never SQL: one line (the metastore refuses such a name)
+        # or a database of exactly that name; nothing else happens
+        hostile = "pub`; drop database raw cascade; --\n.."
+        odd = publish("--publication-schema", hostile)
+        assert odd.returncode in (0, 2) and "Traceback" not in odd.stderr, odd.stderr[-3000:]
+        assert odd.returncode == 0 or odd.stderr.startswith("sdc publish: error: "), odd.stderr[-3000:]
+        assert "r46_persons" in spark_tables(p, "raw")
+        assert (hostile.lower() in spark_tables(p, None)) == (odd.returncode == 0)
         # last (its failed run stops sdc publish until the next dbt run): verify_published does not replace a
         # release that sdc publish --target audited with tables it checks alone
         files["r46_income_pub"].unlink()

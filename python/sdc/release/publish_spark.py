@@ -47,26 +47,21 @@ from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_spark_identifier as qs
 from sdc.quoting import quote_literal, quote_spark_literal
-from sdc.release.averaging_releases import audit_over_releases
-from sdc.release.differencing import check_differencing
-from sdc.release.ledger import (
-    check_publication_release,
-    LEDGER_SCHEMA,
-    check_against_last,
-    create_ledger_tables,
-    last_release,
-    ledger_id,
-    loaded_roots,
-    new_ledger_id,
-    record_release,
-    release_cells,
-    release_loads,
-    withdrawn_relations,
-)
+from sdc.release.ledger import LEDGER_SCHEMA, create_ledger_tables, last_release, record_release
 from sdc.release.ledger_postgres import CELL_COLUMNS, LEDGER_MARKER, RELEASE_COLUMNS
 from sdc.release.public_audit import public_release_audit
-from sdc.release.replica import adapted_manifest, create_views, lineage_parents, record_names, translated_sql, view_sql
-from sdc.release.publish import Marked, audit_checked_release, check_release, copy_release
+from sdc.release.replica import (
+    AuditedRelease,
+    adapted_manifest,
+    audit_replica,
+    check_against_ledger,
+    create_views,
+    lineage_parents,
+    record_names,
+    translated_sql,
+    view_sql,
+)
+from sdc.release.publish import Marked, builder_cubes
 from sdc.warehouse.build_record import build_record_of_comment
 from sdc.warehouse.macro_renderer import private_workspace
 
@@ -129,20 +124,20 @@ def publish_spark(wh, shown: str, manifest: dict, manifest_path: Path, marked: l
                 _check_databases(wh, schema, marker)
                 translated = _read_release(wh, con, folder, manifest, marked)
                 ledger = _read_ledger(wh, shown, folder=folder)
-                audit, cells, loads, alias, verifier = _audit(con, adapted_manifest(manifest, translated), marked,
-                                                              f"{shown} (Spark)", manifest_path, min_standard_error)
-                accepted = _check_ledger(wh, ledger, schema, audit, cells, loads, accept_parameter_change, verifier,
-                                         min_changed_records)
+                release = audit_replica(con, adapted_manifest(manifest, translated), marked, f"{shown} (Spark)",
+                                        manifest_path, min_standard_error)
+                accepted = check_against_ledger(ledger, (schema, _held_release(wh, schema)), release,
+                                                accept_parameter_change, min_changed_records, _fetch_cells(wh, ledger))
             except SdcError as exc:  # refused
                 raise SdcError(f"{exc}; {_withdraw(wh, schema, marker)}") from None
             except Exception as exc:  # Spark's own errors (a lost server, a right missing)
                 raise SdcError(f"cannot audit the release of {shown}: {_first_line(exc)}; nothing was "
                                "changed") from None
-            _write(wh, con, alias, marked, schema, marker, ledger, audit, cells, loads, accepted)
+            _write(wh, con, release, marked, schema, marker, ledger, accepted)
         finally:
             if ledger is not None:
                 ledger.close()
-    return audit
+    return release.audit
 
 
 def _first_line(exc: BaseException) -> str:
@@ -166,8 +161,11 @@ def _lock(wh, schema: str, shown: str):
     try:
         wh.session.sql(f"create database {qs(lock)} comment {quote_spark_literal(f'{LOCK_MARKER} (since {since})')}")
     except Exception as exc:
-        if wh.session.catalog.databaseExists(lock):
-            _, comment = _database_comment(wh, lock)
+        try:
+            held, comment = _database_comment(wh, lock)
+        except Exception:  # the name itself is what Spark refused
+            held, comment = False, None
+        if held:
             raise SdcError(f"the database {lock} exists ({comment or 'not made by sdc'}): another sdc publish "
                            f"--target is writing a release of {schema}, or one was killed; when none runs, drop "
                            "it and run again; nothing was written") from None
@@ -184,7 +182,7 @@ def _lock(wh, schema: str, shown: str):
 # ------------------------------------------------------------------------------------------ the databases
 def _database_comment(wh, database: str) -> tuple[bool, str | None]:
     """(whether the database exists, its comment)."""
-    if not wh.session.catalog.databaseExists(database):
+    if not wh.session.catalog.databaseExists(qs(database)):
         return False, None
     rows = {row[0]: row[1] for row in wh.session.sql(f"describe database extended {qs(database)}").collect()}
     return True, rows.get("Comment") or rows.get("comment")
@@ -206,16 +204,11 @@ def _check_databases(wh, schema: str, marker: str) -> None:
 
 # ------------------------------------------------------------------------------------------ the replica
 def _relation(wh, schema: str, name: str) -> Found | None:
-    found = wh.existing_relation(f"{schema}.{name}")
-    if found is None:
+    rows = wh.described(schema, name)
+    if rows is None:
         return None
-    _, kind, comment = found
-    sql = None
-    if kind == "view":
-        rows = {row[0]: row[1] for row in
-                wh.session.sql(f"describe table extended {qs(schema)}.{qs(name)}").collect()}
-        sql = rows.get("View Text")
-    return Found(schema, name, kind, comment, sql)
+    kind = "view" if rows.get("Type") == "VIEW" else "table"
+    return Found(schema, name, kind, rows.get("Comment"), rows.get("View Text") if kind == "view" else None)
 
 
 def _view_reads(view: Found) -> list[tuple[str, str]]:
@@ -236,8 +229,6 @@ def _view_reads(view: Found) -> list[tuple[str, str]]:
 def _closure(wh, manifest: dict, marked: list[Marked]) -> list[Found]:
     """Every relation the tagged ones reach, in the order found, and the load log."""
     parents = lineage_parents(manifest)
-    from sdc.release.publish import builder_cubes
-
     wanted = [(m.schema, m.name) for m in marked] + [(s, n) for _, s, n in builder_cubes(manifest)]
     wanted.append((RAW_SCHEMA, LOAD_LOG_TABLE))
     found: dict[tuple[str, str], Found] = {}
@@ -318,24 +309,6 @@ def _create_views(con, views: list[Found]) -> None:
     create_views(con, pending, "write views that the release reads in SQL that DuckDB reads too")
 
 
-# ------------------------------------------------------------------------------------------ the audit
-def _audit(con, manifest: dict, marked: list[Marked], where: str, manifest_path: Path,
-           min_standard_error: float) -> tuple[dict, list, dict, str, object]:
-    """sdc publish's checks, verification and release audit on the replica; returns the audit, the release's cells
-    and loads for the ledger, the in-memory database that holds the audited copies of the tagged relations, and
-    the verifier."""
-    release = check_release(con, manifest, marked, where, manifest_path)
-    alias = f"sdc_release_{uuid.uuid4().hex}"
-    con.execute(f"attach ':memory:' as {q(alias)}")
-    copy_release(con, alias, release)
-    audit = audit_checked_release(release, min_standard_error)
-    published = {release.rels[m].label: f"{q(alias)}.main.{q(m.name)}" for m in release.marked}
-    cells = release_cells(release.verifier, list(release.verifier.verified.values()), published)
-    audit["published"] = sorted(published)
-    audit["withdrawn"] = []
-    return audit, cells, release_loads(con), alias, release.verifier
-
-
 # ------------------------------------------------------------------------------------------ the ledger
 def _read_ledger(wh, shown: str, cells: str | tuple[int, ...] = "last", folder: Path | None = None) -> SparkLedger:
     """The ledger database's releases and the cells of ``cells`` ("last", "all", or those releases), into an
@@ -347,7 +320,7 @@ def _read_ledger(wh, shown: str, cells: str | tuple[int, ...] = "last", folder: 
         if folder is not None:
             con.execute(f"set temp_directory = {quote_literal(str(folder))}")
         create_ledger_tables(con)
-        exists = wh.session.catalog.databaseExists(LEDGER_PG_SCHEMA)
+        exists = wh.session.catalog.databaseExists(qs(LEDGER_PG_SCHEMA))
         if exists:
             _read_rows(wh, con, "releases", RELEASE_COLUMNS, None)
             last = last_release(con)
@@ -405,7 +378,7 @@ def _fetch_cells(wh, ledger: SparkLedger):
 
 def _held_release(wh, schema: str) -> dict | None:
     """The public release audit that the publication database holds (None: none there)."""
-    if not wh.session.catalog.databaseExists(schema) or \
+    if not wh.session.catalog.databaseExists(qs(schema)) or \
             not wh.session.catalog.tableExists(f"{qs(schema)}.{qs(RELEASE_AUDIT_TABLE)}"):
         return None
     rows = wh.session.sql(f"select report from {qs(schema)}.{qs(RELEASE_AUDIT_TABLE)}").collect()
@@ -419,31 +392,12 @@ def _held_release(wh, schema: str) -> dict | None:
     return found
 
 
-def _check_ledger(wh, ledger: SparkLedger, schema: str, audit: dict, cells: list, loads: dict,
-                  accept_parameter_change: bool, verifier, min_changed_records: int) -> list:
-    """This release against the ledger's last one (ledger.check_against_last), the release the publication
-    database holds against the ledger, the averaging audit over releases and the differencing check, as on the
-    other engines; the release's number and the ledger's identity into the audit. Returns the changes accepted."""
-    fetch = _fetch_cells(wh, ledger)
-    check_publication_release(ledger.con, _held_release(wh, schema), f"the publication database {schema}",
-                              ledger.where)
-    accepted = check_against_last(ledger.con, cells, loads, accept_parameter_change, loaded_roots(verifier),
-                                  fetch=fetch)
-    audit["ledger_id"] = ledger_id(ledger.con) or new_ledger_id()
-    audit["withdrawn"] = withdrawn_relations(ledger.con, audit["published"])
-    audit["release"] = (ledger.last or 0) + 1
-    audit["ledger"] = ledger.where
-    audit["averaging"]["over_releases"] = audit_over_releases(verifier, ledger.con, loads, cells,
-                                                              audit["averaging"]["min_standard_error"], fetch=fetch)
-    check_differencing(verifier, ledger.con, ledger.last, audit, min_changed_records)
-    return accepted
-
-
 # ------------------------------------------------------------------------------------------ writing Spark
-def _write(wh, con, alias: str, marked: list[Marked], schema: str, marker: str, ledger: SparkLedger, audit: dict,
-           cells: list, loads: dict, accepted: list) -> None:
+def _write(wh, con, release: AuditedRelease, marked: list[Marked], schema: str, marker: str, ledger: SparkLedger,
+           accepted: list) -> None:
     """The audited copies and the public audit into the staging database, the release into the ledger, then the
     publication database made anew from the staging copies."""
+    audit, alias = release.audit, release.alias
     staging = schema + STAGING_SUFFIX
     names = [m.name for m in marked] + [RELEASE_AUDIT_TABLE]
     try:
@@ -456,7 +410,7 @@ def _write(wh, con, alias: str, marked: list[Marked], schema: str, marker: str, 
         for name, frame in frames.items():
             frame.write.format("parquet").saveAsTable(f"{qs(staging)}.{qs(name)}")
         _check_replaceable(wh, schema, marker)
-        _record(wh, ledger, cells, loads, audit, f"{schema} of {ledger.target}", accepted)
+        _record(wh, ledger, release.cells, release.loads, audit, f"{schema} of {ledger.target}", accepted)
     except Exception as exc:
         if isinstance(exc, SdcError):
             raise SdcError(f"{exc}; the publication database and the ledger are as they were") from None

@@ -60,32 +60,20 @@ from sdc.files import check_not_an_input, check_output_file, write_text_atomical
 from sdc.release.publish import (
     AUDIT_JSON_WRITER,
     Marked,
-    audit_checked_release,
     builder_cubes,
-    check_release,
-    copy_release,
     manifest_location,
     read_manifest,
 )
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
 from sdc.release.averaging import check_floor
-from sdc.release.ledger import (
-    check_against_last,
-    check_publication_release,
-    ledger_id,
-    loaded_roots,
-    new_ledger_id,
-    release_cells,
-    release_loads,
-    withdrawn_relations,
-)
-from sdc.release.averaging_releases import audit_over_releases
-from sdc.release.differencing import MIN_CHANGED_RECORDS, check_differencing, check_minimum
+from sdc.release.differencing import MIN_CHANGED_RECORDS, check_minimum
 from sdc.release.ledger_postgres import TargetLedger, read_cells, read_ledger, write_release
 from sdc.release.public_audit import public_release_audit
 from sdc.release.replica import (
     adapted_manifest,
+    audit_replica,
+    check_against_ledger,
     create_views,
     lineage_parents,
     record_names,
@@ -366,16 +354,12 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
             publication = _read_release(pg, con, folder, manifest, marked, schema, marker, translated)
             if publication.marked:
                 ledger = _read_ledger(pg)
-            audit, cells, loads, verifier = _audit(con, adapted_manifest(manifest, translated), marked, publication,
-                                                   f"{shown} (PostgreSQL)", manifest_path, min_standard_error)
-            accepted = _check_ledger(pg, ledger, audit, cells, loads, accept_parameter_change, held,
-                                     loaded_roots(verifier))
-            audit["averaging"]["over_releases"] = audit_over_releases(
-                verifier, ledger.con if ledger is not None else None, loads, cells,
-                audit["averaging"]["min_standard_error"],
-                fetch=(lambda releases: read_cells(pg, ledger, releases)) if ledger is not None else None)
-            check_differencing(verifier, ledger.con if ledger is not None else None,
-                               ledger.last if ledger is not None else None, audit, min_changed_records)
+            release = audit_replica(con, adapted_manifest(manifest, translated), marked, f"{shown} (PostgreSQL)",
+                                    manifest_path, min_standard_error,
+                                    lambda alias: _check_publication_copies(con, alias, marked, publication))
+            accepted = check_against_ledger(ledger, held, release, accept_parameter_change, min_changed_records,
+                                            lambda releases: read_cells(pg, ledger, releases))
+            audit, cells, loads = release.audit, release.cells, release.loads
         except BaseException as exc:
             if ledger is not None:
                 ledger.close()
@@ -394,25 +378,6 @@ def _read_ledger(pg) -> TargetLedger:
         return read_ledger(pg, "last")
     except SdcError as exc:
         raise _NotAudited(str(exc)) from None
-
-
-def _check_ledger(pg, ledger: TargetLedger | None, audit: dict, cells: list, loads: dict,
-                  accept_parameter_change: bool, held: tuple[str | None, dict | None] = (None, None),
-                  roots: dict | None = None) -> list:
-    """This release against the ledger's last one (ledger.check_against_last), and the release the publication
-    database holds against the ledger (check_publication_release); its number, the ledger's identity, and the
-    relations the last release published that this one does not, into the audit."""
-    if ledger is None:
-        return []
-    database, release = held
-    check_publication_release(ledger.con, release, f"the publication database {database}", ledger.where)
-    accepted = check_against_last(ledger.con, cells, loads, accept_parameter_change, roots,
-                                  fetch=lambda releases: read_cells(pg, ledger, releases))
-    audit["ledger_id"] = ledger_id(ledger.con) or new_ledger_id()
-    audit["withdrawn"] = withdrawn_relations(ledger.con, audit["published"])
-    audit["release"] = (ledger.last or 0) + 1
-    audit["ledger"] = ledger.where
-    return accepted
 
 
 def publication_marker() -> str:
@@ -752,27 +717,15 @@ def _translate(manifest: dict, item: Mirrored) -> tuple[str, str] | None:
 
 
 # ------------------------------------------------------------------------------------------ the audit
-def _audit(con, manifest: dict, marked: list[Marked], publication: Publication, where: str, manifest_path: Path,
-           min_standard_error: float) -> tuple[dict, list, dict, object]:
-    """sdc publish's checks, verification and release audit on the replica; the publication schema (one that
-    grant_published made) must hold exactly what they passed. Returns the audit's figures, and the release's
-    cells and loads for the ledger (as sdc publish --db records them)."""
-    release = check_release(con, manifest, marked, where, manifest_path)
-    alias = f"sdc_release_{uuid.uuid4().hex}"
-    con.execute(f"attach ':memory:' as {q(alias)}")
-    copy_release(con, alias, release)
-    if publication.marked:
-        try:
-            _check_publication(con, alias, marked, publication)
-        except duckdb.Error as exc:
-            raise SdcError(f"cannot compare the publication schema {publication.name} with the release sdc audited: "
-                           f"{str(exc).strip().splitlines()[0]}") from None
-    audit = audit_checked_release(release, min_standard_error)
-    published = {release.rels[m].label: f"{q(alias)}.main.{q(m.name)}" for m in release.marked}
-    cells = release_cells(release.verifier, list(release.verifier.verified.values()), published)
-    audit["published"] = sorted(published)
-    audit["withdrawn"] = []
-    return audit, cells, release_loads(con), release.verifier
+def _check_publication_copies(con, alias: str, marked: list[Marked], publication: Publication) -> None:
+    """The publication schema (one that grant_published made) holds exactly the copies sdc audits."""
+    if not publication.marked:
+        return
+    try:
+        _check_publication(con, alias, marked, publication)
+    except duckdb.Error as exc:
+        raise SdcError(f"cannot compare the publication schema {publication.name} with the release sdc audited: "
+                       f"{str(exc).strip().splitlines()[0]}") from None
 
 
 def _check_publication(con, alias: str, marked: list[Marked], publication: Publication) -> None:

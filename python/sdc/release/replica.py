@@ -7,6 +7,8 @@ publish's (release/publish.py)."""
 from __future__ import annotations
 
 import copy
+import uuid
+from dataclasses import dataclass
 from typing import Callable
 
 import duckdb
@@ -131,3 +133,74 @@ def create_views(con, views: list[tuple[str, str, str]], hint: str) -> None:
             label, _, _, error = failed[0]
             raise SdcError(f"{label} is a view whose SQL sdc cannot run in its audit ({error}): {hint}")
         pending = [(label, where, sql) for label, where, sql, _ in failed]
+
+
+# ------------------------------------------------------------------------------------------ the audit on a replica
+@dataclass
+class AuditedRelease:
+    """What the audit on a replica gives: the audit's figures, the release's cells and loads for the ledger (as
+    sdc publish --db records them), the in-memory database holding the audited copies, and the verifier."""
+
+    audit: dict
+    cells: list
+    loads: dict
+    alias: str
+    verifier: object
+
+
+def audit_replica(con, manifest: dict, marked: list, where: str, manifest_path, min_standard_error: float,
+                  check_copies: Callable[[str], None] | None = None) -> AuditedRelease:
+    """sdc publish's checks, verification and release audit on the replica ``con``; ``check_copies(alias)`` runs
+    after the tagged relations are copied into ``alias`` (PostgreSQL: its publication schema must hold them)."""
+    from sdc.quoting import quote_identifier as q
+    from sdc.release.ledger import release_cells, release_loads
+    from sdc.release.publish import audit_checked_release, check_release, copy_release
+
+    release = check_release(con, manifest, marked, where, manifest_path)
+    alias = f"sdc_release_{uuid.uuid4().hex}"
+    con.execute(f"attach ':memory:' as {q(alias)}")
+    copy_release(con, alias, release)
+    if check_copies is not None:
+        check_copies(alias)
+    audit = audit_checked_release(release, min_standard_error)
+    published = {release.rels[m].label: f"{q(alias)}.main.{q(m.name)}" for m in release.marked}
+    cells = release_cells(release.verifier, list(release.verifier.verified.values()), published)
+    audit["published"] = sorted(published)
+    audit["withdrawn"] = []
+    return AuditedRelease(audit, cells, release_loads(con), alias, release.verifier)
+
+
+def check_against_ledger(ledger, held: tuple[str, dict | None], release: AuditedRelease,
+                         accept_parameter_change: bool, min_changed_records: int, fetch) -> list:
+    """The audited release against a warehouse's ledger (``ledger``: its DuckDB copy ``con``, ``last`` and
+    ``where``; None where nothing is recorded): the release the publication holds (``held``: its name and public
+    audit) recorded there, the cells against the last release (ledger.check_against_last), the averaging audit
+    over releases and the differencing check; the release's number and the ledger's identity into the audit.
+    ``fetch(releases)`` reads the cells of earlier releases into the copy. Returns the changes accepted."""
+    from sdc.release.averaging_releases import audit_over_releases
+    from sdc.release.differencing import check_differencing
+    from sdc.release.ledger import (
+        check_against_last,
+        check_publication_release,
+        ledger_id,
+        loaded_roots,
+        new_ledger_id,
+        withdrawn_relations,
+    )
+
+    audit, accepted = release.audit, []
+    if ledger is not None:
+        check_publication_release(ledger.con, held[1], f"the publication database {held[0]}", ledger.where)
+        accepted = check_against_last(ledger.con, release.cells, release.loads, accept_parameter_change,
+                                      loaded_roots(release.verifier), fetch=fetch)
+        audit["ledger_id"] = ledger_id(ledger.con) or new_ledger_id()
+        audit["withdrawn"] = withdrawn_relations(ledger.con, audit["published"])
+        audit["release"] = (ledger.last or 0) + 1
+        audit["ledger"] = ledger.where
+    con = ledger.con if ledger is not None else None
+    audit["averaging"]["over_releases"] = audit_over_releases(
+        release.verifier, con, release.loads, release.cells, audit["averaging"]["min_standard_error"],
+        fetch=fetch if ledger is not None else None)
+    check_differencing(release.verifier, con, ledger.last if ledger is not None else None, audit,
+                       min_changed_records)
+    return accepted

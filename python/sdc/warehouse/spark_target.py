@@ -74,11 +74,18 @@ class SparkWarehouse:
         """(schema, 'table' or 'view', its comment) of the relation ``name`` ('schema.table', or a table in the
         target's schema), or None when there is none."""
         schema, table = name.split(".") if "." in name else (self.schema, name)
+        rows = self.described(schema, table)
+        if rows is None:
+            return None
+        return schema, "view" if rows.get("Type") == "VIEW" else "table", rows.get("Comment")
+
+    def described(self, schema: str, table: str) -> dict | None:
+        """What `describe table extended` says of schema.table (Type, Comment, a view's View Text, ...), or None
+        when there is no such relation."""
         relation = f"{quote_spark(schema)}.{quote_spark(table)}"
         if not self.session.catalog.tableExists(relation):
             return None
-        rows = {row[0]: row[1] for row in self.session.sql(f"describe table extended {relation}").collect()}
-        return schema, "view" if rows.get("Type") == "VIEW" else "table", rows.get("Comment")
+        return {row[0]: row[1] for row in self.session.sql(f"describe table extended {relation}").collect()}
 
     def export_parquet(self, schema: str, table: str, folder: Path) -> Path:
         """The table as a folder of Parquet files (types as they are)."""

@@ -91,7 +91,11 @@ class BlueVariances:
 def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_CELLS) -> BlueVariances:
     """``design``: one row per published record set, one column per finest cell (its coefficients: 1 where the
     cell covers the finest cell); ``noise_variances``: one per row, > 0. See the module's text."""
-    a = sp.csr_matrix(design, dtype=float)
+    # a design's coefficients stay as they are (population_design's are 1 as int8: at 10^7 finest cells a float
+    # copy of the whole matrix is gigabytes); the exact parts, which are small, compute in floats
+    a = sp.csr_matrix(design) if sp.issparse(design) else sp.csr_matrix(np.asarray(design, dtype=float))
+    if a.dtype.kind not in "iuf":
+        a = a.astype(float)
     v = np.asarray(noise_variances, dtype=float)
     n_rows, n = a.shape
     if v.shape != (n_rows,) or not np.all(v > 0) or not np.all(np.isfinite(v)):
@@ -169,6 +173,7 @@ def _exact(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(F⁺)_jj for the identified finest cells (else inf) and a_iᵀ F⁺ a_i for the rows, F = Aᵀ W A, computed on
     F (the finest cells' space): F⁺ = S Sᵀ, and a finest cell is identified where the projection onto the range
     of F keeps its unit vector (its diagonal is 1)."""
+    a = a.astype(float)
     s, r = _pseudo_inverse_factor((a.T @ sp.diags(1.0 / v) @ a).toarray())
     finest = (s ** 2).sum(axis=1)
     finest[1 - (s * r).sum(axis=1) > NOT_IDENTIFIED] = np.inf
@@ -192,7 +197,7 @@ def _exact_by_record_sets(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, 
     0 at every identified cell and, at a cell whose unit vector keeps a share d off the row space, normal with
     variance d; cells where it is near 0 for two such vectors are the candidates, each then checked and computed
     exactly as above (a cell that is no candidate keeps a share off the row space: not identified)."""
-    b = (sp.diags(1.0 / np.sqrt(v)) @ a).tocsc()
+    b = (sp.diags(1.0 / np.sqrt(v)) @ a.astype(float)).tocsc()
     s, r = _pseudo_inverse_factor((b @ b.T).toarray())
     rows = v * (s * r).sum(axis=1)
     omega = np.random.default_rng(0x5DC).standard_normal((b.shape[1], 2))
@@ -211,20 +216,29 @@ def _exact_by_record_sets(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, 
 def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """1 / Σ_i a_ij² / V_i per finest cell and (aᵀa)² / Σ_i (a_iᵀ a)² / V_i per row (the module's text)."""
     weights = 1.0 / v
-    squares = a if (a.data == 1).all() else a.multiply(a)  # a design's coefficients are 1: no copy
-    diagonal = np.asarray(squares.T @ weights).ravel()
+    per_cell = np.zeros(a.shape[1])  # rows over each finest cell
+    if (a.data == 1).all():  # a design's coefficients are 1: sums over its rows' finest cells, in blocks of rows
+        diagonal, length = np.zeros(a.shape[1]), np.diff(a.indptr).astype(np.float64)
+        for block, low, high in _row_blocks(a, 4 * BLOCK_NUMBERS):
+            diagonal += np.bincount(a.indices[low:high], weights=np.repeat(weights[block], length[block].astype(
+                np.int64)), minlength=a.shape[1])
+            per_cell += np.bincount(a.indices[low:high], minlength=a.shape[1])
+    else:
+        squares = a.multiply(a)
+        diagonal = np.asarray(squares.T @ weights).ravel()
+        length = np.asarray(squares.sum(axis=1)).ravel()
+        per_cell = np.bincount(a.indices, minlength=a.shape[1]).astype(np.float64)
+        del squares
     with np.errstate(divide="ignore"):
         finest = np.where(diagonal > 0, 1.0 / np.where(diagonal > 0, diagonal, 1.0), np.inf)
-    length = np.asarray(squares.sum(axis=1)).ravel()
-    del squares
     # a row: x = e_j for a finest cell j it covers gives Var >= 1 / F_jj, the largest of its cells' bounds
     rows = np.zeros(a.shape[0])
-    filled = np.diff(a.indptr) > 0
-    rows[filled] = np.maximum.reduceat(finest[a.indices], a.indptr[:-1][filled])
+    for block, low, high in _row_blocks(a):
+        rows[block] = np.maximum.reduceat(finest[a.indices[low:high]], a.indptr[block] - low)
     # and x = its own coefficients: (aᵀa)² / Σ_i (a_iᵀ a)² / V_i, where the overlaps of every two rows are
     # affordable (their products number Σ_j (rows over finest cell j)²)
-    per_cell = np.bincount(a.indices, minlength=a.shape[1]).astype(np.float64)
     if float(per_cell @ per_cell) <= OVERLAP_PRODUCTS:
+        a = a.astype(float)  # overlaps are counts beyond an int8
         step = max(1, BLOCK_NUMBERS // max(1, a.shape[0]))
         transposed = a.T.tocsr()  # once: a CSR block times a CSC matrix converts the whole matrix each time
         for start in range(0, a.shape[0], step):
@@ -233,6 +247,18 @@ def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
                 rows[start:start + step],
                 length[start:start + step] ** 2 / (overlaps.multiply(overlaps) @ weights))
     return finest, rows
+
+
+def _row_blocks(a: sp.csr_matrix, size: int = BLOCK_NUMBERS):
+    """The rows with coefficients in blocks of about ``size`` coefficients: (rows, first, end) with the block's
+    coefficients at a.indices[first:end] (so that no pass gathers all of them at once)."""
+    filled = np.flatnonzero(np.diff(a.indptr) > 0)
+    start = 0
+    while start < len(filled):
+        stop = max(start + 1, int(np.searchsorted(a.indptr[filled], a.indptr[filled[start]] + size)))
+        block = filled[start:stop]
+        yield block, a.indptr[block[0]], a.indptr[block[-1] + 1]
+        start = stop
 
 
 # ------------------------------------------------------------------------------------------ one population
@@ -294,11 +320,11 @@ def population_design(dims: list[str], finest: "list[tuple] | FinestCells", reco
     records = np.asarray(records, dtype=np.int64)
     n = len(finest)
     # per dimension: its codes among the finest cells and, per finest cell, which one
-    columns = [np.unique(finest.columns[p] if isinstance(finest, FinestCells) else
-                         np.asarray([str(cell[p]) for cell in finest], dtype=str), return_inverse=True)
-               for p in range(len(dims))]
-    published, finest_of, starts = _expanded_cells(dims, columns, records, tables, n)
-    same = _same_records(finest_of, starts, n)
+    columns = (finest.coded() if isinstance(finest, FinestCells) else
+               [np.unique(np.asarray([str(cell[p]) for cell in finest], dtype=str), return_inverse=True)
+                for p in range(len(dims))])
+    published, segments = _expanded_cells(dims, columns, records, tables, n)
+    same = _same_records(segments, n)
     rows: list[int] = []  # per row: its expanded cell
     variances: list[float] = []
     names: list[list[tuple[str, str]]] = []
@@ -306,10 +332,9 @@ def population_design(dims: list[str], finest: "list[tuple] | FinestCells", reco
     by_key: dict[int, list[int]] = {}  # key -> rows with it (more than one only where the sums collide)
     for table, k, e in published:
         cell = table.cells[k]
-        covered = finest_of[starts[e]:starts[e + 1]]
         key = int(same[e])
         row = next((r for r in by_key.get(key, ())
-                    if rows[r] == e or np.array_equal(finest_of[starts[rows[r]]:starts[rows[r] + 1]], covered)), None)
+                    if rows[r] == e or np.array_equal(segments.of(rows[r]), segments.of(e))), None)
         if row is None:
             row = len(rows)
             rows.append(e)
@@ -320,29 +345,81 @@ def population_design(dims: list[str], finest: "list[tuple] | FinestCells", reco
         variances[row] = min(variances[row], cell.variance)
         names[row].append((table.label, ", ".join(f"{d}={c!r}" for d, c in zip(table.dims, cell.codes))))
         cell_rows[(table.label, cell.codes)] = row
-    first_cells = np.asarray(rows, dtype=np.int64)
-    counts = np.diff(starts)[first_cells] if len(first_cells) else np.zeros(0, np.int64)
-    indptr = np.concatenate([[0], np.cumsum(counts)])
-    indices = (np.concatenate([finest_of[starts[c]:starts[c + 1]] for c in first_cells]) if len(first_cells)
-               else np.zeros(0, np.int64))
-    matrix = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(rows), n))
-    return Design(dims, finest, records, matrix, np.array(variances, dtype=float), names, cell_rows)
+    return Design(dims, finest, records, segments.matrix(rows, n), np.array(variances, dtype=float), names,
+                  cell_rows)
+
+
+class Segments:
+    """The finest cells of every expanded cell, in ascending order: one piece per table (the finest cells of the
+    cells it is the first to cover, one after another), and per expanded cell its piece and where in it. The
+    pieces are kept as they were made, not copied into one array: at 10^7 finest cells they hold a few hundred
+    million numbers."""
+
+    def __init__(self):
+        self.pieces: list[np.ndarray] = []
+        self.owners, self.piece, self.begin, self.end = [], [], [], []
+
+    def add(self, keys: np.ndarray, owners: np.ndarray, n: int) -> None:
+        """A piece: ``keys`` (sorted here, in place) is expanded cell * n + finest cell for each of its pairs,
+        ``owners`` the expanded cells it holds (every pair of each of them)."""
+        keys.sort()
+        owners = np.sort(owners)
+        begin = np.searchsorted(keys, owners * max(n, 1))
+        self.owners.append(owners)
+        self.piece.append(np.full(len(owners), len(self.pieces), dtype=np.int64))
+        self.begin.append(begin)
+        self.end.append(np.append(begin[1:], len(keys)) if len(owners) else begin)
+        np.remainder(keys, max(n, 1), out=keys)
+        self.pieces.append(keys.astype(np.int32 if n < 2 ** 31 else np.int64))
+
+    def close(self, count: int) -> None:
+        """Index the pieces by expanded cell (0 .. count - 1, each held by one piece)."""
+        owners = np.concatenate(self.owners) if self.owners else np.zeros(0, np.int64)
+        if len(owners) != count or len(np.unique(owners)) != count:
+            raise AssertionError("each expanded cell is held by one piece")
+        order = np.empty(count, dtype=np.int64)
+        order[owners] = np.arange(count)
+        self.piece, self.begin, self.end = (np.concatenate(x)[order] if count else np.zeros(0, np.int64)
+                                            for x in (self.piece, self.begin, self.end))
+        self.owners = []
+
+    def of(self, e: int) -> np.ndarray:
+        return self.pieces[self.piece[e]][self.begin[e]:self.end[e]]
+
+    def sizes(self) -> np.ndarray:
+        return self.end - self.begin
+
+    def matrix(self, cells: list[int], n: int) -> sp.csr_matrix:
+        """The CSR matrix of these expanded cells' finest cells (coefficients 1, held as int8)."""
+        sizes = self.sizes()[cells] if cells else np.zeros(0, np.int64)
+        indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        indices = np.empty(int(indptr[-1]), dtype=np.int32 if n < 2 ** 31 else np.int64)
+        for row, e in enumerate(cells):
+            indices[indptr[row]:indptr[row + 1]] = self.of(e)
+        return sp.csr_matrix((np.ones(len(indices), dtype=np.int8), indices, indptr), shape=(len(cells), n))
 
 
 def _expanded_cells(dims: list[str], columns: list[tuple], records: np.ndarray, tables: list[CountTable],
-                    n: int) -> tuple[list[tuple[CountTable, int, int]], np.ndarray, np.ndarray]:
-    """(published cells as (table, cell index, expanded cell), the finest cells of every expanded cell in one array,
-    where each expanded cell's part starts); refuses a cell whose finest cells do not hold its original count."""
+                    n: int) -> tuple[list[tuple[CountTable, int, int]], Segments]:
+    """(published cells as (table, cell index, expanded cell), the finest cells of every expanded cell);
+    refuses a cell whose finest cells do not hold its original count."""
     # every cell with records once per set of finest codes it covers (a total of one table and the same total of
     # another, a code and its only child: one set), expanded to its finest cells; every published cell (records
     # and a noise, in table and cell order) with the expanded cell of its codes
     covers: dict[tuple, int] = {}
     interned: list[dict] = [{} for _ in dims]
     published: list[tuple[CountTable, int, int]] = []
-    pieces: list[np.ndarray] = []
+    segments = Segments()
     for table in tables:
-        cell_of, members = _members(table, dims, columns, n)
-        held = np.bincount(cell_of, weights=records[members], minlength=len(table.cells)).astype(np.int64)
+        combination, choices = _members(table, dims, columns, n)
+        combinations = len(choices[0]) if choices else 1
+        records_of = np.bincount(combination, weights=records, minlength=combinations)  # per combination
+        finest_of = np.bincount(combination, minlength=combinations)
+        held = np.zeros(len(table.cells), dtype=np.int64)
+        for cells in choices:
+            at = cells >= 0
+            held += np.rint(np.bincount(cells[at], weights=records_of[at], minlength=len(table.cells))).astype(
+                np.int64)
         wrong = np.flatnonzero(held != np.array([cell.original for cell in table.cells], dtype=np.int64))
         if len(wrong):
             cell = table.cells[wrong[0]]
@@ -359,33 +436,42 @@ def _expanded_cells(dims: list[str], columns: list[tuple], records: np.ndarray, 
                 e = source[k] = covers[cover] = len(covers)
             if table.cells[k].variance is not None:
                 published.append((table, k, e))
-        keep = source[cell_of] >= 0
-        pieces.append(source[cell_of][keep] * max(n, 1) + members[keep])  # (cell, finest cell) as one number
-        del cell_of, members, keep
-    ordered = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
-    del pieces
-    ordered.sort()  # by expanded cell, then finest cell
-    # one array of the finest cells of every expanded cell, in that order, and where each cell's part starts
-    finest_of = (ordered % max(n, 1)).astype(np.int32 if n < 2 ** 31 else np.int64)
-    starts = np.searchsorted(ordered, np.arange(len(covers) + 1, dtype=np.int64) * max(n, 1))
-    del ordered
-    return published, finest_of, starts
+        # the pairs of the cells this table is the first to cover, as expanded cell * n + finest cell, in one
+        # array: per choice of levels, each combination's expanded cell handed to its finest cells
+        owners = [np.where(cells >= 0, source[np.maximum(cells, 0)], -1) for cells in choices]
+        keys = np.empty(int(sum(finest_of[owner >= 0].sum() for owner in owners)), dtype=np.int64)
+        at = 0
+        for owner in owners:
+            if not (owner >= 0).any():
+                continue
+            per_finest = owner[combination]
+            hit = np.flatnonzero(per_finest >= 0)
+            keys[at:at + len(hit)] = per_finest[hit] * max(n, 1) + hit
+            at += len(hit)
+            del per_finest, hit
+        segments.add(keys, source[source >= 0], n)
+        del keys, combination
+    segments.close(len(covers))
+    return published, segments
 
 
-def _same_records(finest_of: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+def _same_records(segments: Segments, n: int) -> np.ndarray:
     """Per expanded cell, a number shared by the cells with the same finest cells (and, where two random sums
     collide, by others too: the caller compares those cell by cell)."""
-    sizes = np.diff(starts)
+    sizes = segments.sizes()
     # cells with the same finest cells (the same records: one cell key, one noise) are one row: found by their
-    # size and two random 64-bit sums over their finest cells, then compared cell by cell
-    weights = np.random.default_rng(0x5DC).integers(0, 2 ** 63, size=(2, n), dtype=np.int64).view(np.uint64)
-    sums = [np.add.reduceat(w[finest_of], starts[:-1]) if len(finest_of) else np.zeros(0, np.uint64)
-            for w in weights] if len(sizes) else [np.zeros(0, np.uint64)] * 2
-    order = np.lexsort((sums[1], sums[0], sizes))  # stable: within equal keys in the order cells appear
+    # size and a random 64-bit sum over their finest cells, then compared cell by cell
+    weights = np.random.default_rng(0x5DC).integers(0, 2 ** 63, size=n, dtype=np.int64).view(np.uint64)
+    sums = np.zeros(len(sizes), np.uint64)
+    for p, piece in enumerate(segments.pieces):  # per piece: its cells' parts lie one after another
+        mine = np.flatnonzero(segments.piece == p)
+        mine = mine[np.argsort(segments.begin[mine], kind="stable")]
+        if len(mine) and len(piece):
+            sums[mine] = np.add.reduceat(weights[piece], segments.begin[mine])
+    order = np.lexsort((sums, sizes))  # stable: within equal keys in the order cells appear
     boundary = np.ones(len(order), dtype=bool)
     if len(order) > 1:
-        boundary[1:] = ((np.diff(sizes[order]) != 0) | (np.diff(sums[0][order].view(np.int64)) != 0)
-                        | (np.diff(sums[1][order].view(np.int64)) != 0))
+        boundary[1:] = (np.diff(sizes[order]) != 0) | (np.diff(sums[order].view(np.int64)) != 0)
     group = np.cumsum(boundary) - 1
     same = np.empty(len(order), dtype=np.int64)
     same[order] = group  # per expanded cell: its key's number
@@ -419,17 +505,18 @@ def _covers(table: CountTable, dims: list[str], columns: list[tuple], interned: 
     return found
 
 
-def _members(table: CountTable, dims: list[str], columns: list[tuple], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(cell index, finest cell index) for every finest cell under every cell of ``table``: per dimension of the
-    table, the codes over each finest cell's code at each level (``CountTable.over``), and per choice of levels
-    the table's cells looked up by their codes."""
+def _members(table: CountTable, dims: list[str], columns: list[tuple], n: int) -> tuple[np.ndarray, list]:
+    """Which cells of ``table`` each finest cell lies under: (each finest cell's combination of the table's leaf
+    codes, numbered; per choice of levels, the cell of each combination at those levels, -1 where none). Per
+    dimension of the table, the codes over each leaf code at each level (``CountTable.over``); the table's cells
+    looked up per combination, not per finest cell."""
     if not table.cells:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(n, dtype=np.int64), []
     positions = [dims.index(d) for d in table.dims]
     ids: list[dict] = []  # per table dimension: code -> integer
-    levels: list[np.ndarray] = []  # per table dimension: finest cell x level -> code id (-1 past the top)
+    levels: list[np.ndarray] = []  # per table dimension: leaf code x level -> code id (-1 past the top)
     for d, p in zip(table.dims, positions):
-        leaves, inverse = columns[p]
+        leaves = columns[p][0]
         chains = [table.over(d, str(leaf)) for leaf in leaves]
         codes = {c: i for i, c in enumerate(sorted({c for chain in chains for c in chain} |
                                                    {str(cell.codes[len(ids)]) for cell in table.cells}))}
@@ -438,7 +525,7 @@ def _members(table: CountTable, dims: list[str], columns: list[tuple], n: int) -
         for row, chain in enumerate(chains):
             padded[row, :len(chain)] = [codes[c] for c in chain]
         ids.append(codes)
-        levels.append((padded, inverse.reshape(-1)))
+        levels.append(padded)
     sizes = [len(codes) for codes in ids]
     strides = np.cumprod([1] + sizes[:0:-1])[::-1]  # mixed radix over the table's dimensions (the last fastest)
     cell_keys = np.ravel_multi_index(
@@ -452,23 +539,34 @@ def _members(table: CountTable, dims: list[str], columns: list[tuple], n: int) -
     else:
         order = np.argsort(cell_keys)
         sorted_keys = cell_keys[order]
-    found_cells, found_finest = [], []
-    for choice in itertools.product(*(range(padded.shape[1]) for padded, _ in levels)):
-        # each finest cell's key at this choice of levels, negative where a dimension has no code at its level
-        keys = np.zeros(n, dtype=np.int64)
-        for (padded, inverse), c, stride in zip(levels, choice, strides):
-            part = padded[:, c]
-            keys += np.where(part >= 0, part * stride, -total - 1)[inverse]
+    # each finest cell's combination of the table's leaf codes, and the combinations that occur (their digits)
+    leaf_counts = [len(columns[p][0]) for p in positions]
+    combination = np.zeros(n, dtype=np.int64)
+    for p, count in zip(positions, leaf_counts):
+        combination *= count
+        combination += columns[p][1].reshape(-1)
+    if np.prod(leaf_counts, dtype=np.float64) <= min(DENSE_LOOKUP_KEYS, 4 * max(n, 1)):
+        occurring = np.arange(int(np.prod(leaf_counts)), dtype=np.int64)
+    else:
+        occurring, combination = np.unique(combination, return_inverse=True)
+        combination = combination.reshape(-1)
+    digits = np.unravel_index(occurring, leaf_counts) if leaf_counts else ()
+    found = []
+    for choice in itertools.product(*(range(padded.shape[1]) for padded in levels)):
+        # each combination's key at this choice of levels, negative where a dimension has no code at its level
+        keys = np.zeros(len(occurring), dtype=np.int64)
+        for padded, digit, c, stride in zip(levels, digits, choice, strides):
+            part = padded[digit, c]
+            keys += np.where(part >= 0, part * stride, -total - 1)
         if dense:
             cells = lookup[np.maximum(keys, 0)]
-            hit = (keys >= 0) & (cells >= 0)
-            found_cells.append(cells[hit])
+            cells[keys < 0] = -1
         else:
             at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-            hit = (keys >= 0) & (sorted_keys[at] == keys)
-            found_cells.append(order[at[hit]])
-        found_finest.append(np.flatnonzero(hit))
-    return np.concatenate(found_cells), np.concatenate(found_finest)
+            cells = np.where((keys >= 0) & (sorted_keys[at] == keys), order[at], -1)
+        if (cells >= 0).any():
+            found.append(cells)
+    return combination, found
 
 
 @dataclass
@@ -601,30 +699,64 @@ def _count_table(verifier, item) -> CountTable:
 
 
 def _finest_cells(verifier, source: str, fact, dims: list[str]) -> tuple["FinestCells", np.ndarray]:
-    """The finest cells with records of a population: the codes of every dimension its tables use, and counts
-    (read as columns, not as a tuple per cell)."""
-    counted = "count(*)" if fact is None else f"sum({q(str(fact))})"
-    found = verifier.con.execute(
-        f"select {', '.join(f'cast({q(d)} as varchar) as c{k}' for k, d in enumerate(dims))}, {counted} as n "
-        f"from {source} group by all having {counted} > 0 order by all").fetchnumpy()
-    return FinestCells([np.asarray(found[f"c{k}"], dtype=str) for k in range(len(dims))]), \
-        np.asarray(found["n"], dtype=np.int64)
+    """The finest cells with records of a population: per dimension its codes and each finest cell's code number,
+    and their counts. The engine numbers the codes (one small table of codes per dimension, joined), so that ten
+    million finest cells come back as numbers, not as text."""
+    import pyarrow as pa
+
+    con = verifier.con
+    codes = []
+    for d in dims:
+        found = [c for (c,) in con.execute(f"select distinct cast({q(d)} as varchar) from {source}").fetchall()]
+        codes.append(sorted(found, key=lambda c: (c is None, c or "")))
+    names = [verifier._temp("finest_codes") for _ in dims]
+    counted = "count(*)" if fact is None else f"sum(s.{q(str(fact))})"
+    try:
+        for name, found in zip(names, codes):
+            con.register(name, pa.table({"code": pa.array(found, pa.string()),
+                                         "id": pa.array(np.arange(len(found), dtype=np.int32))}))
+        joins = " ".join(f"join {name} as k{k} on cast(s.{q(d)} as varchar) is not distinct from k{k}.code"
+                         for k, (name, d) in enumerate(zip(names, dims)))
+        found = con.execute(
+            f"select {', '.join(f'k{k}.id as c{k}' for k in range(len(dims)))}, {counted} as n "
+            f"from (select * from {source}) as s {joins} group by all having {counted} > 0 order by all").fetchnumpy()
+    finally:
+        for name in names:
+            con.unregister(name)
+    return (FinestCells([np.asarray(["None" if c is None else c for c in found_codes], dtype=str)
+                         for found_codes in codes],
+                        [np.asarray(found[f"c{k}"], dtype=np.int32) for k in range(len(dims))]),
+            np.asarray(found["n"], dtype=np.int64))
 
 
 class FinestCells:
-    """Finest cells as one array of codes per dimension; a cell (``[j]``) as the tuple of its codes."""
+    """Finest cells as, per dimension, its codes (in order) and each finest cell's code number; a cell (``[j]``)
+    as the tuple of its codes."""
 
-    def __init__(self, columns: list[np.ndarray]):
-        self.columns = columns
+    def __init__(self, codes: list[np.ndarray], numbers: list[np.ndarray]):
+        self.codes, self.numbers = codes, numbers
 
     def __len__(self) -> int:
-        return len(self.columns[0]) if self.columns else 0
+        return len(self.numbers[0]) if self.numbers else 0
 
     def __getitem__(self, j: int) -> tuple:
-        return tuple(str(column[j]) for column in self.columns)
+        return tuple(str(codes[numbers[j]]) for codes, numbers in zip(self.codes, self.numbers))
 
     def __iter__(self):
         return (self[j] for j in range(len(self)))
+
+    def coded(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per dimension: (its codes that occur, each finest cell's number among them), as np.unique gives them."""
+        found = []
+        for codes, numbers in zip(self.codes, self.numbers):
+            occurring = np.flatnonzero(np.bincount(numbers, minlength=len(codes)))
+            if len(occurring) == len(codes):
+                found.append((codes, numbers))
+            else:  # a code of the dimension with no finest cell of the population (its records count 0)
+                renumber = np.full(len(codes), -1, dtype=np.int32)
+                renumber[occurring] = np.arange(len(occurring), dtype=np.int32)
+                found.append((codes[occurring], renumber[numbers]))
+        return found
 
 
 def _population_shown(verifier, item, fact) -> str:

@@ -138,11 +138,13 @@ def audit_over_releases(verifier, con, loads: dict, cells: list, floor: float, f
 def _allowed(figures: dict, designs: list, floor: float) -> dict:
     """How many more noise epochs (re-keys, parameter changes) the floor allows, where each repeats this
     release's tables: s² / floor² epochs in all, s this release's own smallest standard error."""
-    own = [math.sqrt(v) for p in designs for v in np.concatenate([p.found.finest, p.found.rows]) if np.isfinite(v)]
+    own = [float(values[np.isfinite(values)].min()) for p in designs
+           for values in (p.found.finest, p.found.rows) if np.isfinite(values).any()]
     if not own or floor <= 0:
         figures["more_epochs_allowed"] = None
         return figures
-    figures["more_epochs_allowed"] = max(0, math.floor(min(own) ** 2 / floor ** 2 + 1e-9) - figures["noise_epochs"])
+    smallest = math.sqrt(min(own))
+    figures["more_epochs_allowed"] = max(0, math.floor(smallest ** 2 / floor ** 2 + 1e-9) - figures["noise_epochs"])
     return figures
 
 

@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse as sparse
 
 from sdc.cli import main
 from sdc.errors import SdcError
@@ -575,3 +576,176 @@ def test_an_empty_row_beside_a_grand_total_is_a_known_zero_in_the_bound_too():
         assert found.rows[2] == 0 and np.isfinite(found.rows).all()
     assert (blue_variances(a, np.full(len(a), V), exact_limit=0).rows
             <= blue_variances(a, np.full(len(a), V)).rows * (1 + 1e-9)).all()
+
+
+# ------------------------------------------------------------------------------------------ dissection (issue 49)
+def marginal_population(records: int, seed: int, sizes=(40, 2, 10, 5, 12, 3)):
+    """Persons over independently drawn dimensions (log-normal code weights) and 13 tables of one to three of them,
+    each with every margin: the design (one row per record set, int8 as population_design makes it), mixed noise
+    variances, and each finest cell's code per dimension."""
+    rng = np.random.default_rng(seed)
+    tables = [(0,), (1,), (2,), (3,), (1, 2), (0, 1), (0, 2), (3, 1), (4, 1), (0, 1, 2), (3, 1, 2), (4, 5, 1), (0, 4)]
+    drawn = np.stack([rng.choice(n, records, p=(w := rng.lognormal(0, 1, n)) / w.sum()) for n in sizes], 1)
+    finest = np.unique(drawn, axis=0)
+    margins = sorted({sub for t in tables for k in range(len(t) + 1) for sub in itertools.combinations(t, k)})
+    sets = {}
+    for sub in margins:
+        key = np.zeros(len(finest), np.int64)
+        for d in sub:
+            key = key * sizes[d] + finest[:, d]
+        _, cell = np.unique(key, return_inverse=True)
+        for c in range(cell.max() + 1):
+            sets.setdefault(tuple(np.flatnonzero(cell == c)), None)
+    rows = list(sets)
+    a = sparse.csr_matrix((np.ones(sum(map(len, rows)), np.int8), np.concatenate([np.array(r) for r in rows]),
+                           np.concatenate([[0], np.cumsum([len(r) for r in rows])])), shape=(len(rows), len(finest)))
+    return a, rng.choice([1.5, 2.0, 3.0], len(rows)), [finest[:, d] for d in range(len(sizes))]
+
+
+@pytest.mark.parametrize("records, seed", [(300, 1), (2000, 2), (2000, 3), (20000, 4), (60000, 5)])
+def test_the_dissection_gives_the_exact_figures_of_the_whole_gram_matrix(records, seed):
+    """Issue 49: a part beyond the exact limits, computed block by block along the dimension that splits its
+    record sets: every row's variance and every identified finest cell's equal the computation on the whole
+    record sets' Gram matrix to 1e-9, from thin data (more record sets than finest cells, many cells identified)
+    to dense."""
+    a, variances, dimensions = marginal_population(records, seed)
+    whole = blue_variances(a, variances, exact_limit=a.shape[0])
+    split = blue_variances(a, variances, exact_limit=10, dimensions=dimensions)
+    assert split.rows_exact.all() and split.finest_exact.all()
+    assert np.allclose(split.rows, whole.rows, rtol=1e-9, atol=0)
+    assert (np.isfinite(split.finest) == np.isfinite(whole.finest)).all()
+    finite = np.isfinite(whole.finest)
+    assert np.allclose(split.finest[finite], whole.finest[finite], rtol=1e-9, atol=0)
+    if records <= 2000:
+        assert finite.sum() > 50  # thin data: finest cells a reader identifies
+    # and the bound such a part had before is below the exact figures, far below at the smallest
+    bound = blue_variances(a, variances, exact_limit=10)
+    assert (bound.rows <= whole.rows * (1 + 1e-9)).all() and bound.rows.min() < 0.6 * whole.rows.min()
+
+
+def test_the_dissection_picks_the_dimension_with_the_fewest_record_sets_over_several_codes():
+    """The separator is the record sets over more than one code of the chosen dimension: here the first (40
+    codes), whose tables leave fewer sets outside its codes than any other's; rows of different groups share no
+    finest cell."""
+    from sdc.release.averaging_dissection import separator_groups
+
+    a, _, dimensions = marginal_population(20000, 4)
+    groups, chosen = separator_groups(a, dimensions)
+    assert chosen == 0
+    for k, codes in enumerate(dimensions):
+        if k != chosen:
+            other, _ = separator_groups(a, [codes, codes])
+            assert (other < 0).sum() >= (groups < 0).sum()
+    member = a[groups >= 0].tocoo()
+    owner = groups[groups >= 0][member.row]
+    per_cell = np.full(a.shape[1], -1)
+    per_cell[member.col] = owner
+    assert (per_cell[member.col] == owner).all()  # each finest cell under rows of one group only
+
+
+def test_beyond_the_separator_limit_the_part_is_bounded_and_said_to_be():
+    a, variances, dimensions = marginal_population(20000, 4)
+    found = blue_variances(a, variances, exact_limit=10, dimensions=dimensions, separator_limit=50)
+    assert not found.rows_exact.any() and not found.finest_exact.any()
+    assert (found.rows <= blue_variances(a, variances, exact_limit=a.shape[0]).rows * (1 + 1e-9)).all()
+
+
+def test_a_release_beyond_the_exact_limits_passes_its_exact_error_and_no_more(six_tables, tmp_path, monkeypatch):
+    """Issue 49, end to end: the six tables' release with the exact limits set below its finest cells and its
+    record sets, so that the audit factors it by dissection. The smallest standard error is exact and the same
+    as the whole Gram matrix gives; the release passes a floor just below it and is refused just above."""
+    import sdc.release.averaging as averaging
+
+    original = averaging.blue_variances
+
+    def small_limits(design, variances, exact_limit=0, dimensions=None, **kwargs):
+        return original(design, variances, 50, dimensions, **kwargs)
+
+    monkeypatch.setattr(averaging, "blue_variances", small_limits)
+    out = tmp_path / "pub.duckdb"
+    publish(six_tables.db, out, manifest=six_tables.manifest, min_standard_error=0.0)
+    report = audit_report(six_tables)
+    (population,) = report["populations"]
+    assert population["finest_cells_with_records"] > 50 and population["record_sets"] > 50
+    assert population["method"] == "exact" and report["method"] == "exact"
+    exact = report["smallest_standard_error"]
+    monkeypatch.setattr(averaging, "blue_variances", original)
+    design = verifier_design(six_tables)
+    found = blue_variances(design.matrix, design.variances, exact_limit=design.matrix.shape[0])
+    assert np.sqrt(min(found.rows.min(), found.finest.min())) == pytest.approx(exact, abs=1e-4)
+    monkeypatch.setattr(averaging, "blue_variances", small_limits)
+    assert publish(six_tables.db, out, manifest=six_tables.manifest, min_standard_error=exact - 0.001)
+    with pytest.raises(SdcError, match=rf"with a standard error of {exact:.3g}, below the floor of {exact + 0.001:g} "
+                                       r"\(sdc publish --min-standard-error\)"):
+        publish(six_tables.db, out, manifest=six_tables.manifest, min_standard_error=exact + 0.001)
+
+
+# the census release of the bench (bench/release_verification_bench.py), smaller: 18 count tables of one population
+# over seven dimensions drawn independently, two of them with a region hierarchy
+CENSUS_DIMS = {"region": 40, "age": 10, "sex": 2, "nation": 8, "occupation": 12, "education": 5, "sector": 6}
+CENSUS_TABLES = [["region"], ["sex"], ["age"], ["nation"], ["sex", "age"], ["region", "sex"], ["region", "age"],
+                 ["nation", "sex"], ["occupation", "sex"], ["education", "age"], ["sector", "region"],
+                 ["region", "sex", "age"], ["nation", "sex", "age"], ["occupation", "education", "sex"],
+                 ["sector", "sex", "education"], ["sector", "education"]]
+CENSUS_HIERARCHY_TABLES = [["region", "sex"], ["region", "sector"]]
+
+
+@pytest.fixture(scope="module")
+def census_tables(tmp_path_factory):
+    root = tmp_path_factory.mktemp("census_tables")
+    rng = np.random.default_rng(49)
+    records = 20000
+    drawn = {d: rng.choice(n, records, p=(w := rng.lognormal(0, 1, n)) / w.sum()) for d, n in CENSUS_DIMS.items()}
+    persons = "id,income," + ",".join(CENSUS_DIMS) + "\n" + "".join(
+        f"{i},{1000 + i % 700}," + ",".join(f"{d[0].upper()}{drawn[d][i]:02d}" for d in CENSUS_DIMS) + "\n"
+        for i in range(records))
+    hierarchy = root / "sdc_hierarchies.csv"
+    hierarchy.write_text("dimension,code,parent\nregion,Total,\n" + "".join(f"region,S{s},Total\n" for s in range(4))
+                         + "".join(f"region,R{r:02d},S{r % 4}\n" for r in range(CENSUS_DIMS["region"])))
+    models = {"sources.yml": BASE["sources.yml"]}
+    for number, dims in enumerate(CENSUS_TABLES + CENSUS_HIERARCHY_TABLES):
+        hierarchy_argument = ", hierarchy=ref('sdc_hierarchies')" if number >= len(CENSUS_TABLES) else ""
+        models[f"audit/ckm_t{number:02d}.sql"] = (
+            f"{{{{ sdc.ckm_count(source('raw', 'persons'), dims={dims!r}{hierarchy_argument}) }}}}\n")
+        models[f"protected/t{number:02d}.sql"] = f"{{{{ sdc.ckm_published(ref('ckm_t{number:02d}')) }}}}\n"
+    return make(root, models, persons=persons, seeds={"sdc_hierarchies.csv": hierarchy})
+
+
+def test_a_census_release_passes_the_floor_its_exact_error_keeps_and_is_refused_above(census_tables, tmp_path,
+                                                                                      monkeypatch):
+    """Issue 49: 18 count tables of one population (seven dimensions drawn independently, every margin, a region
+    hierarchy in two), the bench's census release made smaller (20,000 persons). Its smallest standard error is
+    exact, the same whether the audit factors the whole record sets' Gram matrix or dissects it (the limits set
+    below its size); the release passes a floor just below it and is refused just above and at the default floor
+    (its figure is below 1), naming the figure; the bound the audit gave before for a release beyond its limits is
+    far below it. (The bench's release of the same shape over 10^5 to 10^7 persons keeps the default floor: 1.23.)"""
+    import sdc.release.averaging as averaging
+
+    out = tmp_path / "pub.duckdb"
+    publish(census_tables.db, out, manifest=census_tables.manifest, min_standard_error=0.0)
+    whole = audit_report(census_tables)
+    (population,) = whole["populations"]
+    assert len(population["tables"]) == 18 and population["method"] == "exact"
+    assert population["record_sets"] > 1000 and population["finest_cells_with_records"] > 5000
+    exact = whole["smallest_standard_error"]
+    assert 0.9 < exact < 1.0  # small cells, small variances: below the default floor (the bench's 10^5 release: 1.23)
+    original = averaging.blue_variances
+
+    def small_limits(design, variances, exact_limit=0, dimensions=None, **kwargs):
+        return original(design, variances, 500, dimensions, **kwargs)
+
+    monkeypatch.setattr(averaging, "blue_variances", small_limits)
+    publish(census_tables.db, out, manifest=census_tables.manifest, min_standard_error=0.0)
+    dissected = audit_report(census_tables)
+    assert dissected["method"] == "exact" and dissected["smallest_standard_error"] == exact
+    assert [t["smallest_standard_error"] for t in dissected["tables"]] == \
+        [t["smallest_standard_error"] for t in whole["tables"]]
+    assert publish(census_tables.db, out, manifest=census_tables.manifest, min_standard_error=exact - 0.001)
+    for floor in (exact + 0.001, 1.0):  # just above, and the default floor
+        with pytest.raises(SdcError, match=rf"with a standard error of {exact:.3g}, below the floor of {floor:g} "
+                                           r"\(sdc publish --min-standard-error\)"):
+            publish(census_tables.db, out, manifest=census_tables.manifest, min_standard_error=floor)
+    monkeypatch.setattr(averaging, "blue_variances", original)
+    design = verifier_design(census_tables)
+    bound = blue_variances(design.matrix, design.variances, exact_limit=0)
+    assert np.sqrt(min(bound.rows.min(), bound.finest.min())) < 0.6 * exact

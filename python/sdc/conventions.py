@@ -190,6 +190,10 @@ MIN_STANDARD_ERROR: float = 1.0
 # Cholesky factor of the information matrix, or of the record sets' Gram matrix: about 13 s and 1.2 GB at 6,000 of
 # full rank on 2 cores); beyond it a proven lower bound (the variance if every other finest cell were known)
 AVERAGING_EXACT_CELLS: int = 6000
+# Beyond it, exact as well where one dimension splits a part's record sets into groups (one per code) and leaves at
+# most this many over several of its codes (the separator, whose dense Schur complement this bounds: about 2 GB at
+# 10,000); beyond that the lower bound
+AVERAGING_SEPARATOR_CELLS: int = 10000
 # In a Parquet publication folder: the file that lists the files sdc publish wrote there (only those are replaced).
 PARQUET_MARKER_FILE: str = "_sdc_publication.json"
 # Storage format of the publication file: DuckDB 1.0.0 and every later client read it (DuckDB 2.0's default

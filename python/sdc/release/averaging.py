@@ -27,7 +27,11 @@ two others, a view that filters the records of a loaded table: audited as separa
 Exact where a connected part (finest cells and record sets linked through the published cells that cover them)
 has at most AVERAGING_EXACT_CELLS finest cells or at most that many record sets: the pseudo-inverse from a pivoted
 Cholesky factor of F (n × n, n finest cells) or of the record sets' Gram matrix W^½ A Aᵀ W^½ (m × m, m record
-sets), whichever is smaller (``_exact``, ``_exact_by_record_sets``). Beyond both a lower
+sets), whichever is smaller (``_exact``, ``_exact_by_record_sets``). Beyond both, exact as well where one
+dimension splits the record sets: those within one of its codes share no finest cell with those of another, and
+the ones over several of its codes (the separator) number at most AVERAGING_SEPARATOR_CELLS; the record sets'
+Gram matrix is then factored block by block (averaging_dissection.py: the 20 tables of a census release over one
+population, 41,188 record sets, with a separator of 7,588). Beyond that a lower
 bound, proven by Cauchy-Schwarz (for a combination a in the range of F = Aᵀ W A,
 (aᵀ F⁺ a)(aᵀ F a) >= (aᵀ a)²):
 
@@ -51,10 +55,11 @@ import scipy.sparse as sp
 from scipy.linalg import lapack, solve_triangular
 from scipy.sparse.csgraph import connected_components
 
-from sdc.conventions import AVERAGING_EXACT_CELLS, MIN_STANDARD_ERROR, TOTAL_LABEL
+from sdc.conventions import AVERAGING_EXACT_CELLS, AVERAGING_SEPARATOR_CELLS, MIN_STANDARD_ERROR, TOTAL_LABEL
 from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
+from sdc.release.averaging_dissection import exact_by_dissection, separator_groups
 from sdc.release.populations import population_of
 
 EXACT, LOWER_BOUND = "exact", "lower bound"
@@ -74,6 +79,9 @@ DENSE_LOOKUP_KEYS = 20_000_000
 OVERLAP_PRODUCTS = 2e9
 # rows of A multiplied at once (bounds the dense blocks to a few million numbers)
 BLOCK_NUMBERS = 4_000_000
+# the dissection keeps the groups' overlap counts with the separator (int32) and, per group record set, its part of
+# the null space's second basis (floats): at most this many of each (1.2 and 2.4 GB), else the lower bound
+DISSECTION_NUMBERS = 300_000_000
 
 
 # ------------------------------------------------------------------------------------------ the linear algebra
@@ -88,9 +96,12 @@ class BlueVariances:
     rows_exact: np.ndarray
 
 
-def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_CELLS) -> BlueVariances:
+def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_CELLS,
+                   dimensions: list[np.ndarray] | None = None,
+                   separator_limit: int = AVERAGING_SEPARATOR_CELLS) -> BlueVariances:
     """``design``: one row per published record set, one column per finest cell (its coefficients: 1 where the
-    cell covers the finest cell); ``noise_variances``: one per row, > 0. See the module's text."""
+    cell covers the finest cell); ``noise_variances``: one per row, > 0; ``dimensions``: per dimension, each
+    finest cell's code number (for the dissection of a large part). See the module's text."""
     # a design's coefficients stay as they are (population_design's are 1 as int8: at 10^7 finest cells a float
     # copy of the whole matrix is gigabytes); the exact parts, which are small, compute in floats
     a = sp.csr_matrix(design) if sp.issparse(design) else sp.csr_matrix(np.asarray(design, dtype=float))
@@ -118,10 +129,24 @@ def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_C
             finest[j], rows[i] = _exact(block, v[i])
         elif len(i) <= exact_limit:
             finest[j], rows[i] = _exact_by_record_sets(block, v[i])
+        elif (split := _split(block, j, whole, dimensions, separator_limit)) is not None:
+            finest[j], rows[i] = exact_by_dissection(block, v[i], split)
         else:
             finest[j], rows[i] = _lower_bounds(block, v[i])
             finest_exact[j] = rows_exact[i] = False
     return BlueVariances(finest, rows, finest_exact, rows_exact)
+
+
+def _split(block: sp.csr_matrix, cells: np.ndarray, whole: bool, dimensions, limit: int) -> np.ndarray | None:
+    """The groups of a part's rows for the dissection (averaging_dissection.separator_groups), where a dimension
+    leaves at most ``limit`` of them in the separator."""
+    if dimensions is None or limit <= 0:
+        return None
+    found = separator_groups(block, [codes if whole else codes[cells] for codes in dimensions])
+    if found is None:
+        return None
+    separator = int((found[0] < 0).sum())
+    return None if separator > limit or (len(found[0]) - separator) * separator > DISSECTION_NUMBERS else found[0]
 
 
 def _connected_parts(a: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, int]:
@@ -308,6 +333,13 @@ class Design:
     variances: np.ndarray
     names: list[list[tuple[str, str]]]  # per row: (table, cell as shown) that publish it
     cell_rows: dict = field(default_factory=dict)  # (table, cell codes) -> row
+
+    def dimension_numbers(self) -> list[np.ndarray]:
+        """Per dimension, each finest cell's code number."""
+        if isinstance(self.finest, FinestCells):
+            return self.finest.numbers
+        return [np.unique(np.asarray([str(cell[p]) for cell in self.finest], dtype=str), return_inverse=True)[1]
+                .reshape(-1) for p in range(len(self.dims))]
 
 
 def population_design(dims: list[str], finest: "list[tuple] | FinestCells", records,
@@ -597,7 +629,7 @@ def audit_averaging(verifier, verified: list, floor: float = MIN_STANDARD_ERROR,
         dims = sorted({d for t in tables for d in t.dims})
         finest, records = _finest_cells(verifier, source, fact, dims)
         design = population_design(dims, finest, records, tables)
-        found = blue_variances(design.matrix, design.variances, exact_limit)
+        found = blue_variances(design.matrix, design.variances, exact_limit, design.dimension_numbers())
         shown = _population_shown(verifier, items[0], fact)
         # for the audit over the releases in the ledger (averaging_releases.py), once the ledger is read
         verifier.averaging_designs = getattr(verifier, "averaging_designs", []) + [

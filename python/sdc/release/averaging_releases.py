@@ -114,7 +114,8 @@ def audit_over_releases(verifier, con, loads: dict, cells: list, floor: float, f
         design = population.design
         rows, variances = zip(*extra)
         matrix = sp.vstack([design.matrix, design.matrix[list(rows)]]).tocsr()
-        found = blue_variances(matrix, np.concatenate([design.variances, variances]), AVERAGING_EXACT_CELLS)
+        found = blue_variances(matrix, np.concatenate([design.variances, variances]), AVERAGING_EXACT_CELLS,
+                               design.dimension_numbers())
         n = len(design.variances)
         current = type(found)(found.finest, found.rows[:n], found.finest_exact, found.rows_exact[:n])
         least = _least(design, current)

@@ -29,7 +29,7 @@ running them, the passes over the microdata included, less the key checks), comp
 cells, suppression tables (recompute and audit), the release audit, and the rest (the lineage gate, copying into
 the publication, planning).
 
-Usage: .venv/bin/python bench/release_verification_bench.py [--records N] [--rounds R] [--only demo|synthetic|real|postgres|spark]
+Usage: .venv/bin/python bench/release_verification_bench.py [--records N[,N...]] [--rounds R] [--only demo|synthetic|real|postgres|spark]
        [--work DIR] [--compare CHECKOUT]
   --compare times the sdc publish of another checkout (e.g. git worktree add, or git archive of a commit, unpacked)
   in the same rounds, after this one's.
@@ -60,6 +60,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "python"))
+from sdc.conventions import MIN_STANDARD_ERROR as DEFAULT_MIN_STANDARD_ERROR  # noqa: E402
 from sdc.conventions import PTABLE_SEED_COLUMN_TYPES  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests"))
@@ -67,8 +68,8 @@ from dbt_project_helper import SPARK_PROFILE, SPARK_SESSION, spark_parameters  #
 from postgres_server import throwaway_postgres  # noqa: E402
 
 BIN = Path(sys.executable).parent
-# the averaging audit's floor for the timed publishes (--min-standard-error, default 0: see main)
-MIN_STANDARD_ERROR = [0.0]
+# the averaging audit's floor for the timed publishes (--min-standard-error, default sdc's)
+MIN_STANDARD_ERROR = [DEFAULT_MIN_STANDARD_ERROR]
 SECRET = b"release verification bench secret, not for production"
 PG_READER = "bench_reader"
 ENV = dict(os.environ, DBT_SEND_ANONYMOUS_USAGE_STATS="False")
@@ -577,15 +578,15 @@ def by_part(warehouse: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=lambda s: int(float(s)), default=10**7)
+    parser.add_argument("--records", type=lambda s: [int(float(n)) for n in s.split(",")], default=[10**7],
+                        help="records of the synthetic source, one size or several (1e5,1e6,1e7: each in turn)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", choices=["demo", "synthetic", "real", "postgres", "spark"])
     parser.add_argument("--work", type=Path)
     parser.add_argument("--compare", type=Path, help="another checkout of sdc whose sdc publish is timed too")
-    parser.add_argument("--min-standard-error", type=float, default=0.0,
-                        help="the averaging audit's floor for the timed publishes (default 0: the synthetic and the real "
-                        "release have more record sets than the audit computes exactly, and its lower bound, 0.32 "
-                        "to 0.33, refuses them at sdc's default of 1; the figure is printed either way)")
+    parser.add_argument("--min-standard-error", type=float, default=MIN_STANDARD_ERROR[0],
+                        help="the averaging audit's floor for the timed publishes (default sdc's; the figure is "
+                        "printed either way)")
     args = parser.parse_args()
     MIN_STANDARD_ERROR[0] = args.min_standard_error
     print(machine())
@@ -593,14 +594,19 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="sdc-verification-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        makers = {"demo": lambda: demo_warehouse(work), "synthetic": lambda: synthetic_warehouse(work, args.records),
-                  "real": lambda: real_warehouse(work), "postgres": lambda: postgres_warehouse(work, args.records, server),
-                  "spark": lambda: spark_warehouse(work, args.records)}
-        for name, make in makers.items():
+        makers = [("demo", lambda _: demo_warehouse(work))]
+        makers += [("synthetic", lambda n: synthetic_warehouse(work, n))] * len(args.records)
+        makers += [("real", lambda _: real_warehouse(work))]
+        makers += [("postgres", lambda n: postgres_warehouse(work, n, server))] * len(args.records)
+        makers += [("spark", lambda n: spark_warehouse(work, n))] * len(args.records)
+        sizes: dict[str, int] = {}
+        for name, make in makers:
             if args.only not in (None, name) or (name in ("postgres", "spark") and args.only != name):
                 continue
+            records = args.records[sizes.get(name, 0)]
+            sizes[name] = sizes.get(name, 0) + 1
             with (throwaway_postgres() if name == "postgres" else contextlib.nullcontext()) as server:
-                warehouse = make()
+                warehouse = make(records)
                 print(warehouse["name"], flush=True)
                 if args.rounds:
                     side_by_side(warehouse, args.rounds, args.compare if warehouse["db"] is not None else None)

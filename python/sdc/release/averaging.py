@@ -59,19 +59,17 @@ from sdc.conventions import AVERAGING_EXACT_CELLS, AVERAGING_SEPARATOR_CELLS, MI
 from sdc.errors import SdcError
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
-from sdc.release.averaging_dissection import exact_by_dissection, separator_groups
+from sdc.release.averaging_dissection import (
+    CANDIDATE_OFF_ROW_SPACE,
+    NOT_IDENTIFIED,
+    RANK_TOLERANCE,
+    exact_by_dissection,
+    row_blocks,
+    separator_groups,
+)
 from sdc.release.populations import population_of
 
 EXACT, LOWER_BOUND = "exact", "lower bound"
-# the pivoted Cholesky factor (of the matrix scaled to a unit diagonal) stops where a direction keeps less than this
-# share of its own squared length
-RANK_TOLERANCE = 1e-10
-# a finest cell whose unit vector keeps this much of its squared length off the range of F is not identified
-NOT_IDENTIFIED = 1e-8
-# the record-set computation's candidates for identified finest cells: an identified cell's component off the row
-# space is 0 up to rounding, far below this; a cell keeping a share d off it falls below this for two normal
-# vectors with probability about (8e-5 / √d)², and every candidate is checked exactly
-CANDIDATE_OFF_ROW_SPACE = 1e-4
 # a table whose code combinations are at most this many finds its cells by a dense array of them (else by sorting)
 DENSE_LOOKUP_KEYS = 20_000_000
 # the lower bound of a published cell from its overlaps with every other one where their products number at most
@@ -244,7 +242,7 @@ def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
     per_cell = np.zeros(a.shape[1])  # rows over each finest cell
     if (a.data == 1).all():  # a design's coefficients are 1: sums over its rows' finest cells, in blocks of rows
         diagonal, length = np.zeros(a.shape[1]), np.diff(a.indptr).astype(np.float64)
-        for block, low, high in _row_blocks(a, 4 * BLOCK_NUMBERS):
+        for block, low, high in row_blocks(a, 4 * BLOCK_NUMBERS):
             diagonal += np.bincount(a.indices[low:high], weights=np.repeat(weights[block], length[block].astype(
                 np.int64)), minlength=a.shape[1])
             per_cell += np.bincount(a.indices[low:high], minlength=a.shape[1])
@@ -258,7 +256,7 @@ def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
         finest = np.where(diagonal > 0, 1.0 / np.where(diagonal > 0, diagonal, 1.0), np.inf)
     # a row: x = e_j for a finest cell j it covers gives Var >= 1 / F_jj, the largest of its cells' bounds
     rows = np.zeros(a.shape[0])
-    for block, low, high in _row_blocks(a):
+    for block, low, high in row_blocks(a, BLOCK_NUMBERS):
         rows[block] = np.maximum.reduceat(finest[a.indices[low:high]], a.indptr[block] - low)
     # and x = its own coefficients: (aᵀa)² / Σ_i (a_iᵀ a)² / V_i, where the overlaps of every two rows are
     # affordable (their products number Σ_j (rows over finest cell j)²)
@@ -272,18 +270,6 @@ def _lower_bounds(a: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
                 rows[start:start + step],
                 length[start:start + step] ** 2 / (overlaps.multiply(overlaps) @ weights))
     return finest, rows
-
-
-def _row_blocks(a: sp.csr_matrix, size: int = BLOCK_NUMBERS):
-    """The rows with coefficients in blocks of about ``size`` coefficients: (rows, first, end) with the block's
-    coefficients at a.indices[first:end] (so that no pass gathers all of them at once)."""
-    filled = np.flatnonzero(np.diff(a.indptr) > 0)
-    start = 0
-    while start < len(filled):
-        stop = max(start + 1, int(np.searchsorted(a.indptr[filled], a.indptr[filled[start]] + size)))
-        block = filled[start:stop]
-        yield block, a.indptr[block[0]], a.indptr[block[-1] + 1]
-        start = stop
 
 
 # ------------------------------------------------------------------------------------------ one population

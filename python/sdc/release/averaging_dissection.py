@@ -33,9 +33,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas, lapack, solve_triangular
 
-RANK_TOLERANCE = 1e-10  # as averaging.RANK_TOLERANCE
-NOT_IDENTIFIED = 1e-8  # as averaging.NOT_IDENTIFIED
-CANDIDATE_OFF_ROW_SPACE = 1e-4  # as averaging.CANDIDATE_OFF_ROW_SPACE
+# the rank and identification tolerances of both exact computations (averaging.py reads them from here): the
+# pivoted Cholesky factor stops where a direction keeps less than RANK_TOLERANCE of its own squared length; a finest
+# cell whose unit vector keeps NOT_IDENTIFIED of its squared length off the range is not identified; a candidate
+# for an identified cell keeps at most CANDIDATE_OFF_ROW_SPACE of two random vectors off the row space (an
+# identified cell 0 up to rounding; a cell keeping a share d falls below it with probability about (8e-5 / √d)²,
+# and every candidate is checked exactly)
+RANK_TOLERANCE = 1e-10
+NOT_IDENTIFIED = 1e-8
+CANDIDATE_OFF_ROW_SPACE = 1e-4
 STACKED_ROWS = 4096  # rows of Eᵀ D⁺ E's factors multiplied at once
 CANDIDATES_AT_ONCE = 1024  # finest cells whose variances are computed in one pass over the groups
 
@@ -58,40 +64,39 @@ def separator_groups(a: sp.csr_matrix, dimensions: list[np.ndarray]) -> tuple[np
     if best is None:
         return None
     codes = dimensions[best[1]]
-    groups = np.full(a.shape[0], -1, np.int64)
-    low, high = np.empty(len(filled), np.int64), np.empty(len(filled), np.int64)
-    for block, start, end in _blocks_of_rows(a, filled):
-        low[block] = np.minimum.reduceat(codes[a.indices[start:end]], a.indptr[filled[block]] - start)
-        high[block] = np.maximum.reduceat(codes[a.indices[start:end]], a.indptr[filled[block]] - start)
-    groups[filled] = np.where(low == high, low, -1)
+    low, high = np.full(a.shape[0], -1, np.int64), np.full(a.shape[0], -2, np.int64)
+    for rows, start, end in row_blocks(a, 1 << 24):
+        low[rows] = np.minimum.reduceat(codes[a.indices[start:end]], a.indptr[rows] - start)
+        high[rows] = np.maximum.reduceat(codes[a.indices[start:end]], a.indptr[rows] - start)
+    groups = np.where(low == high, low, -1)
     return (groups, best[1]) if len(np.unique(groups[groups >= 0])) >= 2 else None
 
 
-def _blocks_of_rows(a: sp.csr_matrix, filled: np.ndarray, size: int = 1 << 24):
-    """(positions in ``filled``, first, end): the filled rows in blocks of about ``size`` coefficients, with their
-    coefficients at a.indices[first:end]."""
+def row_blocks(a: sp.csr_matrix, size: int):
+    """The rows with coefficients in blocks of about ``size`` coefficients: (rows, first, end) with the block's
+    coefficients at a.indices[first:end] (so that no pass gathers all of them at once)."""
+    filled = np.flatnonzero(np.diff(a.indptr) > 0)
     start = 0
     while start < len(filled):
         stop = max(start + 1, int(np.searchsorted(a.indptr[filled], a.indptr[filled[start]] + size)))
-        yield np.arange(start, stop), a.indptr[filled[start]], a.indptr[filled[stop - 1] + 1]
+        block = filled[start:stop]
+        yield block, a.indptr[block[0]], a.indptr[block[-1] + 1]
         start = stop
 
 
 def _times(a: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
     """A x for a dense x (n x k), in blocks of rows (no float copy of A)."""
     found = np.zeros((a.shape[0], x.shape[1]))
-    filled = np.flatnonzero(np.diff(a.indptr) > 0)
-    for block, start, end in _blocks_of_rows(a, filled):
-        found[filled[block]] = np.add.reduceat(x[a.indices[start:end]], a.indptr[filled[block]] - start, axis=0)
+    for rows, start, end in row_blocks(a, 1 << 24):
+        found[rows] = np.add.reduceat(x[a.indices[start:end]], a.indptr[rows] - start, axis=0)
     return found
 
 
 def _transposed_times(a: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
     """Aᵀ y for a dense y (m x k), in blocks of rows."""
     found = np.zeros((a.shape[1], y.shape[1]))
-    filled = np.flatnonzero(np.diff(a.indptr) > 0)
-    for block, start, end in _blocks_of_rows(a, filled):
-        owner = np.repeat(filled[block], np.diff(a.indptr)[filled[block]])
+    for rows, start, end in row_blocks(a, 1 << 24):
+        owner = np.repeat(rows, np.diff(a.indptr)[rows])
         for c in range(y.shape[1]):
             found[:, c] += np.bincount(a.indices[start:end], weights=y[owner, c], minlength=a.shape[1])
     return found

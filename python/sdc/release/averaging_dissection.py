@@ -134,6 +134,10 @@ def _pivoted(gram: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     scaled = gram / scale[:, None] / scale[None, :]
     factor, pivots, rank, _ = lapack.dpstrf(scaled, lower=1, tol=RANK_TOLERANCE, overwrite_a=1)
     del scaled
+    if rank and factor[0, 0] ** 2 <= RANK_TOLERANCE:
+        # dpstrf compares only the pivots after the first with tol: a matrix that is 0 up to rounding (a separator
+        # of the groups' margins alone) has rank 0, not a first pivot of rounding noise
+        rank = 0
     pivots = pivots - 1
     r = np.tril(factor[:, :rank]) * scale[pivots][:, None]
     del factor

@@ -643,6 +643,17 @@ def test_a_separator_of_margins_only_leaves_the_schur_complement_zero_and_the_fi
     assert np.allclose(split.finest[finite], whole.finest[finite], rtol=1e-9, atol=0)
 
 
+def test_a_design_with_other_coefficients_than_1_is_not_dissected_but_bounded():
+    """The dissection counts finest cells in common: a design whose coefficients are not all 1 (blue_variances
+    takes any) gets the lower bound instead, never figures that read its coefficients as 1 (found in review)."""
+    a, variances, dimensions = marginal_population(2000, 2)
+    weighted = a.astype(float)
+    weighted.data[::7] = 2.0
+    found = blue_variances(weighted, variances, exact_limit=10, dimensions=dimensions)
+    assert not found.rows_exact.any()
+    assert (found.rows <= blue_variances(weighted, variances, exact_limit=a.shape[0]).rows * (1 + 1e-9)).all()
+
+
 def test_the_dissection_picks_the_dimension_with_the_fewest_record_sets_over_several_codes():
     """The separator is the record sets over more than one code of the chosen dimension: here the first (40
     codes), whose tables leave fewer sets outside its codes than any other's; rows of different groups share no

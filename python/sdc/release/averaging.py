@@ -138,8 +138,8 @@ def blue_variances(design, noise_variances, exact_limit: int = AVERAGING_EXACT_C
 def _split(block: sp.csr_matrix, cells: np.ndarray, whole: bool, dimensions, limit: int) -> np.ndarray | None:
     """The groups of a part's rows for the dissection (averaging_dissection.separator_groups), where a dimension
     leaves at most ``limit`` of them in the separator."""
-    if dimensions is None or limit <= 0:
-        return None
+    if dimensions is None or limit <= 0 or not (block.data == 1).all():
+        return None  # the dissection counts overlaps: coefficients 1 only (population_design's); else the bound
     found = separator_groups(block, [codes if whole else codes[cells] for codes in dimensions])
     if found is None:
         return None

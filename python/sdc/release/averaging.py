@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import lapack, solve_triangular
+from scipy.linalg import solve_triangular
 from scipy.sparse.csgraph import connected_components
 
 from sdc.conventions import AVERAGING_EXACT_CELLS, AVERAGING_SEPARATOR_CELLS, MIN_STANDARD_ERROR, TOTAL_LABEL
@@ -62,8 +62,8 @@ from sdc.quoting import quote_literal
 from sdc.release.averaging_dissection import (
     CANDIDATE_OFF_ROW_SPACE,
     NOT_IDENTIFIED,
-    RANK_TOLERANCE,
     exact_by_dissection,
+    pivoted_cholesky,
     row_blocks,
     separator_groups,
 )
@@ -180,12 +180,10 @@ def _pseudo_inverse_factor(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a single cell's direction look negligible); R = D^½ L, and S from the QR factors of R (R = Q T: S = Q T⁻ᵀ)."""
     scale = np.sqrt(gram.diagonal().copy())
     scale[scale == 0] = 1.0  # an empty row and column: no direction, left out by the factor
-    gram /= scale[:, None]
-    gram /= scale[None, :]
-    factor, pivots, rank, _ = lapack.dpstrf(gram, lower=1, tol=RANK_TOLERANCE, overwrite_a=1)
+    factor, pivots, rank = pivoted_cholesky(gram, scale)
     del gram  # overwritten by the factor: only its lower triangle's first ``rank`` columns are read
     r = np.zeros((len(factor), rank))
-    r[pivots - 1] = np.tril(factor[:, :rank])
+    r[pivots] = np.tril(factor[:, :rank])
     del factor
     r *= scale[:, None]
     q, t = np.linalg.qr(r)

@@ -103,14 +103,26 @@ def _transposed_times(a: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
     return found
 
 
+def pivoted_cholesky(gram: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(factor, pivots from 0, rank) of LAPACK's pivoted Cholesky of gram scaled to D⁻¹ gram D⁻¹ (D = diag(scale),
+    > 0; gram is overwritten, its lower triangle read): the factorisation stops where a direction keeps less than
+    RANK_TOLERANCE of its scaled squared length. dpstrf compares only the pivots after the first with its
+    tolerance, so a first pivot below it (a matrix that is 0 up to rounding) is rank 0 here, not rank 1."""
+    gram /= scale[:, None]
+    gram /= scale[None, :]
+    factor, pivots, rank, _ = lapack.dpstrf(gram, lower=1, tol=RANK_TOLERANCE, overwrite_a=1)
+    if rank and factor[0, 0] ** 2 <= RANK_TOLERANCE:
+        rank = 0
+    return factor, pivots - 1, int(rank)
+
+
 def _factor(gram: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """R with gram = R Rᵀ (R of full column rank), the rank decided on gram scaled by the directions' original
-    squared lengths (``lengths``, > 0): pivoted Cholesky stops where a direction keeps less than RANK_TOLERANCE."""
+    squared lengths (``lengths``, > 0; gram is overwritten)."""
     scale = np.sqrt(lengths)
-    scaled = gram / scale[:, None] / scale[None, :]
-    factor, pivots, rank, _ = lapack.dpstrf(scaled, lower=1, tol=RANK_TOLERANCE, overwrite_a=1)
-    r = np.zeros((len(gram), rank))
-    r[pivots - 1] = np.tril(factor[:, :rank])
+    factor, pivots, rank = pivoted_cholesky(gram, scale)
+    r = np.zeros((len(factor), rank))
+    r[pivots] = np.tril(factor[:, :rank])
     return r * scale[:, None]
 
 
@@ -129,20 +141,13 @@ def _pivoted(gram: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     """(pivots, L11, T) of a positive semi-definite matrix (its lower triangle read), the rank decided as in
     _factor: gram[p][:, p] = [L11; L21] [L11; L21]ᵀ with L11 lower triangular of full rank, so that x with
     x[p] = [L11⁻ᵀ L11⁻¹ u[p][:rank]; 0] solves gram x = u for u in its range, and Y with Y[p] = [T; I],
-    T = -L11⁻ᵀ L21ᵀ, is a basis of its null space."""
+    T = -L11⁻ᵀ L21ᵀ, is a basis of its null space (gram is overwritten)."""
     scale = np.sqrt(lengths)
-    scaled = gram / scale[:, None] / scale[None, :]
-    factor, pivots, rank, _ = lapack.dpstrf(scaled, lower=1, tol=RANK_TOLERANCE, overwrite_a=1)
-    del scaled
-    if rank and factor[0, 0] ** 2 <= RANK_TOLERANCE:
-        # dpstrf compares only the pivots after the first with tol: a matrix that is 0 up to rounding (a separator
-        # of the groups' margins alone) has rank 0, not a first pivot of rounding noise
-        rank = 0
-    pivots = pivots - 1
+    factor, pivots, rank = pivoted_cholesky(gram, scale)  # gram: the Schur complement, no longer needed
     r = np.tril(factor[:, :rank]) * scale[pivots][:, None]
     del factor
-    t = np.zeros((rank, len(gram) - rank))
-    if rank and len(gram) > rank:
+    t = np.zeros((rank, len(lengths) - rank))
+    if rank and len(lengths) > rank:
         t = -solve_triangular(r[:rank], r[rank:].T, lower=True, trans="T")
     return pivots, np.ascontiguousarray(r[:rank]), t
 

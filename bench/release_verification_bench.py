@@ -11,10 +11,10 @@ Three warehouses:
              fact, one with a threshold, one of observed cells only), tagged sdc_publish; its columns are drawn
              independently (the distinct combinations of each pair a table crosses are checked against their
              expectation under independence)
-  postgres   (only with --only postgres) the synthetic case on a throwaway PostgreSQL 15 cluster: sdc load --target,
+  postgres   (with --only postgres, or --postgres N[,N...]) the synthetic case on a throwaway PostgreSQL 15 cluster: sdc load --target,
              dbt build with grant_published as its on-run-end hook (verification and publication, timed with the
              build and alone as dbt run-operation grant_published), sdc publish --target (the release audit)
-  spark      (only with --only spark) the synthetic case on local Spark (dbt-spark, method session, local[2], as
+  spark      (with --only spark, or --spark N[,N...]) the synthetic case on local Spark (dbt-spark, method session, local[2], as
              the demo's profile): sdc load --target, dbt build, sdc publish --target (the release audit, the ledger
              and the publication database); CPU seconds of the whole process tree (dbt's or sdc's and the JVM
              they start), sampled from /proc
@@ -30,7 +30,9 @@ cells, suppression tables (recompute and audit), the release audit, and the rest
 the publication, planning).
 
 Usage: .venv/bin/python bench/release_verification_bench.py [--records N[,N...]] [--rounds R] [--only demo|synthetic|real|postgres|spark]
-       [--work DIR] [--compare CHECKOUT] [--tables T]
+       [--work DIR] [--compare CHECKOUT] [--tables T] [--postgres N[,N...]] [--spark N[,N...]]
+  --postgres and --spark add those engines, at their own sizes, to the same run (the issue's table in one run:
+  --records 1e5,1e6,1e7 --postgres 1e5,1e6 --spark 1e5,1e6); --records then sizes DuckDB's synthetic case only.
   --tables T: the synthetic release on DuckDB with T tables (the 20, then a count table over each further
   combination of one to four columns, the fewest cells first: 100 for the issue's release of many tables).
   --compare times the sdc publish of another checkout (e.g. git worktree add, or git archive of a commit, unpacked)
@@ -610,6 +612,10 @@ def main() -> None:
     parser.add_argument("--work", type=Path)
     parser.add_argument("--tables", type=int, default=len(TABLES),
                         help=f"tables of the synthetic release on DuckDB (default {len(TABLES)}; more: many_tables)")
+    sizes_of = lambda s: [int(float(n)) for n in s.split(",")]  # noqa: E731
+    parser.add_argument("--postgres", type=sizes_of, default=[],
+                        help="also the PostgreSQL case at these sizes in this run (1e5,1e6)")
+    parser.add_argument("--spark", type=sizes_of, default=[], help="also the Spark case at these sizes in this run")
     parser.add_argument("--compare", type=Path, help="another checkout of sdc whose sdc publish is timed too")
     parser.add_argument("--min-standard-error", type=float, default=MIN_STANDARD_ERROR[0],
                         help="the averaging audit's floor for the timed publishes (default sdc's; the figure is "
@@ -624,13 +630,16 @@ def main() -> None:
         makers = [("demo", lambda _: demo_warehouse(work))]
         makers += [("synthetic", lambda n: synthetic_warehouse(work, n, many_tables(args.tables)))] * len(args.records)
         makers += [("real", lambda _: real_warehouse(work))]
-        makers += [("postgres", lambda n: postgres_warehouse(work, n, server))] * len(args.records)
-        makers += [("spark", lambda n: spark_warehouse(work, n))] * len(args.records)
+        # an engine's sizes: its own option's, else (with --only) --records
+        engine_sizes = {"postgres": args.postgres or (args.records if args.only == "postgres" else []),
+                        "spark": args.spark or (args.records if args.only == "spark" else [])}
+        makers += [("postgres", lambda n: postgres_warehouse(work, n, server))] * len(engine_sizes["postgres"])
+        makers += [("spark", lambda n: spark_warehouse(work, n))] * len(engine_sizes["spark"])
         sizes: dict[str, int] = {}
         for name, make in makers:
-            if args.only not in (None, name) or (name in ("postgres", "spark") and args.only != name):
+            if args.only not in (None, name):
                 continue
-            records = args.records[sizes.get(name, 0)]
+            records = engine_sizes.get(name, args.records)[sizes.get(name, 0)]
             sizes[name] = sizes.get(name, 0) + 1
             with (throwaway_postgres() if name == "postgres" else contextlib.nullcontext()) as server:
                 warehouse = make(records)

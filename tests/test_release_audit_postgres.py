@@ -53,9 +53,10 @@ vars:
 on-run-start: ["{{{{ sdc.engine_setup() }}}}"]
 on-run-end: ["{{{{ sdc.grant_published(['{READER}']) }}}}"]
 """
-# every combination of sex (2) x region (5) x age (3) holds records (i mod 30), as tests/test_release_averaging.py
-AGES = "id,sex,region,age,income\n" + "".join(
-    f"{i},{'mw'[i % 2]},R{i % 5},A{i % 3},{1000 + (i * 7919) % 5000}\n" for i in range(400))
+# every combination of sex (2) x region (5) x age (3) holds records (i mod 30), as tests/test_release_averaging.py;
+# a confidential column no table reads (diagnosis)
+AGES = "id,sex,region,age,income,diagnosis\n" + "".join(
+    f"{i},{'mw'[i % 2]},R{i % 5},A{i % 3},{1000 + (i * 7919) % 5000},D{i % 7}\n" for i in range(400))
 # eight regions of one person each: a count of 1 is published as 0 or 3 and more (js = 2), as
 # tests/test_release_verification.py LONE
 LONE = "id,sex,region,age,income\n" + "".join(
@@ -478,3 +479,30 @@ def test_the_table_builder_s_cube_is_part_of_the_release_audit(release, tmp_path
         admin.commit()
         admin.close()
         assert release.dbt("build").returncode == 0
+
+
+# ------------------------------------------------------------------------------------------ the replica
+def test_the_replica_holds_only_the_columns_of_the_microdata_that_the_audit_reads(release, monkeypatch, capsys):
+    """Issue 49: sdc publish --target copied every column of the loaded microdata into its replica (a file on the
+    machine that runs it), the confidential column no table reads (diagnosis) among them. It copies the columns the
+    release audit reads by name (the steps' dimensions, measures and record keys, the columns the views and the
+    staging table of one's own name) and still gives the audit of every table; the seeds and the load log whole."""
+    import importlib
+
+    publish_module = importlib.import_module("sdc.release.publish_target")  # the module, not sdc.release's function
+
+    copied, copy_table = {}, publish_module._copy_table
+
+    def recording(cur, con, folder, catalog, item, names=None):
+        copy_table(cur, con, folder, catalog, item, names)
+        copied[(item.schema, item.name)] = [c for (c,) in con.execute(
+            f'select column_name from (describe {catalog}."{item.schema}"."{item.name}")').fetchall()]
+
+    monkeypatch.setattr(publish_module, "_copy_table", recording)
+    republish(release)
+    assert publish_target(release) == 0
+    out = capsys.readouterr().out
+    assert "verified 5 relations against sdc's recomputation from the microdata; release audit passed" in out, out
+    assert copied[("raw", TABLE)] == ["id", "sex", "region", "age", "income", "rk"]
+    assert "diagnosis" not in {c for columns in copied.values() for c in columns}
+    assert copied[("raw", "sdc_loads")][:2] == ["table_name", "key_mode"]

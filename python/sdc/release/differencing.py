@@ -241,11 +241,27 @@ def _earlier_sketches(con) -> list[tuple[int, list[dict]]]:
     an sdc before issue 48 kept one sketch per loaded table over all its columns (columns None)."""
     from sdc.release.ledger import LEDGER_SCHEMA
 
+    return [(release, _held_sketches(audit)) for release, audit in con.execute(
+        f"select release_id, audit from {LEDGER_SCHEMA}.releases order by release_id desc").fetchall()]
+
+
+def _held_sketches(audit: str | None) -> list[dict]:
+    """The population sketches a release's audit (JSON) holds: {root, columns, sketch}, columns None for a sketch
+    over the loaded table's every column (an sdc before issue 48 kept one per loaded table)."""
+    held = json.loads(audit or "{}").get("record_sketches") or []
+    if isinstance(held, dict):
+        held = [{"root": root, "columns": None, "sketch": sketch} for root, sketch in held.items()]
+    return held
+
+
+def sketched_columns(audits: list[str | None]) -> list[str] | None:
+    """The columns (lineage expressions) of every record sketch in these audits of earlier releases, which this
+    release's populations are sketched over again (check_differencing); None where one is over a loaded table's
+    every column."""
     found = []
-    for release, audit in con.execute(f"select release_id, audit from {LEDGER_SCHEMA}.releases "
-                                      "order by release_id desc").fetchall():
-        held = json.loads(audit or "{}").get("record_sketches") or []
-        if isinstance(held, dict):
-            held = [{"root": root, "columns": None, "sketch": sketch} for root, sketch in held.items()]
-        found.append((release, held))
+    for audit in audits:
+        for held in _held_sketches(audit):
+            if held.get("columns") is None:
+                return None
+            found += [str(c) for c in held["columns"]]
     return found

@@ -54,13 +54,19 @@ from sdc.release.replica import (
     AuditedRelease,
     adapted_manifest,
     audit_replica,
+    audited_names,
     check_against_ledger,
+    copied_columns,
     create_views,
+    holds_microdata,
     lineage_parents,
+    node_of,
+    pruned_sql,
     record_names,
     translated_sql,
     view_sql,
 )
+from sdc.release.differencing import sketched_columns
 from sdc.release.publish import Marked, builder_cubes
 from sdc.warehouse.build_record import build_record_of_comment
 from sdc.warehouse.macro_renderer import private_workspace
@@ -122,8 +128,9 @@ def publish_spark(wh, shown: str, manifest: dict, manifest_path: Path, marked: l
         try:
             try:
                 _check_databases(wh, schema, marker)
-                translated = _read_release(wh, con, folder, manifest, marked)
+                # the ledger first: the replica holds the columns its record sketches are over
                 ledger = _read_ledger(wh, shown, folder=folder)
+                translated = _read_release(wh, con, folder, manifest, marked, ledger)
                 release = audit_replica(con, adapted_manifest(manifest, translated), marked, f"{shown} (Spark)",
                                         manifest_path, min_standard_error)
                 accepted = check_against_ledger(ledger, (schema, _held_release(wh, schema)), release,
@@ -250,10 +257,12 @@ def _closure(wh, manifest: dict, marked: list[Marked]) -> list[Found]:
     return list(found.values())
 
 
-def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked]) -> dict:
-    """Everything the audit reads, copied into the replica (attached to ``con`` as CATALOG, then read-only);
-    returns the translated SQL of the tables of one's own (replica.translated_sql)."""
+def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked], ledger: SparkLedger) -> dict:
+    """Everything the audit reads, copied into the replica (attached to ``con`` as CATALOG, then read-only), of
+    loaded microdata the columns the audit may read (_audited_names); returns the translated SQL of the tables of
+    one's own (replica.translated_sql)."""
     relations = _closure(wh, manifest, marked)
+    names = _audited_names(wh, manifest, relations, ledger)
     path = folder / "replica.duckdb"
     con.execute(f"attach {quote_literal(str(path))} as {q(CATALOG)}")
     con.execute(f"use {q(CATALOG)}")
@@ -262,8 +271,8 @@ def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked]) -
     try:
         for item in relations:
             if item.kind == "table":
-                _copy_table(wh, con, item)
-        _create_views(con, [item for item in relations if item.kind == "view"])
+                _copy_table(wh, con, item, names if holds_microdata(manifest, item.schema, item.name, item.comment) else None)
+        _create_views(con, [item for item in relations if item.kind == "view"], names)
     except duckdb.Error as exc:
         raise SdcError(f"cannot copy the release into sdc's replica of the warehouse: "
                        f"{str(exc).strip().splitlines()[0]}; nothing was changed") from None
@@ -271,8 +280,8 @@ def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked]) -
     for item in relations:
         found = translated_sql(manifest, item.schema, item.name, item.comment, "spark") \
             if item.kind == "table" else None
-        if found is not None:
-            translated[(item.schema.lower(), item.name.lower())] = found
+        if found is not None:  # run over the microdata as the replica holds it
+            translated[(item.schema.lower(), item.name.lower())] = (found[0], pruned_sql(found[1], names))
         if item.comment is not None:
             con.execute(f"comment on {'view' if item.kind == 'view' else 'table'} {q(item.schema)}.{q(item.name)} "
                         f"is {quote_literal(item.comment)}")
@@ -283,10 +292,35 @@ def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked]) -
     return translated
 
 
-def _copy_table(wh, con, item: Found) -> None:
+def _audited_names(wh, manifest: dict, relations: list[Found], ledger: SparkLedger) -> set[str] | None:
+    """replica.audited_names of the release: the build records, the views' SQL and the SQL of the tables of one's
+    own, the load log and the columns of the ledger's record sketches."""
+    texts, queries = [item.comment or "" for item in relations], []
+    for item in relations:
+        node = node_of(manifest, item.schema, item.name)
+        if item.sql is not None and item.kind == "view":  # a view of one's own runs on the replica
+            queries.append((item.sql, "spark"))
+        elif item.sql is not None:  # a step's view: its rows are copied
+            texts.append(item.sql)
+        elif node is not None and not (build_record_of_comment(item.comment) or {}).get("step") \
+                and isinstance(node.get("compiled_code"), str):
+            queries.append((node["compiled_code"], "spark"))
+        if item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE:
+            texts += [json.dumps(row.asDict(), default=str)
+                      for row in wh.session.table(f"{qs(item.schema)}.{qs(item.name)}").collect()]
+    sketched = sketched_columns([audit for (audit,) in ledger.con.execute(
+        f"select audit from {LEDGER_SCHEMA}.releases").fetchall()])
+    return None if sketched is None else audited_names(texts + sketched, queries)
+
+
+def _copy_table(wh, con, item: Found, names: set[str] | None = None) -> None:
     """The rows of a Spark table through Arrow; the load log's times as Spark's text of them (as build_record
-    wrote them into the build records)."""
+    wrote them into the build records); of its columns those replica.copied_columns keeps of ``names`` (None:
+    every one)."""
     frame = wh.session.table(f"{qs(item.schema)}.{qs(item.name)}")
+    kept = copied_columns(frame.columns, names)
+    if len(kept) < len(frame.columns):
+        frame = frame.select(*[qs(c) for c in kept])
     if item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE:
         from pyspark.sql.functions import col
 
@@ -300,12 +334,13 @@ def _copy_table(wh, con, item: Found) -> None:
         con.unregister("sdc_spark_copy")
 
 
-def _create_views(con, views: list[Found]) -> None:
-    """The views of one's own, their SQL translated from Spark's to DuckDB's; a view over another after it."""
+def _create_views(con, views: list[Found], names: set[str] | None = None) -> None:
+    """The views of one's own, their SQL translated from Spark's to DuckDB's and pruned to ``names``
+    (replica.pruned_sql); a view over another after it."""
     pending = []
     for view in views:
         label = f"{view.schema}.{view.name}"
-        pending.append((label, f"{q(view.schema)}.{q(view.name)}", view_sql(label, view.sql or "", "spark")))
+        pending.append((label, f"{q(view.schema)}.{q(view.name)}", pruned_sql(view_sql(label, view.sql or "", "spark"), names)))
     create_views(con, pending, "write views that the release reads in SQL that DuckDB reads too")
 
 

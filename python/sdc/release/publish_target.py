@@ -67,15 +67,20 @@ from sdc.release.publish import (
 from sdc.quoting import quote_identifier as q
 from sdc.quoting import quote_literal
 from sdc.release.averaging import check_floor
-from sdc.release.differencing import MIN_CHANGED_RECORDS, check_minimum
+from sdc.release.differencing import MIN_CHANGED_RECORDS, check_minimum, sketched_columns
 from sdc.release.ledger_postgres import TargetLedger, read_cells, read_ledger, write_release
 from sdc.release.public_audit import public_release_audit
 from sdc.release.replica import (
     adapted_manifest,
     audit_replica,
+    audited_names,
     check_against_ledger,
+    copied_columns,
     create_views,
+    holds_microdata,
     lineage_parents,
+    node_of,
+    pruned_sql,
     record_names,
     translated_sql,
     view_sql,
@@ -351,9 +356,12 @@ def _checked_release(pg, manifest: dict, manifest_path: Path, marked: list[Marke
     with private_workspace("publish") as (con, folder):
         try:
             translated: dict = {}
-            publication = _read_release(pg, con, folder, manifest, marked, schema, marker, translated)
+            publication, sketched_last = _read_release(pg, con, folder, manifest, marked, schema, marker, translated)
             if publication.marked:
                 ledger = _read_ledger(pg)
+                if ledger.last != sketched_last:  # the replica holds the columns of the snapshot's sketches only
+                    raise _NotAudited(f"the ledger recorded release {ledger.last} while sdc read the release: run "
+                                      "sdc publish --target again; nothing was changed")
             release = audit_replica(con, adapted_manifest(manifest, translated), marked, f"{shown} (PostgreSQL)",
                                     manifest_path, min_standard_error,
                                     lambda alias: _check_publication_copies(con, alias, marked, publication))
@@ -434,10 +442,11 @@ def _check_names(manifest: dict, marked: list[Marked], schema: str) -> None:
 
 # ------------------------------------------------------------------------------------------ reading PostgreSQL
 def _read_release(pg, con, folder: Path, manifest: dict, marked: list[Marked], schema: str, marker: str,
-                  translated: dict) -> Publication:
+                  translated: dict) -> tuple[Publication, int | None]:
     """Everything the audit reads, copied in one read-only snapshot into the replica (attached to ``con`` under
-    the database's name, read-only); returns the publication schema as that snapshot showed it, and fills
-    ``translated`` (_translate)."""
+    the database's name, read-only); returns the publication schema as that snapshot showed it and the last
+    release of the ledger it showed (whose record sketches' columns the replica holds), and fills ``translated``
+    (_translate)."""
     import psycopg2
 
     pg.set_session(isolation_level="REPEATABLE READ", readonly=True)
@@ -456,7 +465,8 @@ def _read_release(pg, con, folder: Path, manifest: dict, marked: list[Marked], s
             _check_leftovers(cur, marked)
             publication = _publication(cur, schema, marker)
             relations = _closure(cur, manifest, marked, database, publication)
-            _build_replica(cur, con, folder, database, manifest, relations, translated)
+            names, last = _audited_names(cur, manifest, relations)
+            _build_replica(cur, con, folder, database, manifest, relations, translated, names)
         finally:
             cur.close()
     except psycopg2.Error as exc:
@@ -467,7 +477,7 @@ def _read_release(pg, con, folder: Path, manifest: dict, marked: list[Marked], s
         raise SdcError(f"cannot copy the release into sdc's replica of the warehouse: "
                        f"{str(exc).strip().splitlines()[0]}") from None
     _end(pg)
-    return publication
+    return publication, last
 
 
 class _NotAudited(SdcError):
@@ -613,10 +623,42 @@ def _check_step_view(cur, view: Mirrored, record: dict, live: list, database: st
 
 
 # ------------------------------------------------------------------------------------------ the replica
+def _audited_names(cur, manifest: dict, relations: list[Mirrored]) -> tuple[set[str] | None, int | None]:
+    """(replica.audited_names of the release: the build records, the views' SQL and the SQL of the tables of one's
+    own, the load log and the columns of the ledger's record sketches; the ledger's last release)."""
+    texts, queries = [item.comment or "" for item in relations], []
+    for item in relations:
+        if item.relkind == "v":  # a view of one's own runs on the replica; a step's view: its rows are copied
+            cur.execute("select pg_catalog.pg_get_viewdef(%s, true)", (item.oid,))
+            (sql,) = cur.fetchone()
+            if item.kind == "view":
+                queries.append((sql, "postgres"))
+            else:
+                texts.append(sql)
+        node = node_of(manifest, item.schema, item.name)
+        if node is not None and item.relkind != "v" and not (build_record_of_comment(item.comment) or {}).get("step") \
+                and isinstance(node.get("compiled_code"), str):
+            queries.append((node["compiled_code"], "postgres"))
+        if item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE:
+            cur.execute(f"select pg_catalog.row_to_json(t)::text from {q(item.schema)}.{q(item.name)} as t")
+            texts += [row for (row,) in cur.fetchall()]
+    last = None
+    if _relation(cur, LEDGER_PG_SCHEMA, "releases") is not None:
+        cur.execute(f"select audit::text, release_id from {q(LEDGER_PG_SCHEMA)}.releases order by release_id")
+        held = cur.fetchall()
+        last = held[-1][1] if held else None
+        sketched = sketched_columns([audit for audit, _ in held])
+        if sketched is None:
+            return None, last
+        texts += sketched
+    return audited_names(texts, queries), last
+
+
 def _build_replica(cur, con, folder: Path, database: str, manifest: dict, relations: list[Mirrored],
-                   translated: dict) -> None:
+                   translated: dict, names: set[str] | None = None) -> None:
     """The relations in a DuckDB file attached as ``database`` (then read-only), with their comments (build
-    records); fills ``translated`` with the SQL of the tables of one's own (_translate)."""
+    records), of loaded microdata the columns replica.copied_columns keeps of ``names``; fills ``translated``
+    with the SQL of the tables of one's own (_translate)."""
     path = folder / "replica.duckdb"
     catalog = q(database)
     con.execute(f"attach {quote_literal(str(path))} as {catalog}")
@@ -628,12 +670,12 @@ def _build_replica(cur, con, folder: Path, database: str, manifest: dict, relati
         if item.kind == "view":
             views.append(item)
             continue
-        _copy_table(cur, con, folder, catalog, item)
-    _create_views(cur, con, catalog, views)
+        _copy_table(cur, con, folder, catalog, item, names if holds_microdata(manifest, item.schema, item.name, item.comment) else None)
+    _create_views(cur, con, catalog, views, names)
     for item in relations:
         found = _translate(manifest, item)
-        if found is not None:
-            translated[(item.schema.lower(), item.name.lower())] = found
+        if found is not None:  # run over the microdata as the replica holds it
+            translated[(item.schema.lower(), item.name.lower())] = (found[0], pruned_sql(found[1], names))
         if item.comment is not None:
             what = "view" if item.kind == "view" else "table"
             con.execute(f"comment on {what} {catalog}.{q(item.schema)}.{q(item.name)} is {quote_literal(item.comment)}")
@@ -643,12 +685,15 @@ def _build_replica(cur, con, folder: Path, database: str, manifest: dict, relati
     con.execute(f"use {catalog}")
 
 
-def _copy_table(cur, con, folder: Path, catalog: str, item: Mirrored) -> None:
+def _copy_table(cur, con, folder: Path, catalog: str, item: Mirrored, names: set[str] | None = None) -> None:
     """The rows of a relation through a CSV file (PostgreSQL's COPY, DuckDB's read_csv), its columns' types
-    mapped (the load log's loaded_at as PostgreSQL's text, as build_record compares it)."""
+    mapped (the load log's loaded_at as PostgreSQL's text, as build_record compares it); of its columns those
+    replica.copied_columns keeps of ``names`` (None: every one)."""
     cur.execute("select a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) from pg_catalog.pg_attribute as a "
                 "where a.attrelid = %s and a.attnum > 0 and not a.attisdropped order by a.attnum", (item.oid,))
     columns = cur.fetchall()
+    kept = set(copied_columns([name for name, _ in columns], names))
+    columns = [(name, pg_type) for name, pg_type in columns if name in kept]
     load_log = item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE
     types = {name: ("VARCHAR" if load_log and pg_type.startswith("timestamp") else duckdb_type(pg_type))
              for name, pg_type in columns}
@@ -695,9 +740,10 @@ def duckdb_type(pg_type: str) -> str:
     return "VARCHAR"
 
 
-def _create_views(cur, con, catalog: str, views: list[Mirrored]) -> None:
-    """The views of one's own, their SQL translated from PostgreSQL's to DuckDB's; a view over another view after
-    it. A view that calls a function of the database's own is refused: what it reads cannot be told."""
+def _create_views(cur, con, catalog: str, views: list[Mirrored], names: set[str] | None = None) -> None:
+    """The views of one's own, their SQL translated from PostgreSQL's to DuckDB's and pruned to ``names``
+    (replica.pruned_sql); a view over another view after it. A view that calls a function of the database's own
+    is refused: what it reads cannot be told."""
     pending = []
     for view in views:
         functions = _view_functions(cur, view.oid)
@@ -707,7 +753,7 @@ def _create_views(cur, con, catalog: str, views: list[Mirrored]) -> None:
         cur.execute("select pg_catalog.pg_get_viewdef(%s, true)", (view.oid,))
         label = f"{view.schema}.{view.name}"
         pending.append((label, f"{catalog}.{q(view.schema)}.{q(view.name)}",
-                        view_sql(label, cur.fetchone()[0], "postgres")))
+                        pruned_sql(view_sql(label, cur.fetchone()[0], "postgres"), names)))
     create_views(con, pending, "publish views over protected relations in SQL that DuckDB reads too")
 
 

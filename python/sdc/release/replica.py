@@ -7,12 +7,14 @@ publish's (release/publish.py)."""
 from __future__ import annotations
 
 import copy
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Callable
 
 import duckdb
 
+from sdc.conventions import KEY_FACT_PREFIX, KEY_STORE_SUFFIX, LOAD_LOG_TABLE, RAW_SCHEMA, RECORD_KEY_COLUMN
 from sdc.errors import SdcError
 from sdc.warehouse.build_record import build_record_of_comment
 
@@ -133,6 +135,156 @@ def create_views(con, views: list[tuple[str, str, str]], hint: str) -> None:
             label, _, _, error = failed[0]
             raise SdcError(f"{label} is a view whose SQL sdc cannot run in its audit ({error}): {hint}")
         pending = [(label, where, sql) for label, where, sql, _ in failed]
+
+
+# ------------------------------------------------------------------------------------------ the columns copied
+# a name in a text: an identifier (letters, digits, _ and $, not first a digit), or what double or back quotes hold
+NAME_IN_TEXT = re.compile(r'[^\W\d][\w$]*|"((?:[^"]|"")*)"|`((?:[^`]|``)*)`')
+
+
+def names_in(text: str) -> set[str]:
+    """Every name ``text`` may spell a column by, lower case: its identifiers and what its quotes hold."""
+    found = set()
+    for match in NAME_IN_TEXT.finditer(text or ""):
+        quoted = match.group(1) if match.group(1) is not None else match.group(2)
+        found.add((match.group(0) if quoted is None else quoted.replace('""', '"').replace("``", "`")).lower())
+    return found
+
+
+def reads_whole_rows(sql: str, dialect: str) -> bool:
+    """Whether a query reads rows as a whole, so that its result depends on columns it never names: a row as a
+    value (PostgreSQL's ``t::text``, ``row_to_json(t)``), a star inside a function (``hash(*)``, ``struct(*)``; not
+    ``count(*)``), or rows compared as a whole (a star under DISTINCT, GROUP BY or a set operation). SQL that sqlglot
+    cannot read counts as such."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        trees = [tree for tree in sqlglot.parse(sql, read=dialect) if tree is not None]
+    except (sqlglot.errors.SqlglotError, ValueError):
+        return True
+    for tree in trees:
+        relations = {t.alias_or_name.lower() for t in tree.find_all(exp.Table)}
+        relations |= {node.alias.lower() for node in tree.find_all(exp.Subquery, exp.CTE) if node.alias}
+        for column in tree.find_all(exp.Column):
+            if not column.table and not isinstance(column.this, exp.Star) and column.name.lower() in relations:
+                return True
+        for star in tree.find_all(exp.Star):
+            node = star.parent.parent if isinstance(star.parent, exp.Column) else star.parent
+            if isinstance(node, exp.Count):
+                continue
+            if not isinstance(node, exp.Select):
+                return True
+            if node.args.get("distinct") or node.args.get("group") or isinstance(node.parent, exp.SetOperation):
+                return True
+    return False
+
+
+def audited_names(texts, queries) -> set[str] | None:
+    """The names by which the audit on a replica may read a column of loaded microdata: those in ``texts`` (build
+    records, the load log, the ledger's record sketches), the record key's, and those ``queries`` ((SQL, dialect):
+    the views and models that run on the replica) read for a name the audit reads (_query_names); None (every
+    column) where a query reads whole rows (reads_whole_rows)."""
+    names, projections = {RECORD_KEY_COLUMN.lower()}, []
+    for sql, dialect in queries:
+        found = _query_names(sql, dialect)
+        if found is None:
+            return None
+        names |= found[0]
+        projections += found[1]
+    for text in texts:
+        names |= names_in(text)
+    grown = True
+    while grown:  # a projection read by its name reads its own names (a view over a view: one more round)
+        grown = False
+        for output, read in projections:
+            if output in names and not read <= names:
+                names |= read
+                grown = True
+    return names
+
+
+def _query_names(sql: str, dialect: str) -> tuple[set[str], list[tuple[str, set[str]]]] | None:
+    """(the names a query reads outside the projections it passes on, [(a projection's output name, the names it
+    reads)]); None where it reads whole rows. PostgreSQL writes a view's star out as every column: a projection
+    nothing reads by its output name reads nothing. Passed on are the projections of the query itself, of its
+    CTEs and of its subqueries in FROM, without DISTINCT or GROUP BY (which make the rows depend on them) and
+    without a function that makes rows (unnest, explode, generate_series)."""
+    import sqlglot
+    from sqlglot import exp
+
+    if reads_whole_rows(sql, dialect):
+        return None
+    passed_on: dict[int, tuple[str, set[str]]] = {}
+    always: set[str] = set()
+    for tree in sqlglot.parse(sql, read=dialect):
+        if tree is None:
+            continue
+        for select in tree.find_all(exp.Select):
+            for projection in _passed_on(select):
+                passed_on[id(projection)] = (projection.alias_or_name.lower(), set())
+        for identifier in tree.find_all(exp.Identifier):
+            node, owner = identifier, None
+            while node.parent is not None:  # the innermost projection passed on that holds it, if any
+                if id(node) in passed_on and node.arg_key == "expressions" and isinstance(node.parent, exp.Select):
+                    owner = passed_on[id(node)]
+                    break
+                node = node.parent
+            (owner[1] if owner is not None else always).add(identifier.name.lower())
+    return always, list(passed_on.values())
+
+
+def _passed_on(select) -> list:
+    """The projections of a SELECT that it passes on by name alone (_query_names): of the query itself, a CTE or a
+    subquery in FROM, without DISTINCT or GROUP BY, none a star or a function that makes rows."""
+    from sqlglot import exp
+
+    parent = select.parent
+    if not (parent is None or isinstance(parent, exp.CTE) or
+            (isinstance(parent, exp.Subquery) and isinstance(parent.parent, (exp.From, exp.Join)))) \
+            or select.args.get("distinct") or select.args.get("group"):
+        return []
+    return [p for p in select.expressions if not isinstance(p, exp.Star) and not isinstance(p.this, exp.Star)
+            and not p.find(exp.Unnest, exp.Explode, exp.Posexplode, exp.GenerateSeries)]
+
+
+def pruned_sql(sql: str, names: set[str] | None) -> str:
+    """DuckDB's ``sql`` of a view or table of one's own as the replica runs it over microdata cut to ``names``
+    (copied_columns): without the projections it passes on that nothing reads by their output names (the columns
+    they read may not be there); as it is where ``names`` is None."""
+    import sqlglot
+
+    if names is None:
+        return sql
+    trees = [tree for tree in sqlglot.parse(sql, read="duckdb") if tree is not None]
+    for tree in trees:
+        for select in list(tree.find_all(sqlglot.exp.Select)):
+            unread = {id(p) for p in _passed_on(select) if p.alias_or_name.lower() not in names}
+            kept = [p for p in select.expressions if id(p) not in unread]
+            if unread and kept:
+                select.set("expressions", kept)
+    return ";\n".join(tree.sql(dialect="duckdb") for tree in trees)
+
+
+def copied_columns(columns: list[str], names: set[str] | None) -> list[str]:
+    """The columns of loaded microdata the replica holds (issue 49: what the audit reads, not every confidential
+    column of the microdata): those ``names`` holds, the record key's and its key facts' (KEY_FACT_PREFIX); every
+    column where ``names`` is None. A column left out that the audit would read stops it with DuckDB's error naming
+    the column: an audit that refuses, never one that passes without it."""
+    if names is None:
+        return list(columns)
+    return [c for c in columns if c.lower() in names or c.lower().startswith(KEY_FACT_PREFIX.lower())]
+
+
+def holds_microdata(manifest: dict, schema: str, name: str, comment: str | None) -> bool:
+    """A table of the raw schema other than the load log and the key stores (what sdc load loaded), or a table of
+    one's own that dbt builds by a model with no protection step (staging microdata): the tables whose columns the
+    replica cuts to those the audit reads. Seeds and the steps' tables are copied whole."""
+    if schema.lower() == RAW_SCHEMA:
+        return name.lower() != LOAD_LOG_TABLE.lower() and not name.lower().endswith(KEY_STORE_SUFFIX.lower())
+    node = node_of(manifest, schema, name)
+    return node is not None and node.get("resource_type") == "model" \
+        and not (build_record_of_comment(comment) or {}).get("step")
 
 
 # ------------------------------------------------------------------------------------------ the audit on a replica

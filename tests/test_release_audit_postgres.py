@@ -484,25 +484,25 @@ def test_the_table_builder_s_cube_is_part_of_the_release_audit(release, tmp_path
 # ------------------------------------------------------------------------------------------ the replica
 def test_the_replica_holds_only_the_columns_of_the_microdata_that_the_audit_reads(release, monkeypatch, capsys):
     """Issue 49: sdc publish --target copied every column of the loaded microdata into its replica (a file on the
-    machine that runs it), the confidential column no table reads (diagnosis) among them. It copies the columns the
-    release audit reads by name (the steps' dimensions, measures and record keys, the columns the views and the
-    staging table of one's own name) and still gives the audit of every table; the seeds and the load log whole."""
+    machine that runs it), the confidential column no table reads (diagnosis) among them. It copies the values of
+    the columns the release audit reads by name (the steps' dimensions, measures and record keys, what the views
+    filter on; a column the men's view passes on counts only where it is read by its name: PostgreSQL writes the
+    view's star out as every column) and the others as NULL, so that the views still run; the audit of every
+    table is the same. On the previous code the replica held every diagnosis."""
     import importlib
 
     publish_module = importlib.import_module("sdc.release.publish_target")  # the module, not sdc.release's function
-
     copied, copy_table = {}, publish_module._copy_table
 
     def recording(cur, con, folder, catalog, item, names=None):
         copy_table(cur, con, folder, catalog, item, names)
-        copied[(item.schema, item.name)] = [c for (c,) in con.execute(
-            f'select column_name from (describe {catalog}."{item.schema}"."{item.name}")').fetchall()]
+        copied[(item.schema, item.name)] = con.execute(
+            f'select count(id), count(sex), count(region), count(age), count(income), count(rk), count(diagnosis) '
+            f'from {catalog}."{item.schema}"."{item.name}"').fetchall() if item.name == TABLE else None
 
     monkeypatch.setattr(publish_module, "_copy_table", recording)
     republish(release)
     assert publish_target(release) == 0
     out = capsys.readouterr().out
     assert "verified 5 relations against sdc's recomputation from the microdata; release audit passed" in out, out
-    assert copied[("raw", TABLE)] == ["id", "sex", "region", "age", "income", "rk"]
-    assert "diagnosis" not in {c for columns in copied.values() for c in columns}
-    assert copied[("raw", "sdc_loads")][:2] == ["table_name", "key_mode"]
+    assert copied[("raw", TABLE)] == [(400, 400, 400, 400, 400, 400, 0)]

@@ -1,7 +1,7 @@
-"""The columns of loaded microdata that `sdc publish --target` copies into its replica (issue 49 §2): those the
-release audit may read by name, not every confidential column of the microdata (python/sdc/release/replica.py,
-copied_columns). A query that reads rows as a whole keeps every column, and so does a ledger whose record sketch is
-over a loaded table's every column. On the PostgreSQL path: tests/test_release_audit_postgres.py."""
+"""The columns of loaded microdata whose values `sdc publish --target` copies into its replica (issue 49 §2): those
+the release audit may read by name, not every confidential column of the microdata (python/sdc/release/replica.py,
+copied_columns; the others are NULL there). A query that reads rows as a whole keeps every column, and so does a
+ledger whose record sketch is over a loaded table's every column. On PostgreSQL: tests/test_release_audit_postgres.py."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from sdc.release.differencing import sketched_columns
 from sdc.release.replica import (
     audited_names,
     copied_columns,
-    holds_microdata,
+    is_loaded_microdata,
     names_in,
-    pruned_sql,
+    passed_on_whole,
     reads_whole_rows,
-    view_sql,
 )
 
 LOADED = ["id", "sex", "region", "income", "diagnosis", "rk", "rk_f_employed", "f_employed"]
@@ -64,16 +63,16 @@ def test_only_the_columns_the_audit_names_are_copied_and_the_record_key_with_its
                           [("select * from raw.persons where id <> 2", "postgres")])  # a star passes columns on
     columns = LOADED + ["Land Code"]
     assert copied_columns(columns, names) == ["id", "sex", "rk", "rk_f_employed", "f_employed", "Land Code"]
-    # the audit that reads only these columns gives the figures of the whole table
+    # the audit that reads only these columns gives the figures of the whole table, the others NULL
     con = duckdb.connect()
     con.execute("create table persons as select * from (values (1, 'm', 'R1', 10.0, 'D1', 5, 5, 1, 'L1'), "
                 "(2, 'w', 'R2', 20.0, 'D2', 7, 0, 0, 'L1')) t(" + ", ".join(f'"{c}"' for c in columns) + ")")
-    kept = ", ".join(f'"{c}"' for c in copied_columns(columns, names))
-    con.execute(f"create table replica as select {kept} from persons")
+    kept = copied_columns(columns, names)
+    con.execute("create table replica as select " + ", ".join(f'"{c}"' if c in kept else f'null as "{c}"'
+                                                                for c in columns) + " from persons")
     query = 'select sex, "Land Code", count(*), sum(rk), sum(rk_f_employed) from {} group by all order by all'
     assert con.execute(query.format("replica")).fetchall() == con.execute(query.format("persons")).fetchall()
-    with pytest.raises(duckdb.BinderException, match="diagnosis"):  # what was left out is an error, never a pass
-        con.execute("select diagnosis from replica")
+    assert con.execute("select count(diagnosis), count(income) from replica").fetchall() == [(0, 0)]
 
 
 def test_a_column_a_view_passes_on_is_copied_only_where_something_reads_it_by_that_name():
@@ -93,26 +92,12 @@ def test_a_column_a_view_passes_on_is_copied_only_where_something_reads_it_by_th
         assert "diagnosis" in copied_columns(LOADED, audited_names(['"sex"'], [(query, "postgres")])), query
 
 
-def test_the_replica_runs_a_view_without_the_projections_nothing_reads():
-    """The view's SQL on the replica leaves out what it passes on unread (diagnosis: not copied, so naming it
-    would stop the view), and keeps the rest, its filter and what DISTINCT reads; its rows are those of the whole
-    view over the columns read."""
-    view = ("SELECT p.id, p.sex, p.diagnosis, p.rk FROM raw.persons p WHERE p.sex = 'm'::text "
-            "AND p.income > 0")
-    names = audited_names(['{"dims": ["sex"]}'], [(view, "postgres")])
-    con = duckdb.connect()
-    con.execute("create schema raw")
-    con.execute("create table raw.persons as select * from (values (1, 'm', 10.0, 'D1', 5), (2, 'w', 20.0, 'D2', 7), "
-                "(3, 'm', 0.0, 'D3', 9)) t(id, sex, income, diagnosis, rk)")
-    whole = con.execute(f"select sex, rk from ({view_sql('v', view, 'postgres')}) order by all").fetchall()
-    kept = ", ".join(copied_columns(["id", "sex", "income", "diagnosis", "rk"], names))
-    con.execute(f"create table cut as select {kept} from raw.persons")
-    pruned = pruned_sql(view_sql("v", view, "postgres"), names).replace("raw.persons", "cut")
-    assert "diagnosis" not in pruned.lower()
-    assert con.execute(f"select sex, rk from ({pruned}) order by all").fetchall() == whole == [("m", 5)]
-    distinct = "select distinct p.sex, p.diagnosis from raw.persons p"
-    assert pruned_sql(distinct, names) == "SELECT DISTINCT p.sex, p.diagnosis FROM raw.persons AS p"
-    assert pruned_sql(view, None) == view
+def test_the_published_relations_and_those_a_call_names_are_read_whole():
+    """A published relation's SQL and a hierarchy's or ptable's count as texts: every name in them is read."""
+    comments = [json.dumps({"sdc_build": {"step": "ckm_count", "call": {
+        "hierarchy": {"database": "db", "schema": "main", "name": "Region_Codes"}, "ptable": "main.sdc_ptable"}}}),
+        None, "a comment of one's own"]
+    assert passed_on_whole(comments, [("main", "Published")]) == {"published", "region_codes", "sdc_ptable"}
 
 
 def test_a_query_reading_whole_rows_or_a_sketch_of_every_column_keeps_every_column():
@@ -127,15 +112,7 @@ def test_a_query_reading_whole_rows_or_a_sketch_of_every_column_keeps_every_colu
     assert "diagnosis" in copied_columns(LOADED, audited_names([RECORD] + sketched_columns([new]), []))
 
 
-def test_the_loaded_tables_and_staging_tables_of_one_s_own_are_cut_to_their_audited_columns():
-    manifest = {"nodes": {
-        "model.p.staged": {"resource_type": "model", "schema": "main", "name": "staged"},
-        "model.p.ckm_persons": {"resource_type": "model", "schema": "main", "name": "ckm_persons"},
-        "seed.p.codes": {"resource_type": "seed", "schema": "main", "name": "codes"}}}
-    step = json.dumps({"sdc_build": {"step": "ckm_count"}})
-    assert holds_microdata(manifest, "raw", "persons", None) and holds_microdata(manifest, "RAW", "Persons", None)
-    assert holds_microdata(manifest, "main", "staged", None)
-    assert not holds_microdata(manifest, "raw", "sdc_loads", None)
-    assert not holds_microdata(manifest, "raw", "persons__record_keys", None)
-    assert not holds_microdata(manifest, "main", "ckm_persons", step)  # a step's cells: whole
-    assert not holds_microdata(manifest, "main", "codes", None)  # a seed: whole
+def test_only_the_loaded_tables_are_cut_to_their_audited_columns():
+    assert is_loaded_microdata("raw", "persons") and is_loaded_microdata("RAW", "Persons")
+    assert not is_loaded_microdata("raw", "sdc_loads") and not is_loaded_microdata("raw", "persons__record_keys")
+    assert not is_loaded_microdata("main", "persons")

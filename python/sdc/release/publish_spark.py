@@ -58,10 +58,10 @@ from sdc.release.replica import (
     check_against_ledger,
     copied_columns,
     create_views,
-    holds_microdata,
+    is_loaded_microdata,
     lineage_parents,
     node_of,
-    pruned_sql,
+    passed_on_whole,
     record_names,
     translated_sql,
     view_sql,
@@ -262,7 +262,7 @@ def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked], l
     loaded microdata the columns the audit may read (_audited_names); returns the translated SQL of the tables of
     one's own (replica.translated_sql)."""
     relations = _closure(wh, manifest, marked)
-    names = _audited_names(wh, manifest, relations, ledger)
+    names = _audited_names(wh, manifest, relations, marked, ledger)
     path = folder / "replica.duckdb"
     con.execute(f"attach {quote_literal(str(path))} as {q(CATALOG)}")
     con.execute(f"use {q(CATALOG)}")
@@ -271,8 +271,8 @@ def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked], l
     try:
         for item in relations:
             if item.kind == "table":
-                _copy_table(wh, con, item, names if holds_microdata(manifest, item.schema, item.name, item.comment) else None)
-        _create_views(con, [item for item in relations if item.kind == "view"], names)
+                _copy_table(wh, con, item, names if is_loaded_microdata(item.schema, item.name) else None)
+        _create_views(con, [item for item in relations if item.kind == "view"])
     except duckdb.Error as exc:
         raise SdcError(f"cannot copy the release into sdc's replica of the warehouse: "
                        f"{str(exc).strip().splitlines()[0]}; nothing was changed") from None
@@ -280,8 +280,8 @@ def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked], l
     for item in relations:
         found = translated_sql(manifest, item.schema, item.name, item.comment, "spark") \
             if item.kind == "table" else None
-        if found is not None:  # run over the microdata as the replica holds it
-            translated[(item.schema.lower(), item.name.lower())] = (found[0], pruned_sql(found[1], names))
+        if found is not None:
+            translated[(item.schema.lower(), item.name.lower())] = found
         if item.comment is not None:
             con.execute(f"comment on {'view' if item.kind == 'view' else 'table'} {q(item.schema)}.{q(item.name)} "
                         f"is {quote_literal(item.comment)}")
@@ -292,19 +292,21 @@ def _read_release(wh, con, folder: Path, manifest: dict, marked: list[Marked], l
     return translated
 
 
-def _audited_names(wh, manifest: dict, relations: list[Found], ledger: SparkLedger) -> set[str] | None:
-    """replica.audited_names of the release: the build records, the views' SQL and the SQL of the tables of one's
-    own, the load log and the columns of the ledger's record sketches."""
+def _audited_names(wh, manifest: dict, relations: list[Found], marked: list[Marked],
+                   ledger: SparkLedger) -> set[str] | None:
+    """replica.audited_names of the release: the build records, the SQL of the views and of the tables of one's own
+    that run on the replica, the load log and the columns of the ledger's record sketches."""
     texts, queries = [item.comment or "" for item in relations], []
+    whole = passed_on_whole(texts, [(m.schema, m.name) for m in marked])
     for item in relations:
-        node = node_of(manifest, item.schema, item.name)
-        if item.sql is not None and item.kind == "view":  # a view of one's own runs on the replica
-            queries.append((item.sql, "spark"))
-        elif item.sql is not None:  # a step's view: its rows are copied
-            texts.append(item.sql)
-        elif node is not None and not (build_record_of_comment(item.comment) or {}).get("step") \
-                and isinstance(node.get("compiled_code"), str):
-            queries.append((node["compiled_code"], "spark"))
+        sql = item.sql
+        if sql is None and not (build_record_of_comment(item.comment) or {}).get("step"):  # a table of one's own
+            sql = (node_of(manifest, item.schema, item.name) or {}).get("compiled_code")
+        runs = item.kind == "view" or item.sql is None  # a step's view is copied as its rows
+        if isinstance(sql, str) and runs and item.name.lower() not in whole:
+            queries.append((sql, "spark"))
+        elif isinstance(sql, str):  # every name of a published relation's SQL counts
+            texts.append(sql)
         if item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE:
             texts += [json.dumps(row.asDict(), default=str)
                       for row in wh.session.table(f"{qs(item.schema)}.{qs(item.name)}").collect()]
@@ -319,8 +321,10 @@ def _copy_table(wh, con, item: Found, names: set[str] | None = None) -> None:
     every one)."""
     frame = wh.session.table(f"{qs(item.schema)}.{qs(item.name)}")
     kept = copied_columns(frame.columns, names)
-    if len(kept) < len(frame.columns):
-        frame = frame.select(*[qs(c) for c in kept])
+    if len(kept) < len(frame.columns):  # the others as NULL of their type
+        from pyspark.sql.functions import col, lit
+
+        frame = frame.select(*[col(qs(c)) if c in kept else lit(None).cast(t).alias(c) for c, t in frame.dtypes])
     if item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE:
         from pyspark.sql.functions import col
 
@@ -334,13 +338,12 @@ def _copy_table(wh, con, item: Found, names: set[str] | None = None) -> None:
         con.unregister("sdc_spark_copy")
 
 
-def _create_views(con, views: list[Found], names: set[str] | None = None) -> None:
-    """The views of one's own, their SQL translated from Spark's to DuckDB's and pruned to ``names``
-    (replica.pruned_sql); a view over another after it."""
+def _create_views(con, views: list[Found]) -> None:
+    """The views of one's own, their SQL translated from Spark's to DuckDB's; a view over another after it."""
     pending = []
     for view in views:
         label = f"{view.schema}.{view.name}"
-        pending.append((label, f"{q(view.schema)}.{q(view.name)}", pruned_sql(view_sql(label, view.sql or "", "spark"), names)))
+        pending.append((label, f"{q(view.schema)}.{q(view.name)}", view_sql(label, view.sql or "", "spark")))
     create_views(con, pending, "write views that the release reads in SQL that DuckDB reads too")
 
 

@@ -77,10 +77,10 @@ from sdc.release.replica import (
     check_against_ledger,
     copied_columns,
     create_views,
-    holds_microdata,
+    is_loaded_microdata,
     lineage_parents,
     node_of,
-    pruned_sql,
+    passed_on_whole,
     record_names,
     translated_sql,
     view_sql,
@@ -465,7 +465,7 @@ def _read_release(pg, con, folder: Path, manifest: dict, marked: list[Marked], s
             _check_leftovers(cur, marked)
             publication = _publication(cur, schema, marker)
             relations = _closure(cur, manifest, marked, database, publication)
-            names, last = _audited_names(cur, manifest, relations)
+            names, last = _audited_names(cur, manifest, relations, marked)
             _build_replica(cur, con, folder, database, manifest, relations, translated, names)
         finally:
             cur.close()
@@ -623,22 +623,25 @@ def _check_step_view(cur, view: Mirrored, record: dict, live: list, database: st
 
 
 # ------------------------------------------------------------------------------------------ the replica
-def _audited_names(cur, manifest: dict, relations: list[Mirrored]) -> tuple[set[str] | None, int | None]:
-    """(replica.audited_names of the release: the build records, the views' SQL and the SQL of the tables of one's
-    own, the load log and the columns of the ledger's record sketches; the ledger's last release)."""
+def _audited_names(cur, manifest: dict, relations: list[Mirrored], marked: list[Marked]
+                   ) -> tuple[set[str] | None, int | None]:
+    """(replica.audited_names of the release: the build records, the SQL of the views and of the tables of one's
+    own that run on the replica, the load log and the columns of the ledger's record sketches; the ledger's last
+    release)."""
     texts, queries = [item.comment or "" for item in relations], []
+    whole = passed_on_whole(texts, [(m.schema, m.name) for m in marked])
     for item in relations:
-        if item.relkind == "v":  # a view of one's own runs on the replica; a step's view: its rows are copied
+        sql = None
+        if item.relkind == "v":
             cur.execute("select pg_catalog.pg_get_viewdef(%s, true)", (item.oid,))
             (sql,) = cur.fetchone()
-            if item.kind == "view":
-                queries.append((sql, "postgres"))
-            else:
-                texts.append(sql)
-        node = node_of(manifest, item.schema, item.name)
-        if node is not None and item.relkind != "v" and not (build_record_of_comment(item.comment) or {}).get("step") \
-                and isinstance(node.get("compiled_code"), str):
-            queries.append((node["compiled_code"], "postgres"))
+        elif not (build_record_of_comment(item.comment) or {}).get("step"):  # a table of one's own: its SQL again
+            sql = (node_of(manifest, item.schema, item.name) or {}).get("compiled_code")
+        runs = item.kind == "view" or item.relkind != "v"  # a step's view is copied as its rows
+        if isinstance(sql, str) and runs and item.name.lower() not in whole:
+            queries.append((sql, "postgres"))
+        elif isinstance(sql, str):  # every name of a published relation's SQL counts
+            texts.append(sql)
         if item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE:
             cur.execute(f"select pg_catalog.row_to_json(t)::text from {q(item.schema)}.{q(item.name)} as t")
             texts += [row for (row,) in cur.fetchall()]
@@ -670,12 +673,12 @@ def _build_replica(cur, con, folder: Path, database: str, manifest: dict, relati
         if item.kind == "view":
             views.append(item)
             continue
-        _copy_table(cur, con, folder, catalog, item, names if holds_microdata(manifest, item.schema, item.name, item.comment) else None)
-    _create_views(cur, con, catalog, views, names)
+        _copy_table(cur, con, folder, catalog, item, names if is_loaded_microdata(item.schema, item.name) else None)
+    _create_views(cur, con, catalog, views)
     for item in relations:
         found = _translate(manifest, item)
-        if found is not None:  # run over the microdata as the replica holds it
-            translated[(item.schema.lower(), item.name.lower())] = (found[0], pruned_sql(found[1], names))
+        if found is not None:
+            translated[(item.schema.lower(), item.name.lower())] = found
         if item.comment is not None:
             what = "view" if item.kind == "view" else "table"
             con.execute(f"comment on {what} {catalog}.{q(item.schema)}.{q(item.name)} is {quote_literal(item.comment)}")
@@ -693,12 +696,11 @@ def _copy_table(cur, con, folder: Path, catalog: str, item: Mirrored, names: set
                 "where a.attrelid = %s and a.attnum > 0 and not a.attisdropped order by a.attnum", (item.oid,))
     columns = cur.fetchall()
     kept = set(copied_columns([name for name, _ in columns], names))
-    columns = [(name, pg_type) for name, pg_type in columns if name in kept]
     load_log = item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE
     types = {name: ("VARCHAR" if load_log and pg_type.startswith("timestamp") else duckdb_type(pg_type))
              for name, pg_type in columns}
-    selected = ", ".join(f"{q(name)}::text" if types[name] == "VARCHAR" and load_log else q(name)
-                         for name, _ in columns)
+    selected = ", ".join(f"{q(name)}::text" if types[name] == "VARCHAR" and load_log else
+                         q(name) if name in kept else f"null as {q(name)}" for name, _ in columns)
     csv = folder / f"copy_{uuid.uuid4().hex}.csv"
     try:
         if load_log:  # loaded_at as the dbt session wrote it into the build records: in the server's own DateStyle
@@ -740,10 +742,9 @@ def duckdb_type(pg_type: str) -> str:
     return "VARCHAR"
 
 
-def _create_views(cur, con, catalog: str, views: list[Mirrored], names: set[str] | None = None) -> None:
-    """The views of one's own, their SQL translated from PostgreSQL's to DuckDB's and pruned to ``names``
-    (replica.pruned_sql); a view over another view after it. A view that calls a function of the database's own
-    is refused: what it reads cannot be told."""
+def _create_views(cur, con, catalog: str, views: list[Mirrored]) -> None:
+    """The views of one's own, their SQL translated from PostgreSQL's to DuckDB's; a view over another view after
+    it. A view that calls a function of the database's own is refused: what it reads cannot be told."""
     pending = []
     for view in views:
         functions = _view_functions(cur, view.oid)
@@ -753,7 +754,7 @@ def _create_views(cur, con, catalog: str, views: list[Mirrored], names: set[str]
         cur.execute("select pg_catalog.pg_get_viewdef(%s, true)", (view.oid,))
         label = f"{view.schema}.{view.name}"
         pending.append((label, f"{catalog}.{q(view.schema)}.{q(view.name)}",
-                        pruned_sql(view_sql(label, cur.fetchone()[0], "postgres"), names)))
+                        view_sql(label, cur.fetchone()[0], "postgres")))
     create_views(con, pending, "publish views over protected relations in SQL that DuckDB reads too")
 
 

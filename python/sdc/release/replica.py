@@ -182,9 +182,10 @@ def reads_whole_rows(sql: str, dialect: str) -> bool:
 
 def audited_names(texts, queries) -> set[str] | None:
     """The names by which the audit on a replica may read a column of loaded microdata: those in ``texts`` (build
-    records, the load log, the ledger's record sketches), the record key's, and those ``queries`` ((SQL, dialect):
-    the views and models that run on the replica) read for a name the audit reads (_query_names); None (every
-    column) where a query reads whole rows (reads_whole_rows)."""
+    records, the load log, the ledger's record sketches, the SQL of the published relations and of those a call
+    names), the record key's, and those ``queries`` ((SQL, dialect): the other views and models that run on the
+    replica) read for a name the audit reads (_query_names); None (every column) where a query reads whole rows
+    (reads_whole_rows)."""
     names, projections = {RECORD_KEY_COLUMN.lower()}, []
     for sql, dialect in queries:
         found = _query_names(sql, dialect)
@@ -248,43 +249,36 @@ def _passed_on(select) -> list:
             and not p.find(exp.Unnest, exp.Explode, exp.Posexplode, exp.GenerateSeries)]
 
 
-def pruned_sql(sql: str, names: set[str] | None) -> str:
-    """DuckDB's ``sql`` of a view or table of one's own as the replica runs it over microdata cut to ``names``
-    (copied_columns): without the projections it passes on that nothing reads by their output names (the columns
-    they read may not be there); as it is where ``names`` is None."""
-    import sqlglot
-
-    if names is None:
-        return sql
-    trees = [tree for tree in sqlglot.parse(sql, read="duckdb") if tree is not None]
-    for tree in trees:
-        for select in list(tree.find_all(sqlglot.exp.Select)):
-            unread = {id(p) for p in _passed_on(select) if p.alias_or_name.lower() not in names}
-            kept = [p for p in select.expressions if id(p) not in unread]
-            if unread and kept:
-                select.set("expressions", kept)
-    return ";\n".join(tree.sql(dialect="duckdb") for tree in trees)
+def passed_on_whole(comments: list, marked: list) -> set[str]:
+    """The names (lower case) of the relations whose every column counts, so that their SQL is a text of
+    audited_names and not a query: the published ones (``marked``: (schema, name)) and those a step's call names
+    (a hierarchy, a ptable: the macros read their columns by sdc's names, which no text spells)."""
+    found = {str(name).lower() for _, name in marked}
+    for comment in comments:
+        call = (build_record_of_comment(comment) or {}).get("call")
+        for argument in CALL_RELATIONS:
+            item = call.get(argument) if isinstance(call, dict) else None
+            name = item.get("name") if isinstance(item, dict) else item.split(".")[-1] if isinstance(item, str) else None
+            if name:
+                found.add(str(name).strip().strip('"').strip("`").lower())
+    return found
 
 
 def copied_columns(columns: list[str], names: set[str] | None) -> list[str]:
-    """The columns of loaded microdata the replica holds (issue 49: what the audit reads, not every confidential
-    column of the microdata): those ``names`` holds, the record key's and its key facts' (KEY_FACT_PREFIX); every
-    column where ``names`` is None. A column left out that the audit would read stops it with DuckDB's error naming
-    the column: an audit that refuses, never one that passes without it."""
+    """The columns of loaded microdata whose values the replica holds (issue 49: what the audit reads, not every
+    confidential column of the microdata): those ``names`` holds, the record key's and its key facts'
+    (KEY_FACT_PREFIX); every column where ``names`` is None. The others are there as NULL, so that the views
+    that name them still run: nothing the audit runs reads them by name, and what reads rows whole keeps them all
+    (audited_names)."""
     if names is None:
         return list(columns)
     return [c for c in columns if c.lower() in names or c.lower().startswith(KEY_FACT_PREFIX.lower())]
 
 
-def holds_microdata(manifest: dict, schema: str, name: str, comment: str | None) -> bool:
-    """A table of the raw schema other than the load log and the key stores (what sdc load loaded), or a table of
-    one's own that dbt builds by a model with no protection step (staging microdata): the tables whose columns the
-    replica cuts to those the audit reads. Seeds and the steps' tables are copied whole."""
-    if schema.lower() == RAW_SCHEMA:
-        return name.lower() != LOAD_LOG_TABLE.lower() and not name.lower().endswith(KEY_STORE_SUFFIX.lower())
-    node = node_of(manifest, schema, name)
-    return node is not None and node.get("resource_type") == "model" \
-        and not (build_record_of_comment(comment) or {}).get("step")
+def is_loaded_microdata(schema: str, name: str) -> bool:
+    """A table of the raw schema other than the load log and the key stores: what sdc load loaded."""
+    return schema.lower() == RAW_SCHEMA and name.lower() != LOAD_LOG_TABLE.lower() \
+        and not name.lower().endswith(KEY_STORE_SUFFIX.lower())
 
 
 # ------------------------------------------------------------------------------------------ the audit on a replica

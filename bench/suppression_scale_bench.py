@@ -9,11 +9,13 @@ primary cells' audit intervals only) and, with --audit-layout, the audit layout 
 interval), and prints cells, primaries, secondaries, wall and CPU seconds (this process and its threads) and the
 peak resident memory, then how the CPU time grows from one size to the next. ``--linked T``: T tables of N^d
 cells each over d + 1 dimensions of one microdata, protected together (suppressed_linked_tables). ``--method``:
-heuristic (default), optimal or hypercube. At 10^6 cells, SDC_DUCKDB_MEMORY_LIMIT=3GB keeps the cell table's
+heuristic (default), optimal, hypercube or gauss. At 10^6 cells, SDC_DUCKDB_MEMORY_LIMIT=3GB keeps the cell table's
 DuckDB within 3 GB.
 
 Usage: .venv/bin/python bench/suppression_scale_bench.py [--dims 3] [--nodes 10 22] [--audit-layout] [--linked 3]
-       [--method hypercube]
+       [--method hypercube | --method gauss,heuristic,hypercube] [--counts]
+  --method with several methods runs each on the same tables in one run; --counts protects count tables under
+  freq:3 (the drawn enterprises counted) instead of their turnover.
 """
 
 from __future__ import annotations
@@ -91,13 +93,17 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[10, 22])
     parser.add_argument("--audit-layout", action="store_true")
     parser.add_argument("--linked", type=int, default=0)
-    parser.add_argument("--method", default="heuristic")
+    parser.add_argument("--method", default="heuristic",
+                        help="one method or several (gauss,heuristic,hypercube: each in turn on the same tables)")
+    parser.add_argument("--counts", action="store_true", help="count tables under freq:3 instead of turnover")
     args = parser.parse_args()
     from sdc.suppression import suppressed_linked_tables, suppressed_table
 
-    rules = ["freq:3", "p:10", "nk:2,85"]
-    print(f"{os.cpu_count()} CPUs; rules {', '.join(rules)}; method {args.method}", flush=True)
-    figures = []
+    rules = ["freq:3"] if args.counts else ["freq:3", "p:10", "nk:2,85"]
+    methods = args.method.split(",")
+    print(f"{os.cpu_count()} CPUs; {'counts' if args.counts else 'turnover'}; rules {', '.join(rules)}; "
+          f"method {', '.join(methods)} (peak: of the process so far)", flush=True)
+    figures = {method: [] for method in methods}
     for nodes in args.nodes:
         names = [f"d{k}" for k in range(args.dims + (1 if args.linked else 0))]
         micro = enterprises(names, nodes)
@@ -105,15 +111,20 @@ def main() -> None:
             path = Path(folder) / "micro.parquet"
             micro.to_parquet(path)
             h = hierarchy(names, nodes)
-            options = dict(hierarchy=h, value="turnover", method=args.method, audit=args.audit_layout)
-            if args.linked:
-                tables = [names[:k] + names[k + 1:] for k in range(args.linked)]
-                figures.append(run(f"{args.linked} linked {args.dims}-D tables, N={nodes}",
-                                   lambda: suppressed_linked_tables(path, tables, rules, **options)))
-            else:
-                figures.append(run(f"{args.dims}-D, N={nodes}{' (audit layout)' if args.audit_layout else ''}",
-                                   lambda: suppressed_table(path, names, rules, **options)))
-    print_growth(figures)
+            for method in methods:
+                options = dict(hierarchy=h, value=None if args.counts else "turnover", method=method,
+                               audit=args.audit_layout)
+                shown = f" {method}" if len(methods) > 1 else ""
+                if args.linked:
+                    tables = [names[:k] + names[k + 1:] for k in range(args.linked)]
+                    figures[method].append(run(f"{args.linked} linked {args.dims}-D tables, N={nodes}{shown}",
+                                               lambda: suppressed_linked_tables(path, tables, rules, **options)))
+                else:
+                    layout = " (audit layout)" if args.audit_layout else ""
+                    figures[method].append(run(f"{args.dims}-D, N={nodes}{layout}{shown}",
+                                               lambda: suppressed_table(path, names, rules, **options)))
+    for method in methods:
+        print_growth(figures[method])
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ def test_tables_protected_one_by_one_fail_the_audit_of_both(micro, union):
     assert "geo_year (geo='Portugal', year='2016')" in [union[1].cells[f.cell]["label"] for f in result.failures]
 
 
-@pytest.mark.parametrize("method", ["heuristic", "optimal"])
+@pytest.mark.parametrize("method", ["heuristic", "optimal", "gauss"])
 def test_linked_protection_gives_shared_cells_one_status_and_passes_the_audit_of_both(micro, union, method):
     tables = suppressed_linked_tables(micro, TABLES, RULES, method=method, audit=True)
     assert list(tables) == NAMES

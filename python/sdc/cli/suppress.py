@@ -12,6 +12,7 @@ import warnings
 
 from sdc.cli._common import add_profile_options, profile, split
 from sdc.errors import SdcError
+from sdc.suppression.secondary import METHODS
 
 
 def add_parser(commands) -> None:
@@ -54,10 +55,12 @@ def add_parser(commands) -> None:
 
 def _add_pattern_options(supp) -> None:
     """How the secondary suppressions are chosen and published."""
-    supp.add_argument("--method", default="heuristic", choices=("heuristic", "optimal", "hypercube"),
+    supp.add_argument("--method", default="heuristic", choices=METHODS,
                       help="secondary suppression: heuristic (fast, default), optimal (least total cost by "
-                      "mixed-integer programming, up to --time-limit) or hypercube (a hypercube of cells around "
-                      "every primary cell: suppresses more, but scales to tables of 10^5 cells and more)")
+                      "mixed-integer programming, up to --time-limit), hypercube (a hypercube of cells around "
+                      "every primary cell: suppresses more, but scales to tables of 10^5 cells and more) or gauss "
+                      "(GaussSuppression's elimination, completed for the protection intervals: fewer cells than "
+                      "the heuristic in about its time)")
     supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"),
                       help="what the secondary suppressions minimise: their total value (default), total frequency "
                       "or number of cells")

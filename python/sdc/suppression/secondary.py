@@ -1,7 +1,8 @@
 """One entry point for secondary suppression, whose result has always passed the audit.
 
 As scipy's ``linprog`` runs a method and then ``_check_result`` on its solution, ``secondary_suppression``
-runs the heuristic (heuristic.py) or the optimal method (optimal.py) on a SuppressionProblem, grows the
+runs the heuristic (heuristic.py), the optimal method (optimal.py), the hypercube method (hypercube.py) or the
+elimination of GaussSuppression completed by the heuristic (gauss.py) on a SuppressionProblem, grows the
 pattern until an attacker who knows the cells are whole numbers learns no more (integer tables), and audits
 the result (audit.py): a pattern that fails its own audit is never returned.
 """
@@ -25,13 +26,14 @@ from sdc.suppression.audit import (
     integer_failures,
     unprotected_cells,
 )
+from sdc.suppression.gauss import gauss_pattern
 from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern, prune_pattern
 from sdc.suppression.hypercube import Witness, hypercube_pattern, verified_witnesses
 from sdc.suppression.optimal import optimal_pattern
 from sdc.suppression.problem import SuppressionProblem
 
 _log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
-METHODS = ("heuristic", "optimal", "hypercube")
+METHODS = ("heuristic", "optimal", "hypercube", "gauss")
 INTERVALS = ("primary", "all", "none")
 DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
 # The few sensitive cells that method hypercube leaves to the LP audit (no hypercube fits them) get their integer
@@ -102,8 +104,10 @@ class SuppressionPattern:
 def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic", *,
                           time_limit: float = DEFAULT_TIME_LIMIT, intervals: str = "primary") -> SuppressionPattern:
     """The secondary suppression pattern of ``problem`` by ``method``: 'heuristic' (fast, after sdcTable's
-    SIMPLEHEURISTIC) or 'optimal' (minimum cost by mixed-integer programming; ``time_limit`` seconds, then
-    the heuristic completes it with a TimeLimitWarning). The pattern is audited before it is returned; one
+    SIMPLEHEURISTIC), 'optimal' (minimum cost by mixed-integer programming; ``time_limit`` seconds, then
+    the heuristic completes it with a TimeLimitWarning), 'hypercube' (τ-Argus's hypercubes, witnessed) or
+    'gauss' (GaussSuppression's elimination against exact disclosure, then the heuristic for the protection
+    intervals, then pruned). The pattern is audited before it is returned; one
     that fails its audit raises SdcError naming the cells. Integer tables (counts, whole-number magnitudes)
     are also protected against an attacker who knows that (IntegerCheckWarning where that check is skipped).
     ``intervals``: what the pattern's audit holds besides its verdict: 'primary' the interval of every primary
@@ -136,6 +140,10 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
     witnesses: list[Witness] = []
     if method == "heuristic":
         suppressed, proven, bound = prune_pattern(problem, heuristic_pattern(problem)), False, None
+    elif method == "gauss":  # exact disclosure by elimination, then the intervals by the LP heuristic
+        suppressed = gauss_pattern(problem)
+        suppressed = prune_pattern(problem, heuristic_pattern(problem, start=suppressed))
+        proven, bound = False, None
     elif method == "hypercube":
         suppressed, witnesses, failed = hypercube_pattern(problem, problem.method_table())
         if failed:  # no hypercube fits these cells' bounds: the LP heuristic completes the pattern for them

@@ -1,0 +1,189 @@
+"""Secondary suppression by Gaussian elimination (issue 50), re-implemented from the specification of Statistics
+Norway's GaussSuppression (SSBtools; ../shared/reference/linked-suppression.md §2), not from its code.
+
+Every published cell is a sum of inner cells (the finest cells of all tables' variables, or the records): a
+column of the model matrix X (inner cells × cells). Candidates are taken in a cost order, the cells to publish
+first; each is reduced modulo the span of the cells published so far, as is every primary. Publishing a candidate
+discloses a primary exactly when the primary's reduced vector is proportional to the candidate's: then the
+candidate is suppressed (secondary), else published and used as a pivot. The arithmetic is on integers (each
+vector divided by the gcd of its coefficients), so the test is exact.
+
+The pattern is safe against exact disclosure in the model X; it is not by itself safe against interval
+disclosure (a primary whose interval is narrower than its protection): sdc's audit decides that, as for every
+other method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+
+import numpy as np
+import scipy.sparse as sp
+
+# the share of the tie term in the candidates' score, and what puts zero cells first (§2.4)
+TIE_WEIGHT = 0.99
+ZERO_FIRST = 0.01
+
+
+def candidate_order(x: sp.spmatrix, freq, weight=None, zeros_first: bool = True) -> np.ndarray:
+    """The cells in the order GaussSuppression's default tries them, those to publish most first (§2.4): the
+    score |v| + 0.99 · |Xᵀ X v| / max, v = (freq + 1) · weight (freq where negative); zero cells first unless
+    ``zeros_first`` is false; ties in the cells' order (a stable sort)."""
+    freq = np.asarray(freq, dtype=float)
+    w = np.ones(len(freq)) if weight is None else np.clip(np.asarray(weight, dtype=float), 0, None)
+    if weight is not None and w.min() == 0:
+        w = w + w.max() * 1e-20
+    v = np.where(freq < 0, freq, freq + 1) * w
+    x = sp.csc_matrix(x, dtype=float)
+    tie = np.abs(x.T @ (x @ v))
+    if tie.max() > 0:
+        tie = tie / tie.max()
+    score = np.abs(v) + TIE_WEIGHT * tie
+    if zeros_first:
+        score = np.where(freq == 0, score + score.max() + ZERO_FIRST, score)
+    return np.argsort(-score, kind="stable")
+
+
+@dataclass
+class GaussPattern:
+    """What the elimination gives: the candidates suppressed (secondary), and the primaries that the forced
+    cells alone disclose (unsafe: no suppression can protect them)."""
+
+    secondary: list[int]
+    unsafe: list[int]
+
+
+def _column(x: sp.csc_matrix, j: int) -> dict[int, int]:
+    start, end = x.indptr[j], x.indptr[j + 1]
+    return {int(r): int(v) for r, v in zip(x.indices[start:end], x.data[start:end]) if v}
+
+
+def _reduced(vector: dict[int, int], pivot: dict[int, int], row: int) -> dict[int, int]:
+    """vector without its coefficient in ``row``: a multiple of vector less a multiple of the pivot, divided by
+    the gcd of what is left (integers throughout)."""
+    a, b = pivot[row], vector[row]
+    g = gcd(a, b)
+    fa, fb = a // g, b // g
+    found = {r: fa * c for r, c in vector.items()}
+    for r, c in pivot.items():
+        found[r] = found.get(r, 0) - fb * c
+    found = {r: c for r, c in found.items() if c}
+    divisor = 0
+    for c in found.values():
+        divisor = gcd(divisor, c)
+        if divisor == 1:
+            break
+    return {r: c // divisor for r, c in found.items()} if divisor > 1 else found
+
+
+def _proportional(a: dict[int, int], b: dict[int, int]) -> bool:
+    if len(a) != len(b):
+        return False
+    row = next(iter(a))
+    if row not in b:
+        return False
+    ra, rb = a[row], b[row]
+    return all(r in b and c * rb == b[r] * ra for r, c in a.items())
+
+
+def gauss_secondary(x: sp.spmatrix, candidates, primary, forced=(), known: sp.spmatrix | None = None) -> GaussPattern:
+    """The secondary suppressions of GaussSuppression's elimination (§2.3) on the model matrix ``x`` (inner cells
+    × cells, integer coefficients): ``candidates`` the cells in the order to try them (candidate_order; primaries
+    among them are skipped), ``primary`` the cells to protect, ``forced`` cells published whatever they disclose
+    (tried first; a forced primary is published). Primaries that the forced cells disclose are reported unsafe,
+    whether or not any candidate follows them. ``known``: vectors over x's rows (one per row of ``known``) that
+    the attacker knows before anything is published: with x the identity (a coordinate per cell), a table's
+    additivity relations, so that the elimination runs on the relations of sdc's problems."""
+    x = sp.csc_matrix(x)
+    forced = [int(j) for j in dict.fromkeys(forced)]
+    forced_set = set(forced)
+    primaries = [int(i) for i in dict.fromkeys(primary) if int(i) not in forced_set]
+    primary_set = set(primaries)
+    order = forced + [int(j) for j in candidates if int(j) not in primary_set and int(j) not in forced_set]
+    vectors: dict[object, dict[int, int]] = {("c", j): _column(x, j) for j in order}
+    vectors.update({("p", i): _column(x, i) for i in primaries})
+    holding: dict[int, set] = {}  # inner row -> the vectors with a coefficient there
+    for key, vector in vectors.items():
+        for r in vector:
+            holding.setdefault(r, set()).add(key)
+    pivots, secondary, unsafe = 0, [], []
+    rows = x.shape[0]
+
+    def publish(key) -> None:
+        pivot = vectors[key]
+        row = min(pivot)
+        for other in list(holding.get(row, ())):
+            if other == key:
+                continue
+            before = vectors[other]
+            after = _reduced(before, pivot, row)
+            for r in before.keys() - after.keys():
+                holding[r].discard(other)
+            for r in after.keys() - before.keys():
+                holding.setdefault(r, set()).add(other)
+            vectors[other] = after
+        for r in pivot:
+            holding[r].discard(key)
+
+    def disclosed(candidate: dict[int, int]) -> bool:
+        row = next(iter(candidate))
+        return any(key[0] == "p" and _proportional(candidate, vectors[key]) for key in holding.get(row, ()))
+
+    known_keys = []
+    if known is not None:  # what the attacker knows from the outset: pivots before the forced cells
+        known = sp.csr_matrix(known)
+        for k in range(known.shape[0]):
+            start, end = known.indptr[k], known.indptr[k + 1]
+            known_keys.append(("k", k))
+            vectors[("k", k)] = {int(r): int(v) for r, v in zip(known.indices[start:end], known.data[start:end]) if v}
+            for r in vectors[("k", k)]:
+                holding.setdefault(r, set()).add(("k", k))
+    for key in known_keys:
+        if vectors[key]:
+            publish(key)
+            pivots += 1
+    for j in forced:  # published, whatever they disclose
+        if vectors[("c", j)]:
+            publish(("c", j))
+            pivots += 1
+    unsafe = [i for i in primaries if not vectors[("p", i)]] if forced else []
+    for j in order[len(forced):]:
+        if pivots == rows:
+            break  # every inner cell is known: what is left is published
+        key = ("c", j)
+        if not vectors[key]:
+            continue  # already a combination of published cells
+        if disclosed(vectors[key]):
+            secondary.append(j)
+            for r in vectors[key]:
+                holding[r].discard(key)
+            continue
+        publish(key)
+        pivots += 1
+    return GaussPattern(sorted(secondary), sorted(unsafe))
+
+
+def gauss_pattern(problem) -> np.ndarray:
+    """Boolean mask of the cells a SuppressionProblem's elimination suppresses: its sensitive cells and the
+    secondary suppressions gauss_secondary finds on its relations (x the identity, the relations known), the
+    cells tried in decreasing cost (the costliest published first; sdc's cost in the place of GaussSuppression's
+    score), its forced-published cells first, the cells an earlier release suppressed never tried. Safe against
+    exact disclosure only: secondary.py completes it for the protection intervals."""
+    from sdc.errors import SdcError
+
+    relations = sp.csr_matrix(problem.relations)
+    whole = np.round(relations.data)
+    if not np.array_equal(relations.data, whole):
+        raise SdcError("secondary suppression (gauss): the elimination needs relations with whole-number "
+                       "coefficients; use method heuristic or optimal")
+    n = len(problem.values)
+    candidates = [int(j) for j in np.argsort(-np.asarray(problem.cost), kind="stable")
+                  if not problem.forced_suppressed[j]]
+    found = gauss_secondary(sp.identity(n, dtype=np.int64, format="csc"), candidates,
+                            np.flatnonzero(problem.primary), np.flatnonzero(problem.forced_published),
+                            known=sp.csr_matrix((whole.astype(np.int64), relations.indices, relations.indptr),
+                                                shape=relations.shape))
+    suppressed = problem.sensitive.copy()
+    suppressed[found.secondary] = True
+    return suppressed

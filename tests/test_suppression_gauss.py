@@ -52,6 +52,19 @@ def lt1_cells():
     return records, names, x, freq
 
 
+def two_way_table(rng, most: int, largest: int):
+    """(cells as 0/1 vectors over the inner cells, the model matrix, frequencies) of a rows x cols table with its
+    margins and total, 3 <= rows, cols < ``most``, inner frequencies 0 .. ``largest`` - 1."""
+    rows, cols = rng.integers(3, most, size=2)
+    inner = rng.integers(0, largest, size=(rows, cols)).ravel()
+    cells = [np.eye(rows * cols, dtype=int)[k] for k in range(rows * cols)]
+    cells += [np.kron(np.eye(rows, dtype=int)[r], np.ones(cols, dtype=int)) for r in range(rows)]
+    cells += [np.kron(np.ones(rows, dtype=int), np.eye(cols, dtype=int)[c]) for c in range(cols)]
+    cells.append(np.ones(rows * cols, dtype=int))
+    x = sp.csc_matrix(np.array(cells).T)
+    return cells, x, inner @ x.toarray()
+
+
 def test_the_candidate_order_is_the_reference_tool_s_for_lt4():
     _, names, x, freq = lt1_cells()
     assert len(names) == 41
@@ -113,15 +126,7 @@ def test_no_primary_is_in_the_span_of_the_published_cells_of_a_random_table(seed
     """Two-way tables with margins over random frequencies: rank(X_published + a primary) > rank(X_published) for
     every primary (numpy's rank, independent of the elimination), and every suppressed candidate was needed: each
     one published alone would disclose some primary, given the cells published before it in the order."""
-    rng = np.random.default_rng(seed)
-    rows, cols = rng.integers(3, 7, size=2)
-    inner = rng.integers(0, 9, size=(rows, cols)).ravel()
-    cells = [np.eye(rows * cols, dtype=int)[k] for k in range(rows * cols)]
-    cells += [np.kron(np.eye(rows, dtype=int)[r], np.ones(cols, dtype=int)) for r in range(rows)]
-    cells += [np.kron(np.ones(rows, dtype=int), np.eye(cols, dtype=int)[c]) for c in range(cols)]
-    cells.append(np.ones(rows * cols, dtype=int))
-    x = sp.csc_matrix(np.array(cells).T)
-    freq = inner @ x.toarray()
+    cells, x, freq = two_way_table(np.random.default_rng(seed), 7, 9)
     primary = [j for j in range(len(cells)) if 0 < freq[j] <= 2]
     order = candidate_order(x, freq)
     pattern = gauss_secondary(x, order, primary)
@@ -143,20 +148,14 @@ def test_the_elimination_on_a_table_s_relations_decides_as_on_its_model_matrix(s
     """sdc's problems hold a table's additivity relations, not its model matrix: the elimination over the cells
     with the relations known from the outset takes every decision that the elimination over the inner cells does
     (the same span conditions), candidate by candidate."""
-    rng = np.random.default_rng(100 + seed)
-    rows, cols = rng.integers(3, 6, size=2)
-    inner = rng.integers(0, 7, size=(rows, cols)).ravel()
-    cells = [np.eye(rows * cols, dtype=int)[k] for k in range(rows * cols)]
-    cells += [np.kron(np.eye(rows, dtype=int)[r], np.ones(cols, dtype=int)) for r in range(rows)]
-    cells += [np.kron(np.ones(rows, dtype=int), np.eye(cols, dtype=int)[c]) for c in range(cols)]
-    cells.append(np.ones(rows * cols, dtype=int))
-    x = sp.csc_matrix(np.array(cells).T)
-    freq = inner @ x.toarray()
+    cells, x, freq = two_way_table(np.random.default_rng(100 + seed), 6, 7)
     primary = [j for j in range(len(cells)) if 0 < freq[j] <= 2]
     order = candidate_order(x, freq)
     # the relations: each margin is the sum of its inner cells (total +1, parts -1), the grand total likewise
     n, relations = len(cells), []
-    for j in range(rows * cols, n):
+    for j in range(n):
+        if cells[j].sum() == 1:
+            continue  # an inner cell
         row = np.zeros(n, dtype=int)
         row[j] = 1
         row[np.flatnonzero(cells[j])] = -1

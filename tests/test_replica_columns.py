@@ -18,6 +18,7 @@ from sdc.release.replica import (
     names_in,
     passed_on_whole,
     reads_whole_rows,
+    record_texts,
 )
 
 LOADED = ["id", "sex", "region", "income", "diagnosis", "rk", "rk_f_employed", "f_employed"]
@@ -83,9 +84,9 @@ def test_a_column_a_view_passes_on_is_copied_only_where_something_reads_it_by_th
             "WHERE p.sex = 'm'::text AND p.income > 0")
     over = "SELECT s.sex AS gender, s.region AS land FROM main.staged s"
     names = audited_names(['{"dims": ["gender"]}'], [(view, "postgres"), (over, "postgres")])
-    assert copied_columns(LOADED, names) == ["sex", "income", "rk", "rk_f_employed"]
+    assert copied_columns(LOADED, names) == ["sex", "income", "rk", "rk_f_employed", "f_employed"]
     names = audited_names(['{"dims": ["gender", "land"]}'], [(view, "postgres"), (over, "postgres")])
-    assert copied_columns(LOADED, names) == ["sex", "region", "income", "rk", "rk_f_employed"]
+    assert copied_columns(LOADED, names) == ["sex", "region", "income", "rk", "rk_f_employed", "f_employed"]
     for query in ("select distinct p.sex, p.diagnosis from raw.persons p",
                   "select p.sex, p.diagnosis, count(*) as n from raw.persons p group by p.sex, p.diagnosis",
                   "select p.sex, unnest(string_to_array(p.diagnosis, ',')) as code from raw.persons p"):
@@ -103,16 +104,82 @@ def test_the_published_relations_and_those_a_call_names_are_read_whole():
 def test_a_query_reading_whole_rows_or_a_sketch_of_every_column_keeps_every_column():
     assert audited_names([RECORD], [("select md5(p::text) as person, sex from raw.persons as p", "postgres")]) is None
     assert copied_columns(LOADED, None) == LOADED
-    # the ledger's sketches: their columns (lineage expressions) are read again; one over every column (an sdc
-    # before issue 48) keeps every column
-    new = json.dumps({"record_sketches": [{"root": "raw.persons", "columns": ["diagnosis", "sex"], "sketch": []}]})
+    # the ledger's sketches: the loaded columns of their lineage expressions are read again; one over every
+    # column (an sdc before issue 48), or one whose column sdc cannot name, keeps every column
+    new = json.dumps({"record_sketches": [{"root": "raw.persons", "columns": [
+        "raw.persons.diagnosis", "raw.persons.net income",
+        'CASE WHEN "raw.persons.age" >= 65 THEN \'old\' ELSE \'young\' END'], "sketch": []}]})
     old = json.dumps({"record_sketches": {"raw.persons": [[0, 1, 2, 3]]}})
-    assert sketched_columns([new, None]) == ["diagnosis", "sex"]
-    assert sketched_columns([new, old]) is None
-    assert "diagnosis" in copied_columns(LOADED, audited_names([RECORD] + sketched_columns([new]), []))
+    plain = json.dumps({"record_sketches": [{"root": "raw.persons", "columns": ["sex"], "sketch": []}]})
+    assert sketched_columns([new, None]) == ["diagnosis", "net income", "age"]
+    assert sketched_columns([new, old]) is None and sketched_columns([plain]) is None
+    kept = copied_columns(LOADED + ["net income", "age"], audited_names([RECORD], [], sketched_columns([new])))
+    assert {"diagnosis", "net income", "age"} <= set(kept)
 
 
 def test_only_the_loaded_tables_are_cut_to_their_audited_columns():
     assert is_loaded_microdata("raw", "persons") and is_loaded_microdata("RAW", "Persons")
     assert not is_loaded_microdata("raw", "sdc_loads") and not is_loaded_microdata("raw", "persons__record_keys")
     assert not is_loaded_microdata("main", "persons")
+
+
+def test_a_name_json_escapes_in_a_build_record_is_read_as_the_column_s():
+    """dbt writes a build record as ASCII JSON (région as r\\u00e9gion): the record is read decoded too, so that
+    the column's values are copied (else a false refusal)."""
+    comment = json.dumps({"sdc_build": {"step": "ckm_count", "call": {"dims": ["région"]}}})
+    assert "\\u00e9" in comment
+    assert copied_columns(["région", "rk", "note"], audited_names(record_texts([comment, None]), [])) == ["région", "rk"]
+
+
+def test_a_fact_is_copied_beside_its_key_fact():
+    assert copied_columns(["sex", "f_employed", "rk_f_employed", "f_other"], {"sex"}) == [
+        "sex", "f_employed", "rk_f_employed"]
+
+
+def test_the_search_for_a_renamed_dimension_never_takes_a_column_the_replica_holds_as_null():
+    """Red-team review of the replica: a view that renames survey_year (one code) to year is read as the loaded
+    table's column that cuts its records alike. On the replica a column left out (address: NULL, marked
+    NOT_COPIED) cuts them into one set too and sorts first; it must not be taken, or the two tables would no
+    longer share their cells in the release audit. The loaded table with every column gives survey_year, and so
+    does the replica."""
+    import itertools
+    from types import SimpleNamespace
+
+    from sdc.release import populations
+    from sdc.release.record_wise import loaded_lineage, record_wise_lineage
+    from sdc.release.replica import NOT_COPIED
+    from sdc.release.verify import Verifier
+
+    def aliased(cut: bool):
+        con = duckdb.connect()
+        con.execute("create table people as select i as rk, " + ("null::varchar" if cut else "'a' || i") +
+                    " as address, 'S' || (i % 3) as state, 2024 as survey_year from range(1, 31) t(i)")
+        if cut:
+            con.execute(f"comment on column people.address is '{NOT_COPIED}'")
+        con.execute("create view v as select rk, state, survey_year as year from people")
+        count = itertools.count()
+        loaded = loaded_lineage("raw.people", ["rk", "address", "state", "survey_year"])
+        verifier = SimpleNamespace(
+            con=con, _temp=lambda s: f"t_{s}_{next(count)}", inputs={("people",): "people", ("v",): "v"},
+            lineage={("people",): loaded, ("v",): record_wise_lineage(
+                "select rk, state, survey_year as year from people", lambda t: loaded, lambda n: True, set(),
+                lambda n: False)},
+            _columns=lambda r: [c for (c,) in con.execute(f"select column_name from (describe {r})").fetchall()],
+            not_copied={("raw.people", c) for (c,) in con.execute(
+                "select column_name from duckdb_columns() where table_name = 'people' and comment = ?",
+                [NOT_COPIED]).fetchall()})
+        verifier.reads_not_copied = lambda relation, column: Verifier.reads_not_copied(verifier, relation, column)
+        item = SimpleNamespace(call={"dims": ["year", "state"]}, kind="ckm_count", source="v", audit="v", content="v",
+                               roots=frozenset(["raw.people"]), population=None)
+        reference = SimpleNamespace(call={"dims": ["survey_year", "state"]}, kind="ckm_count", source="people",
+                                    roots=frozenset(["raw.people"]))
+        mine, theirs = (populations._population(verifier, i, (i.source, None)) for i in (item, reference))
+        replace = populations.dataclasses.replace
+        populations.dataclasses.replace = lambda _, **changed: changed
+        try:
+            return populations._aliased(verifier, item, mine, theirs)["call"]["dims"]
+        finally:
+            populations.dataclasses.replace = replace
+
+    assert aliased(cut=False) == ["survey_year", "state"]
+    assert aliased(cut=True) == ["survey_year", "state"]

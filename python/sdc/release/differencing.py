@@ -177,6 +177,7 @@ def check_differencing(verifier, con, last: int | None, audit: dict, minimum: in
     entries = []
     for population in populations:
         columns = sorted(population.columns)
+        _check_copied(verifier, population, [population.columns[c] for c in columns])
         entries.append({"root": population.root, "columns": columns,
                         "sketch": record_sketch(verifier.con, population.source,
                                                 [population.columns[c] for c in columns])})
@@ -216,6 +217,9 @@ def _sketch_over(verifier, population: Population, columns: list[str] | None, sk
     """This release's sketch of ``population`` over an earlier sketch's columns (lineage expressions; None: the
     loaded table's every column, as an sdc before issue 48 kept it), or None where it lacks one of them."""
     key = None if columns is None else tuple(columns)
+    if key not in sketches and columns is not None:
+        available = _available(verifier, population)
+        _check_copied(verifier, population, [available[c] for c in columns if c in available])
     if key not in sketches:
         if columns is None:
             loaded = {f"{k[1]}.{k[2]}": relation for k, relation in verifier.inputs.items() if k[1] == "raw"}
@@ -226,6 +230,16 @@ def _sketch_over(verifier, population: Population, columns: list[str] | None, sk
             sketches[key] = record_sketch(verifier.con, population.source, [available[c] for c in columns]) \
                 if all(c in available for c in columns) else None
     return sketches[key]
+
+
+def _check_copied(verifier, population: Population, columns: list[str]) -> None:
+    """A sketch over a column that the replica of sdc publish --target holds as NULL would count every record
+    as changed: refused, never sketched (replica.copied_columns keeps every column a sketch reads)."""
+    missing = [c for c in columns if verifier.reads_not_copied(population.source, c)]
+    if missing:
+        raise SdcError(f"sdc's replica of the warehouse holds no values of the column(s) {', '.join(missing)} of "
+                       f"{population.shown}, which the differencing check reads: a fault of sdc's copy, not of the "
+                       "release; nothing was published")
 
 
 def _available(verifier, population: Population) -> dict[str, str]:
@@ -255,13 +269,29 @@ def _held_sketches(audit: str | None) -> list[dict]:
 
 
 def sketched_columns(audits: list[str | None]) -> list[str] | None:
-    """The columns (lineage expressions) of every record sketch in these audits of earlier releases, which this
-    release's populations are sketched over again (check_differencing); None where one is over a loaded table's
-    every column."""
+    """The loaded columns that the record sketches in these audits of earlier releases read, which this release's
+    populations are sketched over again (check_differencing); None where one is over a loaded table's every column,
+    or reads a column sdc cannot name (then every column is copied). A sketch's column is a lineage expression
+    (record_wise.py): a loaded column as table.column (raw.people.age), or an expression over such names quoted
+    ("raw.people.age" >= 65)."""
+    import sqlglot
+    from sqlglot import exp
+
     found = []
     for audit in audits:
         for held in _held_sketches(audit):
             if held.get("columns") is None:
                 return None
-            found += [str(c) for c in held["columns"]]
+            for expression in held["columns"]:
+                names = [str(expression)] if str(expression).count(".") >= 2 and '"' not in str(expression) else None
+                if names is None:
+                    try:
+                        names = [c.name for c in sqlglot.parse_one(str(expression), read="duckdb").find_all(exp.Column)]
+                    except (sqlglot.errors.SqlglotError, ValueError):
+                        return None
+                for name in names:
+                    parts = name.split(".", 2)
+                    if len(parts) < 3:
+                        return None
+                    found.append(parts[2])
     return found

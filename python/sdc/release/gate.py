@@ -119,6 +119,14 @@ class Warehouse:
             "select column_name from duckdb_columns() where database_name = ? and schema_name = ? and table_name = ? "
             "order by column_index", [rel.database, rel.schema, rel.name]).fetchall()]
 
+    def not_copied(self, rel: Rel) -> list[str]:
+        """The columns that a replica of sdc publish --target holds as NULL (replica.NOT_COPIED); none elsewhere."""
+        from sdc.release.replica import NOT_COPIED
+
+        return [c for (c,) in self.con.execute(
+            "select column_name from duckdb_columns() where database_name = ? and schema_name = ? and table_name = ? "
+            "and comment = ?", [rel.database, rel.schema, rel.name, NOT_COPIED]).fetchall()]
+
 
 def sql_reads(sql: str, dialect: str = "duckdb") -> list[tuple[str | None, str | None, str]]:
     """The relations a query reads (catalog, schema, name), CTE names left out; a table function or a file read

@@ -59,10 +59,12 @@ from sdc.release.replica import (
     copied_columns,
     create_views,
     is_loaded_microdata,
+    mark_not_copied,
     lineage_parents,
     node_of,
     passed_on_whole,
     record_names,
+    record_texts,
     translated_sql,
     view_sql,
 )
@@ -296,8 +298,8 @@ def _audited_names(wh, manifest: dict, relations: list[Found], marked: list[Mark
                    ledger: SparkLedger) -> set[str] | None:
     """replica.audited_names of the release: the build records, the SQL of the views and of the tables of one's own
     that run on the replica, the load log and the columns of the ledger's record sketches."""
-    texts, queries = [item.comment or "" for item in relations], []
-    whole = passed_on_whole(texts, [(m.schema, m.name) for m in marked])
+    texts, queries = record_texts([item.comment for item in relations]), []
+    whole = passed_on_whole([item.comment for item in relations], [(m.schema, m.name) for m in marked])
     for item in relations:
         sql = item.sql
         if sql is None and not (build_record_of_comment(item.comment) or {}).get("step"):  # a table of one's own
@@ -308,11 +310,11 @@ def _audited_names(wh, manifest: dict, relations: list[Found], marked: list[Mark
         elif isinstance(sql, str):  # every name of a published relation's SQL counts
             texts.append(sql)
         if item.schema.lower() == RAW_SCHEMA and item.name.lower() == LOAD_LOG_TABLE:
-            texts += [json.dumps(row.asDict(), default=str)
+            texts += [json.dumps(row.asDict(), default=str, ensure_ascii=False)
                       for row in wh.session.table(f"{qs(item.schema)}.{qs(item.name)}").collect()]
     sketched = sketched_columns([audit for (audit,) in ledger.con.execute(
         f"select audit from {LEDGER_SCHEMA}.releases").fetchall()])
-    return None if sketched is None else audited_names(texts + sketched, queries)
+    return None if sketched is None else audited_names(texts, queries, sketched)
 
 
 def _copy_table(wh, con, item: Found, names: set[str] | None = None) -> None:
@@ -334,6 +336,7 @@ def _copy_table(wh, con, item: Found, names: set[str] | None = None) -> None:
     con.register("sdc_spark_copy", table)
     try:
         con.execute(f"create table {q(item.schema)}.{q(item.name)} as select * from sdc_spark_copy")
+        mark_not_copied(con, f"{q(item.schema)}.{q(item.name)}", list(frame.columns), kept)
     finally:
         con.unregister("sdc_spark_copy")
 

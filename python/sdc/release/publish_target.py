@@ -78,10 +78,12 @@ from sdc.release.replica import (
     copied_columns,
     create_views,
     is_loaded_microdata,
+    mark_not_copied,
     lineage_parents,
     node_of,
     passed_on_whole,
     record_names,
+    record_texts,
     translated_sql,
     view_sql,
 )
@@ -628,8 +630,8 @@ def _audited_names(cur, manifest: dict, relations: list[Mirrored], marked: list[
     """(replica.audited_names of the release: the build records, the SQL of the views and of the tables of one's
     own that run on the replica, the load log and the columns of the ledger's record sketches; the ledger's last
     release)."""
-    texts, queries = [item.comment or "" for item in relations], []
-    whole = passed_on_whole(texts, [(m.schema, m.name) for m in marked])
+    texts, queries = record_texts([item.comment for item in relations]), []
+    whole = passed_on_whole([item.comment for item in relations], [(m.schema, m.name) for m in marked])
     for item in relations:
         sql = None
         if item.relkind == "v":
@@ -653,7 +655,7 @@ def _audited_names(cur, manifest: dict, relations: list[Mirrored], marked: list[
         sketched = sketched_columns([audit for audit, _ in held])
         if sketched is None:
             return None, last
-        texts += sketched
+        return audited_names(texts, queries, sketched), last
     return audited_names(texts, queries), last
 
 
@@ -712,9 +714,11 @@ def _copy_table(cur, con, folder: Path, catalog: str, item: Mirrored, names: set
             cur.execute(f"set local datestyle = {quote_literal(DATESTYLE)}")
         spec = "{" + ", ".join(f"{quote_literal(c)}: {quote_literal(t)}" for c, t in types.items()) + "}"
         try:
-            con.execute(f"create table {catalog}.{q(item.schema)}.{q(item.name)} as select * from "
+            table = f"{catalog}.{q(item.schema)}.{q(item.name)}"
+            con.execute(f"create table {table} as select * from "
                         f"read_csv({quote_literal(str(csv))}, header = true, auto_detect = false, columns = {spec}, "
                         "delim = ',', quote = '\"', escape = '\"', nullstr = '', allow_quoted_nulls = false)")
+            mark_not_copied(con, table, [name for name, _ in columns], kept)
         except duckdb.Error as exc:
             raise SdcError(f"cannot copy {item.schema}.{item.name} into sdc's replica of the warehouse: "
                            f"{str(exc).strip().splitlines()[0]}") from None

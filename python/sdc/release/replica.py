@@ -138,6 +138,8 @@ def create_views(con, views: list[tuple[str, str, str]], hint: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ the columns copied
+# the comment of a loaded table's column that the replica holds as NULL (copied_columns)
+NOT_COPIED = "sdc: not copied into the replica (no audit reads it); NULL here"
 # a name in a text: an identifier (letters, digits, _ and $, not first a digit), or what double or back quotes hold
 NAME_IN_TEXT = re.compile(r'[^\W\d][\w$]*|"((?:[^"]|"")*)"|`((?:[^`]|``)*)`')
 
@@ -180,13 +182,13 @@ def reads_whole_rows(sql: str, dialect: str) -> bool:
     return False
 
 
-def audited_names(texts, queries) -> set[str] | None:
+def audited_names(texts, queries, columns=()) -> set[str] | None:
     """The names by which the audit on a replica may read a column of loaded microdata: those in ``texts`` (build
     records, the load log, the ledger's record sketches, the SQL of the published relations and of those a call
     names), the record key's, and those ``queries`` ((SQL, dialect): the other views and models that run on the
     replica) read for a name the audit reads (_query_names); None (every column) where a query reads whole rows
-    (reads_whole_rows)."""
-    names, projections = {RECORD_KEY_COLUMN.lower()}, []
+    (reads_whole_rows); ``columns``: names as they are (the columns of the ledger's record sketches)."""
+    names, projections = {RECORD_KEY_COLUMN.lower()} | {str(c).lower() for c in columns}, []
     for sql, dialect in queries:
         found = _query_names(sql, dialect)
         if found is None:
@@ -266,13 +268,39 @@ def passed_on_whole(comments: list, marked: list) -> set[str]:
 
 def copied_columns(columns: list[str], names: set[str] | None) -> list[str]:
     """The columns of loaded microdata whose values the replica holds (issue 49: what the audit reads, not every
-    confidential column of the microdata): those ``names`` holds, the record key's and its key facts'
-    (KEY_FACT_PREFIX); every column where ``names`` is None. The others are there as NULL, so that the views
-    that name them still run: nothing the audit runs reads them by name, and what reads rows whole keeps them all
-    (audited_names)."""
+    confidential column of the microdata): those ``names`` holds, the record key's, its key facts'
+    (KEY_FACT_PREFIX) and their facts'; every column where ``names`` is None. The others are there as NULL with
+    the comment NOT_COPIED, so that the views that name them still run: nothing the audit runs reads them by name,
+    what reads rows whole keeps them all (audited_names), and the audit's own searches over columns (populations.py,
+    differencing.py) leave them out."""
     if names is None:
         return list(columns)
-    return [c for c in columns if c.lower() in names or c.lower().startswith(KEY_FACT_PREFIX.lower())]
+    facts = {c.lower()[len(KEY_FACT_PREFIX):] for c in columns if c.lower().startswith(KEY_FACT_PREFIX.lower())}
+    return [c for c in columns if c.lower() in names or c.lower().startswith(KEY_FACT_PREFIX.lower())
+            or c.lower() in facts]
+
+
+def mark_not_copied(con, table: str, columns: list[str], kept: list[str]) -> None:
+    """The comment NOT_COPIED on each column of ``table`` (qualified, on ``con``) that is not in ``kept``."""
+    from sdc.quoting import quote_identifier, quote_literal
+
+    for column in columns:
+        if column not in kept:
+            con.execute(f"comment on column {table}.{quote_identifier(column)} is {quote_literal(NOT_COPIED)}")
+
+
+def record_texts(comments) -> list[str]:
+    """The texts of build records for audited_names: each comment as it is and its record decoded (JSON writes a
+    name such as région as r\\u00e9gion)."""
+    import json
+
+    found = []
+    for comment in comments:
+        found.append(comment or "")
+        record = build_record_of_comment(comment)
+        if record:
+            found.append(json.dumps(record, ensure_ascii=False))
+    return found
 
 
 def is_loaded_microdata(schema: str, name: str) -> bool:

@@ -91,6 +91,8 @@ class Verifier:
         self.lineage: dict[tuple, dict[str, Lineage]] = {}
         self.loaded_relations: dict[str, Relation] = {}  # the loaded tables read so far, by their label (lower)
         self.key_roots: set[tuple] = set()  # the loaded record keys, key facts and facts (record_wise.key_columns)
+        # (loaded table, column) that a replica of sdc publish --target holds as NULL (replica.copied_columns)
+        self.not_copied: set[tuple] = set()
         # per microdata relation: the results of the rendering's queries that read it (the record key checks)
         self.microdata_queries: dict[str, RememberedQueries] = {}
         self.recomputed: dict[tuple, str] = {}  # CKM step (its audit relation) -> sdc's table for its call
@@ -385,6 +387,7 @@ class Verifier:
             self.roots[rel.key] = frozenset([rel.label.lower()])
             self.lineage[rel.key] = loaded_lineage(rel.label, self.wh.columns(rel))
             self.key_roots |= key_columns(self.lineage[rel.key])
+            self.not_copied |= {(rel.label.lower(), c.lower()) for c in self.wh.not_copied(rel)}
         else:
             record = self.wh.record(rel) or {}
             if record.get("step"):
@@ -628,6 +631,15 @@ class Verifier:
 
     def _columns(self, relation: str) -> list[str]:
         return [c for (c,) in self.con.execute(f"select column_name from (describe select * from {relation})").fetchall()]
+
+    def reads_not_copied(self, relation: str, column: str) -> bool:
+        """Whether ``column`` of the microdata ``relation`` is, or is computed from, a loaded column that the
+        replica holds as NULL (self.not_copied): its values are not the warehouse's."""
+        if not self.not_copied:
+            return False
+        key = next((k for k, r in self.inputs.items() if str(r) == relation), None)
+        lineage = self.lineage.get(key, {}).get(column.lower()) if key is not None else None
+        return lineage is None or any(root in self.not_copied for root in lineage.roots)
 
     def _temp(self, what: str) -> str:
         self._count += 1

@@ -195,3 +195,17 @@ def test_method_gauss_needs_relations_of_whole_numbers():
                                              cost=[10, 5, 7.5])
     with pytest.raises(SdcError, match="gauss.*whole-number coefficients"):
         secondary_suppression(problem, "gauss")
+
+
+def test_method_gauss_names_a_primary_that_the_published_cells_give_away():
+    """A total and its three parts, the total and two parts forced published (an earlier release published them):
+    the primary part is their difference. The elimination reports it unsafe (LT-5), and the method names it."""
+    from sdc.errors import SdcError
+    from sdc.suppression import SuppressionProblem, secondary_suppression
+
+    problem = SuppressionProblem.from_arrays([12, 2, 4, 6], [[(0, 1), (1, -1), (2, -1), (3, -1)]], primary=[1],
+                                             protection_lower=[0, 1, 0, 0], protection_upper=[0, 1, 0, 0],
+                                             cost=[12, 2, 4, 6], forced_published=[True, False, True, True],
+                                             labels=["total", "a", "b", "c"])
+    with pytest.raises(SdcError, match=r"\(gauss\): a can be computed from cells that must be published"):
+        secondary_suppression(problem, "gauss")

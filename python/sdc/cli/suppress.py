@@ -59,8 +59,9 @@ def _add_pattern_options(supp) -> None:
                       help="secondary suppression: heuristic (fast, default), optimal (least total cost by "
                       "mixed-integer programming, up to --time-limit), hypercube (a hypercube of cells around "
                       "every primary cell: suppresses more, but scales to tables of 10^5 cells and more) or gauss "
-                      "(GaussSuppression's elimination, completed for the protection intervals: fewer cells than "
-                      "the heuristic in about its time)")
+                      "(GaussSuppression's elimination, completed for the protection intervals: mostly fewer cells "
+                      "than the heuristic; its time grows with the square of the cells, for tables up to about "
+                      "10^4 cells)")
     supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"),
                       help="what the secondary suppressions minimise: their total value (default), total frequency "
                       "or number of cells")

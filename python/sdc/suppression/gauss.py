@@ -169,7 +169,10 @@ def gauss_pattern(problem) -> np.ndarray:
     secondary suppressions gauss_secondary finds on its relations (x the identity, the relations known), the
     cells tried in decreasing cost (the costliest published first; sdc's cost in the place of GaussSuppression's
     score), its forced-published cells first, the cells an earlier release suppressed never tried. Safe against
-    exact disclosure only: secondary.py completes it for the protection intervals."""
+    exact disclosure only: secondary.py completes it for the protection intervals. The vectors fill in as the
+    relations are eliminated: its time grows about with the square of the cells (3-D tables without hierarchies:
+    3 s at 3,375 cells, 13 s at 6,859), less where hierarchies keep the relations short (1 s at 10,554 cells).
+    A primary that the cells which must be published give away is named in an SdcError."""
     from sdc.errors import SdcError
 
     relations = sp.csr_matrix(problem.relations)
@@ -184,6 +187,10 @@ def gauss_pattern(problem) -> np.ndarray:
                             np.flatnonzero(problem.primary), np.flatnonzero(problem.forced_published),
                             known=sp.csr_matrix((whole.astype(np.int64), relations.indices, relations.indptr),
                                                 shape=relations.shape))
+    if found.unsafe:
+        raise SdcError("secondary suppression (gauss): " + ", ".join(problem.labels[i] for i in found.unsafe) +
+                       " can be computed from cells that must be published (empty cells, or cells an earlier release "
+                       "published): no suppression protects them")
     suppressed = problem.sensitive.copy()
     suppressed[found.secondary] = True
     return suppressed

@@ -147,7 +147,7 @@ def test_the_search_for_a_renamed_dimension_never_takes_a_column_the_replica_hol
 
     from sdc.release import populations
     from sdc.release.record_wise import loaded_lineage, record_wise_lineage
-    from sdc.release.replica import NOT_COPIED
+    from sdc.conventions import NOT_COPIED
     from sdc.release.verify import Verifier
 
     def aliased(cut: bool):

@@ -69,6 +69,8 @@ RAW_SCHEMA: str = "raw"
 # Per loaded table: the stored keys of random mode, and the modulus the keys were drawn for.
 KEY_STORE_SUFFIX: str = "__record_keys"
 LOAD_LOG_TABLE: str = "sdc_loads"
+# the comment of a loaded table's column that a replica of sdc publish --target holds as NULL
+NOT_COPIED: str = "sdc: not copied into the replica (no audit reads it); NULL here"
 # Keyed mode: the secret is at least this long; the demo's secret is published, so only the demo may use it.
 MIN_SECRET_BYTES: int = 16
 DEMO_KEY_SECRET: str = "sdc-demo-secret-not-for-production"

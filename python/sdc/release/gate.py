@@ -34,7 +34,14 @@ import sqlglot
 from sqlglot import exp
 
 from sdc.warehouse.build_record import build_record_of_comment
-from sdc.conventions import AUDIT_STEPS, CKM_AUDIT_STEPS, PROTECTION_STEPS, RAW_SCHEMA, SUPPRESSION_PATTERN_COLUMNS
+from sdc.conventions import (
+    AUDIT_STEPS,
+    CKM_AUDIT_STEPS,
+    NOT_COPIED,
+    PROTECTION_STEPS,
+    RAW_SCHEMA,
+    SUPPRESSION_PATTERN_COLUMNS,
+)
 from sdc.errors import SdcError
 
 
@@ -120,9 +127,8 @@ class Warehouse:
             "order by column_index", [rel.database, rel.schema, rel.name]).fetchall()]
 
     def not_copied(self, rel: Rel) -> list[str]:
-        """The columns that a replica of sdc publish --target holds as NULL (replica.NOT_COPIED); none elsewhere."""
-        from sdc.release.replica import NOT_COPIED
-
+        """The columns that a replica of sdc publish --target holds as NULL (conventions.NOT_COPIED); none
+        elsewhere."""
         return [c for (c,) in self.con.execute(
             "select column_name from duckdb_columns() where database_name = ? and schema_name = ? and table_name = ? "
             "and comment = ?", [rel.database, rel.schema, rel.name, NOT_COPIED]).fetchall()]

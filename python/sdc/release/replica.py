@@ -14,7 +14,14 @@ from typing import Callable
 
 import duckdb
 
-from sdc.conventions import KEY_FACT_PREFIX, KEY_STORE_SUFFIX, LOAD_LOG_TABLE, RAW_SCHEMA, RECORD_KEY_COLUMN
+from sdc.conventions import (
+    KEY_FACT_PREFIX,
+    KEY_STORE_SUFFIX,
+    LOAD_LOG_TABLE,
+    NOT_COPIED,
+    RAW_SCHEMA,
+    RECORD_KEY_COLUMN,
+)
 from sdc.errors import SdcError
 from sdc.warehouse.build_record import build_record_of_comment
 
@@ -138,8 +145,6 @@ def create_views(con, views: list[tuple[str, str, str]], hint: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ the columns copied
-# the comment of a loaded table's column that the replica holds as NULL (copied_columns)
-NOT_COPIED = "sdc: not copied into the replica (no audit reads it); NULL here"
 # a name in a text: an identifier (letters, digits, _ and $, not first a digit), or what double or back quotes hold
 NAME_IN_TEXT = re.compile(r'[^\W\d][\w$]*|"((?:[^"]|"")*)"|`((?:[^`]|``)*)`')
 

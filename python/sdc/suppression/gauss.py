@@ -87,6 +87,49 @@ def _proportional(a: dict[int, int], b: dict[int, int]) -> bool:
     return all(r in b and c * rb == b[r] * ra for r, c in a.items())
 
 
+class _Elimination:
+    """Sparse integer vectors under elimination, by key, with the index of the vectors that hold each row."""
+
+    def __init__(self):
+        self.vectors: dict[object, dict[int, int]] = {}
+        self.holding: dict[int, set] = {}  # row -> the keys of the vectors with a coefficient there
+        self.pivots = 0
+
+    def add(self, key, vector: dict[int, int]) -> None:
+        self.vectors[key] = vector
+        for r in vector:
+            self.holding.setdefault(r, set()).add(key)
+
+    def drop(self, key) -> None:
+        """A vector no longer reduced (a suppressed candidate)."""
+        for r in self.vectors[key]:
+            self.holding[r].discard(key)
+
+    def publish(self, key) -> None:
+        """``key``'s vector becomes a pivot: its first row leaves every other vector."""
+        pivot = self.vectors[key]
+        row = min(pivot)
+        for other in list(self.holding.get(row, ())):
+            if other == key:
+                continue
+            before = self.vectors[other]
+            after = _reduced(before, pivot, row)
+            for r in before.keys() - after.keys():
+                self.holding[r].discard(other)
+            for r in after.keys() - before.keys():
+                self.holding.setdefault(r, set()).add(other)
+            self.vectors[other] = after
+        self.drop(key)
+        self.pivots += 1
+
+    def discloses(self, key) -> bool:
+        """Publishing ``key`` would give a primary away: its vector is proportional to a primary's ("p", i)."""
+        candidate = self.vectors[key]
+        row = next(iter(candidate))
+        return any(other[0] == "p" and _proportional(candidate, self.vectors[other])
+                   for other in self.holding.get(row, ()))
+
+
 def gauss_secondary(x: sp.spmatrix, candidates, primary, forced=(), known: sp.spmatrix | None = None) -> GaussPattern:
     """The secondary suppressions of GaussSuppression's elimination (§2.3) on the model matrix ``x`` (inner cells
     × cells, integer coefficients): ``candidates`` the cells in the order to try them (candidate_order; primaries
@@ -97,70 +140,34 @@ def gauss_secondary(x: sp.spmatrix, candidates, primary, forced=(), known: sp.sp
     additivity relations, so that the elimination runs on the relations of sdc's problems."""
     x = sp.csc_matrix(x)
     forced = [int(j) for j in dict.fromkeys(forced)]
-    forced_set = set(forced)
-    primaries = [int(i) for i in dict.fromkeys(primary) if int(i) not in forced_set]
-    primary_set = set(primaries)
-    order = forced + [int(j) for j in candidates if int(j) not in primary_set and int(j) not in forced_set]
-    vectors: dict[object, dict[int, int]] = {("c", j): _column(x, j) for j in order}
-    vectors.update({("p", i): _column(x, i) for i in primaries})
-    holding: dict[int, set] = {}  # inner row -> the vectors with a coefficient there
-    for key, vector in vectors.items():
-        for r in vector:
-            holding.setdefault(r, set()).add(key)
-    pivots, secondary, unsafe = 0, [], []
-    rows = x.shape[0]
-
-    def publish(key) -> None:
-        pivot = vectors[key]
-        row = min(pivot)
-        for other in list(holding.get(row, ())):
-            if other == key:
-                continue
-            before = vectors[other]
-            after = _reduced(before, pivot, row)
-            for r in before.keys() - after.keys():
-                holding[r].discard(other)
-            for r in after.keys() - before.keys():
-                holding.setdefault(r, set()).add(other)
-            vectors[other] = after
-        for r in pivot:
-            holding[r].discard(key)
-
-    def disclosed(candidate: dict[int, int]) -> bool:
-        row = next(iter(candidate))
-        return any(key[0] == "p" and _proportional(candidate, vectors[key]) for key in holding.get(row, ()))
-
-    known_keys = []
-    if known is not None:  # what the attacker knows from the outset: pivots before the forced cells
-        known = sp.csr_matrix(known)
-        for k in range(known.shape[0]):
-            start, end = known.indptr[k], known.indptr[k + 1]
-            known_keys.append(("k", k))
-            vectors[("k", k)] = {int(r): int(v) for r, v in zip(known.indices[start:end], known.data[start:end]) if v}
-            for r in vectors[("k", k)]:
-                holding.setdefault(r, set()).add(("k", k))
-    for key in known_keys:
-        if vectors[key]:
-            publish(key)
-            pivots += 1
-    for j in forced:  # published, whatever they disclose
-        if vectors[("c", j)]:
-            publish(("c", j))
-            pivots += 1
-    unsafe = [i for i in primaries if not vectors[("p", i)]] if forced else []
-    for j in order[len(forced):]:
-        if pivots == rows:
+    primaries = [int(i) for i in dict.fromkeys(primary) if int(i) not in set(forced)]
+    skipped = set(primaries) | set(forced)
+    order = [int(j) for j in candidates if int(j) not in skipped]
+    work = _Elimination()
+    for j in forced + order:
+        work.add(("c", j), _column(x, j))
+    for i in primaries:
+        work.add(("p", i), _column(x, i))
+    known = sp.csr_matrix(known) if known is not None else sp.csr_matrix((0, x.shape[0]))
+    for k in range(known.shape[0]):  # what the attacker knows from the outset: pivots before the forced cells
+        start, end = known.indptr[k], known.indptr[k + 1]
+        work.add(("k", k), {int(r): int(v) for r, v in zip(known.indices[start:end], known.data[start:end]) if v})
+    for key in [("k", k) for k in range(known.shape[0])] + [("c", j) for j in forced]:
+        if work.vectors[key]:  # published, whatever it discloses
+            work.publish(key)
+    unsafe = [i for i in primaries if not work.vectors[("p", i)]] if forced else []
+    secondary = []
+    for j in order:
+        if work.pivots == x.shape[0]:
             break  # every inner cell is known: what is left is published
         key = ("c", j)
-        if not vectors[key]:
+        if not work.vectors[key]:
             continue  # already a combination of published cells
-        if disclosed(vectors[key]):
+        if work.discloses(key):
             secondary.append(j)
-            for r in vectors[key]:
-                holding[r].discard(key)
+            work.drop(key)
             continue
-        publish(key)
-        pivots += 1
+        work.publish(key)
     return GaussPattern(sorted(secondary), sorted(unsafe))
 
 

@@ -137,22 +137,7 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if intervals not in INTERVALS:
         raise SdcError(f"intervals must be one of {', '.join(INTERVALS)}, got {intervals!r}")
-    witnesses: list[Witness] = []
-    if method == "heuristic":
-        suppressed, proven, bound = prune_pattern(problem, heuristic_pattern(problem)), False, None
-    elif method == "gauss":  # exact disclosure by elimination, then the intervals by the LP heuristic
-        suppressed = gauss_pattern(problem)
-        suppressed = prune_pattern(problem, heuristic_pattern(problem, start=suppressed))
-        proven, bound = False, None
-    elif method == "hypercube":
-        suppressed, witnesses, failed = hypercube_pattern(problem, problem.method_table())
-        if failed:  # no hypercube fits these cells' bounds: the LP heuristic completes the pattern for them
-            _log.info("hypercube: %d sensitive cells without a hypercube; the heuristic completes them", len(failed))
-            suppressed = heuristic_pattern(problem, start=suppressed)
-        proven, bound = False, None
-    else:
-        result = optimal_pattern(problem, time_limit=time_limit)
-        suppressed, proven, bound = result.suppressed, result.proven, result.lower_bound
+    suppressed, witnesses, proven, bound = _method_pattern(problem, method, time_limit)
     limited = method == "optimal" and not proven
     remainder = method == "hypercube"
     if problem.integer and (not remainder or len(witnesses) < int(problem.sensitive.sum())):
@@ -163,6 +148,23 @@ def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic"
         proven = proven and bool((grown == suppressed).all())  # a grown pattern is no longer proven minimal
         suppressed = grown
     return _checked_pattern(problem, suppressed, method, proven, limited, bound, intervals, witnesses)
+
+
+def _method_pattern(problem: SuppressionProblem, method: str, time_limit: float) -> tuple:
+    """The method's pattern before the integer check and the audit: (suppressed, witnesses, proven minimal, lower
+    bound on the minimum cost)."""
+    if method == "heuristic":
+        return prune_pattern(problem, heuristic_pattern(problem)), [], False, None
+    if method == "gauss":  # exact disclosure by elimination, then the intervals by the LP heuristic
+        return prune_pattern(problem, heuristic_pattern(problem, start=gauss_pattern(problem))), [], False, None
+    if method == "hypercube":
+        suppressed, witnesses, failed = hypercube_pattern(problem, problem.method_table())
+        if failed:  # no hypercube fits these cells' bounds: the LP heuristic completes the pattern for them
+            _log.info("hypercube: %d sensitive cells without a hypercube; the heuristic completes them", len(failed))
+            suppressed = heuristic_pattern(problem, start=suppressed)
+        return suppressed, witnesses, False, None
+    result = optimal_pattern(problem, time_limit=time_limit)
+    return result.suppressed, [], result.proven, result.lower_bound
 
 
 def _integer_limits(problem: SuppressionProblem, remainder: bool, witnessed) -> dict:

@@ -1,0 +1,89 @@
+"""sdc's secondary suppression methods beside GaussSuppression's stored result on the same table (issue 50; prints
+figures, no assertions).
+
+The table: bench/suppression_scale_bench.py's 3-D count table, N = 22 (every dimension Total -> 3 groups -> 18
+leaves, leaves of log-normal weight, about 20 records per inner cell, seed 1: 10,554 non-empty cells), rule freq:3.
+GaussSuppression (R) ran on it once, by bench/gauss_reference/run_gausssuppression.R; its suppressed cells are
+stored in bench/gauss_reference/counts_3d_n22_pattern.csv and its figures in counts.csv. The bench prints, in one
+run, each sdc method's suppressed cells and CPU seconds, the stored figures, and sdc's audit of GaussSuppression's
+pattern: sdc's requirement (each primary at least ±1 from its value, an attacker who knows that a suppressed count
+cell holds at least one record, and that cells are whole numbers) is stricter than GaussSuppression's default
+(no cell exactly disclosed), so the audit says how many of its primaries fall short.
+
+Usage: .venv/bin/python bench/suppression_vs_gauss_bench.py [--methods gauss,heuristic,hypercube]
+       .venv/bin/python bench/suppression_vs_gauss_bench.py --inputs DIR   (the R script's inputs, then stop)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from suppression_scale_bench import cpu_seconds, enterprises, hierarchy  # noqa: E402
+
+REFERENCE = Path(__file__).resolve().parent / "gauss_reference"
+DIMS, NODES, RULES = ["d0", "d1", "d2"], 22, ["freq:3"]
+
+
+def write_inputs(folder: Path, micro: pd.DataFrame, h: pd.DataFrame) -> None:
+    """micro.csv and hierarchy.csv (mapsFrom, mapsTo, level) for run_gausssuppression.R."""
+    folder.mkdir(parents=True, exist_ok=True)
+    micro.to_csv(folder / "micro.csv", index=False)
+    rows = [(r.dimension, r.code, r.parent, 1 if r.code.startswith(r.dimension) else 2)
+            for r in h.itertuples() if r.parent]
+    pd.DataFrame(rows, columns=["dim", "mapsFrom", "mapsTo", "level"]).to_csv(folder / "hierarchy.csv", index=False)
+
+
+def audit_reference(table: pd.DataFrame, h: pd.DataFrame) -> str:
+    """sdc's audit (LP and integer check) of GaussSuppression's stored pattern on sdc's cells of the table."""
+    from sdc.suppression.pipeline import audit_cells_file
+
+    stored = pd.read_csv(REFERENCE / "counts_3d_n22_pattern.csv", dtype={d: str for d in DIMS})
+    status = {tuple(r[:3]): r[4] for r in stored.itertuples(index=False)}
+    cells = table[DIMS + ["freq"]].copy()
+    cells["status"] = [status.get(tuple(r), "published") for r in table[DIMS].itertuples(index=False)]
+    cells["protection_lower"] = cells["protection_upper"] = (cells.status == "primary").astype(int)
+    with tempfile.TemporaryDirectory() as folder:
+        cells.to_csv(Path(folder) / "cells.csv", index=False)
+        h.to_csv(Path(folder) / "hierarchy.csv", index=False)
+        _, lines = audit_cells_file(Path(folder) / "cells.csv", Path(folder) / "hierarchy.csv")
+    return lines[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--methods", default="gauss,heuristic,hypercube")
+    parser.add_argument("--inputs", type=Path, help="write the R script's inputs into this folder and stop")
+    args = parser.parse_args()
+    from sdc.suppression import suppressed_table
+
+    micro, h = enterprises(DIMS, NODES).drop(columns="turnover"), hierarchy(DIMS, NODES)
+    if args.inputs:
+        write_inputs(args.inputs, micro, h)
+        return
+    print(f"3-D count table, N = {NODES}, rule {', '.join(RULES)}; 2 cores; CPU seconds of this process", flush=True)
+    table = None
+    for method in args.methods.split(","):
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        table = suppressed_table(micro, DIMS, RULES, hierarchy=h, method=method, audit=True)
+        suppressed = int(table.status.isin(["primary", "secondary"]).sum())
+        print(f"  sdc {method:<10} {len(table):>7,} cells {int((table.status == 'primary').sum()):>5} primaries "
+              f"{suppressed:>6,} suppressed  CPU {cpu_seconds() - cpu:6.1f} s  wall {time.perf_counter() - wall:6.1f} s",
+              flush=True)
+    with (REFERENCE / "counts.csv").open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            print(f"  stored: {row['case']}: {int(row['suppressed']):,} suppressed of {int(row['cells']):,} cells "
+                  f"({row['primaries']} primaries), CPU {row['cpu_seconds'] or '-'} s; {row['tool']}; "
+                  f"requirement: {row['requirement']}")
+    print(f"  sdc's audit of GaussSuppression's 3-D pattern: {audit_reference(table, h)}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,7 +4,8 @@ figures, no assertions).
 The table: bench/suppression_scale_bench.py's 3-D count table, N = 22 (every dimension Total -> 3 groups -> 18
 leaves, leaves of log-normal weight, about 20 records per inner cell, seed 1: 10,554 non-empty cells), rule freq:3.
 GaussSuppression (R) ran on it once, by bench/gauss_reference/run_gausssuppression.R; its suppressed cells are
-stored in bench/gauss_reference/counts_3d_n22_pattern.csv and its figures in counts.csv. The bench prints, in one
+stored in bench/gauss_reference/counts_3d_n22_pattern.csv and its figures in counts.csv (with its interval
+requirement protectionLimit = 1, by Rglpk, it keeps the same pattern). The bench prints, in one
 run, each sdc method's suppressed cells and CPU seconds, the stored figures, and sdc's audit of GaussSuppression's
 pattern: sdc's requirement (each primary at least ±1 from its value, an attacker who knows that a suppressed count
 cell holds at least one record, and that cells are whole numbers) is stricter than GaussSuppression's default

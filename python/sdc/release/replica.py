@@ -163,13 +163,24 @@ def reads_whole_rows(sql: str, dialect: str) -> bool:
     value (PostgreSQL's ``t::text``, ``row_to_json(t)``), a star inside a function (``hash(*)``, ``struct(*)``; not
     ``count(*)``), or rows compared as a whole (a star under DISTINCT, GROUP BY or a set operation). SQL that sqlglot
     cannot read counts as such."""
+    trees = _parsed(sql, dialect)
+    return trees is None or _whole_rows(trees)
+
+
+def _parsed(sql: str, dialect: str) -> list | None:
+    """sqlglot's trees of ``sql``; None where it cannot read it."""
     import sqlglot
-    from sqlglot import exp
 
     try:
-        trees = [tree for tree in sqlglot.parse(sql, read=dialect) if tree is not None]
+        return [tree for tree in sqlglot.parse(sql, read=dialect) if tree is not None]
     except (sqlglot.errors.SqlglotError, ValueError):
-        return True
+        return None
+
+
+def _whole_rows(trees: list) -> bool:
+    """reads_whole_rows on parsed trees."""
+    from sqlglot import exp
+
     for tree in trees:
         relations = {t.alias_or_name.lower() for t in tree.find_all(exp.Table)}
         relations |= {node.alias.lower() for node in tree.find_all(exp.Subquery, exp.CTE) if node.alias}
@@ -218,16 +229,14 @@ def _query_names(sql: str, dialect: str) -> tuple[set[str], list[tuple[str, set[
     nothing reads by its output name reads nothing. Passed on are the projections of the query itself, of its
     CTEs and of its subqueries in FROM, without DISTINCT or GROUP BY (which make the rows depend on them) and
     without a function that makes rows (unnest, explode, generate_series)."""
-    import sqlglot
     from sqlglot import exp
 
-    if reads_whole_rows(sql, dialect):
+    trees = _parsed(sql, dialect)
+    if trees is None or _whole_rows(trees):
         return None
     passed_on: dict[int, tuple[str, set[str]]] = {}
     always: set[str] = set()
-    for tree in sqlglot.parse(sql, read=dialect):
-        if tree is None:
-            continue
+    for tree in trees:  # parsed once: the whole-row test only reads the trees
         for select in tree.find_all(exp.Select):
             for projection in _passed_on(select):
                 passed_on[id(projection)] = (projection.alias_or_name.lower(), set())

@@ -142,8 +142,9 @@ def gauss_secondary(x: sp.spmatrix, candidates, primary, forced=(), known: sp.sp
     additivity relations, so that the elimination runs on the relations of sdc's problems."""
     x = sp.csc_matrix(x)
     forced = [int(j) for j in dict.fromkeys(forced)]
-    primaries = [int(i) for i in dict.fromkeys(primary) if int(i) not in set(forced)]
-    skipped = set(primaries) | set(forced)
+    published = set(forced)
+    primaries = [int(i) for i in dict.fromkeys(primary) if int(i) not in published]
+    skipped = set(primaries) | published
     order = [int(j) for j in candidates if int(j) not in skipped]
     work = _Elimination()
     for j in forced + order:

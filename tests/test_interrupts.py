@@ -154,3 +154,37 @@ def test_a_scratch_folder_of_an_older_sdc_is_removed_by_its_owner_file(tmp_path,
         (folder / "ckm.duckdb").write_text("copy of the microdata")
     assert remove_orphaned_scratch_folders() == [orphan]
     assert not orphan.exists() and alive.exists()
+
+
+def test_a_signal_the_instant_the_scratch_folder_is_made_leaves_no_folder(tmp_path, monkeypatch):
+    """The signal lands between the folder's creation and the code that removes it (a loaded machine
+    deschedules sdc right there; the CLI above once left the folder behind): the CLI removes the folders it
+    made, and keeps the ones that were there before (a Python session's own)."""
+    import tempfile
+
+    from sdc.cli import main
+    from sdc.warehouse import scratch
+
+    micro = tmp_path / "micro.csv"
+    micro.write_text("region,key\n" + "".join(f"r{k % 3},{k * 7919 % 10**8}\n" for k in range(30)))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    earlier = temp / f"{SCRATCH_PREFIX}session-{os.getpid()}-earlier"
+    earlier.mkdir()
+    made = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp_then_signal(*args, **kwargs):
+        folder = real_mkdtemp(*args, **kwargs)
+        made.append(Path(folder))
+        os.kill(os.getpid(), signal.SIGTERM)
+        return folder
+
+    monkeypatch.setattr(scratch.tempfile, "mkdtemp", mkdtemp_then_signal)
+    code = main(["ckm", "--input", str(micro), "--dims", "region", "--record-key", "key", "--key-digits", "8",
+                 "--ptable", str(DEMO_PTABLE), "--out", str(tmp_path / "out.csv")])
+    assert code == 128 + signal.SIGTERM
+    assert len(made) == 1 and made[0].parent == temp
+    assert list(temp.iterdir()) == [earlier]
+    assert not (tmp_path / "out.csv").exists()

@@ -12,6 +12,7 @@ import warnings
 
 from sdc import __version__
 from sdc.errors import SdcError, SdcWarning
+from sdc.warehouse.scratch import own_scratch_folders, remove_scratch_folders_made_since
 
 from sdc.cli import audit, ckm, demo, load, microaggregate, ptable, publish, release, report, sas_anon, sql, suppress
 
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     umask = os.umask(0o077) if args.command in CONFIDENTIAL_COMMANDS else None
     in_main_thread = threading.current_thread() is threading.main_thread()  # only there can signals be handled
     previous = {sig: signal.signal(sig, _stop) for sig in STOP_SIGNALS} if in_main_thread else {}
+    scratch_before = own_scratch_folders()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SdcWarning)
@@ -65,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except (Stopped, KeyboardInterrupt) as exc:
         sig = exc.args[0] if isinstance(exc, Stopped) else signal.SIGINT
+        if in_main_thread:  # a second signal must not interrupt the clean-up
+            signal.pthread_sigmask(signal.SIG_BLOCK, (*STOP_SIGNALS, signal.SIGINT))
+        try:
+            remove_scratch_folders_made_since(scratch_before)
+        finally:
+            if in_main_thread:
+                try:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*STOP_SIGNALS, signal.SIGINT))
+                except (Stopped, KeyboardInterrupt):
+                    pass  # a second signal during the clean-up: this one already stops the command
         print(f"sdc {args.command}: stopped by {signal.Signals(sig).name} before it finished; its temporary files "
               "are removed", file=sys.stderr)
         return 128 + sig

@@ -75,6 +75,18 @@ def make_scratch_folder(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{kind}-{os.getpid()}-"))
 
 
+def own_scratch_folders() -> set[Path]:
+    """This process's scratch folders (their names hold its process id)."""
+    return set(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-{os.getpid()}-*"))
+
+
+def remove_scratch_folders_made_since(before: set[Path]) -> None:
+    """Remove this process's scratch folders not in ``before``: after a signal, also one made in the instant
+    between its creation and the code that would have removed it (scratch_folder's try)."""
+    for folder in own_scratch_folders() - before:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def remove_orphaned_scratch_folders() -> list[Path]:
     """Remove this user's scratch folders whose sdc process is gone (killed with SIGKILL); returns them."""
     removed = []

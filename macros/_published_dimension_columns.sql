@@ -64,7 +64,7 @@ dimension_columns as (
 {%- endmacro %}
 
 
-{#- a balanced hierarchy (shape: ckm_hierarchy_shape, leaves at depth shape.depth): each code with the codes on its
+{#- a hierarchy (shape: ckm_hierarchy_shape, its deepest leaves at depth shape.depth): each code with the codes on its
     path from the root (path_1 directly under the root .. path_<depth>), which sort it in pre-order. A branch of the
     union names each column of the hierarchy once (its ancestors above it, the code itself at its own level in the
     sort): Spark's optimizer (RemoveRedundantAliases) breaks a union whose branch selects one column twice -#}
@@ -83,10 +83,14 @@ dimension_columns as (
         {%- for level in range(1, depth + 1) %}
         union all
         select cast(h{{ level }}.code as {{ text }}), cast(h{{ level }}.parent as {{ text }}), cast({{ level }} as integer),
-            {{ 'true' if level < depth else 'false' }}
+            {{ 'kids.parent is not null' if level < depth else 'false' }}
             {%- for k in range(1, depth + 1) %}, {{ 'cast(h' ~ k ~ '.code as ' ~ text ~ ')' if k < level else 'cast(null as ' ~ text ~ ')' }}{% endfor %}
             {%- if ordered %}, cast(h{{ level }}.{{ sdc.sql_identifier('sort') }} as {{ number }}){% for k in range(1, depth + 1) %}, {{ 'cast(h' ~ k ~ '.' ~ sdc.sql_identifier('sort') ~ ' as ' ~ number ~ ')' if k < level else 'cast(null as ' ~ number ~ ')' }}{% endfor %}{% endif %}
         from {{ hierarchy }} as h{{ level }}
+        {%- if level < depth %}
+        left join (select distinct cast(parent as {{ text }}) as parent from {{ hierarchy }} where dimension = {{ dimension }}) as kids
+            on kids.parent = cast(h{{ level }}.code as {{ text }})
+        {%- endif %}
         {%- for k in range(level - 1, 0, -1) %}
         join {{ hierarchy }} as h{{ k }}
             on h{{ k }}.dimension = {{ dimension }} and cast(h{{ k }}.code as {{ text }}) = cast(h{{ k + 1 }}.parent as {{ text }})

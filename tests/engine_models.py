@@ -26,6 +26,9 @@ MODELS = {
                           "weight='sampling_weight', params=%(params)s) }}",
     "weighted_fact": "{{ sdc.ckm_count(source('raw', 'survey'), ['water', 'roof'], modulus=10000000, fact='f_high', "
                      "weight='sampling_weight', params=%(params)s) }}",
+    # leaves at different depths (issue 50): age_group4..6 directly under the total, beside young's groups
+    "unbalanced": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'age'], modulus=10000000, "
+                  "hierarchy=ref('sdc_unbalanced')) }}",
     "counts_age": "{{ sdc.ckm_count(source('raw', 'survey'), ['sex', 'age'], modulus=10000000, "
                   "hierarchy=ref('sdc_hierarchies')) }}",
     "income": "{{ sdc.ckm_sum(source('raw', 'survey'), ['sex', 'age'], value='income', weight='sampling_weight', "
@@ -53,6 +56,10 @@ DERIVED = {
     "supp_cells": "{{ sdc.suppression_cells(source('raw', 'survey'), dims=['roof', 'water'], value='income') }}",
     "supp_primary": "{{ sdc.suppression_primary(ref('supp_cells'), ['freq:6', 'p:10', 'nk:2,85']) }}",
     "supp_relations": "{{ sdc.suppression_constraints(ref('supp_cells'), ['roof', 'water']) }}",
+    "supp_unbalanced_cells": "{{ sdc.suppression_cells(source('raw', 'survey'), dims=['sex', 'age'], value='income', "
+                             "hierarchy=ref('sdc_unbalanced')) }}",
+    "supp_unbalanced_relations": "{{ sdc.suppression_constraints(ref('supp_unbalanced_cells'), ['sex', 'age'], "
+                                 "hierarchy=ref('sdc_unbalanced')) }}",
     # microaggregation of income in groups of 3: means, and Höhne's variance-preserving values
     "micro_mean": "{{ sdc.microaggregate_fixed(source('raw', 'survey'), 'income', 3, 'row_id') }}",
     "micro_hoehne": "{{ sdc.microaggregate_fixed(source('raw', 'survey'), 'income', 3, 'row_id', "
@@ -70,6 +77,10 @@ def project(root, server=None, spark: bool = False, spark_remote: str | None = N
     p = ScratchProject(root, postgres=server, spark=spark, spark_remote=spark_remote)
     rows = read_hierarchy(DATA / "cellkey_testdata_hierarchies.csv")
     p.seed("sdc_hierarchies", "dimension,code,parent\n" + "".join(f"{d},{c},{pa or ''}\n" for d, c, pa in rows))
+    unbalanced = [(d, c, None if c == "Total" else "Total" if c in ("young", "age_group4", "age_group5",
+                                                                  "age_group6") else pa)
+                  for d, c, pa in rows if d == "age" and c != "old"]
+    p.seed("sdc_unbalanced", "dimension,code,parent\n" + "".join(f"{d},{c},{pa or ''}\n" for d, c, pa in unbalanced))
     p.sources(["survey"])
     p.seed("sdc_nums_ptable", (REPO / "demo" / "seeds" / "sdc_nums_ptable.csv").read_text())
     for name, sql in MODELS.items():

@@ -173,16 +173,18 @@ def test_a_root_whose_parent_is_the_text_none_names_the_spark_seed_dispatch_step
     ([("U", None)], "needs exactly one root (a code without parent), found: T, U"),
     ([("x1", "X")], "1 code(s) are not below the root T (unknown parent or a cycle)"),
     ([("c1", "c2"), ("c2", "c1")], "2 code(s) are not below the root T (unknown parent or a cycle)"),
-    ([("a2", "a1")], "leaves lie at different depths (2, 3); give every leaf the same number of levels"),
+    ([("c", "T")], None),  # a leaf directly under the root beside leaves one level deeper: its own cell (issue 50)
+    ([("a2", "a1")], "value a1 of dimension d is not a leaf of the hierarchy"),
 ])
 def test_the_walk_of_a_hierarchy_names_each_way_it_can_be_wrong(extra, message):
     """The shape check's one query (node figures and one pass over the recursive walk): a balanced tree T > A, B >
-    a1, b1 gives its cells; a second root, a code under an unknown parent, a cycle beside the tree and a leaf one
-    level deeper are each refused with what is wrong."""
+    a1, b1 gives its cells, and so does the tree with a leaf c directly under T (leaves at different depths, one cell
+    per code, c empty); a second root, a code under an unknown parent and a cycle beside the tree are each refused
+    with what is wrong, and so are records whose code is no longer a leaf (a2 under a1)."""
     import duckdb
 
     from sdc.errors import SdcError
-    from sdc.warehouse.macro_renderer import render_macro
+    from sdc.warehouse.macro_renderer import render_macro, run_sql
 
     con = duckdb.connect()
     con.execute("create table micro as select case when i % 3 = 0 then 'b1' else 'a1' end as d, "
@@ -199,11 +201,11 @@ def test_the_walk_of_a_hierarchy_names_each_way_it_can_be_wrong(extra, message):
 
     if message is None:
         cells = con.execute(f"select d, original from ({count()}) order by 1").fetchall()
-        assert cells == [("A", 60), ("B", 30), ("T", 90), ("a1", 60), ("b1", 30)]
+        assert cells == [("A", 60), ("B", 30), ("T", 90), ("a1", 60), ("b1", 30)] + [("c", 0)] * bool(extra)
     else:
         with pytest.raises(SdcError) as raised:
-            count()
-        assert str(raised.value) == "hierarchy of dimension 'd': " + message
+            run_sql(con, count()).fetchall()  # the shape's checks stop the rendering, a leaf's the query
+        assert str(raised.value) in ("hierarchy of dimension 'd': " + message, message)
 
 
 def test_the_invariants_test_checks_a_table_against_its_own_ptable_and_modulus(tmp_path):

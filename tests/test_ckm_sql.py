@@ -129,7 +129,7 @@ def project(tmp_path_factory, data_dir_module):
     # models that must fail, built one by one in their tests
     p.model("fails_unknown_code", f"{{{{ sdc.ckm_count({m.format('unknown')}, dims=['universitaet'], ptable=ref('pt_t8'), "
             "modulus=10, hierarchy=ref('sdc_hierarchies')) }}", tags=["broken"])
-    p.model("fails_unbalanced", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet'], ptable=ref('pt_seed000'), "
+    p.model("fails_not_a_leaf", f"{{{{ sdc.ckm_count({m.format('uni')}, dims=['universitaet'], ptable=ref('pt_seed000'), "
             "modulus=1000000, hierarchy=ref('bad_hierarchy')) }}", tags=["broken"])
     p.model("fails_ptable_overlap", f"{{{{ sdc.ckm_count({m.format('t8')}, dims=['cell'], ptable=ref('pt_overlap'), "
             "modulus=10) }}", tags=["broken"])
@@ -277,17 +277,19 @@ def test_value_outside_the_hierarchy_stops_the_build_naming_it(project):
     assert "value Passau of dimension universitaet is not a leaf of the hierarchy" in result.stdout
 
 
-def test_unbalanced_hierarchy_is_refused(project):
-    result = project.dbt("build", "--select", "fails_unbalanced")
+def test_records_of_a_code_that_has_codes_under_it_stop_the_build(project):
+    """München gets a code under it (Residenz): its records are no longer at a leaf, and the build says so (a
+    hierarchy whose leaves lie at different depths is no error in itself: test_published_dimension_columns)."""
+    result = project.dbt("build", "--select", "fails_not_a_leaf")
     assert result.returncode != 0
-    assert "hierarchy of dimension 'universitaet': leaves lie at different depths (2, 3)" in result.stdout
+    assert "value München of dimension universitaet is not a leaf of the hierarchy" in result.stdout
 
 
 def test_a_build_checks_a_hierarchy_once_and_the_next_build_checks_it_again(tmp_path):
     """Three tables on one hierarchy: a build walks it once per dimension that has rows in it (each walk a Spark
     job of seconds), not once per table and dimension (the ptable's check and its md5 for the build records the
     same way); a later invocation in the same process, after the seed changed, checks the new seed and stops,
-    where a result kept from the first build would let the unbalanced hierarchy through."""
+    where a result kept from the first build would let the hierarchy with a second root through."""
     p = ScratchProject(tmp_path / "project")
     (tmp_path / "uni.csv").write_text(SEED000_TABLE3)
     load_microdata(p.db, tmp_path / "uni.csv", "uni", key_mode="existing", key_column="record_key", modulus=10**6)
@@ -320,10 +322,11 @@ def test_a_build_checks_a_hierarchy_once_and_the_next_build_checks_it_again(tmp_
     finally:
         con.close()
     assert recorded == {"by_uni": md5, "by_uni_sex": md5, "by_sex_uni": md5}
-    p.seed("sdc_hierarchies", UNI_HIERARCHY + "universitaet,Residenz,München\n")
+    p.seed("sdc_hierarchies", UNI_HIERARCHY + "universitaet,Schwaben,\n")
     result, log = build("second")
     assert result.returncode != 0
-    assert "hierarchy of dimension 'universitaet': leaves lie at different depths (2, 3)" in result.stdout
+    assert ("hierarchy of dimension 'universitaet': needs exactly one root (a code without parent), found: Bayern, "
+            "Schwaben") in result.stdout
 
 
 def test_ptable_without_an_interval_for_a_cell_stops_the_build(project):

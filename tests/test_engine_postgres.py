@@ -91,6 +91,21 @@ def test_the_hierarchy_and_threshold_are_applied_on_postgresql(built):
     assert {c[1] for c in cells} >= {"Total", "age_group1", "age_group6"}
 
 
+def test_leaves_at_different_depths_are_one_cell_each_on_postgresql(built):
+    """age_group4..6 directly under the total beside young's three groups (issue 50): each code one cell per sex,
+    a leaf one level up no total, and the cells of the same records as under the balanced hierarchy."""
+    _, pg = built
+    columns, cells = published(pg, "unbalanced")
+    code, level, is_total = (columns.index(c) for c in ("age", "age__level", "age__is_total"))
+    assert sorted((c[0], c[code]) for c in cells) == sorted(
+        (sex, age) for sex in ("Total", "female", "male")
+        for age in ("Total", "young", *(f"age_group{k}" for k in range(1, 7))))
+    assert {(c[code], c[level], c[is_total]) for c in cells if c[code].startswith("age_group")} == {
+        *((f"age_group{k}", 2, False) for k in (1, 2, 3)), *((f"age_group{k}", 1, False) for k in (4, 5, 6))}
+    balanced = {(c[0], c[1]): c[2] for c in published(pg, "counts_age")[1]}
+    assert all(c[2] == balanced[(c[0], c[code])] for c in cells)
+
+
 @pytest.mark.parametrize("name, sql, message", [
     ("gap", "{{ sdc.ckm_count(source('raw', 'survey'), ['sex'], modulus=10000000, ptable=ref('pt_gap')) }}",
      "the perturbation table has no interval for i = "),

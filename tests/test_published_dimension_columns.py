@@ -55,6 +55,23 @@ MODELS |= {
                              "hierarchy=ref('regions_ordered')) }}\n",
     "protected/ordered.sql": "{{ sdc.ckm_published(ref('ckm_ordered')) }}\n",
 }
+# leaves at different depths, as statistical classifications have them (issue 50): R3 and R4 directly under the
+# total, R1 and R2 under North
+UNBALANCED_REGIONS = "dimension,code,parent\nregion,Total,\nregion,North,Total\nregion,R3,Total\n" \
+                     "region,R4,Total\nregion,R2,North\nregion,R1,North\n"
+MODELS |= {
+    "audit/ckm_unbalanced.sql": "{{ sdc.ckm_count(source('raw', 'persons'), dims=['sex', 'region'], "
+                                "hierarchy=ref('regions_unbalanced')) }}\n",
+    "protected/unbalanced.sql": "{{ sdc.ckm_published(ref('ckm_unbalanced')) }}\n",
+    "audit/unb_cells.sql": "{{ sdc.suppression_cells(source('raw', 'persons'), dims=['sex', 'region'], "
+                           "hierarchy=ref('regions_unbalanced')) }}\n",
+    "audit/unb_primary.sql": "{{ sdc.suppression_primary(ref('unb_cells'), ['freq:3']) }}\n",
+    "audit/unb_relations.sql": "{{ sdc.suppression_constraints(ref('unb_cells'), ['sex', 'region'], "
+                               "hierarchy=ref('regions_unbalanced')) }}\n",
+    "audit/unb_pattern.py": SECONDARY.replace("supp_primary", "unb_primary").replace("supp_relations", "unb_relations"),
+    "protected/unbalanced_suppressed.sql": "{{ sdc.suppression_published(ref('unb_pattern'), ['sex', 'region'], "
+                                           "value='freq') }}\n",
+}
 PROTECTED = [Path(p).stem for p in MODELS if p.startswith("protected/")]
 # (code, level, is_total, parent, sort)
 REGION_COLUMNS = [("Total", 0, True, None, 0), ("North", 1, True, "Total", 1), ("R1", 2, False, "North", 2),
@@ -68,8 +85,9 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("dimension_columns")
     (root / "regions.csv").write_text(REGIONS)
     (root / "regions_ordered.csv").write_text(ORDERED_REGIONS)
-    return make(root, MODELS, persons=PERSONS, seeds={"regions.csv": root / "regions.csv",
-                                                     "regions_ordered.csv": root / "regions_ordered.csv"})
+    (root / "regions_unbalanced.csv").write_text(UNBALANCED_REGIONS)
+    return make(root, MODELS, persons=PERSONS, seeds={name: root / name for name in (
+        "regions.csv", "regions_ordered.csv", "regions_unbalanced.csv")})
 
 
 def only(built, tmp, names):
@@ -135,6 +153,32 @@ def test_a_code_list_with_a_sort_column_orders_the_codes_by_it(built, tmp_path):
     out = tmp_path / "pub.duckdb"
     assert publish(built.db, out, manifest=only(built, tmp_path, ["ordered"])) == ["ordered"]
     assert described(out, "ordered", "region") == ordered
+
+
+UNBALANCED_COLUMNS = [("Total", 0, True, None, 0), ("North", 1, True, "Total", 1), ("R1", 2, False, "North", 2),
+                      ("R2", 2, False, "North", 3), ("R3", 1, False, "Total", 4), ("R4", 1, False, "Total", 5)]
+
+
+def test_leaves_at_different_depths_give_each_code_one_cell_with_its_own_level(built, tmp_path):
+    """Issue 50: a hierarchy whose leaves lie at different depths was refused; now every code is one cell (R3, a
+    leaf directly under the total, is no second time a cell one level down), a leaf above the deepest level is
+    no total, and each cell is the cell of the same records under the balanced hierarchy: the same original count,
+    cell key and published count. The suppression pattern of the same table passes the audit, and sdc publish
+    verifies both tables."""
+    assert described(built.db, "main_protected.unbalanced", "region") == UNBALANCED_COLUMNS
+    assert described(built.db, "main_protected.unbalanced_suppressed", "region") == UNBALANCED_COLUMNS
+    cells = "select sex, region, original, cell_key, count from main_audit.{} where region <> 'South' order by 1, 2"
+    unbalanced = rows(built.db, cells.format("ckm_unbalanced"))
+    assert len(unbalanced) == 3 * 6
+    assert unbalanced == rows(built.db, cells.format("ckm_persons"))
+    # the cells with records (sex and region go together in PERSONS: R1 and R3 hold only m, R2 and R4 only w)
+    assert rows(built.db, "select count(*), count(distinct (sex, region)) from main_audit.unb_cells") == [(14, 14)]
+    assert rows(built.db, "select sum(freq) from main_audit.unb_cells where region in ('North', 'R3', 'R4') "
+                          "and sex = 'Total'") == [(400,)]
+    for name in ("unbalanced", "unbalanced_suppressed"):  # one method per population and release
+        out = tmp_path / f"{name}.duckdb"
+        assert publish(built.db, out, manifest=only(built, tmp_path, [name])) == [name]
+        assert described(out, name, "region") == UNBALANCED_COLUMNS
 
 
 @pytest.mark.parametrize("model, message", [

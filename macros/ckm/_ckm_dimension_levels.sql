@@ -2,7 +2,10 @@
   ckm_dimension_levels: for each dimension the columns of its levels (top to leaf), its root label, and
   for a hierarchical dimension the SQL that maps a leaf code to its ancestors (leaf, level_1 .. level_{L-1}).
   A hierarchy is a relation (dimension, code, parent); the root has no parent and its code labels the total.
-  Hierarchies must be balanced (every leaf at the same depth); anything else is an error naming the codes.
+  Its leaves may lie at different depths, as in statistical classifications (a code without sub-codes beside
+  codes with them): a leaf above the deepest level has no code at the levels below its own (NULL), and the
+  groups those NULLs form are no cells (group_by_grouping_sets drops them), so every code is one cell.
+  Anything else that is not a tree under one root is an error naming the codes.
 #}
 {% macro ckm_dimension_levels(dims, hierarchy, totals) %}
 {%- do sdc.ckm_check_hierarchy_dimensions(dims, hierarchy) -%}
@@ -10,14 +13,14 @@
 {%- for dim in dims -%}
   {%- set shape = sdc.ckm_hierarchy_shape(hierarchy, dim) if hierarchy is not none else none -%}
   {%- if shape is none -%}
-    {%- do result.update({dim: {'columns': [dim], 'root': sdc.setting('sdc_total_label'), 'paths': none}}) -%}
+    {%- do result.update({dim: {'columns': [dim], 'root': sdc.setting('sdc_total_label'), 'paths': none, 'padded': false}}) -%}
   {%- else -%}
     {%- set columns = [] -%}
     {%- for level in range(1, shape.depth) -%}
       {%- do columns.append(dim ~ '__level_' ~ level) -%}
     {%- endfor -%}
     {%- do columns.append(dim) -%}
-    {%- do result.update({dim: {'columns': columns, 'root': shape.root,
+    {%- do result.update({dim: {'columns': columns, 'root': shape.root, 'padded': not shape.balanced,
                                'paths': sdc.ckm_hierarchy_paths(hierarchy, dim, shape.depth)}}) -%}
   {%- endif -%}
 {%- endfor -%}
@@ -26,7 +29,8 @@
 
 
 {% macro ckm_hierarchy_shape(hierarchy, dim) %}
-{#- none if the dimension has no rows in the hierarchy; else {'depth': L, 'root': code} -#}
+{#- none if the dimension has no rows in the hierarchy; else {'depth': L (the deepest leaf's), 'root': code,
+    'balanced': whether every leaf lies at depth L} -#}
 {%- if not execute -%}{{ return(none) }}{%- endif -%}
 {%- set known = sdc.ckm_hierarchy_dimensions(hierarchy) -%}
 {#- a dimension without rows needs no walk; only where every name came back as text (dbt's result tables read
@@ -56,7 +60,8 @@ walk_figures as (
     -- one pass over the walk: an engine that inlines CTEs (Spark) runs the recursion once per reference
     select
         count(*) as reached,
-        {{ sdc.ckm_sorted_list('case when parents.parent is null and walk.code is not null then cast(walk.depth as ' ~ sdc.text_type() ~ ') end') }} as leaf_depths
+        count(distinct case when parents.parent is null and walk.code is not null then walk.depth end) as leaf_depth_count,
+        max(case when parents.parent is null and walk.code is not null then walk.depth end) as leaf_depth
     from walk
     left join (select distinct parent from nodes where parent is not null) as parents on walk.code = parents.parent
 )
@@ -93,29 +98,41 @@ from node_figures cross join walk_figures
 {%- if row['reached'] != row['node_count'] -%}
   {{ exceptions.raise_compiler_error(prefix ~ (row['node_count'] - row['reached']) ~ " code(s) are not below the root " ~ row['roots'] ~ " (unknown parent or a cycle)") }}
 {%- endif -%}
-{%- if ',' in row['leaf_depths'] -%}
-  {{ exceptions.raise_compiler_error(prefix ~ "leaves lie at different depths (" ~ row['leaf_depths'] ~ "); give every leaf the same number of levels") }}
-{%- endif -%}
-{{ return({'depth': row['leaf_depths'] | int, 'root': row['roots']}) }}
+{{ return({'depth': row['leaf_depth'] | int, 'root': row['roots'], 'balanced': row['leaf_depth_count'] | int == 1}) }}
 {% endmacro %}
 
 
 {% macro ckm_hierarchy_paths(hierarchy, dim, depth) %}
-{#- SQL: leaf code with its ancestors level_1 (below the root) .. level_{depth-1} -#}
+{#- SQL: each leaf code with its ancestors level_1 (below the root) .. level_{depth-1}; a leaf at depth d < depth
+    has NULL at the levels d .. depth-1. The walk goes up from the leaf (up_1 its parent, ..., up_d the root), and
+    the ancestor at level k of a leaf at depth d is up_(d-k) -#}
+{%- set text = sdc.text_type() -%}
+{%- set dimension = sdc.sql_string(dim) -%}
 select
-    cast(h{{ depth }}.code as {{ sdc.text_type() }}) as leaf
+    leaf
     {%- for level in range(1, depth) %},
-    cast(h{{ level }}.code as {{ sdc.text_type() }}) as level_{{ level }}
+    case
+        {%- for d in range(depth, level, -1) %}
+        when up_{{ d }} is not null then up_{{ d - level }}
+        {%- endfor %}
+    end as level_{{ level }}
     {%- endfor %}
-from {{ hierarchy }} as h{{ depth }}
-{%- for level in range(depth - 1, 0, -1) %}
-join {{ hierarchy }} as h{{ level }}
-    on h{{ level }}.dimension = {{ sdc.sql_string(dim) }} and cast(h{{ level }}.code as {{ sdc.text_type() }}) = cast(h{{ level + 1 }}.parent as {{ sdc.text_type() }})
-{%- endfor %}
-where h{{ depth }}.dimension = {{ sdc.sql_string(dim) }}
-  and cast(h{{ depth }}.code as {{ sdc.text_type() }}) not in (
-      select cast(parent as {{ sdc.text_type() }}) from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }} and parent is not null
-  )
+from (
+    select
+        cast(a0.code as {{ text }}) as leaf
+        {%- for k in range(1, depth + 1) %},
+        cast(a{{ k }}.code as {{ text }}) as up_{{ k }}
+        {%- endfor %}
+    from {{ hierarchy }} as a0
+    {%- for k in range(1, depth + 1) %}
+    left join {{ hierarchy }} as a{{ k }}
+        on a{{ k }}.dimension = {{ dimension }} and cast(a{{ k }}.code as {{ text }}) = cast(a{{ k - 1 }}.parent as {{ text }})
+    {%- endfor %}
+    where a0.dimension = {{ dimension }}
+      and cast(a0.code as {{ text }}) not in (
+          select cast(parent as {{ text }}) from {{ hierarchy }} where dimension = {{ dimension }} and parent is not null
+      )
+) as walked_up
 {% endmacro %}
 
 

@@ -46,11 +46,40 @@
 {% endmacro %}
 
 
-{#- The GROUP BY clause of the sets (lists of column expressions), each with the `extra` columns added. -#}
-{% macro group_by_grouping_sets(sets, extra=[]) -%}
+{#- The GROUP BY clause of the sets (lists of column expressions), each with the `extra` columns added. With the
+    dimensions' levels (ckm_dimension_levels): a group of the NULLs that a hierarchy with leaves at different
+    depths has below a shallow leaf is no cell (that leaf is its own cell at the leaf level), and is dropped. The
+    condition reads the level column through max() and asks whether it is grouped through is_grouped: Spark
+    resolves neither a bare column of a grouping set nor grouping(column) in HAVING. -#}
+{% macro group_by_grouping_sets(sets, extra=[], levels=none) -%}
 group by grouping sets (
         {%- for set in sets %}
         ({{ (set + extra) | join(', ') }}){{ ',' if not loop.last }}
         {%- endfor %}
     )
+{%- set order = [] -%}
+{%- for set in sets -%}{%- for column in set + extra if column not in order -%}{%- do order.append(column) -%}{%- endfor -%}{%- endfor -%}
+{%- set conditions = [] -%}
+{%- for dim, level in (levels or {}).items() if level.padded -%}
+  {%- for column in level.columns[:-1] -%}
+    {%- set finer = [] -%}
+    {%- for other in level.columns[loop.index:] -%}{%- do finer.append(sdc.is_grouped(sdc.sql_identifier(other), order)) -%}{%- endfor -%}
+    {%- do conditions.append('(' ~ (['not (' ~ sdc.is_grouped(sdc.sql_identifier(column), order) ~ ')', 'max(' ~ sdc.sql_identifier(column) ~ ') is not null'] + finer) | join(' or ') ~ ')') -%}
+  {%- endfor -%}
+{%- endfor -%}
+{%- if conditions %}
+    having {{ conditions | join('\n        and ') }}
+{%- endif %}
 {%- endmacro %}
+
+
+{#- SQL: true where the row's grouping set groups `column` (one of `order`, the GROUP BY's columns in the order they
+    first appear in its sets) -#}
+{% macro is_grouped(column, order) %}{{ return(adapter.dispatch('is_grouped', 'sdc')(column, order)) }}{% endmacro %}
+
+{% macro default__is_grouped(column, order) %}{{ return('grouping(' ~ column ~ ') = 0') }}{% endmacro %}
+
+{#- Spark: grouping_id() is a bit mask over the GROUP BY's columns, the first the highest bit -#}
+{% macro spark__is_grouped(column, order) %}
+{{ return('(grouping_id() & ' ~ 2 ** (order | length - 1 - order.index(column)) ~ ') = 0') }}
+{% endmacro %}

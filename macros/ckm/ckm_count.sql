@@ -219,7 +219,7 @@ paired_metrics as (
         coalesce(sum(spread_key_sum), 0) as spread_key_sum
         {%- endif %}
     from checked_leaf_levels
-    {{ sdc.group_by_grouping_sets(sets) }}
+    {{ sdc.group_by_grouping_sets(sets, levels=levels) }}
 ),
 
 cell_keys as (

@@ -262,7 +262,7 @@ paired_metrics as (
         {%- endif %}{{ ',' if not loop.last }}
         {%- endfor %}
     from checked_leaf_levels
-    {{ sdc.group_by_grouping_sets(sets) }}
+    {{ sdc.group_by_grouping_sets(sets, levels=levels) }}
 ),
 
 rule_cells as (

@@ -30,7 +30,7 @@ cell_records as (
         {{- sdc.ckm_dimension_labels(dims, levels) }}
         cast(sum(records) as bigint) as freq
     from checked_leaf_levels
-    {{ sdc.group_by_grouping_sets(sets) }}
+    {{ sdc.group_by_grouping_sets(sets, levels=levels) }}
 ),
 
 cells as (
@@ -92,7 +92,7 @@ cell_sums as (
         cast(sum(records) as bigint) as freq,
         sum(contribution) as value
     from checked_leaf_levels
-    {{ sdc.group_by_grouping_sets(sets) }}
+    {{ sdc.group_by_grouping_sets(sets, levels=levels) }}
 ),
 
 leaf_top as (
@@ -117,7 +117,7 @@ top_contributions as (
         sdc_contributor,
         sum(contribution) as contribution
     from top_levels
-    {{ sdc.group_by_grouping_sets(sets, ['sdc_contributor']) }}
+    {{ sdc.group_by_grouping_sets(sets, ['sdc_contributor'], levels=levels) }}
 ),
 
 ranked as (

@@ -67,7 +67,7 @@ cell_contributions as (
         sum(contribution) as contribution,
         sum(records) as records
     from checked_leaf_levels
-    {{ sdc.group_by_grouping_sets(sets, ['sdc_contributor']) }}
+    {{ sdc.group_by_grouping_sets(sets, ['sdc_contributor'], levels=levels) }}
 ),
 
 ranked as (

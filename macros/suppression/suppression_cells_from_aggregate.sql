@@ -68,7 +68,7 @@ cell_sums as (
         cast(sum(contributors) as bigint) as contributors,
         sum(value) as value
     from checked_leaf_levels
-    {{ sdc.group_by_grouping_sets(sets) }}
+    {{ sdc.group_by_grouping_sets(sets, levels=levels) }}
 ),
 
 {%- if top %}
@@ -89,7 +89,7 @@ cell_contributions as (
         {{- sdc.ckm_dimension_labels(dims, levels) }}
         max(contribution) as contribution
     from leaf_contributions
-    {{ sdc.group_by_grouping_sets(sets, ['sdc_contribution_id']) }}
+    {{ sdc.group_by_grouping_sets(sets, ['sdc_contribution_id'], levels=levels) }}
 ),
 
 ranked as (

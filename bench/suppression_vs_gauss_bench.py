@@ -11,8 +11,9 @@ pattern: sdc's requirement (each primary at least ±1 from its value, an attacke
 cell holds at least one record, and that cells are whole numbers) is stricter than GaussSuppression's default
 (no cell exactly disclosed), so the audit says how many of its primaries fall short.
 
-Usage: .venv/bin/python bench/suppression_vs_gauss_bench.py [--methods gauss,heuristic,hypercube]
+Usage: .venv/bin/python bench/suppression_vs_gauss_bench.py [--methods gauss,heuristic,hypercube] [--linked]
        .venv/bin/python bench/suppression_vs_gauss_bench.py --inputs DIR   (the R script's inputs, then stop)
+       .venv/bin/python bench/suppression_vs_gauss_bench.py --linked-inputs DIR   (the same for the linked tables)
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from suppression_scale_bench import cpu_seconds, enterprises, hierarchy  # noqa:
 
 REFERENCE = Path(__file__).resolve().parent / "gauss_reference"
 DIMS, NODES, RULES = ["d0", "d1", "d2"], 22, ["freq:3"]
+# three linked 4-D tables over five dimensions, N = 10 (Total -> 3 groups -> 6 leaves): every two tables share a
+# 3-D margin, all three the 2-D margins of d0 x d1
+LINKED_DIMS, LINKED_NODES = ["d0", "d1", "d2", "d3", "d4"], 10
+LINKED_TABLES = [["d0", "d1", "d2", "d3"], ["d0", "d1", "d2", "d4"], ["d0", "d1", "d3", "d4"]]
 
 
 def write_inputs(folder: Path, micro: pd.DataFrame, h: pd.DataFrame) -> None:
@@ -40,6 +45,13 @@ def write_inputs(folder: Path, micro: pd.DataFrame, h: pd.DataFrame) -> None:
     rows = [(r.dimension, r.code, r.parent, 1 if r.code.startswith(r.dimension) else 2)
             for r in h.itertuples() if r.parent]
     pd.DataFrame(rows, columns=["dim", "mapsFrom", "mapsTo", "level"]).to_csv(folder / "hierarchy.csv", index=False)
+
+
+def write_linked_inputs(folder: Path) -> None:
+    """run_gausssuppression_linked.R's inputs: micro.csv, hierarchy.csv and tables.csv (one table per line)."""
+    micro = enterprises(LINKED_DIMS, LINKED_NODES).drop(columns="turnover")
+    write_inputs(folder, micro, hierarchy(LINKED_DIMS, LINKED_NODES))
+    (folder / "tables.csv").write_text("".join(",".join(t) + "\n" for t in LINKED_TABLES))
 
 
 def audit_reference(table: pd.DataFrame, h: pd.DataFrame) -> str:
@@ -62,7 +74,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--methods", default="gauss,heuristic,hypercube")
     parser.add_argument("--inputs", type=Path, help="write the R script's inputs into this folder and stop")
+    parser.add_argument("--linked-inputs", type=Path, help="write the linked R script's inputs here and stop")
+    parser.add_argument("--linked", action="store_true", help="also the three linked 4-D tables (minutes)")
     args = parser.parse_args()
+    if args.linked_inputs:
+        write_linked_inputs(args.linked_inputs)
+        return
     from sdc.suppression import suppressed_table
 
     micro, h = enterprises(DIMS, NODES).drop(columns="turnover"), hierarchy(DIMS, NODES)
@@ -84,6 +101,27 @@ def main() -> None:
                   f"({row['primaries']} primaries), CPU {row['cpu_seconds'] or '-'} s; {row['tool']}; "
                   f"requirement: {row['requirement']}")
     print(f"  sdc's audit of GaussSuppression's 3-D pattern: {audit_reference(table, h)}", flush=True)
+    if args.linked:
+        linked(args.methods.split(","))
+
+
+def linked(methods: list[str]) -> None:
+    """The three linked 4-D tables: each method's suppressed cells (a cell that several tables show, counted once
+    per table, as GaussSuppression counts its output rows) and CPU seconds."""
+    from sdc.suppression import suppressed_linked_tables
+
+    micro = enterprises(LINKED_DIMS, LINKED_NODES).drop(columns="turnover")
+    h = hierarchy(LINKED_DIMS, LINKED_NODES)
+    print(f"three linked 4-D count tables ({'; '.join(' x '.join(t) for t in LINKED_TABLES)}), N = {LINKED_NODES}, "
+          f"{len(micro):,} records, rule {', '.join(RULES)}", flush=True)
+    for method in methods:
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        tables = suppressed_linked_tables(micro, LINKED_TABLES, RULES, hierarchy=h, method=method, audit=True)
+        cells = sum(len(t) for t in tables.values())
+        primaries = sum(int((t.status == "primary").sum()) for t in tables.values())
+        suppressed = sum(int(t.status.isin(["primary", "secondary"]).sum()) for t in tables.values())
+        print(f"  sdc {method:<10} {cells:>7,} cells {primaries:>5} primaries {suppressed:>6,} suppressed  "
+              f"CPU {cpu_seconds() - cpu:6.1f} s  wall {time.perf_counter() - wall:6.1f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -214,6 +214,29 @@ def test_rules_out_of_range_are_compile_errors():
         "p:0": "p must be a percentage above 0",
         "pq:10,0": "p and q must both be above 0",
         'manual:x"; drop table cells; --': "the column must be a plain name",
+        "range:0": "the width must be above 0",
     }
     for rule, message in cases.items():
         assert primary_error(rule).startswith(f"suppression_primary: rule '{rule}': {message}"), rule
+
+
+def test_the_option_range_widens_the_upper_protection_of_primaries_only_and_is_given_once():
+    """range:w (issue 50, GaussSuppression's rangeMin) flags no cell: a primary's protection_upper becomes at least
+    w (so its interval is at least w wide), its protection_lower stays the rules'; a second range is an error."""
+    from sdc.errors import SdcError
+    from sdc.warehouse.macro_renderer import render_macro
+
+    con = duckdb.connect()
+    con.execute("create table cells as select * from (values ('a', 1, 1.0), ('b', 2, 2.0), ('c', 7, 7.0), "
+                "('d', 0, 0.0)) as t(i, freq, value)")
+    for rules, expected in [(["freq:3"], [("a", "primary", 1, 1), ("b", "primary", 1, 1), ("c", "published", 0, 0),
+                                          ("d", "empty", 0, 0)]),
+                            (["freq:3", "range:4"], [("a", "primary", 1, 4), ("b", "primary", 1, 4),
+                                                     ("c", "published", 0, 0), ("d", "empty", 0, 0)]),
+                            (["range:4"], [("a", "published", 0, 0), ("b", "published", 0, 0),
+                                           ("c", "published", 0, 0), ("d", "empty", 0, 0)])]:
+        sql = render_macro(con, "suppression_primary", "cells", rules)
+        assert con.execute(f"select i, status, protection_lower, protection_upper from ({sql}) order by i"
+                           ).fetchall() == expected, rules
+    with pytest.raises(SdcError, match="rule 'range:5': give range:w once"):
+        render_macro(con, "suppression_primary", "cells", ["freq:3", "range:4", "range:5"])

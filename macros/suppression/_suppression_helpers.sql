@@ -186,6 +186,8 @@ select * from cells
   {{ return("p must be a percentage above 0") }}
 {%- elif name == 'pq' and x | length == 2 and not (x[0] > 0 and x[1] > 0) -%}
   {{ return("p and q must both be above 0") }}
+{%- elif name == 'range' and x | length == 1 and not (x[0] > 0) -%}
+  {{ return("the width must be above 0") }}
 {%- elif name == 'manual' and numbers | length == 1 and not modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', numbers[0]) -%}
   {{ return("the column must be a plain name (letters, digits, underscore)") }}
 {%- endif -%}

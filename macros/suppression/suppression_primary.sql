@@ -17,6 +17,10 @@
     manual:c cells where column c is true                            protection: freq_protection
   A rule-unsafe cell whose formula gives a protection <= 0 (only possible with the >= boundary) gets
   freq_protection. Protection is symmetric (lower = upper), as in tau-Argus.
+  One option flags no cell; it widens the protection of the cells the rules flag:
+    range:w  every primary's interval at least w wide (GaussSuppression's rangeMin): protection_upper at
+             least w, so the interval reaches from at most the value to at least value + w (the lower end of a
+             small count cannot go below the count's a-priori bound anyway)
 #}
 {% macro suppression_primary(cells, rules, preset='handbook') %}
 {{- sdc.build_record_hook() -}}
@@ -26,6 +30,7 @@
 {%- endif -%}
 {%- set cfg = presets[preset] -%}
 {%- set checks = [] -%}
+{%- set width = namespace(value=none) -%}
 {%- for rule in rules -%}
   {%- set name, _, args = rule.partition(':') -%}
   {%- set numbers = args.split(',') if args else [] -%}
@@ -59,10 +64,15 @@
     {%- do checks.append({'rule': rule, 'cond': cond, 'level': sdc.double_value(numbers[0]) ~ ' / ' ~ numbers[1] ~ ' * top_1 - (value - top_1 - top_2)'}) -%}
   {%- elif name == 'zero' and not numbers -%}
     {%- do checks.append({'rule': rule, 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
+  {%- elif name == 'range' and numbers | length == 1 -%}
+    {%- if width.value is not none -%}
+      {{ exceptions.raise_compiler_error("suppression_primary: rule '" ~ rule ~ "': give range:w once") }}
+    {%- endif -%}
+    {%- set width.value = sdc.double_value(numbers[0]) -%}
   {%- elif name == 'manual' and numbers | length == 1 -%}
     {%- do checks.append({'rule': rule, 'cond': 'coalesce(' ~ sdc.sql_identifier(numbers[0]) ~ ', false)', 'level': cfg.freq_protection}) -%}
   {%- else -%}
-    {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ rule ~ "'; use freq:n, holdings:n, p:p, nk:n,k, pq:p,q, zero or manual:column") }}
+    {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ rule ~ "'; use freq:n, holdings:n, p:p, nk:n,k, pq:p,q, zero, manual:column or range:w") }}
   {%- endif -%}
 {%- endfor -%}
 {%- if cfg.zeros_unsafe and 'zero' not in rules -%}
@@ -88,20 +98,27 @@ with primary_status as (
         cast(null as {{ sdc.text_type() }}) as rule,
         {%- endif %}
         {%- if checks %}
-        greatest(0
+        {%- set levels %}
             {%- for check in checks %},
             case when {{ check.cond }} then
                 case when {{ check.level }} > 0 then {{ check.level }} else {{ cfg.freq_protection }} end
             else 0 end
-            {%- endfor %}) as protection_upper
+            {%- endfor %}
+        {%- endset %}
+        greatest(0{{ levels }}
+            {%- if width.value is not none %},
+            case when cells.freq > 0 and ({% for check in checks %}({{ check.cond }}){{ ' or ' if not loop.last }}{% endfor %}) then {{ width.value }} else 0 end
+            {%- endif %}) as protection_upper,
+        greatest(0{{ levels }}) as protection_lower
         {%- else %}
         -- no rule: Spark's greatest needs two arguments
-        0 as protection_upper
+        0 as protection_upper,
+        0 as protection_lower
         {%- endif %}
     from {{ cells }} as cells
 )
 
-select *, protection_upper as protection_lower from primary_status
+select * from primary_status
 {%- endset -%}
 {{ sdc.step('suppression_primary', [cells], step_sql, {'call': sdc.step_call({'rules': rules, 'preset': preset})}) }}
 {% endmacro %}

@@ -34,7 +34,7 @@ def add_parser(commands) -> None:
     supp.add_argument("--holding", help="column of the holding / enterprise group of each contributor")
     supp.add_argument("--rule", action="append", default=[],
                       help="primary rule, repeatable: freq:n, holdings:n, zero, manual:col; the dominance rules "
-                      "p:p, nk:n,k, pq:p,q need --value")
+                      "p:p, nk:n,k, pq:p,q need --value; range:w asks every primary's interval to be at least w wide")
     supp.add_argument("--preset", default="handbook", choices=("handbook", "tauargus", "sdctable", "acro", "sas_anon"),
                       help="how the rules treat their boundaries (f < n or f <= n, > or >=), as the named tool does "
                       "(default handbook)")

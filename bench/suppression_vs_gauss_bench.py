@@ -1,5 +1,6 @@
-"""sdc's secondary suppression methods beside GaussSuppression's stored result on the same table (issue 50; prints
-figures, no assertions).
+"""sdc's secondary suppression methods beside GaussSuppression's stored results on the same tables (issue 50; prints
+figures, no assertions): GaussSuppression's example of two linked tables (LT-1, and LT-2 with the interval option
+range:4), a 3-D count table of about 10^4 cells and, with --linked, three linked 4-D count tables of about 3 x 10^4.
 
 The table: bench/suppression_scale_bench.py's 3-D count table, N = 22 (every dimension Total -> 3 groups -> 18
 leaves, leaves of log-normal weight, about 20 records per inner cell, seed 1: 10,554 non-empty cells), rule freq:3.
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from suppression_scale_bench import cpu_seconds, enterprises, hierarchy  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parent / "gauss_reference"
+LT1 = Path(__file__).resolve().parents[1] / "tests" / "data" / "linked_example1.csv"
 DIMS, NODES, RULES = ["d0", "d1", "d2"], 22, ["freq:3"]
 # three linked 4-D tables over five dimensions, N = 10 (Total -> 3 groups -> 6 leaves): every two tables share a
 # 3-D margin, all three the 2-D margins of d0 x d1
@@ -82,6 +84,7 @@ def main() -> None:
         return
     from sdc.suppression import suppressed_table
 
+    lt1(args.methods.split(",") + ["optimal"])
     micro, h = enterprises(DIMS, NODES).drop(columns="turnover"), hierarchy(DIMS, NODES)
     if args.inputs:
         write_inputs(args.inputs, micro, h)
@@ -103,6 +106,23 @@ def main() -> None:
     print(f"  sdc's audit of GaussSuppression's 3-D pattern: {audit_reference(table, h)}", flush=True)
     if args.linked:
         linked(args.methods.split(","))
+
+
+def lt1(methods: list[str]) -> None:
+    """GaussSuppression's example of two linked tables (tests/data/linked_example1.csv, LT-1), freq:3, and with the
+    option range:4 (LT-2, its rangeMin = 4): each method's suppressed cells (counted once per table)."""
+    from sdc.suppression import suppressed_linked_tables
+
+    rows = pd.read_csv(LT1, dtype={"year": str})
+    micro = rows.loc[rows.index.repeat(rows.freq)].drop(columns="freq").reset_index(drop=True)
+    print("LT-1: two linked tables (age x eu x year, geo x year), freq:3; LT-2: with range:4", flush=True)
+    for method in methods:
+        found = []
+        for rules in (RULES, RULES + ["range:4"]):
+            tables = suppressed_linked_tables(micro, [["age", "eu", "year"], ["geo", "year"]], rules, method=method,
+                                              audit=True)
+            found.append(sum(int(t.status.isin(["primary", "secondary"]).sum()) for t in tables.values()))
+        print(f"  sdc {method:<10} LT-1 {found[0]:>3} suppressed   LT-2 {found[1]:>3} suppressed", flush=True)
 
 
 def linked(methods: list[str]) -> None:

@@ -171,16 +171,22 @@ def test_a_root_whose_parent_is_the_text_none_names_the_spark_seed_dispatch_step
 @pytest.mark.parametrize("extra, message", [
     ([], None),
     ([("U", None)], "needs exactly one root (a code without parent), found: T, U"),
-    ([("x1", "X")], "1 code(s) are not below the root T (unknown parent or a cycle)"),
-    ([("c1", "c2"), ("c2", "c1")], "2 code(s) are not below the root T (unknown parent or a cycle)"),
+    ([("x1", "X")], "1 code(s) are not below the root T (unknown parent or a cycle): x1 (under X)"),
+    ([("c1", "c2"), ("c2", "c1")],
+     "2 code(s) are not below the root T (unknown parent or a cycle): c1 (under c2), c2 (under c1)"),
+    # a chain of 55 codes under a1 (depth 2): the walk stops at depth 50 (n48) and says so
+    ([(f"n{k}", f"n{k - 1}" if k > 1 else "a1") for k in range(1, 56)],
+     "7 code(s) are not below the root T (the hierarchy is deeper than 50 levels, or holds a cycle): "
+     + ", ".join(f"n{k} (under n{k - 1})" for k in range(49, 56))),
     ([("c", "T")], None),  # a leaf directly under the root beside leaves one level deeper: its own cell (issue 50)
     ([("a2", "a1")], "value a1 of dimension d is not a leaf of the hierarchy"),
 ])
 def test_the_walk_of_a_hierarchy_names_each_way_it_can_be_wrong(extra, message):
     """The shape check's one query (node figures and one pass over the recursive walk): a balanced tree T > A, B >
     a1, b1 gives its cells, and so does the tree with a leaf c directly under T (leaves at different depths, one cell
-    per code, c empty); a second root, a code under an unknown parent and a cycle beside the tree are each refused
-    with what is wrong, and so are records whose code is no longer a leaf (a2 under a1)."""
+    per code, c empty); a second root, a code under an unknown parent, a cycle beside the tree and a chain deeper
+    than the walk's 50 levels are each refused with what is wrong and the codes it concerns, and so are records
+    whose code is no longer a leaf (a2 under a1)."""
     import duckdb
 
     from sdc.errors import SdcError

@@ -29,6 +29,7 @@
 
 
 {% macro ckm_hierarchy_shape(hierarchy, dim) %}
+{%- set max_depth = 50 -%}
 {#- none if the dimension has no rows in the hierarchy; else {'depth': L (the deepest leaf's), 'root': code,
     'balanced': whether every leaf lies at depth L} -#}
 {%- if not execute -%}{{ return(none) }}{%- endif -%}
@@ -36,7 +37,7 @@
 {#- a dimension without rows needs no walk; only where every name came back as text (dbt's result tables read
     '1' as a number), else the query below looks for the rows itself -#}
 {%- if dim not in known and known | reject('string') | list | length == 0 -%}{{ return(none) }}{%- endif -%}
-{%- set query -%}
+{%- set walk_ctes -%}
 with recursive nodes as (
     select cast(code as {{ sdc.text_type() }}) as code, nullif(cast(parent as {{ sdc.text_type() }}), '') as parent
     from {{ hierarchy }} where dimension = {{ sdc.sql_string(dim) }}
@@ -44,8 +45,11 @@ with recursive nodes as (
 walk as (
     select code, 0 as depth from nodes where parent is null
     union all
-    select nodes.code, walk.depth + 1 from nodes join walk on nodes.parent = walk.code where walk.depth < 50
-),
+    select nodes.code, walk.depth + 1 from nodes join walk on nodes.parent = walk.code where walk.depth < {{ max_depth }}
+)
+{%- endset -%}
+{%- set query -%}
+{{ walk_ctes }},
 node_figures as (
     select
         count(*) as node_count,
@@ -96,7 +100,13 @@ from node_figures cross join walk_figures
   {{ exceptions.raise_compiler_error(prefix ~ "needs exactly one root (a code without parent), found: " ~ (row['roots'] or 'none')) }}
 {%- endif -%}
 {%- if row['reached'] != row['node_count'] -%}
-  {{ exceptions.raise_compiler_error(prefix ~ (row['node_count'] - row['reached']) ~ " code(s) are not below the root " ~ row['roots'] ~ " (unknown parent or a cycle)") }}
+  {#- only on this error: the codes the walk did not reach, and whether it stopped at its depth limit -#}
+  {%- set lost = sdc.run_check_query(walk_ctes ~ "\nselect " ~ sdc.ckm_sorted_list("code || ' (under ' || coalesce(parent, 'no parent') || ')'")
+        ~ " as codes, (select max(depth) from walk) as depth from nodes where code not in (select code from walk)").rows[0] -%}
+  {%- set codes = lost['codes'] if lost['codes'] | length <= 300 else lost['codes'][:300] ~ ' ...' -%}
+  {{ exceptions.raise_compiler_error(prefix ~ (row['node_count'] - row['reached']) ~ " code(s) are not below the root " ~ row['roots'] ~ " ("
+      ~ ("the hierarchy is deeper than " ~ max_depth ~ " levels, or holds a cycle" if lost['depth'] | int >= max_depth else "unknown parent or a cycle")
+      ~ "): " ~ codes) }}
 {%- endif -%}
 {{ return({'depth': row['leaf_depth'] | int, 'root': row['roots'], 'balanced': row['leaf_depth_count'] | int == 1}) }}
 {% endmacro %}

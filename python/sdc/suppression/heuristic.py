@@ -81,17 +81,22 @@ class _Search:
     flow: "ProtectionFlow | None" = None
 
 
-def heuristic_pattern(problem: SuppressionProblem, start=None, *, singletons: bool = True) -> np.ndarray:
+def heuristic_pattern(problem: SuppressionProblem, start=None, *, singletons: bool = True,
+                      protected=None) -> np.ndarray:
     """Boolean mask of suppressed cells (primaries and forced-suppressed cells included) that passes the
     LP audit of ``problem.method_table()``. ``start``: cells suppressed from the outset besides those (e.g.
     a partial optimal pattern); ``singletons``: apply the singleton rule of magnitude tables (the optimal
-    method's completion does not, as its MILP does not)."""
+    method's completion does not, as its MILP does not); ``protected``: sensitive cells already proven
+    protected under ``start`` (hypercube witnesses), which no LP needs to attack again: suppressing more
+    cells only widens their intervals."""
     search = _new_search(problem, start, singletons)
     _constraint_pass(problem, search, first_run=True)
     search.flow = ProtectionFlow(search.table, problem.cost, search.candidates)
     # Suppressing a further cell frees a published value within its bounds, so every feasible interval can
     # only widen (and clipping only narrows requirements): a cell found protected stays protected.
     search.known_safe = np.zeros(len(problem.values), bool)
+    if protected is not None:
+        search.known_safe[np.asarray(protected, dtype=int)] = True
     sensitive = int(search.table.sensitive.sum())
     for round_number in range(1, MAX_ATTACK_ROUNDS + 1):
         pending = np.flatnonzero(search.table.sensitive & ~search.known_safe)

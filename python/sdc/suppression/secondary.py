@@ -158,10 +158,13 @@ def _method_pattern(problem: SuppressionProblem, method: str, time_limit: float)
     if method == "gauss":  # exact disclosure by elimination, then the intervals by the LP heuristic
         return prune_pattern(problem, heuristic_pattern(problem, start=gauss_pattern(problem))), [], False, None
     if method == "hypercube":
-        suppressed, witnesses, failed = hypercube_pattern(problem, problem.method_table())
+        table = problem.method_table()
+        suppressed, witnesses, failed = hypercube_pattern(problem, table)
         if failed:  # no hypercube fits these cells' bounds: the LP heuristic completes the pattern for them
             _log.info("hypercube: %d sensitive cells without a hypercube; the heuristic completes them", len(failed))
-            suppressed = heuristic_pattern(problem, start=suppressed)
+            # only they: a verified witness stays one as more cells are suppressed, so its cell needs no LP
+            proven = verified_witnesses(problem, table, suppressed, list(witnesses))
+            suppressed = heuristic_pattern(problem, start=suppressed, protected=np.flatnonzero(proven))
         return suppressed, witnesses, False, None
     result = optimal_pattern(problem, time_limit=time_limit)
     return result.suppressed, [], result.proven, result.lower_bound

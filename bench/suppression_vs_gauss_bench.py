@@ -159,8 +159,10 @@ def linked(methods: list[str]) -> None:
 
     micro = enterprises(LINKED_DIMS, LINKED_NODES).drop(columns="turnover")
     h = hierarchy(LINKED_DIMS, LINKED_NODES)
+    leaves = LINKED_NODES - 4
     print(f"three linked 4-D count tables ({'; '.join(' x '.join(t) for t in LINKED_TABLES)}), N = {LINKED_NODES}, "
-          f"{len(micro):,} records, rule {', '.join(RULES)}", flush=True)
+          f"{len(micro):,} records ({len(micro.drop_duplicates()):,} distinct leaf combinations of "
+          f"{leaves ** len(LINKED_DIMS):,}: dimensions drawn independently), rule {', '.join(RULES)}", flush=True)
     for method in methods:
         cpu, wall = cpu_seconds(), time.perf_counter()
         tables = suppressed_linked_tables(micro, LINKED_TABLES, RULES, hierarchy=h, method=method, audit=True)

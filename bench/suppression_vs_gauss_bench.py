@@ -78,9 +78,13 @@ def main() -> None:
     parser.add_argument("--inputs", type=Path, help="write the R script's inputs into this folder and stop")
     parser.add_argument("--linked-inputs", type=Path, help="write the linked R script's inputs here and stop")
     parser.add_argument("--linked", action="store_true", help="also the three linked 4-D tables (minutes)")
+    parser.add_argument("--magnitude-inputs", type=Path, help="write the p %% R script's inputs here and stop")
     args = parser.parse_args()
     if args.linked_inputs:
         write_linked_inputs(args.linked_inputs)
+        return
+    if args.magnitude_inputs:
+        write_inputs(args.magnitude_inputs, enterprises(DIMS, NODES), hierarchy(DIMS, NODES))
         return
     from sdc.suppression import suppressed_table
 
@@ -104,6 +108,7 @@ def main() -> None:
                   f"({row['primaries']} primaries), CPU {row['cpu_seconds'] or '-'} s; {row['tool']}; "
                   f"requirement: {row['requirement']}")
     print(f"  sdc's audit of GaussSuppression's 3-D pattern: {audit_reference(table, h)}", flush=True)
+    magnitude(args.methods.split(","))
     if args.linked:
         linked(args.methods.split(","))
 
@@ -133,6 +138,33 @@ def audit_linked_reference(micro: pd.DataFrame, h: pd.DataFrame) -> str:
         short = len(re.findall(r"\(d0=", str(refused)))
         return f"{short} of its primaries cannot reach sdc's protection interval: {refused}"
     return "every primary reaches sdc's protection interval"
+
+
+def magnitude(methods: list[str]) -> None:
+    """The 3-D turnover table under the p % rule alone (p:10, each record a contributor): each method's suppressed
+    cells and CPU seconds, and sdc's audit of GaussSuppression's stored pattern (SuppressDominantCells,
+    pPercent = 10) on sdc's cells and protection levels."""
+    from sdc.suppression import suppressed_table
+    from sdc.suppression.pipeline import audit_cells_file
+
+    micro, h = enterprises(DIMS, NODES), hierarchy(DIMS, NODES)
+    print(f"3-D turnover table, N = {NODES}, rule p:10", flush=True)
+    table = None
+    for method in methods:
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        table = suppressed_table(micro, DIMS, ["p:10"], hierarchy=h, value="turnover", method=method, audit=True)
+        print(f"  sdc {method:<10} {len(table):>7,} cells {int((table.status == 'primary').sum()):>5} primaries "
+              f"{int(table.status.isin(['primary', 'secondary']).sum()):>6,} suppressed  CPU {cpu_seconds() - cpu:6.1f} s"
+              f"  wall {time.perf_counter() - wall:6.1f} s", flush=True)
+    stored = pd.read_csv(REFERENCE / "turnover_3d_n22_p10_pattern.csv", dtype={d: str for d in DIMS})
+    status = {tuple(r[:3]): r[-1] for r in stored.itertuples(index=False)}
+    cells = table[DIMS + ["freq", "value", "protection_lower", "protection_upper"]].copy()
+    cells["status"] = [status.get(tuple(r), "published") for r in table[DIMS].itertuples(index=False)]
+    with tempfile.TemporaryDirectory() as folder:
+        cells.to_csv(Path(folder) / "cells.csv", index=False)
+        h.to_csv(Path(folder) / "hierarchy.csv", index=False)
+        _, lines = audit_cells_file(Path(folder) / "cells.csv", Path(folder) / "hierarchy.csv")
+    print(f"  sdc's audit of GaussSuppression's p % pattern: {lines[-1]}", flush=True)
 
 
 def lt1(methods: list[str]) -> None:

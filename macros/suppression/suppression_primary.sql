@@ -78,6 +78,8 @@
 {%- if cfg.zeros_unsafe and 'zero' not in rules -%}
   {%- do checks.append({'rule': 'zero', 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
 {%- endif -%}
+{#- the condition of a primary cell (any rule fires): its status, and the width range:w asks of it -#}
+{%- set any_rule -%}{% for check in checks %}({{ check.cond }}){{ ' or ' if not loop.last }}{% endfor %}{%- endset -%}
 {%- set step_sql %}
 with primary_status as (
     select
@@ -85,7 +87,7 @@ with primary_status as (
         case
             when cells.freq = 0 then 'empty'
             {%- if checks %}
-            when {% for check in checks %}({{ check.cond }}){{ ' or ' if not loop.last }}{% endfor %} then 'primary'
+            when {{ any_rule }} then 'primary'
             {%- endif %}
             else 'published'
         end as status,
@@ -107,7 +109,7 @@ with primary_status as (
         {%- endset %}
         greatest(0{{ levels }}
             {%- if width.value is not none %},
-            case when cells.freq > 0 and ({% for check in checks %}({{ check.cond }}){{ ' or ' if not loop.last }}{% endfor %}) then {{ width.value }} else 0 end
+            case when cells.freq > 0 and ({{ any_rule }}) then {{ width.value }} else 0 end
             {%- endif %}) as protection_upper,
         greatest(0{{ levels }}) as protection_lower
         {%- else %}

@@ -76,8 +76,8 @@ def make_scratch_folder(kind: str) -> Path:
 
 
 def own_scratch_folders() -> set[Path]:
-    """This process's scratch folders (their names hold its process id)."""
-    return set(Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-{os.getpid()}-*"))
+    """This process's scratch folders (the process id in their names: _owner)."""
+    return {folder for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*") if _owner(folder) == os.getpid()}
 
 
 def remove_scratch_folders_made_since(before: set[Path]) -> None:

@@ -9,6 +9,11 @@
   SQL, inside literals and names alike (${env:SDC_KEY_SECRET} would publish the secret), unless the session
   sets spark.sql.variable.substitute=false; sdc's profiles set it, and this holds without it.
 #}
+{#- one_line(text): user text for an error message, its line breaks shown as \n and \r (an error is one line) -#}
+{% macro one_line(text) -%}
+{{ return((text | string).replace('\n', '\\n').replace('\r', '\\r')) }}
+{%- endmacro %}
+
 {% macro sql_string(text) -%}
 '{{ sdc.sql_text(text) }}'
 {%- endmacro %}

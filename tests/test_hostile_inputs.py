@@ -546,6 +546,53 @@ def test_suppress_round_trips_hostile_codes_hierarchy_and_mark(leaf_codes, other
         assert_no_side_effect()
 
 
+@SLOW
+@given(leaf_codes=st.lists(hier_codes, min_size=3, max_size=6, unique=True), group=hier_codes, root=hier_codes)
+def test_suppress_round_trips_hostile_codes_of_leaves_at_different_depths(leaf_codes, group, root):
+    """Issue 50: a hierarchy of hostile codes whose leaves lie at different depths (two under a group, the others
+    directly under the root): every code is one cell with its exact count, and the cells file passes sdc audit."""
+    assume(len({root, group}) == 2 and not {root, group} & set(leaf_codes) and TOTAL_LABEL not in leaf_codes)
+    leaf_codes = ["plain", *leaf_codes]
+    dims = ["region", "kind"]
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        cells = microdata(tmp / "m.csv", dims, [leaf_codes, ["x", "y"]], records=40, extra=[("plain", "rare")])
+        write_csv(tmp / "h.csv", ["dimension", "code", "parent"],
+                  [["region", root, ""], ["region", group, root]]
+                  + [["region", leaf, group if k < 2 else root] for k, leaf in enumerate(leaf_codes)])
+        out = tmp / "out.csv"
+        suppress_table(tmp / "m.csv", dims, ["freq:3"], out, hierarchy_path=tmp / "h.csv", audit=True)
+        table = read_csv(out)
+        got = {tuple(r[:2]): int(r[2]) for r in table[1:] if int(r[2])}
+        assert len(table) - 1 == len({tuple(r[:2]) for r in table[1:]})  # no code twice
+        expected = collections.Counter(expected_counts(cells, [root, TOTAL_LABEL]))
+        for region, kind in cells:
+            if region in leaf_codes[:2]:
+                expected[(group, kind)] += 1
+                expected[(group, TOTAL_LABEL)] += 1
+        assert got == dict(expected)
+        passed, lines = audit_cells_file(out, tmp / "h.csv")
+        assert passed, lines
+        assert_no_side_effect()
+
+
+@slow(2)
+@example(width="${system:user.home}\rLEAF3x Bxy")  # found here: the rule was echoed with its line break
+@given(width=hostile_text.filter(lambda s: "\x00" not in s))
+def test_suppress_cli_refuses_a_hostile_range_width(width):
+    """range:w takes a number; anything else is refused with a clear error and nothing is written."""
+    with tempfile.TemporaryDirectory(dir=CANARY_DIR) as tmp:
+        tmp = Path(tmp)
+        write_csv(tmp / "m.csv", ["kind"], [["a"], ["a"], ["b"]])
+        result = run_cli("suppress", "--input", str(tmp / "m.csv"), "--dims", "kind", "--rule", "freq:3", "--rule",
+                         f"range:{width}", "--out", str(tmp / "out.csv"))
+        if assert_cli_result(result, "suppress", width):
+            assert float(width) > 0  # only a positive number passes
+        else:
+            assert not (tmp / "out.csv").exists()
+        assert_no_side_effect()
+
+
 @slow(2)
 @given(column=names, rule_column=names)
 def test_suppress_cli_refuses_hostile_dimension_and_manual_rule_columns(column, rule_column):

@@ -218,6 +218,9 @@ def test_rules_out_of_range_are_compile_errors():
     }
     for rule, message in cases.items():
         assert primary_error(rule).startswith(f"suppression_primary: rule '{rule}': {message}"), rule
+    # a rule's line breaks are shown escaped: an error is one line
+    assert primary_error("range:4\r\n; drop table cells") == ("suppression_primary: cannot read rule "
+                                                            "'range:4\\r\\n; drop table cells'; its parameters must be numbers")
 
 
 def test_the_option_range_widens_the_upper_protection_of_primaries_only_and_is_given_once():

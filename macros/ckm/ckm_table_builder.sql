@@ -47,7 +47,7 @@
 {%- set schema = sdc.sql_identifier(finest.schema) -%}
 {%- set fn = schema ~ '.' ~ sdc.sql_identifier(function_name) -%}
 {#- the function's name in its messages: RAISE formats them (% is a placeholder); one line -#}
-{%- set name = sdc.sql_text(function_name | replace('\n', '\\n') | replace('\r', '\\r')) | replace('%', '%%') -%}
+{%- set name = sdc.sql_text(sdc.one_line(function_name)) | replace('%', '%%') -%}
 {%- set log = schema ~ '.' ~ sdc.sql_identifier(log_table) -%}
 {%- set request_numbers = schema ~ '.' ~ sdc.sql_identifier(log_table ~ '_no') -%}
 {%- set load_log = sdc.sql_identifier(sdc.setting('sdc_raw_schema')) ~ '.' ~ sdc.sql_identifier(sdc.setting('sdc_load_log')) -%}

@@ -32,6 +32,7 @@
 {%- set checks = [] -%}
 {%- set width = namespace(value=none) -%}
 {%- for rule in rules -%}
+  {%- set shown = sdc.one_line(rule) -%}
   {%- set name, _, args = rule.partition(':') -%}
   {%- set numbers = args.split(',') if args else [] -%}
   {%- set numeric = namespace(ok=true) -%}
@@ -39,11 +40,11 @@
     {%- set numeric.ok = false -%}
   {%- endfor -%}
   {%- if not numeric.ok -%}
-    {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ rule ~ "'; its parameters must be numbers") }}
+    {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ shown ~ "'; its parameters must be numbers") }}
   {%- endif -%}
   {%- set problem = sdc.suppression_rule_range(name, numbers) -%}
   {%- if problem -%}
-    {{ exceptions.raise_compiler_error("suppression_primary: rule '" ~ rule ~ "': " ~ problem) }}
+    {{ exceptions.raise_compiler_error("suppression_primary: rule '" ~ shown ~ "': " ~ problem) }}
   {%- endif -%}
   {%- if name == 'freq' and numbers | length == 1 -%}
     {%- set cond = '0 < freq and freq ' ~ ('<=' if cfg.freq_inclusive else '<') ~ ' ' ~ numbers[0] -%}
@@ -66,13 +67,13 @@
     {%- do checks.append({'rule': rule, 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
   {%- elif name == 'range' and numbers | length == 1 -%}
     {%- if width.value is not none -%}
-      {{ exceptions.raise_compiler_error("suppression_primary: rule '" ~ rule ~ "': give range:w once") }}
+      {{ exceptions.raise_compiler_error("suppression_primary: rule '" ~ shown ~ "': give range:w once") }}
     {%- endif -%}
     {%- set width.value = sdc.double_value(numbers[0]) -%}
   {%- elif name == 'manual' and numbers | length == 1 -%}
     {%- do checks.append({'rule': rule, 'cond': 'coalesce(' ~ sdc.sql_identifier(numbers[0]) ~ ', false)', 'level': cfg.freq_protection}) -%}
   {%- else -%}
-    {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ rule ~ "'; use freq:n, holdings:n, p:p, nk:n,k, pq:p,q, zero, manual:column or range:w") }}
+    {{ exceptions.raise_compiler_error("suppression_primary: cannot read rule '" ~ shown ~ "'; use freq:n, holdings:n, p:p, nk:n,k, pq:p,q, zero, manual:column or range:w") }}
   {%- endif -%}
 {%- endfor -%}
 {%- if cfg.zeros_unsafe and 'zero' not in rules -%}

@@ -225,7 +225,8 @@ def test_rules_out_of_range_are_compile_errors():
 
 def test_the_option_range_widens_the_upper_protection_of_primaries_only_and_is_given_once():
     """range:w (issue 50, GaussSuppression's rangeMin) flags no cell: a primary's protection_upper becomes at least
-    w (so its interval is at least w wide), its protection_lower stays the rules'; a second range is an error."""
+    w (so its interval is at least w wide), its protection_lower stays the rules'; a second range is an error, and
+    so is range alone (no cell would be protected)."""
     from sdc.errors import SdcError
     from sdc.warehouse.macro_renderer import render_macro
 
@@ -235,11 +236,12 @@ def test_the_option_range_widens_the_upper_protection_of_primaries_only_and_is_g
     for rules, expected in [(["freq:3"], [("a", "primary", 1, 1), ("b", "primary", 1, 1), ("c", "published", 0, 0),
                                           ("d", "empty", 0, 0)]),
                             (["freq:3", "range:4"], [("a", "primary", 1, 4), ("b", "primary", 1, 4),
-                                                     ("c", "published", 0, 0), ("d", "empty", 0, 0)]),
-                            (["range:4"], [("a", "published", 0, 0), ("b", "published", 0, 0),
-                                           ("c", "published", 0, 0), ("d", "empty", 0, 0)])]:
+                                                     ("c", "published", 0, 0), ("d", "empty", 0, 0)])]:
         sql = render_macro(con, "suppression_primary", "cells", rules)
         assert con.execute(f"select i, status, protection_lower, protection_upper from ({sql}) order by i"
                            ).fetchall() == expected, rules
     with pytest.raises(SdcError, match="rule 'range:5': give range:w once"):
         render_macro(con, "suppression_primary", "cells", ["freq:3", "range:4", "range:5"])
+    # alone it would publish every cell unprotected: refused
+    with pytest.raises(SdcError, match="range:w flags no cell, it widens the protection of the cells a rule flags"):
+        render_macro(con, "suppression_primary", "cells", ["range:4"])

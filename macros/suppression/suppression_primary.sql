@@ -79,6 +79,9 @@
 {%- if cfg.zeros_unsafe and 'zero' not in rules -%}
   {%- do checks.append({'rule': 'zero', 'cond': 'freq > 0 and value = 0', 'level': cfg.freq_protection}) -%}
 {%- endif -%}
+{%- if width.value is not none and not checks -%}
+  {{ exceptions.raise_compiler_error("suppression_primary: range:w flags no cell, it widens the protection of the cells a rule flags: give a primary rule beside it (e.g. freq:3)") }}
+{%- endif -%}
 {#- the condition of a primary cell (any rule fires): its status, and the width range:w asks of it -#}
 {%- set any_rule -%}{% for check in checks %}({{ check.cond }}){{ ' or ' if not loop.last }}{% endfor %}{%- endset -%}
 {%- set step_sql %}

@@ -90,7 +90,7 @@ def test_random_hierarchical_tables_pass_the_independent_audit(seed, width):
     audit = independent_audit(problem, pattern, integer=True)
     assert audit.passed and not audit.unchecked
     assert small.sum() > 0 and not (pattern.suppressed & empty).any()
-    # every suppressed cell takes part in some hypercube: none of them can be recomputed
+    # every suppressed cell is needed (the pruning publishes the others): none of them can be recomputed
     everything = audit_pattern(problem.values, pattern.suppressed, problem.constraint_lists(),
                                lower=problem.lower, upper=problem.upper)
     assert not any(iv.exactly_disclosed for iv in everything.intervals)

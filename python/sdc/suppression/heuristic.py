@@ -41,7 +41,6 @@ from sdc.suppression.audit import (
     highs_model,
     integer_failures,
     unprotected_cells,
-    unprotected_within,
 )
 from sdc.suppression.problem import SuppressionProblem
 
@@ -56,7 +55,7 @@ LOCAL_TRIES = 2
 # 38 s by dual simplex with 44,000 columns; simplex is faster on small ones (0.2 s instead of 0.5 s at 9,000).
 FLOW_IPM_COLUMNS = 20_000
 # prune_pattern tries the secondary suppressions of groups up to this many suppressed cells
-PRUNE_GROUP_CELLS = 2_000
+PRUNE_GROUP_CELLS = 5_000
 
 
 @dataclass
@@ -298,28 +297,146 @@ def _relation_local_pick(problem: SuppressionProblem, search: _Search, cell: int
 def prune_pattern(problem: SuppressionProblem, suppressed, *, max_group: int = PRUNE_GROUP_CELLS) -> np.ndarray:
     """The pattern without the secondary suppressions it does not need, the costliest first: each is published
     tentatively and stays published where every sensitive cell of its group of suppressed cells keeps its
-    protection interval (LP) and no relation of it is left with a singleton and one other suppressed cell.
-    Only cells of groups up to ``max_group`` suppressed cells are tried (each trial solves the group's LPs):
-    deterministic, so two runs (two models of linked tables) prune alike. The heuristic adds cells one failing
-    cell at a time and never takes one back; on generated 2-D turnover tables this recovers most of the cost
-    above the MILP's optimum."""
+    protection interval (LP), a cell kept from an earlier release stays one that cannot be recomputed, and no
+    relation of it is left with a singleton and one other suppressed cell.
+    Only cells of groups up to ``max_group`` suppressed cells are tried. Publishing more cells only narrows
+    intervals, so one pass leaves no cell that could be published alone. Deterministic, so two runs (two models of
+    linked tables) prune alike. The methods add cells one failing cell (or one hypercube) at a time and never take
+    one back; on generated 2-D turnover tables this recovers most of the cost above the MILP's optimum.
+
+    Each sensitive cell keeps, per side, a witness: a table the attacker cannot rule out that takes the cell to
+    that end of its protection interval, moving as few of the cells still to be tried as it can. Publishing a cell
+    that no witness moves keeps every witness a solution, so only the witnesses that move it are sought again; the
+    verdict is the LP's either way, the witnesses only save LPs."""
     search = _new_search(problem, suppressed, singletons=True)
     table = search.table
     if (search.suppressed != np.asarray(suppressed, dtype=bool)).any():
         return np.asarray(suppressed, dtype=bool)  # no pattern of the method (a sensitive cell published): as it is
     removable = search.suppressed & ~table.sensitive & ~problem.forced_suppressed
     for group in table.components(search.suppressed):
-        if len(group) > max_group:
-            continue
-        kept = group.copy()  # the group's cells still suppressed: publishing a cell can only split the group
         trial = group[removable[group]]
-        for cell in trial[np.lexsort((trial, -problem.cost[trial]))]:
+        if len(group) > max_group or not trial.size:
+            continue
+        witnesses = _Witnesses(table, group, trial, problem.forced_suppressed)
+        if not witnesses.complete:
+            continue  # a sensitive cell is short of its interval already: nothing can be published
+        order = trial[np.lexsort((trial, -problem.cost[trial]))]
+        for done, cell in enumerate(order):
+            if done % 1000 == 999:
+                _log.info("pruning: %d of %d cells of a group tried, %d published", done + 1, len(order),
+                          int((~search.suppressed[order[:done]]).sum()), extra={"done": done + 1, "total": len(order)})
             _publish(search, int(cell))
-            kept = kept[kept != cell]
-            if _relation_fails(problem, search, int(cell)) or unprotected_within(table, search.suppressed, kept):
+            if _relation_fails(problem, search, int(cell)) or not witnesses.publish(int(cell)):
                 _suppress(search, int(cell))
-                kept = np.append(kept, cell)
+                witnesses.keep_suppressed(int(cell))
     return search.suppressed
+
+
+class _Witnesses:
+    """For one group of suppressed cells, per sensitive cell and side, a witness: a change of the table that keeps
+    every relation and bound, leaves the published cells as they are and takes the cell to that end of its
+    protection interval (an LP over each cell's rise and fall, y = values + up - down); kept with the cells it
+    moves, and per cell the witnesses that move it. The LP moves as few cells still to be tried as it can (each
+    unit of theirs costs 1, the others' nothing), so that publishing one disturbs few witnesses. A cell kept
+    suppressed from an earlier release (``kept``) has nothing to reach but must not become recomputable: its witness
+    moves it by one unit, up or down (as the hypercube's does). ``complete``: whether every sensitive cell has its
+    witnesses."""
+
+    def __init__(self, table: AuditTable, group: np.ndarray, trial: np.ndarray, kept: np.ndarray):
+        self.table, self.group = table, group
+        self.position_of = {int(c): p for p, c in enumerate(group)}
+        n, scale = len(group), table.scale
+        a = table.values[group]
+        rise = np.where(np.isinf(table.upper[group]), highspy.kHighsInf, (table.upper[group] - a) * scale)
+        fall = np.where(np.isinf(table.lower[group]), highspy.kHighsInf, (a - table.lower[group]) * scale)
+        self.rooms = np.maximum(np.concatenate([rise, fall]), 0.0)
+        block = table.matrix_csc[:, group]
+        rows = np.flatnonzero(np.diff(block.tocsr().indptr))
+        block = block.tocsr()[rows]
+        cost = np.zeros(2 * n)
+        tried = np.array([self.position_of[int(c)] for c in trial], dtype=int)
+        cost[tried] = cost[n + tried] = 1.0
+        self.lp = highs_model(hstack([block, -block]), cost, np.zeros(2 * n), self.rooms, np.zeros(len(rows)),
+                              np.zeros(len(rows)))
+        self.moves: dict[tuple[int, float], np.ndarray] = {}  # (cell, side) -> the positions its witness moves
+        self.moved_by = [set() for _ in group]  # position -> the witnesses that move it
+        self.complete = True
+        for cell in group[table.sensitive[group]]:
+            for sign in ((0.0,) if kept[cell] else (-1.0, 1.0)):
+                moved = self._witness(int(cell), sign)
+                if moved is None:
+                    self.complete = False
+                    return
+                self._keep((int(cell), sign), moved)
+
+    def publish(self, cell: int) -> bool:
+        """Fix ``cell`` at its value; whether every sensitive cell keeps both witnesses (those that moved ``cell``
+        sought anew). If not, ``cell`` moves again and the witnesses stay as they were."""
+        position = self.position_of[cell]
+        affected = sorted(self.moved_by[position])
+        self._set_rooms(position, 0.0, 0.0)
+        found = []
+        for key in affected:
+            moved = self._witness(*key)
+            if moved is None:
+                self._set_rooms(position, *self.rooms[[position, len(self.group) + position]])
+                return False
+            found.append((key, moved))
+        for key, moved in found:
+            self._keep(key, moved)
+        return True
+
+    def keep_suppressed(self, cell: int) -> None:
+        """``cell`` stays suppressed and will not be tried again: witnesses may move it for free."""
+        position = self.position_of[cell]
+        self.lp.changeColsCost(2, np.array([position, len(self.group) + position], dtype=np.int32), np.zeros(2))
+
+    def _set_rooms(self, position: int, rise: float, fall: float) -> None:
+        n = len(self.group)
+        self.lp.changeColBounds(position, 0.0, rise)
+        self.lp.changeColBounds(n + position, 0.0, fall)
+
+    def _witness(self, cell: int, sign: float) -> np.ndarray | None:
+        """The positions a witness for ``cell`` on side ``sign`` moves (-1: its upper end, +1: its lower end, 0: one
+        unit either way), or None where none reaches that end (after narrowing the requirement to what the
+        a-priori bounds allow)."""
+        table = self.table
+        if sign == 0.0:
+            for side in (1.0, -1.0):
+                moved = self._moved(cell, side, 1.0)
+                if moved is not None:
+                    return moved
+            return None
+        for _ in range(2):
+            end = table.required_lower[cell] if sign > 0 else table.required_upper[cell]
+            shift = abs(end - table.values[cell]) * table.scale
+            if shift <= AUDIT_TOLERANCE:
+                return np.zeros(0, dtype=int)
+            moved = self._moved(cell, sign, shift)
+            if moved is not None or not table.clip_to_a_priori(cell):
+                return moved
+        return None
+
+    def _moved(self, cell: int, sign: float, shift: float) -> np.ndarray | None:
+        """The positions moved by the solution with least movement that takes ``cell`` down (sign +1) or up (-1) by
+        at least ``shift`` units, or None where there is none."""
+        position, n = self.position_of[cell], len(self.group)
+        moving, still = (n + position, position) if sign > 0 else (position, n + position)
+        self.lp.changeColBounds(moving, shift, self.rooms[moving])
+        self.lp.changeColBounds(still, 0.0, 0.0)
+        self.lp.run()
+        solved = self.lp.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        x = np.asarray(self.lp.getSolution().col_value) if solved else None
+        self.lp.changeColBounds(moving, 0.0, self.rooms[moving])
+        self.lp.changeColBounds(still, 0.0, self.rooms[still])
+        return np.flatnonzero(np.abs(x[:n] - x[n:]) > AUDIT_TOLERANCE) if solved else None
+
+    def _keep(self, key: tuple[int, float], moved: np.ndarray) -> None:
+        for position in self.moves.get(key, ()):
+            self.moved_by[position].discard(key)
+        self.moves[key] = moved
+        for position in moved:
+            self.moved_by[position].add(key)
 
 
 def _publish(search: _Search, cell: int) -> None:

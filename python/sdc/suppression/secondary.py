@@ -165,7 +165,10 @@ def _method_pattern(problem: SuppressionProblem, method: str, time_limit: float)
             # only they: a verified witness stays one as more cells are suppressed, so its cell needs no LP
             proven = verified_witnesses(problem, table, suppressed, list(witnesses))
             suppressed = heuristic_pattern(problem, start=suppressed, protected=np.flatnonzero(proven))
-        return suppressed, witnesses, False, None
+        # hypercubes overlap and each is chosen alone: many of their cells are not needed by the whole pattern
+        suppressed = prune_pattern(problem, suppressed)
+        proven = verified_witnesses(problem, table, suppressed, list(witnesses))
+        return suppressed, [w for w in witnesses if proven[w.target]], False, None
     result = optimal_pattern(problem, time_limit=time_limit)
     return result.suppressed, [], result.proven, result.lower_bound
 

@@ -12,7 +12,7 @@ import warnings
 
 from sdc.cli._common import add_profile_options, profile, split
 from sdc.errors import SdcError
-from sdc.suppression.secondary import METHODS
+from sdc.suppression.secondary import DEFAULT_METHOD, METHODS
 
 
 def add_parser(commands) -> None:
@@ -55,13 +55,14 @@ def add_parser(commands) -> None:
 
 def _add_pattern_options(supp) -> None:
     """How the secondary suppressions are chosen and published."""
-    supp.add_argument("--method", default="heuristic", choices=METHODS,
-                      help="secondary suppression: heuristic (fast, default), optimal (least total cost by "
-                      "mixed-integer programming, up to --time-limit), hypercube (a hypercube of cells around "
-                      "every primary cell: suppresses more, but scales to tables of 10^5 cells and more) or gauss "
-                      "(GaussSuppression's elimination, completed for the protection intervals: mostly fewer cells "
-                      "than the heuristic; its time grows with the square of the cells, for tables up to about "
-                      "10^4 cells)")
+    supp.add_argument("--method", default=DEFAULT_METHOD, choices=METHODS,
+                      help="secondary suppression: heuristic (LPs over the groups of suppressed cells, then "
+                      "pruned), optimal (least total cost by mixed-integer programming, up to --time-limit), "
+                      "hypercube (a hypercube of cells around every primary cell, then pruned: the fastest, the "
+                      "fewest cells on most tables, and it scales to tables of 10^5 cells and more) or gauss "
+                      "(GaussSuppression's elimination, completed for the protection intervals, then pruned; its "
+                      "time grows with the square of the cells, for tables up to about 10^4 cells); default "
+                      f"{DEFAULT_METHOD}")
     supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"),
                       help="what the secondary suppressions minimise: their total value (default), total frequency "
                       "or number of cells")

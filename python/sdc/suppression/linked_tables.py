@@ -35,7 +35,7 @@ from sdc.suppression.pipeline import (
     table_rows,
 )
 from sdc.suppression.record_sets import KeyedTable, record_set_keys
-from sdc.suppression.secondary import DEFAULT_TIME_LIMIT
+from sdc.suppression.secondary import DEFAULT_METHOD, DEFAULT_TIME_LIMIT
 from sdc.warehouse.macro_renderer import private_connection
 
 
@@ -46,7 +46,7 @@ def table_name(dims: list[str]) -> str:
 
 def suppressed_linked_tables(data, tables: list[list[str]], rules: list[str], *, hierarchy=None,
                              value: str | None = None, holding: str | None = None, preset: str = "handbook",
-                             method: str = "heuristic", cost: str = "value", mark: str = "x",
+                             method: str = DEFAULT_METHOD, cost: str = "value", mark: str = "x",
                              publish_intervals: bool = False, prefer_low_levels: bool = False,
                              time_limit: float = DEFAULT_TIME_LIMIT, audit: bool = False, a_priori=None) -> dict:
     """Several tables of ``data`` (each a list of dimension columns) protected by one pattern: a dict of
@@ -79,7 +79,7 @@ def suppressed_linked_tables(data, tables: list[list[str]], rules: list[str], *,
 
 def suppress_linked_tables(input_path, tables: list[list[str]], rules: list[str], out_dir, *, hierarchy_path=None,
                            value: str | None = None, holding: str | None = None, preset: str = "handbook",
-                           method: str = "heuristic", cost: str = "value", mark: str = "x",
+                           method: str = DEFAULT_METHOD, cost: str = "value", mark: str = "x",
                            publish_intervals: bool = False, prefer_low_levels: bool = False,
                            time_limit: float = DEFAULT_TIME_LIMIT, audit: bool = False, a_priori=None) -> dict:
     """Write each table of suppressed_linked_tables to ``out_dir``/<table_name>.csv (a folder that exists: sdc creates no folders for its outputs);

@@ -38,6 +38,7 @@ from sdc.suppression.audit import (
 )
 from sdc.suppression.problem import COSTS, SuppressionProblem, group_relations, is_integer_table
 from sdc.suppression.secondary import (
+    DEFAULT_METHOD,
     DEFAULT_TIME_LIMIT,
     METHODS,
     STATUSES,
@@ -63,7 +64,7 @@ def suppress_table(
     value: str | None = None,
     holding: str | None = None,
     preset: str = "handbook",
-    method: str = "heuristic",
+    method: str = DEFAULT_METHOD,
     cost: str = "value",
     mark: str = "x",
     publish_intervals: bool = False,
@@ -96,7 +97,7 @@ def suppress_table(
 
 
 def suppressed_table(data, dims: list[str], rules: list[str], *, hierarchy=None, value: str | None = None,
-                     holding: str | None = None, preset: str = "handbook", method: str = "heuristic",
+                     holding: str | None = None, preset: str = "handbook", method: str = DEFAULT_METHOD,
                      cost: str = "value", mark: str = "x", publish_intervals: bool = False,
                      prefer_low_levels: bool = False, time_limit: float = DEFAULT_TIME_LIMIT, audit: bool = False,
                      a_priori=None):
@@ -201,7 +202,7 @@ def table_rows(cells: list[dict], protected: list[dict], dims: list[str], *, val
     return columns, rows, {status: sum(p["status"] == status for p in protected) for status in STATUSES}
 
 
-def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = "heuristic", cost: str = "value",
+def protect_cells(cells: list[dict], relations, *, magnitude: bool, method: str = DEFAULT_METHOD, cost: str = "value",
                   mark: str = "x", publish_intervals: bool = False, prefer_low_levels: bool = False,
                   time_limit: float = DEFAULT_TIME_LIMIT, a_priori: APrioriCells | None = None,
                   dims: list[str] | None = None, intervals: str = "all", coordinates=None) -> list[dict]:

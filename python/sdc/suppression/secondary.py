@@ -34,6 +34,8 @@ from sdc.suppression.problem import SuppressionProblem
 
 _log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
 METHODS = ("heuristic", "optimal", "hypercube", "gauss")
+# the method when none is named (the Python API, sdc suppress, the warehouse's suppression models)
+DEFAULT_METHOD = "heuristic"
 INTERVALS = ("primary", "all", "none")
 DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
 # The few sensitive cells that method hypercube leaves to the LP audit (no hypercube fits them) get their integer
@@ -101,7 +103,7 @@ class SuppressionPattern:
         return {iv.cell: iv for iv in self.audit.intervals}
 
 
-def secondary_suppression(problem: SuppressionProblem, method: str = "heuristic", *,
+def secondary_suppression(problem: SuppressionProblem, method: str = DEFAULT_METHOD, *,
                           time_limit: float = DEFAULT_TIME_LIMIT, intervals: str = "primary") -> SuppressionPattern:
     """The secondary suppression pattern of ``problem`` by ``method``: 'heuristic' (fast, after sdcTable's
     SIMPLEHEURISTIC), 'optimal' (minimum cost by mixed-integer programming; ``time_limit`` seconds, then

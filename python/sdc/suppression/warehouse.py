@@ -27,11 +27,11 @@ from sdc.suppression.audit import a_priori_lower, audit_pattern, default_upper
 from sdc.suppression.linked_tables import keyed_link, protect_linked
 from sdc.suppression.pipeline import PATTERN_COLUMNS, protect_cells
 from sdc.suppression.problem import group_relations, is_integer_table
-from sdc.suppression.secondary import DEFAULT_TIME_LIMIT
+from sdc.suppression.secondary import DEFAULT_METHOD, DEFAULT_TIME_LIMIT
 
 
 def suppression_pattern(session, cells, relations, *, dims: list[str], magnitude: bool = False,
-                        method: str = "heuristic", cost: str = "value", mark: str = "x",
+                        method: str = DEFAULT_METHOD, cost: str = "value", mark: str = "x",
                         publish_intervals: bool = False, prefer_low_levels: bool = False,
                         time_limit: float = DEFAULT_TIME_LIMIT, a_priori=None):
     """The pattern of a suppression_primary relation: its columns plus PATTERN_COLUMNS (status now
@@ -67,7 +67,7 @@ def suppression_pattern(session, cells, relations, *, dims: list[str], magnitude
 
 
 def linked_suppression_pattern(session, table: str, tables: dict, records, *, hierarchy=None, magnitude: bool = False,
-                               method: str = "heuristic", cost: str = "value", mark: str = "x",
+                               method: str = DEFAULT_METHOD, cost: str = "value", mark: str = "x",
                                publish_intervals: bool = False, prefer_low_levels: bool = False,
                                time_limit: float = DEFAULT_TIME_LIMIT, a_priori: dict | None = None,
                                total: str = TOTAL_LABEL):

@@ -236,3 +236,30 @@ def test_the_entry_point_refuses_the_parity_pattern_with_and_without_intervals(m
     monkeypatch.setattr(secondary, "integer_safe_pattern", lambda problem, pattern: (pattern, []))
     with pytest.raises(SdcError, match=rf"the heuristic pattern fails the audit for cell {index[0, 1, 1]}"):
         secondary_suppression(problem, intervals=intervals)
+
+
+def test_a_second_integer_check_of_the_same_program_answers_alike_with_fewer_milps(monkeypatch):
+    """The verdict after a method's integer check solves the same integer programs: what the first check learnt of
+    each (integer tables found, ends that have none) answers the second, which comes to the same cells; a
+    different program (one more cell published) learns nothing from it."""
+    from sdc.suppression import audit
+
+    values, relations, index, suppressed, sensitive = parity_case()
+    runs = []
+    solve = audit.ComponentMILP._run
+    monkeypatch.setattr(audit.ComponentMILP, "_run", lambda self: runs.append(1) or solve(self))
+    monkeypatch.setattr(audit.MilpMemo, "_kept", audit.OrderedDict())
+
+    def check(pattern):
+        table = AuditTable(values, relations, sensitive=sensitive, protection_lower=sensitive * 1.0,
+                           protection_upper=sensitive * 1.0, lower=np.ones(len(values)),
+                           upper=np.full(len(values), 1.5 * values.max()), integer=True)
+        runs.clear()
+        return integer_failures(table, pattern), len(runs)
+
+    first, solved = check(suppressed)
+    again, solved_again = check(suppressed)
+    assert first == again == ([index[0, 1, 1]], []) and solved > 0 and solved_again < solved
+    wider = suppressed.copy()
+    wider[np.flatnonzero(~suppressed & (values > 0))[0]] = True
+    assert check(wider)[1] > 0  # another program: solved afresh

@@ -35,9 +35,11 @@ exactly; their results are converted back.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import highspy
@@ -56,6 +58,9 @@ SIMPLEX_DUAL, SIMPLEX_PRIMAL = 1, 4
 INTEGER_CHECK_CELLS = 2_000
 INTEGER_CHECK_SECONDS = 10.0
 INTEGER_CHECK_BUDGET = 120.0  # seconds for all MILPs of one audit
+# integer programs whose answers are kept (MilpMemo): a method's last integer check and the verdict that follows
+# it solve the same ones
+MILP_MEMO_MODELS = 64
 # Decimals looked for in the values (money has 2; sdc suppress writes at most 6)
 MAX_DECIMALS = 6
 # How far float sums of decimals may lie from their exact sums, relative to the largest value: far above the
@@ -560,8 +565,8 @@ def integer_reach(table: AuditTable, cells, suppressed, check, *, max_cells: int
         return {int(c): {"integer_skipped": reason} for c in check}
     milp = ComponentMILP(table, cells, suppressed, seconds)
     position_of = {int(c): p for p, c in enumerate(cells)}
-    seen_low = table.values[cells].copy()  # the true table is an integer solution
-    seen_high = seen_low.copy()
+    seen_low = np.minimum(table.values[cells], milp.memo.low)  # the true table is an integer solution, as is
+    seen_high = np.maximum(table.values[cells], milp.memo.high)  # every one found for this program before
     out = {}
     for cell in check:
         cell, p = int(cell), position_of[int(cell)]
@@ -619,6 +624,7 @@ class ComponentMILP:
                                           np.full(m, highspy.HighsVarType.kInteger))
         self._highs.setOptionValue("mip_rel_gap", 0.0)
         self.seconds = seconds
+        self.memo = MilpMemo.of(self.cells, self.lower, self.upper, block[rows], rhs)
 
     def timeout_reason(self, seconds: float) -> str:
         return f"MILP over {seconds:g} s" if self.seconds >= seconds else "the audit's MILP time budget is spent"
@@ -635,9 +641,13 @@ class ComponentMILP:
         table, cell, h = self.table, int(self.cells[position]), self._highs
         if sign > 0:
             bound = np.floor(table.required_lower[cell] + AUDIT_TOLERANCE)
-            h.changeColBounds(position, self.lower[position], bound)
         else:
             bound = np.ceil(table.required_upper[cell] - AUDIT_TOLERANCE)
+        if (position, sign, float(bound)) in self.memo.infeasible:
+            return "no", None
+        if sign > 0:
+            h.changeColBounds(position, self.lower[position], bound)
+        else:
             h.changeColBounds(position, bound, highspy.kHighsInf if np.isinf(self.upper[position]) else self.upper[position])
         try:
             status = self._run()
@@ -645,8 +655,12 @@ class ComponentMILP:
             h.changeColBounds(position, self.lower[position],
                               highspy.kHighsInf if np.isinf(self.upper[position]) else self.upper[position])
         if status == highspy.HighsModelStatus.kOptimal:
-            return "yes", np.asarray(h.getSolution().col_value)
+            point = np.asarray(h.getSolution().col_value)
+            np.minimum(self.memo.low, point, out=self.memo.low)
+            np.maximum(self.memo.high, point, out=self.memo.high)
+            return "yes", point
         if status == highspy.HighsModelStatus.kInfeasible:
+            self.memo.infeasible.add((position, sign, float(bound)))
             return "no", None
         if status == highspy.HighsModelStatus.kTimeLimit:
             return "time", None
@@ -668,6 +682,38 @@ class ComponentMILP:
             return "ok", (-np.inf if sign > 0 else np.inf)
         raise SdcError(f"audit: the integer check of cell {int(self.cells[position])} failed "
                        f"({h.modelStatusToString(status)})")
+
+
+class MilpMemo:
+    """What is known of one integer program (ComponentMILP's, named by its whole content: columns, their bounds,
+    the rows and their right-hand sides): the least and greatest value of each column among the integer tables
+    found for it, and which (column, side, bound) have none. Each is a fact about that program, so a check that
+    reads them answers as one that solves it again would; the verdict after a method's integer check of the same
+    pattern then needs few MILPs of its own. The last MILP_MEMO_MODELS programs are kept."""
+
+    _kept: OrderedDict = OrderedDict()
+
+    def __init__(self, values):
+        self.low, self.high = values.copy(), values.copy()
+        self.infeasible: set = set()
+
+    @classmethod
+    def of(cls, cells, lower, upper, rows, rhs) -> "MilpMemo":
+        digest = hashlib.blake2b(digest_size=20)
+        for part in (cells, lower, upper, rows.indptr, rows.indices, rows.data, rhs):
+            array = np.ascontiguousarray(part)
+            digest.update(str((array.dtype.str, array.shape)).encode())
+            digest.update(array.tobytes())
+        key = digest.digest()
+        memo = cls._kept.get(key)
+        if memo is None:
+            memo = cls._kept[key] = cls(np.full(len(cells), np.nan))
+            memo.low[:] = np.inf
+            memo.high[:] = -np.inf
+        cls._kept.move_to_end(key)
+        while len(cls._kept) > MILP_MEMO_MODELS:
+            cls._kept.popitem(last=False)
+        return memo
 
 
 def suppressed_groups(matrix_csc, suppressed) -> list[np.ndarray]:

@@ -268,9 +268,11 @@ def _fix_cell(problem: SuppressionProblem, search: _Search, cell: int) -> bool:
         search.known_safe[cell] = True
         return True
     if search.table.clip_to_a_priori(cell):  # the bounds alone may make part of the interval unreachable
-        search.cache.clear()
-        search.component_lps.clear()
-        if not unprotected_cells(search.table, search.suppressed, only=[cell], clip=False):
+        search.cache.clear()  # verdicts under the old requirement; the groups' LPs hold none and stay
+        group = _group_of(search, cell)
+        lp = search.component_lps.get(group.tobytes()) or search.table.component_lp(group, search.suppressed)
+        search.component_lps[group.tobytes()] = lp
+        if lp.reaches(cell, (-1.0, 1.0)):
             return True  # progress: the cell is as protected as any pattern can make it
     search.local_tries[cell] = search.local_tries.get(cell, 0) + 1
     if search.local_tries[cell] <= LOCAL_TRIES:

@@ -693,8 +693,8 @@ class MilpMemo:
 
     _kept: OrderedDict = OrderedDict()
 
-    def __init__(self, values):
-        self.low, self.high = values.copy(), values.copy()
+    def __init__(self, columns: int):
+        self.low, self.high = np.full(columns, np.inf), np.full(columns, -np.inf)  # no integer table found yet
         self.infeasible: set = set()
 
     @classmethod
@@ -707,9 +707,7 @@ class MilpMemo:
         key = digest.digest()
         memo = cls._kept.get(key)
         if memo is None:
-            memo = cls._kept[key] = cls(np.full(len(cells), np.nan))
-            memo.low[:] = np.inf
-            memo.high[:] = -np.inf
+            memo = cls._kept[key] = cls(len(cells))
         cls._kept.move_to_end(key)
         while len(cls._kept) > MILP_MEMO_MODELS:
             cls._kept.popitem(last=False)

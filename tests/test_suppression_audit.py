@@ -300,3 +300,89 @@ def test_pushing_a_large_group_towards_its_bounds_keeps_the_verdict_with_fewer_l
         if low > table.required_lower[cell] + 1e-6 or high < table.required_upper[cell] - 1e-6:
             expected.append(int(cell))
     assert pushed == sorted(expected)
+
+
+def exact_a_priori(values, relations, lower, upper):
+    """Each cell's least and greatest value over every table within the bounds that keeps the relations: two LPs
+    per cell over the whole table (scipy's linprog, independent of the audit's HiGHS models)."""
+    from scipy.optimize import linprog
+
+    n = len(values)
+    matrix = np.zeros((len(relations), n))
+    for r, relation in enumerate(relations):
+        for k, a in relation:
+            matrix[r, k] = a
+    ends = np.zeros((2, n))
+    for cell in range(n):
+        objective = np.zeros(n)
+        objective[cell] = 1.0
+        for side, sign in enumerate((1.0, -1.0)):
+            ends[side, cell] = sign * linprog(sign * objective, A_eq=matrix, b_eq=np.zeros(len(relations)),
+                                              bounds=list(zip(lower, upper))).fun
+    return ends
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_implied_bounds_hold_in_every_table_the_bounds_and_relations_allow(seed):
+    """Issue 50: interval propagation through the relations (implied_bounds) narrows requirements without an LP;
+    it must never claim more than the exact a-priori interval (an LP per cell) shows, and in a grid table of
+    counts with lower bound 1 it finds the totals of cells of 1 exactly."""
+    from sdc.suppression.audit import implied_bounds, relation_matrix
+
+    rng = np.random.default_rng(seed)
+    inner = np.where(rng.random((3, 4)) < 0.3, 0, rng.integers(1, 4, (3, 4)))
+    values, relations, index = grid_table(inner)
+    lower, upper = np.where(values > 0, 1.0, 0.0), np.where(values > 0, 1.5 * values.max(), 0.0)
+    low, high = implied_bounds(relation_matrix(relations, len(values)), lower, upper)
+    exact = exact_a_priori(values, relations, lower, upper)
+    assert (low <= exact[0] + 1e-7).all() and (high >= exact[1] - 1e-7).all()
+    assert (low >= lower).all() and (high <= upper).all()
+    # a row total is at least its number of non-empty cells: found here as by the LP
+    for i in range(3):
+        assert low[index(i, 4)] == exact[0][index(i, 4)] == max(1.0, (inner[i] > 0).sum()) or inner[i].sum() == 0
+
+
+def test_implied_bounds_are_the_exact_interval_along_a_one_dimensional_hierarchy():
+    """Total -> 2 groups -> 5 leaves: a tree of relations, where propagation reaches the exact interval."""
+    from sdc.suppression.audit import implied_bounds, relation_matrix
+
+    leaves = np.array([1.0, 1.0, 4.0, 2.0, 1.0])
+    values = np.concatenate([[leaves.sum(), leaves[:3].sum(), leaves[3:].sum()], leaves])
+    relations = [[(0, 1.0), (1, -1.0), (2, -1.0)], [(1, 1.0), (3, -1.0), (4, -1.0), (5, -1.0)],
+                 [(2, 1.0), (6, -1.0), (7, -1.0)]]
+    lower, upper = np.ones(8), np.full(8, 12.0)
+    low, high = implied_bounds(relation_matrix(relations, 8), lower, upper)
+    exact = exact_a_priori(values, relations, lower, upper)
+    np.testing.assert_allclose(low, exact[0])
+    np.testing.assert_allclose(high, exact[1])
+    assert low.tolist() == [5, 3, 2, 1, 1, 1, 1, 1] and high.tolist() == [12, 10, 9, 8, 8, 8, 8, 8]
+
+
+def test_implied_bounds_of_weighted_relations_and_whole_numbers():
+    """A relation with other coefficients (y0 = 2 y1 + y2, y1 in [1, 3], y2 in [0, 10]) bounds y0 to [2, 16];
+    a cell y3 = y0 / 4 (4 y3 = y0) then lies in [0.5, 4]; in whole numbers in [1, 4], so y0 is at least 4."""
+    from sdc.suppression.audit import implied_bounds, relation_matrix
+
+    matrix = relation_matrix([[(0, 1.0), (1, -2.0), (2, -1.0)], [(3, 4.0), (0, -1.0)]], 4)
+    lower, upper = np.array([0.0, 1.0, 0.0, 0.0]), np.array([100.0, 3.0, 10.0, 100.0])
+    low, high = implied_bounds(matrix, lower, upper)
+    assert low.tolist() == [2.0, 1.0, 0.0, 0.5] and high.tolist() == [16.0, 3.0, 10.0, 4.0]
+    low, high = implied_bounds(matrix, lower, upper, integer=True)
+    assert low.tolist() == [4.0, 1.0, 0.0, 1.0] and high.tolist() == [16.0, 3.0, 10.0, 4.0]
+
+
+def test_a_total_of_two_counts_of_one_needs_no_protection_below_two_and_no_lp_to_know_it():
+    """freq:3 asks a count of 2 to reach 1 and 3; a row total of two non-empty cells of 1 is at least 2 in every
+    table the attacker's bounds allow, so its requirement is [2, 3] from the start, with no LP over the table."""
+    from sdc.suppression.audit import AuditTable
+
+    values, relations, index = grid_table([[1, 1, 0], [5, 4, 6], [3, 3, 8]])
+    n = len(values)
+    total = index(0, 3)
+    assert values[total] == 2
+    level = np.where(np.arange(n) == total, 1.0, 0.0)
+    table = AuditTable(values, relations, sensitive=np.arange(n) == total, protection_lower=level,
+                       protection_upper=level, lower=np.where(values > 0, 1.0, 0.0),
+                       upper=np.full(n, 1.5 * values.max()), integer=True)
+    assert (table.required_lower[total], table.required_upper[total]) == (2.0, 3.0)
+    assert table._a_priori_lp is None

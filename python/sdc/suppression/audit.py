@@ -6,8 +6,9 @@ For every suppressed cell k, with published cells fixed at their values, all rel
 suppressed cells (0 and no upper bound for non-negative tables; at least 1 for a non-empty cell of a
 frequency table), solve ``min y_k`` and ``max y_k`` (HiGHS). A sensitive cell is protected when its
 feasible interval reaches ``value - protection_lower`` below and ``value + protection_upper`` above,
-each clipped to the cell's a-priori interval: its own bounds and, where those cannot be reached even
-with every cell suppressed, what the bounds and relations imply (AuditTable.clip_to_a_priori).
+each clipped to the cell's a-priori interval: its own bounds, what they imply through the relations by
+interval propagation (implied_bounds: a total of two non-empty counts is at least 2), and, where even those
+cannot be reached with every cell suppressed, the exact interval by LP (AuditTable.clip_to_a_priori).
 
 Large tables: suppressed cells only interact through relations that hold two or more of them, so the
 LP splits into the connected groups of suppressed cells ("components"), each solved as one persistent
@@ -58,6 +59,9 @@ SIMPLEX_DUAL, SIMPLEX_PRIMAL = 1, 4
 INTEGER_CHECK_CELLS = 2_000
 INTEGER_CHECK_SECONDS = 10.0
 INTEGER_CHECK_BUDGET = 120.0  # seconds for all MILPs of one audit
+# Sweeps of interval propagation through the relations (implied_bounds): a hierarchy of depth h in d
+# dimensions settles in about h * d; more only where cycles of relations tighten bounds by ever smaller steps.
+IMPLIED_BOUND_SWEEPS = 30
 # integer programs whose answers are kept (MilpMemo): a method's last integer check and the verdict that follows
 # it solve the same ones
 MILP_MEMO_MODELS = 64
@@ -242,10 +246,11 @@ class AuditTable:
         self.matrix_csc = self.matrix.tocsc()
         # the LPs' units (see the module docstring); an integer table keeps its own, where integrality holds
         self.scale, self.units = exact_units(values, self.matrix, 0 if integer else MAX_DECIMALS)
-        # the protection interval, clipped to the a-priori bounds: what an attacker knows beforehand
-        # (e.g. that a non-empty count is at least 1) cannot be protected
-        self.required_lower = np.maximum(values - np.where(self.sensitive, lpl, 0.0), np.minimum(self.lower, values))
-        self.required_upper = np.minimum(values + np.where(self.sensitive, upl, 0.0), np.maximum(self.upper, values))
+        # the protection interval, clipped to the a-priori bounds: what an attacker knows beforehand (that a
+        # non-empty count is at least 1, and so a total of two non-empty counts at least 2) cannot be protected
+        low, high = implied_bounds(self.matrix, self.lower, self.upper, integer=integer)
+        self.required_lower = np.maximum(values - np.where(self.sensitive, lpl, 0.0), np.minimum(low, values))
+        self.required_upper = np.minimum(values + np.where(self.sensitive, upl, 0.0), np.maximum(high, values))
         self._a_priori_lp = None
         self._clipped: set[int] = set()
 
@@ -934,6 +939,54 @@ def quiet_highs() -> highspy.Highs:
         os.close(saved)
     highs.setOptionValue("output_flag", False)
     return highs
+
+
+def implied_bounds(matrix, lower, upper, *, integer: bool = False,
+                   sweeps: int = IMPLIED_BOUND_SWEEPS) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds on every cell that hold in every table within ``lower``/``upper`` keeping the relations
+    (``matrix`` @ y = 0), by interval propagation: in each relation a cell's term lies within minus the sum of
+    the other terms' ranges (a total of two count cells of at least 1 each is at least 2; a part is at most its
+    total's bound less its siblings' lower bounds). Each sweep applies every relation once to the bounds of the
+    last; every sweep's bounds are implied, so stopping after ``sweeps`` (where cycles of relations tighten them
+    by ever smaller steps) is sound, only less tight. The exact a-priori interval is an LP over the whole table
+    (AuditTable.clip_to_a_priori); this needs none, and in a hierarchy it is that interval wherever the cell's
+    sub-totals alone bound it. ``integer``: whole-number cells, so the bounds are rounded inwards."""
+    m = matrix.tocoo()
+    rows, cols, coefficient = m.row, m.col, m.data
+    low, high = np.asarray(lower, dtype=float).copy(), np.asarray(upper, dtype=float).copy()
+    count = m.shape[0]
+    if not count:
+        return low, high
+    finite = np.abs(np.concatenate([low, high]))
+    tolerance = AUDIT_TOLERANCE * max(1.0, float(finite[np.isfinite(finite)].max(initial=0.0)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for _ in range(sweeps):
+            ends = coefficient * low[cols], coefficient * high[cols]
+            term_low, term_high = np.minimum(*ends), np.maximum(*ends)  # each term's range
+            others_low = _others_sum(rows, term_low, count, -np.inf)
+            others_high = _others_sum(rows, term_high, count, np.inf)
+            ends = -others_high / coefficient, -others_low / coefficient  # coefficient * y = -(the other terms)
+            new_low, new_high = low.copy(), high.copy()
+            np.maximum.at(new_low, cols, np.minimum(*ends))
+            np.minimum.at(new_high, cols, np.maximum(*ends))
+            if integer:
+                new_low = np.maximum(low, np.ceil(new_low - AUDIT_TOLERANCE))
+                new_high = np.minimum(high, np.floor(new_high + AUDIT_TOLERANCE))
+            moved = bool((new_low > low + tolerance).any() or (new_high < high - tolerance).any())
+            low, high = new_low, new_high
+            if not moved:
+                break
+    return low, high
+
+
+def _others_sum(rows, terms, count: int, infinite: float) -> np.ndarray:
+    """Per entry of a relation, the sum of the other entries' ``terms`` of its relation (``infinite`` where one of
+    them is infinite)."""
+    unbounded = np.isinf(terms)
+    finite = np.where(unbounded, 0.0, terms)
+    total = np.bincount(rows, finite, count)[rows] - finite
+    others_unbounded = np.bincount(rows, unbounded, count)[rows] - unbounded > 0
+    return np.where(others_unbounded, infinite, total)
 
 
 def relation_matrix(constraints, n) -> csr_matrix:

@@ -281,6 +281,56 @@ def hypercube_pattern(problem, table) -> tuple[np.ndarray, list[Witness], list[i
     return search.suppressed, found, sorted(x for x in targets.tolist() if not held[x])
 
 
+def prune_hypercubes(problem, table, suppressed, witnesses: list[Witness], *,
+                     larger_than: int = 0) -> tuple[np.ndarray, list[Witness]]:
+    """The pattern without the secondary suppressions its witnesses can do without, and the witnesses that prove
+    it: each secondary cell, the costliest first, is published where every witness that changes it has another
+    hypercube among the cells that stay suppressed (which then becomes that cell's witness). Hypercubes chosen
+    one by one overlap, and a later one can stand in for an earlier one's cells. No LP, so it reaches groups of
+    suppressed cells too large for prune_pattern's LPs (dense tables, where the hypercubes join up); only the
+    cells of groups of more than ``larger_than`` suppressed cells are tried (prune_pattern publishes more in the
+    others, and publishes less after this). A sensitive cell whose witness does not hold (or that has none)
+    keeps its group of suppressed cells as it is: which of them protect it is unknown here."""
+    suppressed = np.asarray(suppressed, dtype=bool).copy()
+    held = verified_witnesses(problem, table, suppressed, witnesses)
+    witnesses = [w for w in witnesses if held[w.target]]
+    stay = table.sensitive.copy()
+    for group in table.components(suppressed):
+        if len(group) <= larger_than or (table.sensitive[group] & ~held[group]).any():
+            stay[group] = True
+    grid = grid_of(problem)
+    search = _Search(grid, problem.values, problem.cost, table.lower, table.upper, ~problem.forced_published,
+                     _single(problem), ~problem.empty, suppressed)
+    by_target = {w.target: w for w in witnesses}
+    users: dict[int, set] = {}  # cell -> the targets whose witness changes it
+    for w in by_target.values():
+        for cell in w.cells.tolist():
+            users.setdefault(cell, set()).add(w.target)
+    secondary = np.flatnonzero(suppressed & ~stay)
+    published = 0
+    for cell in secondary[np.lexsort((secondary, -problem.cost[secondary]))].tolist():
+        search.suppressed[cell] = False
+        replacements = {}
+        for target in users.get(cell, ()):
+            w = by_target[target]
+            found = _best_hypercube(search, target, w.up, w.down, within=True)
+            if found is None:
+                break
+            replacements[target] = found
+        else:
+            published += 1
+            for target, found in replacements.items():
+                for old in by_target[target].cells.tolist():
+                    users[old].discard(target)
+                for new in found.cells.tolist():
+                    users.setdefault(new, set()).add(target)
+                by_target[target] = found
+            continue
+        search.suppressed[cell] = True
+    _log.info("hypercube: %d of %d secondary suppressions published by other witnesses", published, len(secondary))
+    return search.suppressed, list(by_target.values())
+
+
 def _take(search: _Search, witnesses: dict, deltas: dict, witness: Witness | None) -> None:
     """Suppress the cells of ``witness``, and let it stand for every other sensitive cell it moves far enough:
     the same change, turned so that the cell moves up, scaled down to that cell's protection (the bounds hold
@@ -320,10 +370,11 @@ def _deltas(up: float, down: float, integer: bool, unit: float, room: float) -> 
 
 
 def _best_hypercube(search: _Search, x: int, up: float, down: float,
-                    limit: int = MAX_COMBINATIONS) -> Witness | None:
+                    limit: int = MAX_COMBINATIONS, within: bool = False) -> Witness | None:
     """The cheapest hypercube around ``x`` (cost of the cells it newly suppresses) whose change by up and down
     keeps every cell within its bounds, among the best few vectors per dimension; None if none does. All
-    combinations at once: an array of combinations x positions, padded where a vector has fewer codes."""
+    combinations at once: an array of combinations x positions, padded where a vector has fewer codes.
+    ``within``: only hypercubes of cells suppressed already."""
     grid = search.grid
     width = grid.width
     options = [_dimension_options(search, x, k, up, down, limit) for k in range(width)]
@@ -357,9 +408,11 @@ def _best_hypercube(search: _Search, x: int, up: float, down: float,
             moved = values + delta * signs
             outside = (moved < search.lower[safe] - AUDIT_TOLERANCE) | (moved > search.upper[safe] + AUDIT_TOLERANCE)
             fits &= ~(present & outside).any(axis=1)
+    fresh = present & ~search.suppressed[safe]
+    if within:
+        fits &= ~fresh.any(axis=1)
     if not fits.any():
         return None
-    fresh = present & ~search.suppressed[safe]
     cost = np.where(fresh, search.cost[safe], 0.0).sum(axis=1)
     candidates = np.flatnonzero(fits)
     for best in candidates[np.lexsort((fresh[candidates].sum(axis=1), cost[candidates]))]:

@@ -27,8 +27,8 @@ from sdc.suppression.audit import (
     unprotected_cells,
 )
 from sdc.suppression.gauss import gauss_pattern
-from sdc.suppression.heuristic import heuristic_pattern, integer_safe_pattern, prune_pattern
-from sdc.suppression.hypercube import Witness, hypercube_pattern, verified_witnesses
+from sdc.suppression.heuristic import PRUNE_GROUP_CELLS, heuristic_pattern, integer_safe_pattern, prune_pattern
+from sdc.suppression.hypercube import Witness, hypercube_pattern, prune_hypercubes, verified_witnesses
 from sdc.suppression.optimal import optimal_pattern
 from sdc.suppression.problem import SuppressionProblem
 
@@ -167,7 +167,9 @@ def _method_pattern(problem: SuppressionProblem, method: str, time_limit: float)
             # only they: a verified witness stays one as more cells are suppressed, so its cell needs no LP
             proven = verified_witnesses(problem, table, suppressed, list(witnesses))
             suppressed = heuristic_pattern(problem, start=suppressed, protected=np.flatnonzero(proven))
-        # hypercubes overlap and each is chosen alone: many of their cells are not needed by the whole pattern
+        # hypercubes overlap and each is chosen alone: many of their cells are not needed by the whole pattern,
+        # as the LPs show (groups up to PRUNE_GROUP_CELLS), and in larger groups as other hypercubes show
+        suppressed, witnesses = prune_hypercubes(problem, table, suppressed, witnesses, larger_than=PRUNE_GROUP_CELLS)
         suppressed = prune_pattern(problem, suppressed)
         proven = verified_witnesses(problem, table, suppressed, list(witnesses))
         return suppressed, [w for w in witnesses if proven[w.target]], False, None

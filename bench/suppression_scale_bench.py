@@ -76,8 +76,10 @@ def run(label: str, work) -> tuple[int, float]:
     cells = sum(len(t) for t in frames)
     hidden = sum(int(t.status.isin(["primary", "secondary"]).sum() if "status" in t else t.published_value.isna().sum())
                  for t in frames)
-    primaries = sum(int((t.status == "primary").sum()) for t in frames if "status" in t)
-    print(f"{label:<44} {cells:>9,} cells {primaries:>6,} primaries {hidden:>7,} suppressed  wall {wall:7.1f} s  "
+    # only the audit layout says which cells are primary (the publishable table has no status column)
+    primaries = (f"{sum(int((t.status == 'primary').sum()) for t in frames):>6,}"
+                 if all("status" in t for t in frames) else f"{'—':>6}")
+    print(f"{label:<44} {cells:>9,} cells {primaries} primaries {hidden:>7,} suppressed  wall {wall:7.1f} s  "
           f"CPU {cpu:7.1f} s  "
           f"peak {peak_gb():5.2f} GB", flush=True)
     return cells, cpu

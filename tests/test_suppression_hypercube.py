@@ -377,6 +377,35 @@ def test_pruning_by_hypercubes_leaves_the_group_of_a_cell_without_a_witness_as_i
     assert (pruned != suppressed).any()
 
 
+def test_auto_runs_the_hypercube_from_its_size_where_the_cells_have_codes_and_the_heuristic_otherwise(monkeypatch):
+    """Issue 50: the default method 'auto' takes the hypercube from AUTO_HYPERCUBE_CELLS cells (here made 500, below
+    the table's 729), the heuristic below, and the heuristic at any size where the problem has no codes or the
+    relations are not one hierarchy per dimension; the pattern says which ran."""
+    from sdc.suppression import secondary
+
+    leaf = np.random.default_rng(0).poisson(2.5, (6, 6, 6)).astype(float)
+    problem, cells = count_problem(leaf, [[0, 1, 2], [3, 4, 5]])
+    assert secondary.DEFAULT_METHOD == "auto" and len(problem.values) < secondary.AUTO_HYPERCUBE_CELLS
+    small = secondary_suppression(problem)
+    assert small.method == "heuristic"
+    assert (small.suppressed == secondary_suppression(problem, "heuristic").suppressed).all()
+    monkeypatch.setattr(secondary, "AUTO_HYPERCUBE_CELLS", 500)
+    auto = secondary_suppression(problem)
+    assert auto.method == "hypercube" and (auto.suppressed == secondary_suppression(problem, "hypercube").suppressed).all()
+    assert independent_audit(problem, auto, integer=True).passed
+    fields = dict(primary=problem.primary, protection_lower=problem.protection_lower,
+                  protection_upper=problem.protection_upper, cost=problem.cost, lower=problem.lower,
+                  freq=problem.freq, magnitude=False, forced_published=problem.forced_published)
+    bare = SuppressionProblem.from_arrays(problem.values, problem.relations, **fields)
+    assert secondary_suppression(bare).method == "heuristic"
+    swapped = list(cells)  # two cells' codes exchanged: the relations no longer sum along one dimension
+    swapped[0], swapped[1] = swapped[1], swapped[0]
+    odd = SuppressionProblem.from_arrays(problem.values, problem.relations, coordinates=swapped, **fields)
+    with pytest.raises(SdcError, match="differ from their total in more than one dimension"):
+        secondary_suppression(odd, "hypercube")
+    assert secondary_suppression(odd).method == "heuristic"
+
+
 def test_a_table_without_relations():
     problem = SuppressionProblem.from_arrays([5.0, 7.0], [], primary=[0], protection_lower=[2, 0],
                                              protection_upper=[2, 0], cost=[5.0, 7.0], coordinates=[("a",), ("b",)])

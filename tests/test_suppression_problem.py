@@ -131,7 +131,7 @@ def test_the_entry_point_returns_the_audited_pattern_of_either_method():
     assert (primary.feasible_lower, primary.feasible_upper, primary.required_lower, primary.required_upper) == (
         0.0, 12.0, 1.0, 3.0)
     assert optimal.interval(index(1, 0)) is None  # published
-    with pytest.raises(SdcError, match="method must be one of heuristic, optimal, hypercube, gauss, got 'greedy'"):
+    with pytest.raises(SdcError, match="method must be one of heuristic, optimal, hypercube, gauss, auto, got 'greedy'"):
         secondary_suppression(problem, "greedy")
 
 

@@ -12,7 +12,7 @@ import warnings
 
 from sdc.cli._common import add_profile_options, profile, split
 from sdc.errors import SdcError
-from sdc.suppression.secondary import DEFAULT_METHOD, METHODS
+from sdc.suppression.secondary import AUTO_HYPERCUBE_CELLS, DEFAULT_METHOD, METHODS
 
 
 def add_parser(commands) -> None:
@@ -61,8 +61,8 @@ def _add_pattern_options(supp) -> None:
                       "hypercube (a hypercube of cells around every primary cell, then pruned: the fastest, the "
                       "fewest cells on most tables, and it scales to tables of 10^5 cells and more) or gauss "
                       "(GaussSuppression's elimination, completed for the protection intervals, then pruned; its "
-                      "time grows with the square of the cells, for tables up to about 10^4 cells); default "
-                      f"{DEFAULT_METHOD}")
+                      "time grows with the square of the cells, for tables up to about 10^4 cells) or auto (the "
+                      f"default: hypercube from {AUTO_HYPERCUBE_CELLS:,} cells, heuristic below)")
     supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"),
                       help="what the secondary suppressions minimise: their total value (default), total frequency "
                       "or number of cells")

@@ -28,14 +28,18 @@ from sdc.suppression.audit import (
 )
 from sdc.suppression.gauss import gauss_pattern
 from sdc.suppression.heuristic import PRUNE_GROUP_CELLS, heuristic_pattern, integer_safe_pattern, prune_pattern
-from sdc.suppression.hypercube import Witness, hypercube_pattern, prune_hypercubes, verified_witnesses
+from sdc.suppression.hypercube import Witness, grid_of, hypercube_pattern, prune_hypercubes, verified_witnesses
 from sdc.suppression.optimal import optimal_pattern
 from sdc.suppression.problem import SuppressionProblem
 
 _log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
-METHODS = ("heuristic", "optimal", "hypercube", "gauss")
-# the method when none is named (the Python API, sdc suppress, the warehouse's suppression models)
-DEFAULT_METHOD = "heuristic"
+METHODS = ("heuristic", "optimal", "hypercube", "gauss", "auto")
+# the method when none is named (the Python API, sdc suppress, the warehouse's suppression models): 'auto', the
+# hypercube from AUTO_HYPERCUBE_CELLS cells where the cells have their codes in hierarchies, else the heuristic
+# (README, "which method at which size": below, the heuristic is fast and hides about as few; above, the hypercube
+# is several times faster, hides fewer on three-dimensional tables, and alone finishes dense tables of 10^5 cells)
+DEFAULT_METHOD = "auto"
+AUTO_HYPERCUBE_CELLS = 10_000
 INTERVALS = ("primary", "all", "none")
 DEFAULT_TIME_LIMIT = 60.0  # seconds of the optimal method
 # The few sensitive cells that method hypercube leaves to the LP audit (no hypercube fits them) get their integer
@@ -107,9 +111,11 @@ def secondary_suppression(problem: SuppressionProblem, method: str = DEFAULT_MET
                           time_limit: float = DEFAULT_TIME_LIMIT, intervals: str = "primary") -> SuppressionPattern:
     """The secondary suppression pattern of ``problem`` by ``method``: 'heuristic' (fast, after sdcTable's
     SIMPLEHEURISTIC), 'optimal' (minimum cost by mixed-integer programming; ``time_limit`` seconds, then
-    the heuristic completes it with a TimeLimitWarning), 'hypercube' (τ-Argus's hypercubes, witnessed) or
+    the heuristic completes it with a TimeLimitWarning), 'hypercube' (τ-Argus's hypercubes, witnessed),
     'gauss' (GaussSuppression's elimination against exact disclosure, then the heuristic for the protection
-    intervals, then pruned). The pattern is audited before it is returned; one
+    intervals, then pruned) or 'auto' (the default: the hypercube from AUTO_HYPERCUBE_CELLS cells where the
+    cells have their codes, else the heuristic; the pattern's ``method`` says which ran). The pattern is audited
+    before it is returned; one
     that fails its audit raises SdcError naming the cells. Integer tables (counts, whole-number magnitudes)
     are also protected against an attacker who knows that (IntegerCheckWarning where that check is skipped).
     ``intervals``: what the pattern's audit holds besides its verdict: 'primary' the interval of every primary
@@ -139,6 +145,7 @@ def secondary_suppression(problem: SuppressionProblem, method: str = DEFAULT_MET
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if intervals not in INTERVALS:
         raise SdcError(f"intervals must be one of {', '.join(INTERVALS)}, got {intervals!r}")
+    method = chosen_method(problem, method)
     suppressed, witnesses, proven, bound = _method_pattern(problem, method, time_limit)
     limited = method == "optimal" and not proven
     remainder = method == "hypercube"
@@ -150,6 +157,23 @@ def secondary_suppression(problem: SuppressionProblem, method: str = DEFAULT_MET
         proven = proven and bool((grown == suppressed).all())  # a grown pattern is no longer proven minimal
         suppressed = grown
     return _checked_pattern(problem, suppressed, method, proven, limited, bound, intervals, witnesses)
+
+
+def chosen_method(problem: SuppressionProblem, method: str) -> str:
+    """The method that ``method`` names for ``problem``: itself, or for 'auto' the hypercube where the problem has
+    at least AUTO_HYPERCUBE_CELLS cells with their codes in one hierarchy per dimension (what it needs), else the
+    heuristic."""
+    if method != "auto":
+        return method
+    if problem.coordinates is None or len(problem.values) < AUTO_HYPERCUBE_CELLS:
+        return "heuristic"
+    try:
+        grid_of(problem)  # relations the hypercube cannot take are refused here, naming the relation
+    except SdcError as refused:
+        _log.info("auto: the heuristic (%s)", refused)
+        return "heuristic"
+    _log.info("auto: the hypercube (%d cells with their codes)", len(problem.values))
+    return "hypercube"
 
 
 def _method_pattern(problem: SuppressionProblem, method: str, time_limit: float) -> tuple:

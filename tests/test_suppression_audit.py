@@ -418,3 +418,38 @@ def test_a_requirement_inside_the_a_priori_interval_is_confirmed_by_one_table_no
     wide.clip_to_a_priori(one)
     exact = exact_a_priori(values, relations, wide.lower, wide.upper)
     assert (wide.required_lower[one], wide.required_upper[one]) == (exact[0][one], exact[1][one]) == (1.0, 52.0)
+
+
+@pytest.mark.parametrize("relation", [[(0, 1), (1, -1), (2, -1), (3, 0)], [(0, 1), (1, -1), (2, -1), (2, 1), (2, -1)]],
+                         ids=["a zero coefficient", "a cell listed three times"])
+def test_implied_bounds_read_a_relation_as_its_terms(relation):
+    """A zero coefficient is no term (0 x an unbounded cell is no bound) and a cell listed several times is one term
+    with the sum of its coefficients: the requirement stays a number, and the pattern passes as it did before."""
+    audit = audit_pattern([10.0, 4.0, 6.0, 5.0], [True, True, True, False], [relation],
+                          sensitive=[True, False, False, False], protection_lower=[2, 0, 0, 0],
+                          protection_upper=[2, 0, 0, 0])
+    assert audit.passed and audit.intervals[0].required_lower == 8.0
+
+
+def test_implied_bounds_allow_for_rounding_beside_large_bounds():
+    """a = b + c with a and b near 10^12: the sum of the others less a cell's own term loses about 10^-4 to
+    rounding, and the bound of c must not rise above its exact least value 0 (linprog)."""
+    from scipy.sparse import csr_matrix
+
+    from sdc.suppression.audit import implied_bounds
+
+    low, high = implied_bounds(csr_matrix(np.array([[-1.0, 1.0, -1.0]])), np.array([0.0, 1e12, 1e12 - 0.1]),
+                               np.array([0.1, 1e12, 1e12]))
+    assert low[0] <= 0.0 and high[0] >= 0.1
+
+
+def test_an_integer_table_clips_to_the_whole_number_the_lp_bound_rounds_to():
+    """Whole-number cells: a requirement of 1.75 whose LP a-priori bound is 1.5 reaches only 2 in integers, so it is
+    clipped to 2 as the extreme says, not left at 1.75 because a fractional table reaches it."""
+    values = [1.0, 11.0, 11.0, 11.0, 3.0]
+    rows = [[(0, 2.0), (1, 3.0), (2, -3.0), (3, -1.0), (4, 3.0)], [(0, 2.0), (1, -1.0), (2, 2.0), (3, -2.0), (4, 3.0)]]
+    audit = audit_pattern(values, [True] * 5, rows, sensitive=[False, False, True, False, False],
+                          protection_lower=[0, 0, 9.25, 0, 0], protection_upper=[0] * 5, lower=[1.0] * 5,
+                          upper=[12.0] * 5, integer=True)
+    cell = audit.intervals[2]
+    assert audit.passed and (cell.required_lower, cell.feasible_lower, cell.integer_lower) == (2.0, 1.5, 2.0)

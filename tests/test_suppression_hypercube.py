@@ -364,6 +364,20 @@ def test_pruning_by_hypercubes_keeps_a_verified_witness_for_every_sensitive_cell
     assert (same == suppressed).all()
 
 
+def test_pruning_by_hypercubes_takes_only_witnesses_that_hold_on_their_own():
+    """A wrong witness listed beside a right one for the same cell (in either order) must not drive the pruning."""
+    leaf = np.random.default_rng(0).poisson(2.5, (6, 6, 6)).astype(float)
+    problem, _ = count_problem(leaf, [[0, 1, 2], [3, 4, 5]])
+    table = problem.method_table()
+    suppressed, witnesses, _ = hypercube_pattern(problem, table)
+    wrong = [Witness(w.target, w.cells[:1], w.signs[:1], 0.0, 0.0) for w in witnesses]
+    alone, _ = prune_hypercubes(problem, table, suppressed, witnesses)
+    for listed in (witnesses + wrong, wrong + witnesses):
+        pruned, kept = prune_hypercubes(problem, table, suppressed, listed)
+        assert (pruned == alone).all() and verified_witnesses(problem, table, pruned, kept)[problem.sensitive].all()
+        assert independent_audit(problem, SimpleNamespace(suppressed=pruned), integer=True).passed
+
+
 def test_pruning_by_hypercubes_leaves_the_group_of_a_cell_without_a_witness_as_it_is():
     leaf = np.random.default_rng(0).poisson(2.5, (6, 6, 6)).astype(float)
     problem, _ = count_problem(leaf, [[0, 1, 2], [3, 4, 5]])

@@ -296,6 +296,8 @@ class AuditTable:
             if self.bound_reached(cell, sign, seen[cell]):
                 continue  # the a-priori interval reaches past the requirement on this side: nothing to clip
             required = self.required_lower[cell] if sign > 0 else self.required_upper[cell]
+            if self.integer:  # whole-number cells reach the whole number at or beyond the requirement, or nothing
+                required = np.floor(required + AUDIT_TOLERANCE) if sign > 0 else np.ceil(required - AUDIT_TOLERANCE)
             point = self._a_priori_lp.beyond(cell, sign, required)  # the a-priori LP's positions are the cells
             if point is not None:  # a table reaches the requirement: nothing to clip
                 np.minimum(self._a_priori_seen[0], point, out=self._a_priori_seen[0])
@@ -990,7 +992,10 @@ def implied_bounds(matrix, lower, upper, *, integer: bool = False,
     by ever smaller steps) is sound, only less tight. The exact a-priori interval is an LP over the whole table
     (AuditTable.clip_to_a_priori); this needs none, and in a hierarchy it is that interval wherever the cell's
     sub-totals alone bound it. ``integer``: whole-number cells, so the bounds are rounded inwards."""
-    m = matrix.tocoo()
+    m = csr_matrix(matrix, dtype=float, copy=True)
+    m.sum_duplicates()  # a cell listed twice in a relation is one term; a zero coefficient none (0 x inf is no bound)
+    m.eliminate_zeros()
+    m = m.tocoo()
     rows, cols, coefficient = m.row, m.col, m.data
     low, high = np.asarray(lower, dtype=float).copy(), np.asarray(upper, dtype=float).copy()
     count = m.shape[0]
@@ -1002,8 +1007,8 @@ def implied_bounds(matrix, lower, upper, *, integer: bool = False,
         for _ in range(sweeps):
             ends = coefficient * low[cols], coefficient * high[cols]
             term_low, term_high = np.minimum(*ends), np.maximum(*ends)  # each term's range
-            others_low = _others_sum(rows, term_low, count, -np.inf)
-            others_high = _others_sum(rows, term_high, count, np.inf)
+            others_low = _others_sum(rows, term_low, count, -np.inf, widen=-1.0)
+            others_high = _others_sum(rows, term_high, count, np.inf, widen=1.0)
             ends = -others_high / coefficient, -others_low / coefficient  # coefficient * y = -(the other terms)
             new_low, new_high = low.copy(), high.copy()
             np.maximum.at(new_low, cols, np.minimum(*ends))
@@ -1018,12 +1023,21 @@ def implied_bounds(matrix, lower, upper, *, integer: bool = False,
     return low, high
 
 
-def _others_sum(rows, terms, count: int, infinite: float) -> np.ndarray:
+def _others_sum(rows, terms, count: int, infinite: float, widen: float) -> np.ndarray:
     """Per entry of a relation, the sum of the other entries' ``terms`` of its relation (``infinite`` where one of
-    them is infinite)."""
+    them is infinite), moved by ``widen`` times a bound on its rounding error: the relation's sum less the entry's
+    own term cancels where that term is large (a bound of 1e12 beside cells of 0.1), and a bound must not be
+    narrower than the exact one. Sums of multiples of 1/1024 below 2^43 (counts, and 1.5 times a count) are exact
+    and stay as they are."""
     unbounded = np.isinf(terms)
     finite = np.where(unbounded, 0.0, terms)
     total = np.bincount(rows, finite, count)[rows] - finite
+    size = np.bincount(rows, np.abs(finite), count)
+    inexact = np.bincount(rows, finite * 1024 != np.round(finite * 1024), count) > 0
+    inexact |= size >= 2.0 ** 43
+    entries = np.bincount(rows, minlength=count)
+    error = np.where(inexact, (entries + 2) * np.finfo(float).eps * size, 0.0)
+    total += widen * error[rows]
     others_unbounded = np.bincount(rows, unbounded, count)[rows] - unbounded > 0
     return np.where(others_unbounded, infinite, total)
 

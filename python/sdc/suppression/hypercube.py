@@ -292,8 +292,9 @@ def prune_hypercubes(problem, table, suppressed, witnesses: list[Witness], *,
     others, and publishes less after this). A sensitive cell whose witness does not hold (or that has none)
     keeps its group of suppressed cells as it is: which of them protect it is unknown here."""
     suppressed = np.asarray(suppressed, dtype=bool).copy()
-    held = verified_witnesses(problem, table, suppressed, witnesses)
-    witnesses = [w for w in witnesses if held[w.target]]
+    witnesses = _holding(problem, table, suppressed, witnesses)
+    held = np.zeros(len(problem.values), bool)
+    held[[w.target for w in witnesses]] = True
     stay = table.sensitive.copy()
     for group in table.components(suppressed):
         if len(group) <= larger_than or (table.sensitive[group] & ~held[group]).any():
@@ -329,6 +330,20 @@ def prune_hypercubes(problem, table, suppressed, witnesses: list[Witness], *,
         search.suppressed[cell] = True
     _log.info("hypercube: %d of %d secondary suppressions published by other witnesses", published, len(secondary))
     return search.suppressed, list(by_target.values())
+
+
+def _holding(problem, table, suppressed, witnesses: list[Witness]) -> list[Witness]:
+    """One witness per target that holds on its own: verified_witnesses judges targets, so a target with several
+    witnesses has each checked alone (else a wrong one could stand beside a right one)."""
+    by_target: dict[int, list[Witness]] = {}
+    for w in witnesses:
+        by_target.setdefault(w.target, []).append(w)
+    single = [ws[0] for ws in by_target.values() if len(ws) == 1]
+    held = verified_witnesses(problem, table, suppressed, single)
+    found = [w for w in single if held[w.target]]
+    for ws in (ws for ws in by_target.values() if len(ws) > 1):
+        found += [w for w in ws if verified_witnesses(problem, table, suppressed, [w])[w.target]][:1]
+    return found
 
 
 def _take(search: _Search, witnesses: dict, deltas: dict, witness: Witness | None) -> None:

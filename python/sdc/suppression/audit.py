@@ -300,13 +300,11 @@ class AuditTable:
                 required = np.floor(required + AUDIT_TOLERANCE) if sign > 0 else np.ceil(required - AUDIT_TOLERANCE)
             point = self._a_priori_lp.beyond(cell, sign, required)  # the a-priori LP's positions are the cells
             if point is not None:  # a table reaches the requirement: nothing to clip
-                np.minimum(self._a_priori_seen[0], point, out=self._a_priori_seen[0])
-                np.maximum(self._a_priori_seen[1], point, out=self._a_priori_seen[1])
+                self._remember(point)
                 continue
             end, point = self._a_priori_lp.extreme(cell, sign)  # none does: how far the cell goes, exactly
             if point is not None:
-                np.minimum(self._a_priori_seen[0], point, out=self._a_priori_seen[0])
-                np.maximum(self._a_priori_seen[1], point, out=self._a_priori_seen[1])
+                self._remember(point)
             if sign > 0:  # an integer cell's a-priori interval has integer ends
                 end = np.ceil(end - AUDIT_TOLERANCE) if self.integer else end
                 self.required_lower[cell] = max(self.required_lower[cell], min(end, self.values[cell]))
@@ -315,6 +313,11 @@ class AuditTable:
                 self.required_upper[cell] = min(self.required_upper[cell], max(end, self.values[cell]))
         return (self.required_lower[cell], self.required_upper[cell]) != before
 
+
+    def _remember(self, point: np.ndarray) -> None:
+        """Widen each cell's least and greatest value seen in a-priori tables by one more such table."""
+        np.minimum(self._a_priori_seen[0], point, out=self._a_priori_seen[0])
+        np.maximum(self._a_priori_seen[1], point, out=self._a_priori_seen[1])
 
     def _scaled_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """The least and greatest value of each cell in tables the bounds and relations allow without an LP:
@@ -443,9 +446,10 @@ class ComponentLP:
 
     def beyond(self, position: int, sign: float, bound: float) -> np.ndarray | None:
         """A feasible table with the cell at ``position`` at or below ``bound`` (sign=+1) or at or above it (-1), or
-        None where there is none: a question of feasibility (no objective), so the simplex stops at the first
-        such table instead of going on to the extreme (on an LP over the 29,929 cells of three linked tables an
-        extreme took up to 50 s where the requirement lay far inside)."""
+        None where none is found (there is none, or HiGHS settles neither way: the caller's extreme decides): a
+        question of feasibility (no objective), so the simplex stops at the first such table instead of going on
+        to the extreme (on an LP over the 29,929 cells of three linked tables an extreme took up to 50 s where the
+        requirement lay far inside)."""
         h = self._highs
         if self._objective_at is not None:
             h.changeColCost(self._objective_at, 0.0)
@@ -459,17 +463,10 @@ class ComponentLP:
         h.setOptionValue("simplex_strategy", SIMPLEX_DUAL)  # every basis is optimal for no objective
         try:
             h.run()
-            status = h.getModelStatus()
-            point = np.asarray(h.getSolution().col_value) / self.table.scale if status == _OPTIMAL else None
+            found = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            return np.asarray(h.getSolution().col_value) / self.table.scale if found else None
         finally:
             h.changeColBounds(position, lower, upper)  # the solution stays feasible: primal simplex goes on
-        return point if status == _OPTIMAL else None if status in _NONE else self._beyond_afresh(position, sign,
-                                                                                                bound)
-
-    def _beyond_afresh(self, position: int, sign: float, bound: float) -> np.ndarray | None:
-        """beyond's answer where HiGHS settled neither way: from the extreme."""
-        end, point = self.extreme(position, sign)
-        return point if (end <= bound if sign > 0 else end >= bound) else None
 
     def extreme(self, position: int, sign: float):
         """min (sign=+1) or max (sign=-1) of the cell at ``position``: (value, feasible point or None)."""
@@ -521,9 +518,6 @@ class ComponentLP:
 # the LP statuses that are an answer (optimal, or unbounded in the direction asked)
 _SETTLED = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kUnbounded,
             highspy.HighsModelStatus.kUnboundedOrInfeasible)
-_OPTIMAL = highspy.HighsModelStatus.kOptimal
-# no feasible point (an LP without objective cannot be unbounded)
-_NONE = (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible)
 
 
 def audit_pattern(

@@ -244,7 +244,7 @@ SUPPRESSION = {
         "def model(dbt, session):\n"
         "    from sdc.suppression.warehouse import suppression_pattern\n\n"
         "    return suppression_pattern(session, dbt.ref('supp_primary'), dbt.ref('supp_relations'),\n"
-        "                                 dims=['region', 'sex'], cost='freq'{a_priori})\n"),
+        "                                 dims=['region', 'sex'], cost='freq', method='heuristic'{a_priori})\n"),
     "protected/by_region_kind.sql": "{{ sdc.suppression_published(ref('supp_pattern'), ['region', 'sex'], "
                                     "value='freq') }}\n",
 }

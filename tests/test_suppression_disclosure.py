@@ -235,7 +235,7 @@ def test_the_entry_point_refuses_the_parity_pattern_with_and_without_intervals(m
     monkeypatch.setattr(secondary, "heuristic_pattern", lambda problem: suppressed.copy())
     monkeypatch.setattr(secondary, "integer_safe_pattern", lambda problem, pattern: (pattern, []))
     with pytest.raises(SdcError, match=rf"the heuristic pattern fails the audit for cell {index[0, 1, 1]}"):
-        secondary_suppression(problem, intervals=intervals)
+        secondary_suppression(problem, "heuristic", intervals=intervals)
 
 
 def test_a_second_integer_check_of_the_same_program_answers_alike_with_fewer_milps(monkeypatch):

@@ -420,6 +420,40 @@ def test_auto_runs_the_hypercube_from_its_size_where_the_cells_have_codes_and_th
     assert secondary_suppression(odd).method == "heuristic"
 
 
+def test_auto_takes_the_milp_s_proven_optimum_on_small_count_tables_and_the_heuristic_otherwise(monkeypatch):
+    """Issue 50: on a count table of up to AUTO_OPTIMAL_CELLS cells (AUTO_OPTIMAL_PLANE_CELLS in two dimensions)
+    'auto' takes the optimal method's pattern where the MILP proves it within AUTO_OPTIMAL_ROUNDS master problems:
+    here a 2-D table of 225 cells, 65 cells at cost 139 where the heuristic hides 70 at 151. Where the rounds run
+    out it takes the heuristic's own pattern (not the MILP's incumbent completed, and no time-limit warning), and a
+    magnitude table (the heuristic's singleton rule) keeps the heuristic."""
+    import warnings
+
+    from sdc.suppression import secondary
+
+    leaf = np.random.default_rng(0).poisson(3.0, (12, 12)).astype(float)
+    problem, _ = count_problem(leaf, [list(range(6)), list(range(6, 12))])
+    assert secondary.AUTO_OPTIMAL_CELLS < len(problem.values) <= secondary.AUTO_OPTIMAL_PLANE_CELLS
+    heuristic = secondary_suppression(problem, "heuristic")
+    auto = secondary_suppression(problem)
+    assert (auto.method, auto.optimal, auto.time_limited) == ("optimal", True, False)
+    assert (auto.suppressed == secondary_suppression(problem, "optimal").suppressed).all()
+    assert (int(auto.suppressed.sum()), auto.cost) == (65, 139.0)
+    assert (int(heuristic.suppressed.sum()), heuristic.cost) == (70, 151.0)
+    assert independent_audit(problem, auto, integer=True).passed
+    monkeypatch.setattr(secondary, "AUTO_OPTIMAL_ROUNDS", 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fallen_back = secondary_suppression(problem)
+    assert fallen_back.method == "heuristic" and (fallen_back.suppressed == heuristic.suppressed).all()
+    monkeypatch.undo()
+    fields = dict(primary=problem.primary, protection_lower=problem.protection_lower,
+                  protection_upper=problem.protection_upper, cost=problem.cost, lower=problem.lower,
+                  coordinates=problem.coordinates, forced_published=problem.forced_published)
+    magnitude = SuppressionProblem.from_arrays(problem.values, problem.relations, magnitude=True,
+                                               contributors=problem.values, **fields)
+    assert secondary_suppression(magnitude).method == "heuristic"
+
+
 def test_a_table_without_relations():
     problem = SuppressionProblem.from_arrays([5.0, 7.0], [], primary=[0], protection_lower=[2, 0],
                                              protection_upper=[2, 0], cost=[5.0, 7.0], coordinates=[("a",), ("b",)])

@@ -155,3 +155,32 @@ def test_time_limit_warning_gives_cost_and_lower_bound_and_bad_limits_are_refuse
     for bad in (-1.0, float("nan"), "sechzig", None):
         with pytest.raises(SdcError, match="the time limit must be a number of seconds >= 0"):
             optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values), time_limit=bad).suppressed
+
+
+def test_a_proven_optimum_within_a_number_of_rounds_or_none():
+    """proven_optimal_pattern (method 'auto'): the optimal method's pattern where the cut loop proves it within
+    the rounds given, else None, with no warning and nothing completed by the heuristic; the time limit stops it
+    too (0: before the set-up's first LP)."""
+    import warnings
+
+    from sdc.suppression.optimal import proven_optimal_pattern
+
+    values, relations, index = grid_table([[20, 2, 30], [25, 31, 3], [40, 22, 27]])
+    primary = np.zeros(len(values), bool)
+    primary[[index(0, 1), index(1, 2)]] = True
+    ones = primary.astype(float)
+    problem = SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values)
+    full = optimal_pattern(problem)
+    assert full.proven
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = proven_optimal_pattern(problem, rounds=60, time_limit=60)
+        assert found.proven and (found.suppressed == full.suppressed).all() and found.lower_bound == full.lower_bound
+        # here the cuts known in advance (each relation of a primary holds another suppressed cell) and one
+        # round's cuts suffice; with no round nothing is proven (tests/test_suppression_hypercube.py: a table
+        # that needs more rounds than it is given)
+        assert proven_optimal_pattern(problem, rounds=1, time_limit=60).suppressed.tolist() == full.suppressed.tolist()
+        assert proven_optimal_pattern(problem, rounds=0, time_limit=60) is None
+        assert proven_optimal_pattern(problem, rounds=60, time_limit=0) is None
+    with pytest.raises(SdcError, match="the time limit must be a number of seconds >= 0, got 'soon'"):
+        proven_optimal_pattern(problem, rounds=60, time_limit="soon")

@@ -114,7 +114,7 @@ def test_the_entry_point_returns_the_audited_pattern_of_either_method():
     unpruned = heuristic_pattern(problem)
     assert np.flatnonzero(unpruned).tolist() == [index(0, 0), index(0, 1), index(2, 0), index(2, 1), index(3, 0),
                                                  index(3, 1)]
-    heuristic = secondary_suppression(problem)
+    heuristic = secondary_suppression(problem, "heuristic")
     assert heuristic.secondary == [index(0, 0), index(2, 0), index(2, 1)]
     assert (heuristic.method, heuristic.cost, heuristic.optimal, heuristic.lower_bound) == ("heuristic", 42.0, False, None)
     for pattern in (optimal, heuristic):

@@ -12,7 +12,13 @@ import warnings
 
 from sdc.cli._common import add_profile_options, profile, split
 from sdc.errors import SdcError
-from sdc.suppression.secondary import AUTO_HYPERCUBE_CELLS, DEFAULT_METHOD, METHODS
+from sdc.suppression.secondary import (
+    AUTO_HYPERCUBE_CELLS,
+    AUTO_OPTIMAL_CELLS,
+    AUTO_OPTIMAL_PLANE_CELLS,
+    DEFAULT_METHOD,
+    METHODS,
+)
 
 
 def add_parser(commands) -> None:
@@ -62,7 +68,9 @@ def _add_pattern_options(supp) -> None:
                       "fewest cells on most tables, and it scales to tables of 10^5 cells and more) or gauss "
                       "(GaussSuppression's elimination, completed for the protection intervals, then pruned; its "
                       "time grows with the square of the cells, for tables up to about 10^4 cells) or auto (the "
-                      f"default: hypercube from {AUTO_HYPERCUBE_CELLS:,} cells, heuristic below)")
+                      f"default: hypercube from {AUTO_HYPERCUBE_CELLS:,} cells, heuristic below; count tables of "
+                      f"up to {AUTO_OPTIMAL_CELLS:,} cells, or {AUTO_OPTIMAL_PLANE_CELLS:,} in two dimensions, "
+                      "by the optimal method where it proves its optimum in a fixed number of rounds)")
     supp.add_argument("--cost", default="value", choices=("value", "freq", "cells"),
                       help="what the secondary suppressions minimise: their total value (default), total frequency "
                       "or number of cells")

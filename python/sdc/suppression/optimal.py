@@ -75,24 +75,53 @@ def optimal_pattern(problem: SuppressionProblem, *, time_limit: float = 60.0) ->
     heuristic (safe, with a TimeLimitWarning that gives the proven lower bound); 0 gives the heuristic's
     pattern at once.
     """
-    started = time.process_time()
+    time_limit = _seconds(time_limit)
+    found = _search(problem, time_limit, MAX_ROUNDS)
+    if isinstance(found, _Stopped):
+        return _finish_at_time_limit(problem, found.x, found.bound, time_limit)
+    return found
+
+
+def proven_optimal_pattern(problem: SuppressionProblem, *, rounds: int, time_limit: float) -> OptimalResult | None:
+    """The minimum-cost pattern where the cut loop proves it within ``rounds`` master problems and ``time_limit``
+    CPU seconds, else None (nothing completed, no warning): for method 'auto', which falls back to the heuristic.
+    The rounds make the outcome the same on every machine; the seconds only stop a round that runs away."""
+    found = _search(problem, _seconds(time_limit), rounds)
+    return None if isinstance(found, _Stopped) else found
+
+
+@dataclass(frozen=True)
+class _Stopped:
+    """The cut loop stopped before its pattern was proven: the last master pattern (None: none yet) and the lower
+    bound on the minimum cost."""
+
+    x: np.ndarray | None
+    bound: float
+
+
+def _seconds(time_limit) -> float:
     try:
         seconds = float(time_limit)
     except (TypeError, ValueError):  # a text or None from a caller of the Python API, named as given
         seconds = float("nan")
     if np.isnan(seconds) or seconds < 0:
         raise SdcError(f"optimal suppression: the time limit must be a number of seconds >= 0, got {time_limit!r}")
-    time_limit = seconds
+    return seconds
+
+
+def _search(problem: SuppressionProblem, time_limit: float, rounds: int) -> OptimalResult | _Stopped:
+    """The proven optimum, or where the time or the rounds run out first, where the search stopped."""
+    started = time.process_time()
     if np.any(~np.isfinite(problem.upper)):
         raise SdcError("optimal suppression needs finite upper bounds for every cell")
     table = problem.method_table()
     bound = float(problem.cost[table.sensitive].sum())  # proven lower bound of the optimum so far
     requirements = _requirements(table, started + time_limit)
     if requirements is None:
-        return _finish_at_time_limit(problem, None, bound, time_limit)
+        return _Stopped(None, bound)
     if not requirements:
         return OptimalResult(table.sensitive.copy(), True, bound)
-    return _cut_loop(problem, table, requirements, bound, started, time_limit)
+    return _cut_loop(problem, table, requirements, bound, started, time_limit, rounds)
 
 
 def _requirements(table: AuditTable, deadline: float) -> list[tuple[int, float]] | None:
@@ -120,7 +149,7 @@ def _separation(problem: SuppressionProblem, table: AuditTable) -> "_Separation"
     return _Separation(table.matrix, up_room, down_room)
 
 
-def _cut_loop(problem, table, requirements, bound, started, time_limit) -> OptimalResult:
+def _cut_loop(problem, table, requirements, bound, started, time_limit, rounds) -> OptimalResult | _Stopped:
     """Solve the master problem, add a cut for every requirement its pattern misses, until none does."""
     n = len(problem.values)
     separation = _separation(problem, table)
@@ -129,16 +158,16 @@ def _cut_loop(problem, table, requirements, bound, started, time_limit) -> Optim
     cuts: list[tuple[csr_matrix, float]] = _relation_cuts(table.matrix, moving)
     bounds = Bounds(table.sensitive.astype(float), np.where(problem.forced_published, 0.0, 1.0))
     x, audits = None, {}
-    for round_number in range(1, MAX_ROUNDS + 1):
+    for round_number in range(1, rounds + 1):
         remaining = time_limit - (time.process_time() - started)
         if remaining <= 0:
-            return _finish_at_time_limit(problem, x, bound, time_limit)
+            return _Stopped(x, bound)
         result = _master(problem.cost, cuts, bounds, remaining)
         if result.status == 1:  # time limit inside the master: its incumbent (if any) is not proven optimal
             dual_bound = getattr(result, "mip_dual_bound", None)
             if dual_bound is not None and np.isfinite(dual_bound):
                 bound = max(bound, float(dual_bound))
-            return _finish_at_time_limit(problem, x if result.x is None else result.x > 0.5, bound, time_limit)
+            return _Stopped(x if result.x is None else result.x > 0.5, bound)
         if result.x is None:
             raise SdcError("optimal suppression: no pattern protects every primary (a requirement needs a "
                            "forced-publish cell, or the bounds leave no room)")
@@ -151,6 +180,8 @@ def _cut_loop(problem, table, requirements, bound, started, time_limit) -> Optim
         if not new_cuts:
             return OptimalResult(x, True, bound)
         cuts.extend(new_cuts)
+    if rounds < MAX_ROUNDS:
+        return _Stopped(x, bound)
     raise SdcError(f"optimal suppression did not converge in {MAX_ROUNDS} rounds")
 
 
@@ -223,5 +254,5 @@ def _relation_cuts(matrix: csr_matrix, primary) -> list[tuple[csr_matrix, float]
 def _finish_at_time_limit(problem: SuppressionProblem, x, bound: float, time_limit: float) -> OptimalResult:
     """Complete the last master pattern (or the primaries) by the heuristic, with a TimeLimitWarning."""
     pattern = heuristic_pattern(problem, start=x, singletons=False)
-    warnings.warn(TimeLimitWarning(time_limit, float(problem.cost[pattern].sum()), bound), stacklevel=4)
+    warnings.warn(TimeLimitWarning(time_limit, float(problem.cost[pattern].sum()), bound), stacklevel=3)
     return OptimalResult(pattern, False, bound)

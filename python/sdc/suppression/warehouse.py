@@ -79,7 +79,7 @@ def linked_suppression_pattern(session, table: str, tables: dict, records, *, hi
     problem and gets the same pattern, so a cell the tables share has one status in all. The other options are
     suppression_pattern's.
 
-    Persons by sex x region and by sex x age share the sex margins, suppressed in both:
+    Persons by sex x region and by sex x age share the sex margins, which have one status in both:
 
     >>> import duckdb
     >>> from sdc.suppression import linked_suppression_pattern
@@ -100,10 +100,10 @@ def linked_suppression_pattern(session, table: str, tables: dict, records, *, hi
     >>> tables = {"by_region": table(["sex", "region"]), "by_age": table(["sex", "age"])}
     >>> pattern = linked_suppression_pattern(session, "by_age", tables, session.table("persons"), cost="freq")
     >>> pattern.select("sex, age, status").order("sex, age").fetchall()
-    [('Total', 'Total', 'published'), ('Total', 'o', 'published'), ('Total', 'y', 'published'), ('f', 'Total', 'secondary'), ('f', 'o', 'primary'), ('f', 'y', 'secondary'), ('m', 'Total', 'secondary'), ('m', 'o', 'secondary'), ('m', 'y', 'primary')]
+    [('Total', 'Total', 'published'), ('Total', 'o', 'secondary'), ('Total', 'y', 'secondary'), ('f', 'Total', 'published'), ('f', 'o', 'primary'), ('f', 'y', 'secondary'), ('m', 'Total', 'published'), ('m', 'o', 'secondary'), ('m', 'y', 'primary')]
     >>> other = linked_suppression_pattern(session, "by_region", tables, session.table("persons"), cost="freq")
     >>> other.filter("region = 'Total'").select("sex, status").order("sex").fetchall()  # the same sex margins
-    [('Total', 'published'), ('f', 'secondary'), ('m', 'secondary')]
+    [('Total', 'published'), ('f', 'published'), ('m', 'published')]
     """
     if table not in tables:
         raise SdcError(f"linked_suppression_pattern: table {table!r} is none of the tables ({', '.join(tables)})")

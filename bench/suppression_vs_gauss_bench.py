@@ -14,7 +14,13 @@ cell holds at least one record, and that cells are whole numbers) is stricter th
 the bench then brings GaussSuppression's stored pattern to sdc's requirement (sdc's heuristic from its cells, then
 the pruning and the integer check; audited) and prints that count beside sdc's methods.
 
-Usage: .venv/bin/python bench/suppression_vs_gauss_bench.py [--methods gauss,heuristic,hypercube] [--linked]
+With --large, the issue's large tables follow, each in its own process (so that its peak memory is its own) by
+bench/suppression_scale_bench.py under the default method: a 4-D turnover table of about 10^5 cells, a dense 4-D
+count table (about 11 % primaries) of about 10^5, and the 3-D turnover and dense count tables of about 10^6
+(GaussSuppression did not finish the dense 4-D table in 15 minutes; no count of it is stored).
+
+Usage: .venv/bin/python bench/suppression_vs_gauss_bench.py [--methods auto,gauss,heuristic,hypercube] [--linked]
+       [--large]
        .venv/bin/python bench/suppression_vs_gauss_bench.py --inputs DIR   (the R script's inputs, then stop)
        .venv/bin/python bench/suppression_vs_gauss_bench.py --linked-inputs DIR   (the same for the linked tables)
 """
@@ -106,10 +112,11 @@ def completed_reference(micro: pd.DataFrame, h: pd.DataFrame, rules: list[str], 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--methods", default="gauss,heuristic,hypercube")
+    parser.add_argument("--methods", default="auto,gauss,heuristic,hypercube")
     parser.add_argument("--inputs", type=Path, help="write the R script's inputs into this folder and stop")
     parser.add_argument("--linked-inputs", type=Path, help="write the linked R script's inputs here and stop")
     parser.add_argument("--linked", action="store_true", help="also the three linked 4-D tables (minutes)")
+    parser.add_argument("--large", action="store_true", help="also the tables of 10^5 and 10^6 cells (about 10 min)")
     parser.add_argument("--magnitude-inputs", type=Path, help="write the p %% R script's inputs here and stop")
     args = parser.parse_args()
     if args.linked_inputs:
@@ -145,6 +152,8 @@ def main() -> None:
     magnitude(args.methods.split(","))
     if args.linked:
         linked(args.methods.split(","))
+    if args.large:
+        large()
 
 
 def audit_linked_reference(micro: pd.DataFrame, h: pd.DataFrame) -> str:
@@ -240,6 +249,36 @@ def linked(methods: list[str]) -> None:
         print(f"  sdc {method:<10} {cells:>7,} cells {primaries:>5} primaries {suppressed:>6,} suppressed  "
               f"CPU {cpu_seconds() - cpu:6.1f} s  wall {time.perf_counter() - wall:6.1f} s", flush=True)
     print(f"  sdc's verdict on GaussSuppression's stored linked pattern: {audit_linked_reference(micro, h)}", flush=True)
+
+
+# (dimensions, N, count table, records per inner cell): every dimension Total -> 3 groups -> N - 4 leaves; the
+# 4-D count table with 6 records per inner cell has about 11 % primaries, the 3-D one with 20 about 15 %
+LARGE_TABLES = [(4, 18, False, 20), (4, 18, True, 6), (3, 100, False, 20), (3, 100, True, 20)]
+# DuckDB's share of the memory when it builds the cells of 17.7 million records: as much as it may take (80 % of
+# the machine's) unless limited, so the bench limits it as an office would (it spills beyond)
+LARGE_DUCKDB_MEMORY = "3GB"
+
+
+def large() -> None:
+    """The tables of 10^5 and 10^6 cells under the default method, each by suppression_scale_bench.py in a process
+    of its own; its figure lines as they come."""
+    import os
+    import subprocess
+
+    from sdc.conventions import MEMORY_LIMIT_ENV
+
+    scale = Path(__file__).resolve().parent / "suppression_scale_bench.py"
+    env = {**os.environ, MEMORY_LIMIT_ENV: os.environ.get(MEMORY_LIMIT_ENV, LARGE_DUCKDB_MEMORY)}
+    print(f"large tables, method auto, {MEMORY_LIMIT_ENV}={env[MEMORY_LIMIT_ENV]}", flush=True)
+    for dims, nodes, counts, records in LARGE_TABLES:
+        command = [sys.executable, str(scale), "--dims", str(dims), "--nodes", str(nodes), "--method", "auto",
+                   "--records-per-cell", str(records)] + (["--counts"] if counts else [])
+        done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+        kind = (f"counts, freq:3, {records} records per inner cell" if counts
+                else "turnover, freq:3, p:10, nk:2,85")
+        for line in done.stdout.splitlines():
+            if line.startswith(f"{dims}-D"):
+                print(f"  {kind}: {line}", flush=True)
 
 
 if __name__ == "__main__":

@@ -204,3 +204,27 @@ def test_hostile_codes_and_relation_names_are_text_never_sql(tmp_path, capsys):
     capsys.readouterr()
     written = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
     assert written.to_dict("records") == [{"region": HOSTILE_CODES[0], "status": "suppressed", "value": ""}]
+
+
+@pytest.mark.parametrize("method", ["optimal", "auto", "heuristic"])
+def test_a_cell_kept_from_the_last_release_is_not_left_recomputable_by_the_milp(method):
+    """Review of issue 50's auto: the MILP gave a cell kept suppressed from the last release no requirement, so it
+    could leave it the only suppressed cell of its row (10 recomputed exactly). It now needs one unit of movement,
+    down where its bounds allow, as the heuristic's witness for it; the attacker's interval is [5, 11] either way."""
+    from sdc.suppression import SuppressionProblem
+    from sdc.suppression.secondary import secondary_suppression
+
+    inner = np.array([[2, 7, 50], [6, 8, 9], [40, 3, 10]], float)
+    full = np.vstack([np.hstack([inner, inner.sum(1, keepdims=True)]), np.hstack([inner.sum(0), inner.sum()])])
+    index = np.arange(16).reshape(4, 4)
+    relations = [[(int(index[r, 3]), 1.0)] + [(int(index[r, c]), -1.0) for c in range(3)] for r in range(4)]
+    relations += [[(int(index[3, c]), 1.0)] + [(int(index[r, c]), -1.0) for r in range(3)] for c in range(4)]
+    primary, kept = np.zeros(16, bool), np.zeros(16, bool)
+    primary[index[0, 0]], kept[index[2, 2]] = True, True
+    values = full.ravel()
+    problem = SuppressionProblem.from_arrays(values, relations, primary, primary * 1.0, primary * 1.0, values,
+                                             lower=np.ones(16), magnitude=False, forced_suppressed=kept)
+    pattern = secondary_suppression(problem, method, intervals="all")
+    cell = pattern.interval(int(index[2, 2]))
+    assert (cell.feasible_lower, cell.feasible_upper) == (5.0, 11.0)
+    assert pattern.method == ("heuristic" if method == "heuristic" else "optimal")

@@ -153,7 +153,7 @@ def test_time_limit_warning_gives_cost_and_lower_bound_and_bad_limits_are_refuse
         best = optimal_pattern(problem, time_limit=float("inf")).suppressed
     assert values[best].sum() <= values[pattern].sum()
     for bad in (-1.0, float("nan"), "sechzig", None):
-        with pytest.raises(SdcError, match="the time limit must be a number of seconds >= 0"):
+        with pytest.raises(SdcError, match=r"the time limit \(of the optimal method, and of auto.s\) must be a number of seconds >= 0"):
             optimal_pattern(SuppressionProblem.from_arrays(values, relations, primary, ones, ones, values), time_limit=bad).suppressed
 
 
@@ -182,5 +182,52 @@ def test_a_proven_optimum_within_a_number_of_rounds_or_none():
         assert proven_optimal_pattern(problem, rounds=1, time_limit=60).suppressed.tolist() == full.suppressed.tolist()
         assert proven_optimal_pattern(problem, rounds=0, time_limit=60) is None
         assert proven_optimal_pattern(problem, rounds=60, time_limit=0) is None
-    with pytest.raises(SdcError, match="the time limit must be a number of seconds >= 0, got 'soon'"):
+    with pytest.raises(SdcError, match=r"the time limit \(of the optimal method, and of auto.s\) must be a number of seconds >= 0, got 'soon'"):
         proven_optimal_pattern(problem, rounds=60, time_limit="soon")
+
+
+def test_the_master_problem_is_solved_to_its_optimum_not_to_highs_s_default_gap():
+    """Review of issue 50's auto: with costs of about 10^6 a cell, HiGHS's default relative gap (1e-4) let the master
+    problem stop at a pattern 194 dearer than the optimum, reported as optimal with a lower bound above its cost."""
+    from sdc.suppression.secondary import secondary_suppression
+
+    from test_suppression_hypercube import hierarchical_table
+
+    rng = np.random.default_rng(2)
+    leaf = rng.poisson(4, (7, 7)).astype(float)
+    cells, values, relations = hierarchical_table(leaf, [[0, 1, 2], [3, 4, 5], [6]])
+    primary = (values > 0) & (values < 3)
+    level = np.where(primary, np.maximum(1, np.ceil(0.3 * values)), 0.0)
+    cost = 1e6 + rng.integers(0, 1000, len(values))
+    problem = SuppressionProblem.from_arrays(values, relations, primary=primary, protection_lower=level,
+                                             protection_upper=level, cost=cost, coordinates=cells,
+                                             lower=np.where(values > 0, 1.0, 0.0), freq=values, magnitude=False,
+                                             forced_published=values == 0)
+    for method in ("optimal", "auto"):
+        pattern = secondary_suppression(problem, method)
+        assert (pattern.method, pattern.optimal) == ("optimal", True)
+        assert pattern.cost == 39016544.0 and pattern.lower_bound <= pattern.cost
+
+
+def test_a_table_without_a_pattern_is_refused_naming_the_cell_and_a_wrong_time_limit_by_every_method():
+    """Review of issue 50's auto: the MILP's refusal named no cell (auto now lets the heuristic's refusal name it),
+    and a time limit that is no number of seconds passed unnoticed where the method did not read it."""
+    from sdc.suppression.secondary import secondary_suppression
+
+    keys = ["a,x", "a,y", "a,T", "b,x", "b,y", "b,T", "T,x", "T,y", "T,T"]
+    values = [2, 7, 9, 6, 8, 14, 8, 15, 23]
+    relations = [[(2, 1), (0, -1), (1, -1)], [(5, 1), (3, -1), (4, -1)], [(8, 1), (6, -1), (7, -1)],
+                 [(6, 1), (0, -1), (3, -1)], [(7, 1), (1, -1), (4, -1)], [(8, 1), (2, -1), (5, -1)]]
+    published = np.array([False, True, True, True, False, False, True, False, False])  # every relation of a,x
+    fields = dict(primary=[0], protection_lower=[1] + [0] * 8, protection_upper=[1] + [0] * 8, cost=values,
+                  lower=[1] * 9, freq=values, magnitude=False, labels=keys,
+                  coordinates=[tuple(k.split(",")) for k in keys])
+    walled = SuppressionProblem.from_arrays(values, relations, forced_published=published, **fields)
+    with pytest.raises(SdcError, match=r"cannot reach their protection intervals even with every publishable cell "
+                                       r"suppressed: a,x \(cells \[0\]\)"):
+        secondary_suppression(walled)
+    problem = SuppressionProblem.from_arrays(values, relations, **fields)
+    for method in ("auto", "heuristic", "hypercube", "gauss", "optimal"):
+        for wrong in ("sechzig", None, -1, float("nan")):
+            with pytest.raises(SdcError, match=r"the time limit .* must be a number of seconds >= 0, got "):
+                secondary_suppression(problem, method, time_limit=wrong)

@@ -17,7 +17,8 @@ linear in x. Its duals give a Benders cut  sum_i mu_i room_i x_i >= |d| - t*(x) 
 valid for every pattern (the LP value is concave in the capacities) and violated by the current one. The
 loop ends when no requirement is violated: that pattern is safe and, since every cut is a necessary
 condition, of minimum cost. Two families of cuts are known in advance: in each relation that holds a
-primary, another cell must be suppressed.
+primary, another cell must be suppressed. A cell kept suppressed from an earlier release requires one unit of
+movement (down where its a-priori bounds allow, else up), so that it never becomes recomputable.
 
 At the time limit the heuristic completes the last master pattern, and a TimeLimitWarning gives the cost
 of the result and the lower bound the master problem has proven.
@@ -75,7 +76,7 @@ def optimal_pattern(problem: SuppressionProblem, *, time_limit: float = 60.0) ->
     heuristic (safe, with a TimeLimitWarning that gives the proven lower bound); 0 gives the heuristic's
     pattern at once.
     """
-    time_limit = _seconds(time_limit)
+    time_limit = time_limit_seconds(time_limit)
     found = _search(problem, time_limit, MAX_ROUNDS)
     if isinstance(found, _Stopped):
         return _finish_at_time_limit(problem, found.x, found.bound, time_limit)
@@ -86,7 +87,7 @@ def proven_optimal_pattern(problem: SuppressionProblem, *, rounds: int, time_lim
     """The minimum-cost pattern where the cut loop proves it within ``rounds`` master problems and ``time_limit``
     CPU seconds, else None (nothing completed, no warning): for method 'auto', which falls back to the heuristic.
     The rounds make the outcome the same on every machine; the seconds only stop a round that runs away."""
-    found = _search(problem, _seconds(time_limit), rounds)
+    found = _search(problem, time_limit_seconds(time_limit), rounds)
     return None if isinstance(found, _Stopped) else found
 
 
@@ -99,13 +100,15 @@ class _Stopped:
     bound: float
 
 
-def _seconds(time_limit) -> float:
+def time_limit_seconds(time_limit) -> float:
+    """A time limit in seconds as a float; anything else (a text, None, a negative number, NaN) an SdcError."""
     try:
         seconds = float(time_limit)
     except (TypeError, ValueError):  # a text or None from a caller of the Python API, named as given
         seconds = float("nan")
     if np.isnan(seconds) or seconds < 0:
-        raise SdcError(f"optimal suppression: the time limit must be a number of seconds >= 0, got {time_limit!r}")
+        raise SdcError("secondary suppression: the time limit (of the optimal method, and of auto's) must be a number "
+                       f"of seconds >= 0, got {time_limit!r}")
     return seconds
 
 
@@ -119,6 +122,7 @@ def _search(problem: SuppressionProblem, time_limit: float, rounds: int) -> Opti
     requirements = _requirements(table, started + time_limit)
     if requirements is None:
         return _Stopped(None, bound)
+    requirements += _kept_requirements(problem, table)
     if not requirements:
         return OptimalResult(table.sensitive.copy(), True, bound)
     return _cut_loop(problem, table, requirements, bound, started, time_limit, rounds)
@@ -137,6 +141,20 @@ def _requirements(table: AuditTable, deadline: float) -> list[tuple[int, float]]
             if abs(d) > AUDIT_TOLERANCE:
                 requirements.append((int(k), float(d)))
     return requirements
+
+
+def _kept_requirements(problem: SuppressionProblem, table: AuditTable) -> list[tuple[int, float]]:
+    """A cell kept suppressed from an earlier release has nothing to reach, but must not become recomputable: it
+    needs one unit of movement (1 / the table's decimal scale), down where its a-priori bounds allow, else up, as
+    the heuristic's witness for it. (No cell has that room in both directions only where its bounds pin it.)"""
+    unit, a = 1.0 / table.scale, problem.values
+    found = []
+    for k in np.flatnonzero(problem.forced_suppressed):
+        if a[k] - problem.lower[k] >= unit:
+            found.append((int(k), -unit))
+        elif problem.upper[k] - a[k] >= unit:
+            found.append((int(k), unit))
+    return found
 
 
 def _separation(problem: SuppressionProblem, table: AuditTable) -> "_Separation":
@@ -172,8 +190,10 @@ def _cut_loop(problem, table, requirements, bound, started, time_limit, rounds) 
             raise SdcError("optimal suppression: no pattern protects every primary (a requirement needs a "
                            "forced-publish cell, or the bounds leave no room)")
         x = result.x > 0.5
-        bound = max(bound, float(result.fun))  # every cut is necessary: the master's optimum bounds the optimum
-        new_cuts = _violated_cuts(table, separation, requirements, x, audits)
+        # every cut is necessary: what the master proves of its own optimum bounds the optimum
+        dual_bound = getattr(result, "mip_dual_bound", None)
+        bound = max(bound, float(dual_bound) if dual_bound is not None and np.isfinite(dual_bound) else float(result.fun))
+        new_cuts = _violated_cuts(table, separation, requirements, x, audits, problem.forced_suppressed)
         _log.info("optimal round %d: lower bound %.6g, %d cuts, %d new, %.0f of %.0f CPU seconds", round_number,
                   bound, len(cuts), len(new_cuts), time.process_time() - started, time_limit,
                   extra={"done": time.process_time() - started, "total": time_limit})
@@ -191,15 +211,17 @@ def _master(cost, cuts, bounds: Bounds, seconds: float):
     if cuts:
         constraints.append(LinearConstraint(vstack([c for c, _ in cuts], format="csr"),
                                             np.array([b for _, b in cuts]), np.inf))
-    # HiGHS's own limit is wall time: on a loaded machine the master stops before the CPU budget, never after
+    # HiGHS's own limit is wall time: on a loaded machine the master stops before the CPU budget, never after;
+    # no relative gap (HiGHS's default 1e-4 would call a pattern optimal that costs up to 0.01 % more)
     return milp(cost, constraints=constraints, integrality=np.ones(len(cost)), bounds=bounds,
-                options={"time_limit": seconds})
+                options={"time_limit": seconds, "mip_rel_gap": 0.0})
 
 
-def _violated_cuts(table, separation, requirements, x, audits) -> list[tuple[csr_matrix, float]]:
-    """A Benders cut for every requirement the pattern x misses (none: x is safe)."""
+def _violated_cuts(table, separation, requirements, x, audits, kept) -> list[tuple[csr_matrix, float]]:
+    """A Benders cut for every requirement the pattern x misses (none: x is safe). A kept cell's unit of movement
+    is not the audit's (it requires nothing of it): its separation LP decides."""
     failing = set(unprotected_cells(table, x, cache=audits))  # the audit is cheaper than a cut LP
-    cuts = [separation.cut(x, k, d) for k, d in requirements if k in failing]
+    cuts = [separation.cut(x, k, d) for k, d in requirements if k in failing or kept[k]]
     return [cut for cut in cuts if cut is not None]
 
 

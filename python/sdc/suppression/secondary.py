@@ -29,7 +29,7 @@ from sdc.suppression.audit import (
 from sdc.suppression.gauss import gauss_pattern
 from sdc.suppression.heuristic import PRUNE_GROUP_CELLS, heuristic_pattern, integer_safe_pattern, prune_pattern
 from sdc.suppression.hypercube import Witness, grid_of, hypercube_pattern, prune_hypercubes, verified_witnesses
-from sdc.suppression.optimal import optimal_pattern, proven_optimal_pattern
+from sdc.suppression.optimal import optimal_pattern, proven_optimal_pattern, time_limit_seconds
 from sdc.suppression.problem import SuppressionProblem
 
 _log = logging.getLogger(__name__)  # progress of long solves (the CLI shows it; a log keeps it)
@@ -153,6 +153,7 @@ def secondary_suppression(problem: SuppressionProblem, method: str = DEFAULT_MET
         raise SdcError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if intervals not in INTERVALS:
         raise SdcError(f"intervals must be one of {', '.join(INTERVALS)}, got {intervals!r}")
+    time_limit = time_limit_seconds(time_limit)  # whichever method runs: a wrong value is wrong for all
     method, found = _auto_optimal(problem, time_limit) if method == "auto" else (method, None)
     suppressed, witnesses, proven, bound = found or _method_pattern(problem, method, time_limit)
     limited = method == "optimal" and not proven
@@ -200,8 +201,12 @@ def _auto_optimal(problem: SuppressionProblem, time_limit: float) -> tuple[str, 
     """Method 'auto': the optimal method's pattern where optimal_first and the MILP proves it within
     AUTO_OPTIMAL_ROUNDS (the method, its _method_pattern tuple), else the method chosen_method names and None."""
     if optimal_first(problem):
-        result = proven_optimal_pattern(problem, rounds=AUTO_OPTIMAL_ROUNDS,
-                                        time_limit=min(float(time_limit), DEFAULT_TIME_LIMIT))
+        try:
+            result = proven_optimal_pattern(problem, rounds=AUTO_OPTIMAL_ROUNDS,
+                                            time_limit=min(time_limit, DEFAULT_TIME_LIMIT))
+        except SdcError as refused:  # no pattern at all: the heuristic's refusal names the cells
+            _log.info("auto: %s; the heuristic", refused)
+            result = None
         if result is not None:
             _log.info("auto: the optimal method (%d cells, proven)", len(problem.values))
             return "optimal", (result.suppressed, [], True, result.lower_bound)

@@ -86,7 +86,7 @@ def optimal_pattern(problem: SuppressionProblem, *, time_limit: float = 60.0) ->
 def proven_optimal_pattern(problem: SuppressionProblem, *, rounds: int, time_limit: float) -> OptimalResult | None:
     """The minimum-cost pattern where the cut loop proves it within ``rounds`` master problems and ``time_limit``
     CPU seconds, else None (nothing completed, no warning): for method 'auto', which falls back to the heuristic.
-    The rounds make the outcome the same on every machine; the seconds only stop a round that runs away."""
+    The rounds make the outcome the same on a fast and a slow machine wherever they finish within the seconds."""
     found = _search(problem, time_limit_seconds(time_limit), rounds)
     return None if isinstance(found, _Stopped) else found
 
@@ -100,15 +100,16 @@ class _Stopped:
     bound: float
 
 
-def time_limit_seconds(time_limit) -> float:
-    """A time limit in seconds as a float; anything else (a text, None, a negative number, NaN) an SdcError."""
+def time_limit_seconds(time_limit, name: str = "secondary suppression: the time limit (of the optimal method, and "
+                                              "of auto's)") -> float:
+    """A time limit in seconds as a float (0: the heuristic's pattern at once; inf: no limit); anything else (a
+    text, None, a negative number, NaN) an SdcError that calls it ``name`` (sdc suppress: --time-limit)."""
     try:
         seconds = float(time_limit)
     except (TypeError, ValueError):  # a text or None from a caller of the Python API, named as given
         seconds = float("nan")
     if np.isnan(seconds) or seconds < 0:
-        raise SdcError("secondary suppression: the time limit (of the optimal method, and of auto's) must be a number "
-                       f"of seconds >= 0, got {time_limit!r}")
+        raise SdcError(f"{name} must be a number of seconds (>= 0), got {time_limit!r}")
     return seconds
 
 
@@ -146,7 +147,7 @@ def _requirements(table: AuditTable, deadline: float) -> list[tuple[int, float]]
 def _kept_requirements(problem: SuppressionProblem, table: AuditTable) -> list[tuple[int, float]]:
     """A cell kept suppressed from an earlier release has nothing to reach, but must not become recomputable: it
     needs one unit of movement (1 / the table's decimal scale), down where its a-priori bounds allow, else up, as
-    the heuristic's witness for it. (No cell has that room in both directions only where its bounds pin it.)"""
+    the heuristic's witness for it. A cell whose bounds leave it no unit either way is known, and needs nothing."""
     unit, a = 1.0 / table.scale, problem.values
     found = []
     for k in np.flatnonzero(problem.forced_suppressed):
@@ -182,17 +183,12 @@ def _cut_loop(problem, table, requirements, bound, started, time_limit, rounds) 
             return _Stopped(x, bound)
         result = _master(problem.cost, cuts, bounds, remaining)
         if result.status == 1:  # time limit inside the master: its incumbent (if any) is not proven optimal
-            dual_bound = getattr(result, "mip_dual_bound", None)
-            if dual_bound is not None and np.isfinite(dual_bound):
-                bound = max(bound, float(dual_bound))
-            return _Stopped(x if result.x is None else result.x > 0.5, bound)
+            return _Stopped(x if result.x is None else result.x > 0.5, _proven_bound(result, bound))
         if result.x is None:
             raise SdcError("optimal suppression: no pattern protects every primary (a requirement needs a "
                            "forced-publish cell, or the bounds leave no room)")
         x = result.x > 0.5
-        # every cut is necessary: what the master proves of its own optimum bounds the optimum
-        dual_bound = getattr(result, "mip_dual_bound", None)
-        bound = max(bound, float(dual_bound) if dual_bound is not None and np.isfinite(dual_bound) else float(result.fun))
+        bound = _proven_bound(result, bound, solved=True)
         new_cuts = _violated_cuts(table, separation, requirements, x, audits, problem.forced_suppressed)
         _log.info("optimal round %d: lower bound %.6g, %d cuts, %d new, %.0f of %.0f CPU seconds", round_number,
                   bound, len(cuts), len(new_cuts), time.process_time() - started, time_limit,
@@ -203,6 +199,15 @@ def _cut_loop(problem, table, requirements, bound, started, time_limit, rounds) 
     if rounds < MAX_ROUNDS:
         return _Stopped(x, bound)
     raise SdcError(f"optimal suppression did not converge in {MAX_ROUNDS} rounds")
+
+
+def _proven_bound(result, bound: float, *, solved: bool = False) -> float:
+    """The lower bound on the optimum after a master solve: every cut is necessary, so what the master proves of
+    its own optimum (HiGHS's dual bound; where it gives none, the optimum of a ``solved`` master) bounds it."""
+    dual_bound = getattr(result, "mip_dual_bound", None)
+    if dual_bound is not None and np.isfinite(dual_bound):
+        return max(bound, float(dual_bound))
+    return max(bound, float(result.fun)) if solved else bound
 
 
 def _master(cost, cuts, bounds: Bounds, seconds: float):

@@ -12,7 +12,6 @@ not of the suppressed value or frequency.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from sdc.suppression.audit import (
     default_upper,
     public_intervals,
 )
+from sdc.suppression.optimal import time_limit_seconds
 from sdc.suppression.problem import COSTS, SuppressionProblem, group_relations, is_integer_table
 from sdc.suppression.secondary import (
     DEFAULT_METHOD,
@@ -277,15 +277,8 @@ def interval_text(low: float, high: float, mark: str) -> str:
 
 
 def check_time_limit(time_limit) -> float:
-    """The optimal method's time limit in seconds: a number >= 0 (0: the heuristic's pattern at once;
-    inf: no limit)."""
-    try:
-        seconds = float(time_limit)
-    except (TypeError, ValueError):
-        raise SdcError(f"--time-limit must be a number of seconds (>= 0), got {time_limit!r}") from None
-    if math.isnan(seconds) or seconds < 0:
-        raise SdcError(f"--time-limit must be a number of seconds (>= 0), got {time_limit!r}")
-    return seconds
+    """The optimal method's time limit in seconds, as sdc suppress's --time-limit (time_limit_seconds)."""
+    return time_limit_seconds(time_limit, "--time-limit")
 
 
 def _rule_name(rule) -> str:

@@ -39,8 +39,9 @@ METHODS = ("heuristic", "optimal", "hypercube", "gauss", "auto")
 # (README, "which method at which size": below, the heuristic is fast and hides about as few; above, the hypercube
 # is several times faster, hides fewer on three-dimensional tables, and alone finishes dense tables of 10^5 cells);
 # on count tables of up to AUTO_OPTIMAL_CELLS cells, or AUTO_OPTIMAL_PLANE_CELLS where they have two dimensions,
-# first the optimal method, taken where it proves its optimum within AUTO_OPTIMAL_ROUNDS master problems (the same
-# outcome on every machine; LT-1: 18 cells where the heuristic hides 23; 2-D counts of 1,516 cells: 231 against 251)
+# first the optimal method, taken where it proves its optimum within AUTO_OPTIMAL_ROUNDS master problems (rounds, not
+# seconds: the same outcome on a fast and a slow machine wherever the rounds finish within the time limit; LT-1: 18
+# cells where the heuristic hides 23; 2-D counts of 1,516 cells: 231 against 251)
 DEFAULT_METHOD = "auto"
 AUTO_HYPERCUBE_CELLS = 10_000
 AUTO_OPTIMAL_CELLS = 200
@@ -200,19 +201,20 @@ def optimal_first(problem: SuppressionProblem) -> bool:
 def _auto_optimal(problem: SuppressionProblem, time_limit: float) -> tuple[str, tuple | None]:
     """Method 'auto': the optimal method's pattern where optimal_first and the MILP proves it within
     AUTO_OPTIMAL_ROUNDS (the method, its _method_pattern tuple), else the method chosen_method names and None."""
-    if optimal_first(problem):
-        try:
-            result = proven_optimal_pattern(problem, rounds=AUTO_OPTIMAL_ROUNDS,
-                                            time_limit=min(time_limit, DEFAULT_TIME_LIMIT))
-        except SdcError as refused:  # no pattern at all: the heuristic's refusal names the cells
-            _log.info("auto: %s; the heuristic", refused)
-            result = None
-        if result is not None:
-            _log.info("auto: the optimal method (%d cells, proven)", len(problem.values))
-            return "optimal", (result.suppressed, [], True, result.lower_bound)
+    if not optimal_first(problem):
+        return chosen_method(problem, "auto"), None
+    try:
+        result = proven_optimal_pattern(problem, rounds=AUTO_OPTIMAL_ROUNDS,
+                                        time_limit=min(time_limit, DEFAULT_TIME_LIMIT))
+    except SdcError as refused:  # no pattern at all: the heuristic's refusal names the cells
+        _log.info("auto: %s; the heuristic", refused)
+        return chosen_method(problem, "auto"), None
+    if result is None:
         _log.info("auto: the optimal method did not prove its optimum in %d rounds; the heuristic",
                   AUTO_OPTIMAL_ROUNDS)
-    return chosen_method(problem, "auto"), None
+        return chosen_method(problem, "auto"), None
+    _log.info("auto: the optimal method (%d cells, proven)", len(problem.values))
+    return "optimal", (result.suppressed, [], True, result.lower_bound)
 
 
 def _method_pattern(problem: SuppressionProblem, method: str, time_limit: float) -> tuple:
